@@ -1,0 +1,43 @@
+"""Warning classes used across puinfer.
+
+Every warning is also recorded on the results object that triggered it
+(``results.warnings``), so that it is not lost when warnings are filtered.
+"""
+
+__all__ = [
+    "PuinferWarning",
+    "ConvergenceWarning",
+    "BoundaryWarning",
+    "SeparationWarning",
+    "ClippingWarning",
+    "StartsDisagreeWarning",
+    "IllConditionedWarning",
+]
+
+
+class PuinferWarning(UserWarning):
+    """Base class of all puinfer warnings."""
+
+
+class ConvergenceWarning(PuinferWarning):
+    """An optimiser stopped before meeting its convergence criterion."""
+
+
+class BoundaryWarning(PuinferWarning):
+    """An estimate lies on (or numerically at) the boundary of the parameter space."""
+
+
+class SeparationWarning(PuinferWarning):
+    """The samples are (quasi-)separated, so the unpenalised maximum does not exist."""
+
+
+class ClippingWarning(PuinferWarning):
+    """Values were clipped into their valid range."""
+
+
+class StartsDisagreeWarning(PuinferWarning):
+    """Different starting values reached different local maxima."""
+
+
+class IllConditionedWarning(PuinferWarning):
+    """A matrix the estimate depends on is (nearly) singular."""

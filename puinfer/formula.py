@@ -1,0 +1,205 @@
+"""Formula adapter: the only module in puinfer that imports the formula engine (patsy).
+
+Keeping the engine behind :func:`build_design` and :meth:`Design.transform` means the
+engine could be swapped (formulaic is patsy's successor) without touching any model.
+``Design`` never exposes patsy objects publicly; it keeps the formula string so that it
+can be rebuilt, because patsy's ``DesignInfo`` does not pickle.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+import patsy
+
+__all__ = ["Design", "build_design", "logit", "expit", "poly", "FORMULA_NAMESPACE"]
+
+
+def logit(p):
+    """Log-odds ``log(p / (1 - p))``, elementwise; values must lie strictly in (0, 1)."""
+    p = np.asarray(p, dtype=float)
+    if np.any((p <= 0) | (p >= 1)):
+        raise ValueError("logit() needs values strictly inside (0, 1); clip the scores first")
+    return np.log(p) - np.log1p(-p)
+
+
+def expit(x):
+    """Inverse of :func:`logit`."""
+    from scipy.special import expit as _expit
+
+    return _expit(np.asarray(x, dtype=float))
+
+
+class _Poly:
+    """Stateful orthogonal polynomial basis, as R's ``poly(x, degree)``.
+
+    patsy's stateful-transform protocol (``memorize_chunk``/``memorize_finish``/``transform``)
+    makes the basis learned on the fitting data reusable on new data, as ``predict`` needs.
+    The columns are orthonormal on the fitting data (three-term recurrence of R's ``poly``).
+    """
+
+    def __init__(self):
+        self._chunks = []
+
+    def memorize_chunk(self, x, degree=2):
+        self._chunks.append(np.asarray(x, dtype=float).ravel())
+
+    def memorize_finish(self):
+        x = np.concatenate(self._chunks)
+        self._chunks = []
+        self._fitted_x = x
+
+    def _fit(self, x, degree):
+        # R's poly(): QR of the Vandermonde matrix gives alpha and norm2 for the recurrence.
+        xbar = x.mean()
+        xc = x - xbar
+        X = np.vander(xc, degree + 1, increasing=True)
+        q, r = np.linalg.qr(X)
+        if np.min(np.abs(np.diag(r))) < 1e-10 * max(1.0, np.abs(np.diag(r)).max()):
+            raise ValueError(f"poly(): degree {degree} needs at least {degree + 1} distinct values")
+        z = q * np.diag(r)
+        norm2 = np.sum(z**2, axis=0)
+        alpha = (np.sum(xc[:, None] * z**2, axis=0) / norm2 + xbar)[:degree]
+        self._coefs = (alpha, np.concatenate([[1.0], norm2]))
+
+    def _basis(self, x, degree):
+        alpha, norm2 = self._coefs
+        Z = np.empty((x.size, degree + 1))
+        Z[:, 0] = 1.0
+        Z[:, 1] = x - alpha[0]
+        for i in range(1, degree):
+            Z[:, i + 1] = (x - alpha[i]) * Z[:, i] - (norm2[i + 1] / norm2[i]) * Z[:, i - 1]
+        return Z[:, 1:] / np.sqrt(norm2[2:])
+
+    def transform(self, x, degree=2):
+        x = np.asarray(x, dtype=float).ravel()
+        if not hasattr(self, "_coefs"):
+            self._fit(self._fitted_x, degree)
+        return self._basis(x, degree)
+
+
+poly = patsy.stateful_transform(_Poly)
+
+#: Names available inside every puinfer formula, besides numpy as ``np``.
+FORMULA_NAMESPACE = {"logit": logit, "expit": expit, "poly": poly, "np": np, "log": np.log,
+                     "exp": np.exp, "sqrt": np.sqrt}
+
+
+@dataclass(frozen=True)
+class Design:
+    """Design matrices built from a formula.
+
+    Attributes
+    ----------
+    formula : str
+        The formula as given.
+    y : pandas.Series or None
+        The left-hand side, if the formula has one.
+    X : pandas.DataFrame
+        The right-hand side design (columns named by the formula terms).
+    has_intercept : bool
+        Whether ``X`` contains the intercept column ``"Intercept"``.
+    """
+
+    formula: str
+    y: pd.Series | None
+    X: pd.DataFrame
+    has_intercept: bool
+    _rhs_info: object = field(repr=False, compare=False, default=None)
+
+    @property
+    def exog_names(self) -> list[str]:
+        """Column names of the right-hand side design."""
+        return list(self.X.columns)
+
+    def transform(self, newdata) -> pd.DataFrame:
+        """Build the right-hand side design for new data with the fitted stateful transforms."""
+        newdata = _as_frame(newdata, "newdata")
+        try:
+            (X,) = patsy.build_design_matrices([self._rhs_info], newdata,
+                                               NA_action=patsy.NAAction(NA_types=[]),
+                                               return_type="dataframe")
+        except patsy.PatsyError as exc:
+            raise ValueError(f"cannot evaluate formula {self.formula!r} on newdata: {exc}") from None
+        _check_finite(X, "newdata")
+        X.index = newdata.index
+        return X
+
+
+def _as_frame(data, name):
+    if isinstance(data, pd.DataFrame):
+        return data
+    if isinstance(data, dict):
+        return pd.DataFrame(data)
+    raise TypeError(f"{name} must be a pandas DataFrame (or a dict of columns), got {type(data).__name__}")
+
+
+def _check_finite(X: pd.DataFrame, what: str):
+    bad = ~np.isfinite(X.to_numpy(dtype=float))
+    if bad.any():
+        cols = [c for c, b in zip(X.columns, bad.any(axis=0), strict=True) if b]
+        raise ValueError(f"{what}: missing or non-finite values in design column(s) {cols}")
+
+
+def build_design(formula: str, data, *, require_lhs: bool | None = None) -> Design:
+    """Evaluate ``formula`` on ``data`` and return a :class:`Design`.
+
+    Parameters
+    ----------
+    formula : str
+        A patsy/R-style formula, e.g. ``"labeled ~ x1 + poly(x2, 3)"`` or ``"~ x1 + x2"``.
+        ``logit``, ``expit``, ``poly`` (orthogonal, as R) and numpy (``np``) are available.
+    data : pandas.DataFrame
+        The data. It is not modified.
+    require_lhs : bool, optional
+        ``True`` to demand a left-hand side, ``False`` to forbid one, ``None`` for either.
+
+    Returns
+    -------
+    Design
+
+    Raises
+    ------
+    ValueError
+        If the formula cannot be evaluated, names a missing column, or a used column has
+        missing values (rows are never dropped silently).
+    """
+    data = _as_frame(data, "data")
+    if not isinstance(formula, str):
+        raise TypeError("formula must be a string")
+    has_lhs = "~" in formula and formula.split("~", 1)[0].strip() != ""
+    if require_lhs is True and not has_lhs:
+        raise ValueError(f"formula {formula!r} needs a left-hand side (the response)")
+    if require_lhs is False and has_lhs:
+        raise ValueError(f"formula {formula!r} must not have a left-hand side here; write '~ x1 + x2'")
+    env = patsy.EvalEnvironment([FORMULA_NAMESPACE])
+    # NA_types=[] makes patsy keep NaN rows so that we can name the offending column
+    # instead of silently dropping rows.
+    na = patsy.NAAction(NA_types=[])
+    try:
+        if has_lhs:
+            y, X = patsy.dmatrices(formula, data, eval_env=env, NA_action=na, return_type="dataframe")
+        else:
+            rhs = formula.split("~", 1)[-1]
+            X = patsy.dmatrix(rhs, data, eval_env=env, NA_action=na, return_type="dataframe")
+            y = None
+    except patsy.PatsyError as exc:
+        raise ValueError(f"cannot evaluate formula {formula!r}: {exc}") from None
+    except NameError as exc:
+        raise ValueError(f"formula {formula!r} names an unknown column or function: {exc}") from None
+    _check_finite(X, "data")
+    ys = None
+    if y is not None:
+        if y.shape[1] != 1:
+            raise ValueError(
+                f"the left-hand side of {formula!r} must be one numeric 0/1 column; "
+                f"got columns {list(y.columns)} (a non-numeric response?)")
+        ys = y.iloc[:, 0]
+        if not np.all(np.isfinite(ys.to_numpy(dtype=float))):
+            raise ValueError(f"data: missing values in the response {ys.name!r}")
+        ys.index = data.index
+    X.index = data.index
+    return Design(formula=formula, y=ys, X=X, has_intercept="Intercept" in X.columns,
+                  _rhs_info=X.design_info)

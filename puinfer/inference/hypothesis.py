@@ -1,0 +1,201 @@
+"""Test-result object and the tests every model shares: likelihood ratio and chi-square GOF."""
+
+from __future__ import annotations
+
+import html
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy import stats
+
+__all__ = ["HypothesisTestResult", "lr_test", "chisq_gof", "format_pvalue"]
+
+
+def format_pvalue(p: float) -> str:
+    """Format a p-value as R does: ``< 2.2e-16`` below machine precision, else 4 significant digits."""
+    if p is None or (isinstance(p, float) and math.isnan(p)):
+        return "NA"
+    if p < 2.2e-16:
+        return "< 2.2e-16"
+    if p < 1e-4:
+        return f"{p:.3g}"
+    return f"{p:.4f}"
+
+
+@dataclass(frozen=True)
+class HypothesisTestResult:
+    """Result of a hypothesis test, modelled on R's ``htest``.
+
+    Attributes
+    ----------
+    statistic : float
+        The test statistic.
+    df : float
+        Degrees of freedom of its reference distribution.
+    pvalue : float
+        The p-value.
+    null : str
+        The null hypothesis in words.
+    method : str
+        Name of the test.
+    distribution : str
+        Reference distribution (``"chi2"``, or ``"bootstrap"`` for a resampling p-value).
+    invalid_reason : str or None
+        If set, the test could not be carried out validly; statistic and p-value are NaN.
+    extra : dict
+        Further details (e.g. the number of bootstrap resamples).
+    """
+
+    statistic: float
+    df: float
+    pvalue: float
+    null: str
+    method: str
+    distribution: str = "chi2"
+    invalid_reason: str | None = None
+    extra: dict = field(default_factory=dict)
+
+    @classmethod
+    def invalid(cls, reason: str, *, null: str, method: str, df: float = float("nan")):
+        """A test that could not be computed, carrying the reason instead of raising."""
+        return cls(float("nan"), df, float("nan"), null, method, invalid_reason=reason)
+
+    @property
+    def critical_value(self) -> float:
+        """The 95% quantile of the chi-square reference distribution."""
+        return float(stats.chi2.ppf(0.95, self.df)) if self.distribution == "chi2" else float("nan")
+
+    def _lines(self):
+        lines = [self.method, f"H0: {self.null}"]
+        if self.invalid_reason:
+            lines.append(f"Invalid test: {self.invalid_reason}")
+            return lines
+        ref = f"chi2({self.df:g})" if self.distribution == "chi2" else self.distribution
+        lines.append(f"statistic = {self.statistic:.4f}, df = {self.df:g}, "
+                     f"p-value = {format_pvalue(self.pvalue)} ({ref})")
+        for k, v in self.extra.items():
+            lines.append(f"{k}: {v}")
+        return lines
+
+    def __str__(self):
+        return "\n".join(self._lines())
+
+    def __repr__(self):
+        if self.invalid_reason:
+            return f"<HypothesisTestResult {self.method}: invalid ({self.invalid_reason})>"
+        return (f"<HypothesisTestResult {self.method}: statistic={self.statistic:.4f}, "
+                f"df={self.df:g}, pvalue={format_pvalue(self.pvalue)}>")
+
+    def _repr_html_(self):
+        rows = "".join(f"<tr><td>{html.escape(line)}</td></tr>" for line in self._lines()[1:])
+        return (f"<table><caption>{html.escape(self.method)}</caption>"
+                f"<tbody>{rows}</tbody></table>")
+
+
+def chi2_test(statistic: float, df: float, *, null: str, method: str, extra=None):
+    """Build a :class:`HypothesisTestResult` with a chi-square p-value (upper tail)."""
+    statistic = float(statistic)
+    return HypothesisTestResult(statistic, float(df), float(stats.chi2.sf(statistic, df)), null,
+                                method, extra=dict(extra or {}))
+
+
+def lr_test(restricted, full, *, tol: float = 1e-6) -> HypothesisTestResult:
+    """Likelihood-ratio test of a restricted model against a full model that nests it.
+
+    Parameters
+    ----------
+    restricted, full : LikelihoodResults
+        Fitted puinfer results on the same data; ``restricted`` must be nested in ``full``.
+    tol : float
+        Tolerance on ``restricted.llf - full.llf`` (the restricted log-likelihood cannot exceed
+        the full one; a small excess from optimiser error is set to a statistic of 0).
+
+    Returns
+    -------
+    HypothesisTestResult
+        ``statistic = 2 (full.llf - restricted.llf)``, ``df = full.df_model - restricted.df_model``.
+
+    Raises
+    ------
+    TypeError
+        If either argument is not a puinfer results object.
+    ValueError
+        If the models are not nested, were fitted to different data, or computed their
+        log-likelihoods differently (e.g. one penalised, one not).
+    """
+    from ..base.results import LikelihoodResults
+
+    for name, r in (("restricted", restricted), ("full", full)):
+        if not isinstance(r, LikelihoodResults):
+            raise TypeError(f"{name} must be a fitted puinfer results object, got {type(r).__name__}")
+    if restricted.data_fingerprint != full.data_fingerprint:
+        raise ValueError("lr_test: the two models were not fitted to the same data")
+    if restricted.llf_kind != full.llf_kind:
+        raise ValueError("lr_test: the log-likelihoods were computed differently "
+                         f"({restricted.llf_kind!r} vs {full.llf_kind!r}); they cannot be compared")
+    if not restricted.is_nested_in(full):
+        raise ValueError(f"lr_test: {type(restricted).__name__} ({restricted.model_name}) is not "
+                         f"nested in {type(full).__name__} ({full.model_name})")
+    df = full.df_model - restricted.df_model
+    if df <= 0:
+        raise ValueError(f"lr_test: the full model must have more free parameters than the "
+                         f"restricted one (got {full.df_model} and {restricted.df_model})")
+    stat = 2.0 * (full.llf - restricted.llf)
+    if stat < 0:
+        if stat < -2 * tol * max(1.0, abs(full.llf)):
+            raise ValueError(f"lr_test: the restricted log-likelihood exceeds the full one by "
+                             f"{-stat / 2:.3g}; the full model did not reach its maximum")
+        stat = 0.0
+    return chi2_test(stat, df, null=f"{restricted.model_name} (restricted) holds",
+                     method=f"Likelihood-ratio test: {restricted.model_name} vs {full.model_name}",
+                     extra={"llf (restricted, full)": f"{restricted.llf:.4f}, {full.llf:.4f}"})
+
+
+def chisq_gof(observed, expected, ddof: int = 0, *, method: str = "pearson",
+              null: str = "the fitted model reproduces the observed counts"):
+    """Chi-square goodness-of-fit test of observed counts against fitted expected counts.
+
+    Parameters
+    ----------
+    observed, expected : array_like
+        Counts of the same shape (any shape; all cells are pooled).
+    ddof : int
+        Number of parameters estimated from the counts; ``df = (#cells - #constraints) - ddof``
+        where each row of a 2-D array (each multinomial) contributes one constraint.
+    method : {"pearson", "lr"}
+        Pearson's X^2 or the likelihood-ratio statistic G^2 = 2 sum O log(O/E).
+
+    Returns
+    -------
+    HypothesisTestResult
+    """
+    o = np.atleast_2d(np.asarray(observed, dtype=float))
+    e = np.atleast_2d(np.asarray(expected, dtype=float))
+    if o.shape != e.shape:
+        raise ValueError(f"observed {o.shape} and expected {e.shape} have different shapes")
+    if np.any(e < 0) or np.any(o < 0):
+        raise ValueError("counts must be non-negative")
+    df = o.size - o.shape[0] - ddof
+    if df <= 0:
+        return HypothesisTestResult.invalid(f"no degrees of freedom left (df = {df})", null=null,
+                                            method="Chi-square goodness of fit", df=df)
+    if method == "pearson":
+        pos = e > 0
+        if np.any(o[~pos] > 0):
+            return HypothesisTestResult.invalid("a cell with observations has expected count 0",
+                                                null=null, method="Pearson chi-square GOF", df=df)
+        stat = np.sum((o[pos] - e[pos]) ** 2 / e[pos])
+        name = "Pearson chi-square goodness of fit"
+    elif method == "lr":
+        pos = o > 0
+        if np.any(e[pos] == 0):
+            return HypothesisTestResult.invalid("a cell with observations has expected count 0",
+                                                null=null, method="LR chi-square GOF", df=df)
+        stat = 2.0 * np.sum(o[pos] * np.log(o[pos] / e[pos]))
+        name = "Likelihood-ratio (G) chi-square goodness of fit"
+    else:
+        raise ValueError("method must be 'pearson' or 'lr'")
+    small = int(np.sum(e < 5))
+    extra = {"cells with expected count < 5": small} if small else {}
+    return chi2_test(max(stat, 0.0), df, null=null, method=name, extra=extra)

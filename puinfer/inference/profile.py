@@ -1,0 +1,168 @@
+"""Profile likelihood: one object per parameter giving the curve, the interval and the plot.
+
+As R's ``profile.glm`` -> ``confint`` -> ``plot``, but the interval limits are found by
+root-finding (``scipy.optimize.brentq``) on ``R(theta) - chi2_{1,level}`` rather than by
+interpolating a grid, and a limit at the parameter bound is reported as one-sided instead of
+silently returning NA.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pandas as pd
+from scipy import optimize, stats
+
+from .._validation import check_level
+
+__all__ = ["Profile", "ProfileError"]
+
+
+class ProfileError(ValueError):
+    """Profiling found a higher log-likelihood than the fit: the fit had not converged."""
+
+
+class Profile:
+    """Profile log-likelihood ratio of one scalar parameter.
+
+    Parameters
+    ----------
+    name : str
+        Parameter name (e.g. ``"pi"``).
+    estimate : float
+        The maximum-likelihood estimate.
+    llf_max : float
+        The maximised log-likelihood.
+    loglik_at : callable
+        ``loglik_at(value) -> float``: the log-likelihood maximised over all other parameters
+        with this one fixed at ``value``. It may keep a warm start between calls; calls are
+        made outwards from the estimate.
+    bounds : (float, float)
+        The parameter space; ``loglik_at`` must be defined on the closed interval.
+    step : float
+        A first step for bracketing the interval limits (e.g. a standard error).
+    tol : float
+        Relative tolerance for "the profile exceeds the maximum": larger excesses raise
+        :class:`ProfileError`.
+
+    Notes
+    -----
+    The statistic is ``R(v) = 2 {llf_max - loglik_at(v)}`` (seed 004, eq. of Theorem 3b), and
+    the level-``L`` interval is ``{v : R(v) <= chi2_{1, L}}``.
+    """
+
+    def __init__(self, name: str, estimate: float, llf_max: float,
+                 loglik_at: Callable[[float], float], bounds=(0.0, 1.0), step: float = 0.01,
+                 tol: float = 1e-7):
+        self.name = name
+        self.estimate = float(estimate)
+        self.llf_max = float(llf_max)
+        self._loglik_at = loglik_at
+        self.bounds = (float(bounds[0]), float(bounds[1]))
+        self.step = float(step) if step and np.isfinite(step) and step > 0 else 0.01
+        self.tol = tol
+        self._cache: dict[float, float] = {}
+
+    def loglik(self, value: float) -> float:
+        """Profile log-likelihood at ``value`` (cached)."""
+        value = float(value)
+        if value not in self._cache:
+            if not self.bounds[0] <= value <= self.bounds[1]:
+                raise ValueError(f"{self.name} = {value} is outside {self.bounds}")
+            self._cache[value] = float(self._loglik_at(value))
+        return self._cache[value]
+
+    def statistic(self, value: float) -> float:
+        """Likelihood-ratio statistic ``R(value) = 2 {llf_max - profile llf(value)}``."""
+        ll = self.loglik(value)
+        excess = ll - self.llf_max
+        if excess > self.tol * max(1.0, abs(self.llf_max)):
+            raise ProfileError(
+                f"the profile log-likelihood at {self.name} = {value:.6g} is {excess:.3g} higher "
+                "than at the fitted maximum: the original fit had not converged to the global "
+                "maximum; refit (e.g. with more starts) before profiling")
+        return max(0.0, 2.0 * (self.llf_max - ll))
+
+    def _limit(self, direction: int, cutoff: float) -> tuple[float, bool]:
+        lo_b, hi_b = self.bounds
+        edge = hi_b if direction > 0 else lo_b
+        inner = self.estimate
+        step = self.step
+        while True:
+            outer = inner + direction * step
+            if (direction > 0 and outer >= edge) or (direction < 0 and outer <= edge):
+                outer = edge
+            r = self.statistic(outer)
+            if r >= cutoff:
+                break
+            if outer == edge:
+                return edge, True  # one-sided: the interval reaches the bound
+            inner = outer
+            step *= 2.0
+        f = lambda v: self.statistic(v) - cutoff  # noqa: E731
+        if inner == self.estimate and f(inner) >= 0:  # only if cutoff <= 0
+            return inner, False
+        root = optimize.brentq(f, min(inner, outer), max(inner, outer), xtol=1e-12, rtol=1e-12,
+                               maxiter=200)
+        return float(root), False
+
+    def conf_int(self, level: float = 0.95) -> pd.Series:
+        """Profile-likelihood confidence interval ``{v : R(v) <= chi2_{1, level}}``.
+
+        Returns
+        -------
+        pandas.Series
+            ``lower`` and ``upper``; attribute-like flags ``lower_at_bound`` and
+            ``upper_at_bound`` in ``Series.attrs`` say which limits are the parameter bounds
+            (one-sided intervals).
+        """
+        level = check_level(level)
+        cutoff = float(stats.chi2.ppf(level, 1))
+        lo, lo_b = self._limit(-1, cutoff)
+        hi, hi_b = self._limit(+1, cutoff)
+        out = pd.Series({"lower": lo, "upper": hi}, name=f"{self.name} {level:.0%} profile CI")
+        out.attrs.update(level=level, lower_at_bound=lo_b, upper_at_bound=hi_b, cutoff=cutoff)
+        return out
+
+    def to_frame(self, n: int = 41, level: float = 0.95) -> pd.DataFrame:
+        """The curve on a grid spanning the interval plus a margin: columns ``value``, ``R``."""
+        ci = self.conf_int(level)
+        width = max(ci["upper"] - ci["lower"], 1e-6)
+        lo = max(self.bounds[0], ci["lower"] - 0.3 * width)
+        hi = min(self.bounds[1], ci["upper"] + 0.3 * width)
+        grid = np.unique(np.concatenate([np.linspace(lo, hi, n), [self.estimate]]))
+        # evaluate outwards from the estimate so that warm starts follow the path
+        order = np.argsort(np.abs(grid - self.estimate), kind="stable")
+        values = {g: self.statistic(g) for g in grid[order]}
+        return pd.DataFrame({"value": grid, "R": [values[g] for g in grid]})
+
+    def plot(self, ax=None, level: float = 0.95, true_value: float | None = None, n: int = 41):
+        """Plot ``R(value)`` with the chi-square cut-off and the interval (as seed 004, Fig. 5).
+
+        Returns
+        -------
+        matplotlib.axes.Axes
+        """
+        from ..plotting import get_ax
+
+        ax = get_ax(ax)
+        df = self.to_frame(n=n, level=level)
+        ci = self.conf_int(level)
+        ax.plot(df["value"], df["R"], color="black", lw=1.5, label=f"R*({self.name})")
+        ax.axhline(ci.attrs["cutoff"], color="red", lw=1,
+                   label=rf"$\chi^2_{{1,{level:g}}}$ = {ci.attrs['cutoff']:.3f}")
+        for v in (ci["lower"], ci["upper"]):
+            ax.axvline(v, color="grey", ls="--", lw=1)
+        ax.axvline(self.estimate, color="black", ls=":", lw=1, label=f"estimate {self.estimate:.4f}")
+        if true_value is not None:
+            ax.axvline(true_value, color="tab:blue", lw=1.5, label=f"true {true_value:g}")
+        ax.set_xlabel(self.name)
+        ax.set_ylabel("profile likelihood-ratio statistic")
+        ax.set_title(f"{level:.0%} CI for {self.name}: [{ci['lower']:.4f}, {ci['upper']:.4f}]")
+        ax.legend(fontsize="small")
+        return ax
+
+    def __repr__(self):
+        return (f"<Profile of {self.name}: estimate {self.estimate:.6g}, "
+                f"{len(self._cache)} evaluations>")

@@ -1,0 +1,117 @@
+"""Summary tables rendered as text and HTML, shared by every results class."""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from .inference.hypothesis import format_pvalue
+
+__all__ = ["Summary", "coef_table"]
+
+
+def coef_table(params: pd.Series, bse: pd.Series | None, level: float = 0.95) -> pd.DataFrame:
+    """Coefficient table: estimate, std. error, z, p-value and Wald interval."""
+    df = pd.DataFrame({"coef": params})
+    if bse is not None:
+        se = bse.reindex(params.index)
+        z = params / se
+        q = stats.norm.ppf(0.5 + level / 2)
+        df["std err"] = se
+        df["z"] = z
+        df["P>|z|"] = 2 * stats.norm.sf(np.abs(z))
+        df[f"[{(1 - level) / 2:.3g}"] = params - q * se
+        df[f"{1 - (1 - level) / 2:.3g}]"] = params + q * se
+    return df
+
+
+def _fmt(v) -> str:
+    if isinstance(v, (float, np.floating)):
+        if np.isnan(v):
+            return "NA"
+        if v != 0 and (abs(v) >= 1e5 or abs(v) < 1e-4):
+            return f"{v:.4g}"
+        return f"{v:.4f}"
+    return str(v)
+
+
+@dataclass
+class Summary:
+    """A summary: a title, key-value information, tables and notes.
+
+    ``str(summary)`` gives plain text (fixed width), ``summary._repr_html_()`` HTML.
+    """
+
+    title: str
+    info: list[tuple[str, object]] = field(default_factory=list)
+    tables: list[tuple[str, pd.DataFrame]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def add_info(self, key: str, value) -> None:
+        self.info.append((key, value))
+
+    def add_table(self, caption: str, table: pd.DataFrame) -> None:
+        self.tables.append((caption, table))
+
+    def add_note(self, note: str) -> None:
+        self.notes.append(note)
+
+    @staticmethod
+    def _format_table(t: pd.DataFrame) -> pd.DataFrame:
+        out = t.copy().astype(object)
+        for c in t.columns:
+            if c == "P>|z|" or str(c).lower() in ("p-value", "pvalue"):
+                out[c] = [format_pvalue(v) for v in t[c]]
+            else:
+                out[c] = [_fmt(v) for v in t[c]]
+        return out
+
+    def as_text(self) -> str:
+        pairs = [(k, _fmt(v)) for k, v in self.info]
+        kw = max((len(k) for k, _ in pairs), default=0)
+        half = (len(pairs) + 1) // 2
+        left, right = pairs[:half], pairs[half:]
+        lines_info = []
+        wl = max((kw + 2 + len(v) for _, v in left), default=0)
+        for i, (k, v) in enumerate(left):
+            s = f"{k + ':':<{kw + 1}} {v}"
+            if i < len(right):
+                k2, v2 = right[i]
+                s = f"{s:<{wl + 4}}{k2 + ':':<{kw + 1}} {v2}"
+            lines_info.append(s)
+        blocks = [self._format_table(t).to_string() for _, t in self.tables]
+        width = max([len(self.title)] + [len(x) for x in lines_info]
+                    + [len(line) for b in blocks for line in b.splitlines()] + [40])
+        out = [self.title.center(width), "=" * width, *lines_info]
+        for (cap, _), b in zip(self.tables, blocks, strict=True):
+            out += ["-" * width, cap, b]
+        if self.notes:
+            out.append("-" * width)
+            out += self.notes
+        out.append("=" * width)
+        return "\n".join(out)
+
+    def __str__(self):
+        return self.as_text()
+
+    def __repr__(self):
+        return self.as_text()
+
+    def as_html(self) -> str:
+        rows = "".join(f"<tr><th style='text-align:left'>{html.escape(k)}</th>"
+                       f"<td>{html.escape(_fmt(v))}</td></tr>" for k, v in self.info)
+        parts = [f"<h4>{html.escape(self.title)}</h4>", f"<table>{rows}</table>"]
+        for cap, t in self.tables:
+            parts.append(f"<p><b>{html.escape(cap)}</b></p>")
+            parts.append(self._format_table(t).to_html())
+        if self.notes:
+            parts.append("<ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in self.notes)
+                         + "</ul>")
+        return "<div>" + "".join(parts) + "</div>"
+
+    def _repr_html_(self):
+        return self.as_html()
