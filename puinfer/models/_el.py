@@ -1,0 +1,267 @@
+"""Empirical-likelihood core of the exponential tilting models (seed 004, Section 3).
+
+Notation (seed 004): source sample ``x_1..x_n`` from ``p_s(x|y=1)``, target ``x_{n+1..N}`` from
+``pi p_t(x|y=1) + (1-pi) p_t(x|y=0)``, tilts ``w_t(x) = exp(alpha_t + x'beta_t)``, t = 1, 2.
+Everything here works on the *standardised* design ``Z`` (columns centred and scaled on the
+pooled sample); the model module converts to the user's scale.
+
+Two exact routes to the maximum empirical likelihood:
+
+1. **pi free** -- the maximum of the profile log-EL (12) equals the maximum of the binary
+   regression likelihood ``L = sum_source log P0 + sum_target log(1 - P0)`` with
+   ``P0 = 1 / (1 + e^{eta1} + e^{eta2})``, ``eta_t = s_t + z'b_t``, via
+   ``beta_t = b_t``, ``pi = mean_target e^{eta1} / (e^{eta1} + e^{eta2})`` and
+   ``alpha_t = s_t - log(m pi_t / n)``; then the Lagrange multipliers of (11) are
+   ``lambda_t = m pi_t / N`` exactly and ``l_N - N log N = L - n log n - m log m``.
+   (The intercept score equations of ``L`` are the constraints (10); the penalty below acts
+   on slopes only, so this holds for the penalised fit too.)  :func:`free_objective` gives
+   ``L`` with its gradient and Hessian for Newton's method.
+2. **pi fixed** (profiling) -- :func:`profile_log_el` evaluates ``l_N(theta)`` of eq. (12)
+   with ``(lambda_1, lambda_2)`` solved from (11) by a convex Newton iteration to machine
+   precision, and its gradient and Hessian by the envelope theorem / implicit differentiation
+   (``d^2 l = h_tt - h_tl h_ll^{-1} h_lt``).
+
+Penalty: ``c * (2/3) (|b1|^2 + |b2|^2 - b1'b2)``, which is ``c`` times the squared norm of the
+slopes in glmnet's symmetric three-class multinomial parametrisation (the form used by the
+authors' R package in its M-step, with ``c = 1 / (2 sqrt(N))`` for glmnet's lambda = N^-1.5).
+SETM is the restriction ``b1 = 0`` of the same penalised objective, so SETM stays nested in DETM.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import log_expit, logsumexp
+
+__all__ = ["free_objective", "profile_log_el", "solve_lambda", "penalty", "ridge_strength"]
+
+
+def ridge_strength(N: int) -> float:
+    """Default vanishing ridge strength ``1 / (2 sqrt(N))`` (glmnet lambda = N^-1.5)."""
+    return 0.5 / np.sqrt(N)
+
+
+def penalty(b1: np.ndarray, b2: np.ndarray, c: float, order: int = 0):
+    """The symmetric-multinomial ridge penalty, its gradient and Hessian in ``(b1, b2)``."""
+    val = c * (2.0 / 3.0) * (b1 @ b1 + b2 @ b2 - b1 @ b2)
+    if order == 0:
+        return val
+    k = b1.size
+    grad = c * (2.0 / 3.0) * np.concatenate([2 * b1 - b2, 2 * b2 - b1])
+    eye = np.eye(k)
+    hess = c * (2.0 / 3.0) * np.block([[2 * eye, -eye], [-eye, 2 * eye]])
+    return val, grad, hess
+
+
+def _blocks(X1, weights):
+    """Assemble ``[X1' diag(w_tu) X1]`` blocks into a (2k x 2k) matrix; ``weights[t][u]``."""
+    k = X1.shape[1]
+    H = np.empty((2 * k, 2 * k))
+    for t in range(2):
+        for u in range(t, 2):
+            B = X1.T @ (X1 * weights[t][u][:, None])
+            H[t * k:(t + 1) * k, u * k:(u + 1) * k] = B
+            if u != t:
+                H[u * k:(u + 1) * k, t * k:(t + 1) * k] = B.T
+    return H
+
+
+def split(v: np.ndarray, p: int):
+    """``v = (s1, b1, s2, b2)`` -> ``s1, b1, s2, b2``."""
+    return v[0], v[1:p + 1], v[p + 1], v[p + 2:]
+
+
+def free_objective(v, Z, y, c, order=2, X1=None):
+    """Penalised binary-regression form of the DETM log-EL with pi free (route 1).
+
+    Parameters
+    ----------
+    v : array, ``(s1, b1, s2, b2)`` of length ``2 (p + 1)``.
+    Z : (N, p) standardised features; ``y`` : (N,) 1 for target rows, 0 for source rows.
+    c : ridge strength (0 for none).
+    order : 0 for the value only, 2 for value, gradient and Hessian.
+
+    Returns
+    -------
+    ``L - pen`` (and its gradient and Hessian).
+    """
+    p = Z.shape[1]
+    s1, b1, s2, b2 = split(v, p)
+    eta1 = s1 + Z @ b1
+    eta2 = s2 + Z @ b2
+    logS = np.logaddexp(eta1, eta2)
+    log1pS = np.logaddexp(0.0, logS)
+    f = logS @ y - log1pS.sum()
+    if c:
+        f -= penalty(b1, b2, c)
+    if order == 0:
+        return f
+    if X1 is None:
+        X1 = np.column_stack([np.ones(len(y)), Z])
+    q1 = np.exp(eta1 - logS)
+    q2 = np.exp(eta2 - logS)
+    P1 = np.exp(eta1 - log1pS)
+    P2 = np.exp(eta2 - log1pS)
+    g1 = y * q1 - P1
+    g2 = y * q2 - P2
+    grad = np.concatenate([X1.T @ g1, X1.T @ g2])
+    yq = y * q1 * q2
+    w11 = yq - P1 * (1 - P1)
+    w22 = yq - P2 * (1 - P2)
+    w12 = -yq + P1 * P2
+    H = _blocks(X1, [[w11, w12], [None, w22]])
+    if c:
+        _, pg, ph = penalty(b1, b2, c, 2)
+        idx = np.r_[1:p + 1, p + 2:2 * p + 2]
+        grad[idx] -= pg
+        H[np.ix_(idx, idx)] -= ph
+    return f, grad, H
+
+
+def solve_lambda(logw1, logw2, lam0, *, maxiter=100):
+    """Solve eq. (11) for the Lagrange multipliers ``(lambda_1, lambda_2)``.
+
+    Minimises the convex ``-sum log(1 + lambda'z_i)``, ``z_i = (w1_i - 1, w2_i - 1)``, by
+    Newton's method with a step-halving guard that keeps every ``1 + lambda'z_i > 0``.
+
+    Returns
+    -------
+    lam : (2,) array, D : (N,) the denominators ``1 + lambda'z_i``, and a flag for success.
+    """
+    z_full = np.column_stack([np.expm1(logw1), np.expm1(logw2)])
+    # a tilt that is identically 1 (SETM's first component) imposes no constraint: its
+    # multiplier is not identified and is set to 0
+    active = np.any(z_full != 0, axis=0)
+    z = z_full[:, active]
+    lam = np.array(lam0, dtype=float)[active]
+    D = 1.0 + z @ lam
+    if np.any(D <= 0):
+        lam = np.zeros(z.shape[1])
+        D = np.ones(len(z))
+    obj = -np.log(D).sum()
+    ok = False
+    for _ in range(maxiter):
+        zd = z / D[:, None]
+        g = -zd.sum(axis=0)
+        H = zd.T @ zd
+        try:
+            step = -np.linalg.solve(H, g)
+        except np.linalg.LinAlgError:
+            break
+        dec = -(g @ step)
+        if not np.isfinite(dec):
+            break
+        # converged: the Newton step is at the level of rounding error in lambda
+        tiny = np.max(np.abs(step)) <= 1e-14 * max(1.0, np.max(np.abs(lam)))
+        t = 1.0
+        slack = 1e-13 * max(1.0, abs(obj))  # objective changes below rounding are accepted
+        while t > 1e-12:
+            D_new = 1.0 + z @ (lam + t * step)
+            if np.all(D_new > 0):
+                obj_new = -np.log(D_new).sum()
+                if obj_new <= obj + 1e-4 * t * (g @ step) + slack:
+                    break
+            t *= 0.5
+        if t <= 1e-12:
+            ok = dec < 1e-10
+            break
+        lam = lam + t * step
+        D = D_new
+        obj = obj_new
+        if tiny or dec < 1e-30 * len(z):
+            ok = True
+            break
+    lam_full = np.zeros(2)
+    lam_full[active] = lam
+    return lam_full, D, ok
+
+
+def profile_log_el(theta, pi, Z, y, c=0.0, lam0=None, order=2, X1=None, with_pi=False):
+    """Profile log-EL ``l_N(theta) - N log N`` of eq. (12) with the multipliers of (11) solved.
+
+    Parameters
+    ----------
+    theta : ``(a1, beta1, a2, beta2)`` on the standardised scale (``a_t`` = alpha_t there).
+    pi : mixture proportion in [0, 1].
+    Z, y : standardised features and the target indicator (1 = target).
+    c : ridge strength; the returned objective is ``l_N - N log N - pen``.
+    lam0 : start for the multipliers (default ``(m pi/N, m(1-pi)/N)``).
+    order : 0 (value) or 2 (value, gradient, Hessian in theta -- and pi if ``with_pi``).
+
+    Returns
+    -------
+    value (``-inf`` if no multipliers exist), and for ``order=2`` gradient, Hessian and a dict
+    with ``lam``, ``p`` (the EL weights ``p_i``) and ``omega`` (posterior of component 1 on the
+    target rows).
+    """
+    N = len(y)
+    m = y.sum()
+    p = Z.shape[1]
+    a1, b1, a2, b2 = split(theta, p)
+    eta1 = a1 + Z @ b1
+    eta2 = a2 + Z @ b2
+    if lam0 is None:
+        lam0 = (m * pi / N, m * (1 - pi) / N)
+    lam, D, ok = solve_lambda(eta1, eta2, lam0)
+    if not ok:
+        return (-np.inf, None, None, None) if order else -np.inf
+    tmask = y == 1
+    with np.errstate(divide="ignore"):
+        lpi, l1pi = np.log(pi), np.log1p(-pi)
+    e1t = lpi + eta1[tmask]
+    e2t = l1pi + eta2[tmask]
+    logmix = np.logaddexp(e1t, e2t)
+    f = -np.log(D).sum() + logmix.sum() - N * np.log(N)
+    if c:
+        f -= penalty(b1, b2, c)
+    if order == 0:
+        return f
+    if X1 is None:
+        X1 = np.column_stack([np.ones(N), Z])
+    w1 = np.exp(eta1)
+    w2 = np.exp(eta2)
+    om1 = np.zeros(N)
+    om1[tmask] = np.exp(e1t - logmix)
+    om2 = np.where(tmask, 1.0 - om1, 0.0)
+    om2[tmask] = np.exp(e2t - logmix)
+    u1 = lam[0] * w1 / D
+    u2 = lam[1] * w2 / D
+    grad = np.concatenate([X1.T @ (om1 - u1), X1.T @ (om2 - u2)])
+    # h_thetatheta
+    yo = om1 * om2
+    H = _blocks(X1, [[-u1 + u1 * u1 + yo, u1 * u2 - yo], [None, -u2 + u2 * u2 + yo]])
+    # h_lambda,theta: d/dtheta_t of (-sum z_u / D)
+    z1 = w1 - 1.0
+    z2 = w2 - 1.0
+    Hlt = np.empty((2, 2 * (p + 1)))
+    for uu, zu in enumerate((z1, z2)):
+        Hlt[uu, : p + 1] = -X1.T @ ((uu == 0) * w1 / D - zu * u1 / D)
+        Hlt[uu, p + 1:] = -X1.T @ ((uu == 1) * w2 / D - zu * u2 / D)
+    zd = np.column_stack([z1, z2]) / D[:, None]
+    act = np.any(np.column_stack([z1, z2]) != 0, axis=0)  # see solve_lambda
+    Hll = zd[:, act].T @ zd[:, act]
+    Hlt = Hlt[act]
+    if with_pi:
+        mix = np.exp(logmix)
+        w1t, w2t = w1[tmask], w2[tmask]
+        gpi = np.sum((w1t - w2t) / mix)
+        hpp = -np.sum(((w1t - w2t) / mix) ** 2)
+        cross = np.zeros(N)
+        cross[tmask] = w1t * w2t / mix**2
+        hpt = np.concatenate([X1.T @ cross, -(X1.T @ cross)])
+        grad = np.append(grad, gpi)
+        k = 2 * (p + 1)
+        Hn = np.empty((k + 1, k + 1))
+        Hn[:k, :k] = H
+        Hn[:k, k] = hpt
+        Hn[k, :k] = hpt
+        Hn[k, k] = hpp
+        H = Hn
+        Hlt = np.column_stack([Hlt, np.zeros(Hlt.shape[0])])
+    H = H - Hlt.T @ np.linalg.solve(Hll, Hlt)
+    if c:
+        _, pg, ph = penalty(b1, b2, c, 2)
+        idx = np.r_[1:p + 1, p + 2:2 * p + 2]
+        grad[idx] -= pg
+        H[np.ix_(idx, idx)] -= ph
+    extra = {"lam": lam, "p": 1.0 / (N * D), "omega": om1[tmask]}
+    return f, grad, H, extra

@@ -1,0 +1,130 @@
+"""Simulated lab and field predictions for unsupervised recalibration (seed 003).
+
+The classifier is the exact Bayes classifier of a Gaussian model calibrated on the lab
+population, so Axiom 2 (consistency) holds by construction unless ``field_scale``/``field_shift``
+distort the field scores:
+
+* binary: score ``s | Y = y ~ N((2y - 1) delta / 2, 1)``; prediction
+  ``C = expit(logit pi_lab + delta s)`` = ``P_lab(Y = 1 | s)``;
+* ``k`` classes: ``s | Y = y ~ N(delta e_y, I_k)``; ``C = softmax(log pi_lab + delta s)``.
+
+The lab set is stratified (its class counts are fixed at ``n_lab * pi_lab``, rounded by largest
+remainder), as in the paper's balanced lab set of 200 images; field classes are drawn i.i.d.
+with the field base rates, per group.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import special
+
+__all__ = ["URCSimulation", "simulate_urc"]
+
+
+@dataclass(frozen=True)
+class URCSimulation:
+    """A simulated lab/field data set.
+
+    Attributes
+    ----------
+    lab_pred, field_pred : numpy.ndarray
+        Predictions: ``P(Y = 1)`` vectors (binary) or (n, k) matrices.
+    lab_y, field_y : numpy.ndarray
+        True classes (0..k-1).
+    field_group : numpy.ndarray or None
+        Group label (0..G-1) of each field item, when several groups were simulated.
+    lab_base_rates : numpy.ndarray
+        Class shares of the lab population the classifier is calibrated on.
+    field_base_rates : numpy.ndarray
+        True field base rates, (G, k).
+    """
+
+    lab_pred: np.ndarray
+    lab_y: np.ndarray
+    field_pred: np.ndarray
+    field_y: np.ndarray
+    field_group: np.ndarray | None
+    lab_base_rates: np.ndarray
+    field_base_rates: np.ndarray
+
+
+def _stratified_counts(n, p):
+    raw = n * p
+    base = np.floor(raw).astype(int)
+    short = n - base.sum()
+    order = np.argsort(-(raw - base), kind="stable")
+    base[order[:short]] += 1
+    return base
+
+
+def _rates(value, name):
+    arr = np.atleast_1d(np.asarray(value, dtype=float))
+    if arr.ndim == 1 and arr.size == 1:
+        arr = np.array([1 - arr[0], arr[0]])
+    if np.any(arr < 0) or np.any(arr > 1) or abs(arr.sum() - 1) > 1e-9:
+        raise ValueError(f"{name} must be a base rate in [0, 1] or class shares summing to 1")
+    return arr
+
+
+def simulate_urc(n_lab=200, n_field=5000, lab_base_rates=0.5, field_base_rate=0.2, *,
+                 separation=1.5, field_scale=1.0, field_shift=0.0, rng=None
+                 ) -> URCSimulation:
+    """Simulate a classifier's predictions on a labelled lab set and an unlabelled field set.
+
+    Parameters
+    ----------
+    n_lab : int
+        Lab set size (stratified by ``lab_base_rates``).
+    n_field : int or sequence of int
+        Field size, or one size per group.
+    lab_base_rates : float or array_like
+        Binary: ``P_lab(Y = 1)``; ``k`` classes: a vector of shares.
+    field_base_rate : float, array_like or 2-D array_like
+        The field base rate (binary ``P(Y = 1)``, or class shares); a sequence of them (binary)
+        or a (G, k) array for G groups.
+    separation : float
+        ``delta``: the distance between the class means of the score (accuracy grows with it).
+    field_scale, field_shift : float
+        Distort the field scores within every class (``s = mean + scale * noise + shift``):
+        values other than 1 and 0 break Axiom 2.
+    rng : numpy.random.Generator
+        Source of randomness (required for reproducibility; default a fresh Generator).
+
+    Returns
+    -------
+    URCSimulation
+    """
+    rng = np.random.default_rng() if rng is None else rng
+    pi_lab = _rates(lab_base_rates, "lab_base_rates")
+    k = pi_lab.size
+    binary = np.ndim(lab_base_rates) == 0
+    fb = np.asarray(field_base_rate, dtype=float)
+    if binary and fb.ndim <= 1:
+        fb = np.atleast_1d(fb)
+        P = np.column_stack([1 - fb, fb])
+    else:
+        P = np.atleast_2d(fb)
+    P = np.vstack([_rates(row, "field_base_rate") for row in P])
+    if P.shape[1] != k:
+        raise ValueError("field_base_rate has a different number of classes from lab_base_rates")
+    G = P.shape[0]
+    sizes = np.broadcast_to(np.asarray(n_field, dtype=int), (G,))
+    delta = float(separation)
+
+    def predict(y, scale, shift):
+        n = y.size
+        if binary:
+            s = (2 * y - 1) * delta / 2 + scale * rng.standard_normal(n) + shift
+            return special.expit(special.logit(pi_lab[1]) + delta * s)
+        s = delta * np.eye(k)[y] + scale * rng.standard_normal((n, k)) + shift
+        return special.softmax(np.log(pi_lab) + delta * s, axis=1)
+
+    lab_y = np.repeat(np.arange(k), _stratified_counts(int(n_lab), pi_lab))
+    lab_y = rng.permutation(lab_y)
+    lab_pred = predict(lab_y, 1.0, 0.0)
+    field_y = np.concatenate([rng.choice(k, size=int(m), p=P[g]) for g, m in enumerate(sizes)])
+    group = np.repeat(np.arange(G), sizes) if G > 1 else None
+    field_pred = predict(field_y, float(field_scale), float(field_shift))
+    return URCSimulation(lab_pred, lab_y, field_pred, field_y, group, pi_lab, P)
