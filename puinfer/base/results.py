@@ -118,6 +118,15 @@ class LikelihoodResults:
         return -2 * self.llf + np.log(self.nobs) * self.df_model
 
     @property
+    def objective(self) -> float:
+        """The maximised objective used by likelihood-ratio tests and profiles.
+
+        Equal to ``llf`` unless the model maximised a penalised likelihood, in which case it is
+        the penalised value (so that nested fits compare the quantities actually maximised).
+        """
+        return self.llf
+
+    @property
     def converged(self) -> bool:
         """Whether the optimiser met its convergence criterion."""
         return self.convergence.converged
