@@ -4,22 +4,44 @@ Public names
 ------------
 DETM, SETM
     Positive-unlabeled data: density-ratio tilting models fitted by empirical likelihood.
+CalEM, LogisticCalibrator, BetaCalibrator, SplineCalibrator, IsotonicCalibrator
+    Calibration from a small clean (control) set and a large set with biased labels.
+metrics
+    Calibration metrics: Brier, log-loss, KS error, ECE, reliability curves.
 lr_test, chisq_gof, HypothesisTestResult, Profile
     Inference shared by every model.
 datasets, simulate
     Bundled data and the papers' simulation designs.
 """
 
-from . import datasets, exceptions
+from . import datasets, exceptions, metrics, simulate
 from .inference import HypothesisTestResult, Profile, chisq_gof, lr_test
+from .models.calem import CalEM, CalEMResults
+from .models.calibrators import (
+    BetaCalibrator,
+    IsotonicCalibrator,
+    LogisticCalibrator,
+    SplineCalibrator,
+)
+from .models.detm import DETM, SETM
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "CalEM",
+    "CalEMResults",
+    "LogisticCalibrator",
+    "BetaCalibrator",
+    "SplineCalibrator",
+    "IsotonicCalibrator",
+    "metrics",
+    "DETM",
+    "SETM",
     "HypothesisTestResult",
     "Profile",
     "chisq_gof",
     "lr_test",
     "datasets",
     "exceptions",
+    "simulate",
 ]

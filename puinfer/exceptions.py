@@ -12,6 +12,8 @@ __all__ = [
     "ClippingWarning",
     "StartsDisagreeWarning",
     "IllConditionedWarning",
+    "AssumptionWarning",
+    "EmptyBinWarning",
 ]
 
 
@@ -41,3 +43,11 @@ class StartsDisagreeWarning(PuinferWarning):
 
 class IllConditionedWarning(PuinferWarning):
     """A matrix the estimate depends on is (nearly) singular."""
+
+
+class EmptyBinWarning(PuinferWarning):
+    """A bin of a partition holds no (or, for some class, no) reference observations."""
+
+
+class AssumptionWarning(PuinferWarning):
+    """The data cast doubt on an assumption the method rests on (e.g. CalEM's Assumption 1)."""

@@ -1,0 +1,330 @@
+"""CalEM (seed 000, Algorithm 3): exactness, algorithms agreeing, inference, bad input."""
+
+import warnings
+
+import matplotlib.axes
+import numpy as np
+import pandas as pd
+import pytest
+import statsmodels.api as sm
+from numpy.testing import assert_allclose
+from scipy.special import expit
+
+import puinfer as pu
+from puinfer.exceptions import AssumptionWarning, ClippingWarning
+from puinfer.models.calem import CalEM, CalEMResults
+from puinfer.simulate.calibration import oracle_curve, simulate_calem
+
+CALIBRATORS = ["logistic", "beta", "spline", "isotonic"]
+
+
+@pytest.fixture(scope="module")
+def sim():
+    rng = np.random.default_rng(20261122)
+    return simulate_calem(3000, event_prob=0.4, miscalibration="g2", transition="h1",
+                          clean_share=0.3, rng=rng)
+
+
+@pytest.fixture(scope="module")
+def fits(sim):
+    out = {}
+    for cal in CALIBRATORS:
+        m = CalEM(sim["score"], sim["label"], sim["treated"], calibrator=cal)
+        out[cal] = (m, m.fit(), m.fit(method="em", tol=1e-12, maxiter=20000))
+    return out
+
+
+# -- exactness ------------------------------------------------------------------------------------
+@pytest.mark.parametrize("cal", CALIBRATORS)
+def test_h_zero_gives_pooled_fit(sim, fits, cal):
+    m = fits[cal][0]
+    r = m.fit(h=0)
+    pooled = m.calibrator.fit(sim["score"], sim["label"], basis=r.basis)
+    assert_allclose(r.params.to_numpy(), pooled.params.to_numpy(), rtol=1e-9, atol=1e-11)
+
+
+@pytest.mark.parametrize("cal", ["logistic", "beta", "spline"])
+def test_mstep_equals_glm_on_tripled_data(sim, fits, cal):
+    """One M-step is the weighted fit on D* = D_S + D_B (weight 1 - h) + D_B relabelled 0 (h)."""
+    m, res, _ = fits[cal]
+    base = res.baseline
+    s = sim["score"].to_numpy()
+    tr = sim["treated"].to_numpy() == 1
+    ge = res.biased.predict(s[tr])
+    h = np.clip((ge - base.predict(s[tr])) / ge, 0, 1)
+    one = m.fit(h=lambda score: np.clip((res.biased.predict(score) - base.predict(score))
+                                        / res.biased.predict(score), 0, 1))
+    with pytest.warns(pu.exceptions.ConvergenceWarning, match="did not converge"):
+        em1 = m.fit(method="em", maxiter=1)
+    assert not em1.converged
+    X = m.calibrator.design(res.basis, s)
+    lab = sim["label"].to_numpy()
+    Xs = np.vstack([X[~tr], X[tr], X[tr]])
+    ys = np.r_[lab[~tr], lab[tr], np.zeros(tr.sum())]
+    ws = np.r_[np.ones((~tr).sum()), 1 - h, h]
+    ref = sm.GLM(ys, Xs, family=sm.families.Binomial(), var_weights=ws).fit(tol=1e-13,
+                                                                             maxiter=200)
+    assert_allclose(one.params.to_numpy(), ref.params, rtol=1e-6, atol=1e-8)
+    assert_allclose(em1.params.to_numpy(), ref.params, rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("cal", CALIBRATORS)
+def test_mstep_never_decreases_objective_17(fits, cal):
+    tr = fits[cal][2].trace.dropna()
+    assert len(tr) > 5
+    gain = tr["objective_after_mstep"] - tr["objective"]
+    assert gain.min() >= -1e-9 * tr["objective"].abs().max()
+
+
+@pytest.mark.parametrize("cal", CALIBRATORS)
+def test_surrogate_loglik_never_decreases(fits, cal):
+    f = fits[cal][2].trace["surrogate_llf"].to_numpy()
+    assert np.diff(f).min() >= -1e-10 * np.abs(f).max()
+    assert f[-1] > f[0]
+
+
+def test_gradient_of_surrogate_is_fixed_point_residual(fits):
+    """F's gradient is the M-step score with the E-step plugged in (checked numerically)."""
+    res = fits["spline"][1]
+    eng = res._state.engine
+    theta = res.params.to_numpy() + np.random.default_rng(1).normal(0, 0.05, res.params.size)
+    num = np.array([(eng.surrogate(theta + e) - eng.surrogate(theta - e)) / 2e-6
+                    for e in 1e-6 * np.eye(theta.size)])
+    assert_allclose(num, eng.residual(theta), rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("cal", CALIBRATORS)
+def test_accelerated_solution_equals_plain_em(fits, cal):
+    _, fast, em = fits[cal]
+    assert fast.converged and em.converged
+    assert_allclose(fast.params.to_numpy(), em.params.to_numpy(), rtol=1e-7, atol=1e-8)
+
+
+@pytest.mark.parametrize("cal", ["logistic", "spline"])
+def test_squarem_equals_newton(fits, cal):
+    m, newton, _ = fits[cal]
+    sq = m.fit(method="squarem", tol=1e-12)
+    assert_allclose(sq.params.to_numpy(), newton.params.to_numpy(), rtol=1e-7, atol=1e-8)
+
+
+@pytest.mark.parametrize("cal", ["logistic", "beta", "spline"])
+def test_solution_is_a_fixed_point_and_local_maximum(fits, cal):
+    res = fits[cal][1]
+    eng = res._state.engine
+    theta = res.params.to_numpy()
+    again, _ = eng.mstep(theta)
+    assert_allclose(again, theta, rtol=1e-8, atol=1e-9)
+    assert np.linalg.eigvalsh(eng.jacobian(theta)).max() < 0
+
+
+def test_no_bias_data_gives_no_clipping_drift(sim):
+    """With z = y for the treated rows the bias test does not reject and h is small."""
+    d = sim.copy()
+    d["label"] = d["y"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", AssumptionWarning)  # equal rates: either side by chance
+        r = CalEM(d["score"], d["label"], d["treated"], calibrator="logistic").fit()
+    assert r.test_bias().pvalue > 0.01
+    assert r.mean_h_treated_positives < 0.1
+
+
+# -- inference ------------------------------------------------------------------------------------
+@pytest.mark.parametrize("cal", ["logistic", "beta"])
+def test_bias_test_against_statsmodels(sim, fits, cal):
+    m, res, _ = fits[cal]
+    X = m.calibrator.design(res.basis, sim["score"].to_numpy())
+    lab = sim["label"].to_numpy()
+    tr = sim["treated"].to_numpy() == 1
+    fam = sm.families.Binomial()
+    llc = sm.GLM(lab[~tr], X[~tr], family=fam).fit(tol=1e-13).llf
+    llt = sm.GLM(lab[tr], X[tr], family=fam).fit(tol=1e-13).llf
+    llp = sm.GLM(lab, X, family=fam).fit(tol=1e-13).llf
+    t = res.test_bias()
+    assert_allclose(t.statistic, 2 * (llc + llt - llp), rtol=1e-7)
+    assert t.df == X.shape[1]
+    assert t.pvalue < 0.01  # h1 gives real bias
+
+
+def test_bias_test_invalid_for_isotonic(fits):
+    t = fits["isotonic"][1].test_bias()
+    assert t.invalid_reason is not None and np.isnan(t.pvalue)
+
+
+def test_sandwich_reduces_to_glm_covariance_without_treated_information(sim):
+    """With h known (no EM) there is no sandwich; with EM the SEs are finite and positive."""
+    r = CalEM(sim["score"], sim["label"], sim["treated"], calibrator="logistic").fit()
+    se = r.bse
+    assert np.all(np.isfinite(se)) and np.all(se > 0)
+    ci = r.conf_int(0.9)
+    assert np.all(ci["lower"] < r.params) and np.all(r.params < ci["upper"])
+
+
+def test_calem_closer_to_truth_than_baseline_on_large_sample():
+    rng = np.random.default_rng(5)
+    d = simulate_calem(40_000, event_prob=0.5, miscalibration="g1", transition="h1",
+                       clean_share=0.05, rng=rng)
+    r = CalEM(d["score"], d["label"], d["treated"], calibrator="spline").fit()
+    g = oracle_curve(d["score"], "g1")
+    err_em = np.sqrt(np.mean((r.predict(d["score"].to_numpy()) - g) ** 2))
+    err_base = np.sqrt(np.mean((r.predict_baseline(d["score"].to_numpy()) - g) ** 2))
+    err_pooled = np.sqrt(np.mean((r.pooled.predict(d["score"].to_numpy()) - g) ** 2))
+    assert err_em < err_pooled
+    assert err_em < 1.5 * err_base  # CalEM is not worse than the baseline beyond noise
+
+
+# -- API ------------------------------------------------------------------------------------------
+def test_from_formula_equals_named_calibrator(sim):
+    a = CalEM.from_formula("label ~ logit(score)", data=sim, treated="treated").fit()
+    b = CalEM(sim["score"], sim["label"], sim["treated"], calibrator="logistic").fit()
+    assert_allclose(a.params.to_numpy(), b.params.to_numpy(), rtol=1e-9)
+    c = CalEM.from_formula("label ~ 0 + cr(logit(score), df=5)", data=sim,
+                           treated="treated").fit()
+    d = CalEM(sim["score"], sim["label"], sim["treated"], calibrator="spline", df=5).fit()
+    assert_allclose(c.predict(sim["score"]).to_numpy(), d.predict(sim["score"]).to_numpy(),
+                    rtol=1e-6)
+
+
+def test_public_name_and_pandas_io(sim):
+    r = pu.CalEM(sim["score"], sim["label"], sim["treated"], calibrator="beta").fit()
+    s = sim["score"].iloc[:10]
+    out = r.predict(s)
+    assert isinstance(out, pd.Series) and out.index.equals(s.index)
+    assert isinstance(r.predict(s.to_numpy()), np.ndarray)
+    assert isinstance(r.params, pd.Series)
+    assert list(r.params.index) == ["Intercept", "log(score)", "-log(1-score)"]
+
+
+def test_result_checker(fits, sim):
+    for cal in CALIBRATORS:
+        r = fits[cal][1]
+        assert isinstance(r, CalEMResults)
+        for attr in ["params", "bse", "llf", "objective_17", "nobs", "df_model", "converged",
+                     "trace", "share_clipped", "share_clipped_positives",
+                     "mean_h_treated_positives", "n_control", "n_treated", "baseline", "biased",
+                     "pooled", "calibrator", "convergence", "warnings", "method"]:
+            getattr(r, attr)
+        assert 0 <= r.share_clipped <= 1
+        h = r.treatment_effect(np.linspace(0.01, 0.99, 20))
+        assert np.all((h >= 0) & (h <= 1))
+        text = str(r.summary())
+        assert "CalEM" in text and "bias" in text
+        assert "<table>" in r._repr_html_()
+        assert repr(r).startswith("<CalEMResults")
+        tab = r.metrics(sim["score"], sim["y"])
+        assert list(tab.index) == ["baseline", "biased (g_eta)", "CalEM"]
+        for fn in (r.plot_reliability, r.plot_calibration, r.plot_treatment_effect):
+            assert isinstance(fn(), matplotlib.axes.Axes)
+
+
+def test_inputs_not_modified(sim):
+    d = sim.copy(deep=True)
+    CalEM.from_formula("label ~ logit(score)", data=d, treated="treated").fit()
+    s, lab, tr = d["score"].to_numpy().copy(), d["label"].to_numpy().copy(), d["treated"].copy()
+    CalEM(s, lab, tr, calibrator="isotonic").fit()
+    pd.testing.assert_frame_equal(d, sim)
+    np.testing.assert_array_equal(s, sim["score"].to_numpy())
+    np.testing.assert_array_equal(lab, sim["label"].to_numpy())
+
+
+# -- bad input ------------------------------------------------------------------------------------
+def _toy(n=400, seed=0):
+    rng = np.random.default_rng(seed)
+    s = rng.uniform(0.02, 0.98, n)
+    tr = (rng.random(n) < 0.7).astype(int)
+    y = rng.binomial(1, s)
+    z = np.where(y == 1, 1, rng.binomial(1, 0.3 * s))
+    return s, np.where(tr == 1, z, y), tr
+
+
+def test_scores_outside_unit_interval():
+    s, lab, tr = _toy()
+    s[3] = 1.2
+    with pytest.raises(ValueError, match="score must be in"):
+        CalEM(s, lab, tr)
+
+
+def test_scores_of_exactly_0_or_1_are_clipped_with_warning():
+    s, lab, tr = _toy()
+    s[:2] = [0.0, 1.0]
+    with pytest.warns(ClippingWarning, match="clipped"):
+        r = CalEM(s, lab, tr, calibrator="logistic").fit()
+    assert any(cat == "ClippingWarning" for cat, _ in r.warnings)
+    assert np.all(np.isfinite(r.params))
+
+
+def test_labels_not_binary():
+    s, lab, tr = _toy()
+    lab = lab.astype(float)
+    lab[0] = 0.5
+    with pytest.raises(ValueError, match="label must be 0/1"):
+        CalEM(s, lab, tr)
+    with pytest.raises(ValueError, match="treated must be 0/1"):
+        CalEM(s, np.round(lab), np.where(tr == 1, 2, 0))
+
+
+@pytest.mark.parametrize("which, match", [(0, "treated group is empty"),
+                                          (1, "control group is empty")])
+def test_empty_group(which, match):
+    s, lab, _ = _toy()
+    with pytest.raises(ValueError, match=match):
+        CalEM(s, lab, np.full(s.size, which))
+
+
+def test_control_with_one_class():
+    s, lab, tr = _toy()
+    lab = np.where(tr == 0, 0, lab)
+    with pytest.raises(ValueError, match="control group has only one class"):
+        CalEM(s, lab, tr)
+
+
+def test_assumption_1_violated():
+    rng = np.random.default_rng(4)
+    s = rng.uniform(0.02, 0.98, 2000)
+    tr = (rng.random(2000) < 0.7).astype(int)
+    y = rng.binomial(1, s)
+    z = np.where(y == 1, 1, rng.binomial(1, 0.5, 2000))
+    lab = np.where(tr == 1, y, z)  # the biased labels sit on the rows marked control
+    with pytest.raises(ValueError, match="Assumption 1 .* is violated"):
+        CalEM(s, lab, tr)
+
+
+def test_assumption_1_in_doubt_warns_and_records():
+    rng = np.random.default_rng(2)
+    s = rng.uniform(0.05, 0.95, 2000)
+    lab = rng.binomial(1, s)
+    tr = (rng.random(2000) < 0.5).astype(int)
+    # same curve in both groups; make the treated share of positives slightly lower
+    lab[np.flatnonzero((tr == 1) & (lab == 1))[:15]] = 0
+    if lab[tr == 1].mean() >= lab[tr == 0].mean():
+        pytest.fail("construction did not lower the treated share")
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        r = CalEM(s, lab, tr, calibrator="logistic").fit()
+    assert any(issubclass(x.category, AssumptionWarning) for x in w)
+    assert any(cat == "AssumptionWarning" for cat, _ in r.warnings)
+
+
+def test_bad_fit_options(sim):
+    m = CalEM(sim["score"], sim["label"], sim["treated"], calibrator="isotonic")
+    with pytest.raises(ValueError, match="method='newton' needs a parametric"):
+        m.fit(method="newton")
+    with pytest.raises(ValueError, match="method must be"):
+        m.fit(method="bfgs")
+    with pytest.raises(ValueError, match="h must be in"):
+        m.fit(h=1.5)
+
+
+def test_from_formula_errors(sim):
+    with pytest.raises(ValueError, match="label column"):
+        CalEM.from_formula("nolabel ~ logit(score)", data=sim, treated="treated")
+    with pytest.raises(ValueError, match="treated column"):
+        CalEM.from_formula("label ~ logit(score)", data=sim, treated="nope")
+    with pytest.raises(ValueError, match="cannot tell which column is the score"):
+        CalEM.from_formula("label ~ logit(score) + p", data=sim, treated="treated")
+
+
+def test_expit_consistency(fits, sim):
+    res = fits["logistic"][1]
+    s = sim["score"].to_numpy()[:5]
+    eta = res.params["Intercept"] + res.params["logit(score)"] * np.log(s / (1 - s))
+    assert_allclose(res.predict(s), expit(eta), rtol=1e-12)

@@ -1,0 +1,192 @@
+"""Calibrators: weighted logistic fits checked against statsmodels, replicated rows, brute force."""
+
+import numpy as np
+import pandas as pd
+import pytest
+import statsmodels.api as sm
+from numpy.testing import assert_allclose
+from scipy import optimize
+
+from puinfer.models.calibrators import (
+    BetaCalibrator,
+    FormulaCalibrator,
+    IsotonicCalibrator,
+    LogisticCalibrator,
+    SplineCalibrator,
+    make_calibrator,
+)
+
+PARAMETRIC = {
+    "logistic": LogisticCalibrator(),
+    "beta": BetaCalibrator(),
+    "spline": SplineCalibrator(df=5),
+    "formula": FormulaCalibrator("~ logit(score) + I(logit(score) ** 2)"),
+}
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(11)
+    n = 600
+    s = rng.beta(1.0, 2.0, n)
+    y = rng.binomial(1, np.clip(s ** 0.7, 0, 1)).astype(float)
+    w = rng.integers(1, 4, n).astype(float)
+    return s, y, w
+
+
+@pytest.mark.parametrize("name", list(PARAMETRIC))
+def test_matches_statsmodels_glm(data, name):
+    s, y, w = data
+    cal = PARAMETRIC[name]
+    fit = cal.fit(s, y, w)
+    X = cal.design(fit.basis, s)
+    ref = sm.GLM(y, X, family=sm.families.Binomial(), freq_weights=w).fit(tol=1e-13, maxiter=200)
+    assert fit.converged
+    assert_allclose(fit.params.to_numpy(), ref.params, rtol=1e-6, atol=1e-8)
+    assert_allclose(fit.llf, ref.llf, rtol=1e-10)
+    assert_allclose(fit.bse.to_numpy(), ref.bse, rtol=1e-5)
+
+
+@pytest.mark.parametrize("name", ["logistic", "beta", "spline", "isotonic"])
+def test_integer_weights_equal_replicated_rows(data, name):
+    s, y, w = data
+    cal = make_calibrator(name)
+    basis = cal.make_basis(s)
+    a = cal.fit(s, y, w, basis=basis)
+    reps = w.astype(int)
+    b = cal.fit(np.repeat(s, reps), np.repeat(y, reps), basis=basis)
+    assert_allclose(a.params.to_numpy(), b.params.to_numpy(), rtol=1e-9, atol=1e-11)
+    assert_allclose(a.llf, b.llf, rtol=1e-11)
+    grid = np.linspace(0.001, 0.999, 37)
+    assert_allclose(a.predict(grid), b.predict(grid), rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["logistic", "spline", "isotonic"])
+def test_soft_label_equals_split_rows(data, name):
+    """A soft label a with weight w is the pair (1, w a) + (0, w (1 - a)): CalEM's D* identity."""
+    s, y, _ = data
+    rng = np.random.default_rng(3)
+    a = rng.uniform(0, 1, s.size) * y
+    cal = make_calibrator(name)
+    basis = cal.make_basis(s)
+    soft = cal.fit(s, a, basis=basis)
+    split = cal.fit(np.r_[s, s], np.r_[np.ones_like(s), np.zeros_like(s)], np.r_[a, 1 - a],
+                    basis=basis)
+    assert_allclose(soft.params.to_numpy(), split.params.to_numpy(), rtol=1e-9, atol=1e-11)
+
+
+def test_penalised_spline_maximises_penalised_likelihood(data):
+    s, y, w = data
+    cal = SplineCalibrator(df=7, lam=2.0)
+    fit = cal.fit(s, y, w)
+    X = cal.design(fit.basis, s)
+    P = cal.penalty(fit.basis)
+
+    def negobj(b):
+        eta = X @ b
+        return -(np.dot(w, y * eta - np.logaddexp(0, eta)) - 0.5 * b @ P @ b)
+
+    ref = optimize.minimize(negobj, np.zeros(X.shape[1]), method="BFGS",
+                            options={"gtol": 1e-9, "maxiter": 5000})
+    assert_allclose(fit.params.to_numpy(), ref.x, rtol=1e-4, atol=1e-5)
+    assert -negobj(fit.params.to_numpy()) >= -ref.fun - 1e-9
+    assert 2 < fit.df_model < 7
+
+
+def test_spline_parameters_are_log_odds_at_knots(data):
+    s, y, _ = data
+    fit = SplineCalibrator(df=6).fit(s, y)
+    knots = fit.basis.knots
+    knot_scores = 1 / (1 + np.exp(-knots))
+    assert_allclose(fit.linear_predictor(knot_scores), fit.params.to_numpy(), rtol=1e-7,
+                    atol=1e-9)
+
+
+def test_spline_with_two_knots_is_platt(data):
+    s, y, _ = data
+    sp = SplineCalibrator(df=2).fit(s, y)
+    pl = LogisticCalibrator().fit(s, y)
+    grid = np.linspace(0.01, 0.99, 11)
+    assert_allclose(sp.predict(grid), pl.predict(grid), rtol=1e-8)
+
+
+def _pava_reference(y, w):
+    """Textbook pool-adjacent-violators with a Python stack (reference only)."""
+    blocks = []
+    for yi, wi in zip(y, w, strict=True):
+        blocks.append([yi * wi, wi, 1])
+        while len(blocks) > 1 and blocks[-2][0] / blocks[-2][1] > blocks[-1][0] / blocks[-1][1]:
+            a, b = blocks.pop(), blocks.pop()
+            blocks.append([a[0] + b[0], a[1] + b[1], a[2] + b[2]])
+    return np.concatenate([np.full(c, sy / sw) for sy, sw, c in blocks])
+
+
+def test_isotonic_matches_reference_pava(data):
+    s, y, w = data
+    fit = IsotonicCalibrator().fit(s, y, w)
+    order = np.argsort(s)
+    ref = _pava_reference(y[order], w[order])
+    assert_allclose(fit.predict(s[order]), ref, rtol=1e-12, atol=1e-12)
+    assert np.all(np.diff(fit.params.to_numpy()) >= 0)
+
+
+def test_isotonic_pools_ties_and_interpolates():
+    s = np.array([0.1, 0.1, 0.5, 0.9])
+    y = np.array([0.0, 1.0, 0.0, 1.0])
+    fit = IsotonicCalibrator().fit(s, y)
+    assert_allclose(fit.params.to_numpy(), [1 / 3, 1 / 3, 1.0])
+    assert_allclose(fit.predict([0.0, 0.3, 0.7, 1.0]), [1 / 3, 1 / 3, 2 / 3, 1.0])
+
+
+def test_formula_calibrator_equals_named():
+    rng = np.random.default_rng(0)
+    s = rng.uniform(0.01, 0.99, 300)
+    y = rng.binomial(1, s)
+    a = FormulaCalibrator("~ logit(score)").fit(s, y)
+    b = LogisticCalibrator().fit(s, y)
+    assert_allclose(a.params.to_numpy(), b.params.to_numpy(), rtol=1e-10)
+
+
+def test_inputs_not_modified(data):
+    s, y, w = data
+    s0, y0, w0 = s.copy(), y.copy(), w.copy()
+    ss = pd.Series(s)
+    for name in ["logistic", "beta", "spline", "isotonic"]:
+        make_calibrator(name).fit(ss, y, w).predict(ss)
+    np.testing.assert_array_equal(s, s0)
+    np.testing.assert_array_equal(y, y0)
+    np.testing.assert_array_equal(w, w0)
+    np.testing.assert_array_equal(ss.to_numpy(), s0)
+
+
+def test_score_edges_are_clipped_not_infinite():
+    s = np.array([0.0, 0.2, 0.4, 0.6, 0.8, 1.0] * 5)
+    y = np.array([0, 0, 1, 0, 1, 1] * 5)
+    fit = BetaCalibrator().fit(s, y)
+    assert np.all(np.isfinite(fit.params))
+    assert np.all(np.isfinite(fit.predict([0.0, 1.0])))
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(score=[0.2, 1.2], y=[0, 1]), "score must be in"),
+    (dict(score=[0.2, -0.1], y=[0, 1]), "score must be in"),
+    (dict(score=[0.2, 0.3], y=[0, 2]), "y must be 0/1"),
+    (dict(score=[0.2, 0.3], y=[0, 1, 1]), "different lengths"),
+    (dict(score=[0.2, 0.3], y=[0, 1], sample_weight=[1, -1]), "non-negative"),
+    (dict(score=[0.2, 0.3], y=[0, 1], sample_weight=[0, 0]), "all weights are zero"),
+    (dict(score=[0.2, np.nan], y=[0, 1]), "missing"),
+])
+def test_bad_inputs(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        LogisticCalibrator().fit(**kwargs)
+
+
+def test_bad_specifications():
+    with pytest.raises(ValueError, match="calibrator must be one of"):
+        make_calibrator("xgboost")
+    with pytest.raises(ValueError, match="df must be an integer >= 2"):
+        SplineCalibrator(df=1)
+    with pytest.raises(ValueError, match="lam must be >= 0"):
+        SplineCalibrator(lam=-1)
+    with pytest.raises(ValueError, match="eps must be in"):
+        LogisticCalibrator(eps=0.7)
