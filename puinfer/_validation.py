@@ -47,7 +47,8 @@ def as_float_matrix(x, name: str) -> tuple[np.ndarray, list[str]]:
         try:
             arr = np.array(x, dtype=float, copy=True)
         except (TypeError, ValueError):
-            raise ValueError(f"{name} must be numeric; got values that cannot be converted to float") from None
+            raise ValueError(f"{name} must be numeric; got values that cannot be "
+                             "converted to float") from None
     if arr.ndim == 1:
         arr = arr[:, None]
     if arr.ndim != 2:

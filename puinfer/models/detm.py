@@ -21,9 +21,15 @@ import numpy as np
 import pandas as pd
 from scipy.special import expit
 
-from .._validation import as_float_matrix, check_binary, check_full_rank, warn_and_record
+from .._validation import (
+    as_float_matrix,
+    check_binary,
+    check_full_rank,
+    check_level,
+    warn_and_record,
+)
 from ..base.optimize import newton_maximize
-from ..base.results import ConvergenceInfo, LikelihoodResults, data_fingerprint
+from ..base.results import LikelihoodResults, data_fingerprint
 from ..exceptions import (
     BoundaryWarning,
     ConvergenceWarning,
@@ -31,12 +37,16 @@ from ..exceptions import (
     StartsDisagreeWarning,
 )
 from ..formula import build_design
+from ..inference.hypothesis import HypothesisTestResult, chi2_test, format_pvalue, lr_test
+from ..inference.profile import Profile
 from ..summary import Summary, coef_table
 from . import _el
 
 __all__ = ["DETM", "SETM", "TiltResults", "separated_target_points"]
 
 LABEL_RULES = ("kl", "pi<0.5", "pi>0.5")
+#: pi is profiled on [eps, 1 - eps]; an interval reaching eps is reported as one-sided at 0.
+_PI_EPS = 1e-6
 
 
 def separated_target_points(Zs: np.ndarray, Zt: np.ndarray) -> np.ndarray:
@@ -243,7 +253,8 @@ class _TiltModel:
         runs = self._run_starts(c, maxiter, tol)
         best = max(runs, key=lambda r: r["f"])
         return TiltResults(self, best, runs, c=c, label_rule=label_rule, record=record,
-                           check_separation=check_separation)
+                           check_separation=check_separation,
+                           options=dict(maxiter=maxiter, tol=tol))
 
     # the engines ----------------------------------------------------------------------
     def _free_fun(self, c, restricted):
@@ -398,8 +409,9 @@ class TiltResults(LikelihoodResults):
     """
 
     def __init__(self, model: _TiltModel, best: dict, runs: list, *, c: float,
-                 label_rule: str, record: list, check_separation):
+                 label_rule: str, record: list, check_separation, options=None):
         self.model = model
+        self._options = dict(options or {})
         d = model.data
         self.restricted = model._restricted
         self.model_name = model._name
@@ -413,7 +425,9 @@ class TiltResults(LikelihoodResults):
         self.llf_kind = ("profile log-EL (eq. 12 minus N log N); "
                          + (f"ridge c={c:.6g} on standardised slopes" if c else "unpenalised"))
         p = len(d.names)
-        self.df_model = (p + 2) if self.restricted else (2 * p + 3)
+        # free parameters: the slopes and pi (each alpha_t is fixed by its normalisation
+        # constraint (8) given beta_t), so SETM vs DETM has p degrees of freedom (Theorem 3a)
+        self.df_model = (p + 1) if self.restricted else (2 * p + 1)
         v = best["v"]
         s1, b1, s2, b2 = _el.split(v, p)
         Zs = d.Z[: d.n]
@@ -642,6 +656,176 @@ class TiltResults(LikelihoodResults):
             return pd.Series(out, index=newdata.index, name="P(y=1|x)")
         return out
 
+    # -- inference on pi (Theorem 3b) -----------------------------------------------------
+    def _fit_fixed_pi(self, pi: float, theta0: np.ndarray):
+        """Maximise the (penalised) profile log-EL over theta with pi fixed (exact Newton)."""
+        d = self.model.data
+        p = len(d.names)
+        c = self.penalty_strength
+        idx = np.r_[p + 1:2 * p + 2] if self.restricted else np.arange(2 * p + 2)
+
+        def expand(u):
+            th = np.zeros(2 * p + 2)
+            th[idx] = u
+            return th
+
+        def fun(u, order):
+            with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+                out = _el.profile_log_el(expand(u), pi, d.Z, d.y, c, order=order, X1=d.X1)
+            if order == 0:
+                return out
+            f, g, H, _ = out
+            if g is None:
+                return -np.inf, None, None
+            return f, g[idx], H[np.ix_(idx, idx)]
+
+        u, f, g, H, info = newton_maximize(fun, theta0[idx], maxiter=self._options.get(
+            "maxiter", 200), tol=self._options.get("tol", 1e-10),
+            method=f"Newton (profile, pi={pi:.6g})")
+        return f, expand(u), info
+
+    @cached_property
+    def _profile(self) -> Profile:
+        solved: dict[float, np.ndarray] = {self._pi: self._theta_std}
+        self.profile_trace: list = []
+
+        def loglik_at(pi):
+            near = min(solved, key=lambda q: abs(q - pi))
+            f, th, info = self._fit_fixed_pi(pi, solved[near])
+            solved[pi] = th
+            self.profile_trace.append((pi, f, info.converged))
+            if not info.converged:
+                warn_and_record(self.warnings, f"{self.model_name}: profile fit at pi = "
+                                f"{pi:.6g} did not converge ({info.message})",
+                                ConvergenceWarning)
+            return f
+
+        se = float(self.bse["pi"])
+        return Profile("pi", self._pi, self.objective, loglik_at,
+                       bounds=(_PI_EPS, 1 - _PI_EPS),
+                       step=se if np.isfinite(se) and se > 0 else 0.01)
+
+    def profile_pi(self) -> Profile:
+        """Profile of the ELR function ``R*_N(pi) = 2{l_N(theta-hat) - l_N(theta-hat_pi)}``.
+
+        Each point refits theta with pi fixed (exact Newton, warm-started from the nearest
+        solved pi). The returned :class:`~puinfer.inference.Profile` gives ``.conf_int(level)``,
+        ``.statistic(pi)``, ``.to_frame()`` and ``.plot(ax=None)`` (as seed 004, Figure 5).
+        With the ridge penalty the penalised log-EL is profiled (the objective maximised).
+        """
+        return self._profile
+
+    def conf_int_pi(self, level: float = 0.95) -> pd.Series:
+        """Profile empirical-likelihood confidence interval for pi (seed 004, Theorem 3b).
+
+        ``{pi : R*_N(pi) <= chi2_{1, level}}``, limits found by root-finding on each side of
+        pi-hat; a limit that reaches 0 or 1 is reported as 0 or 1 (one-sided interval, flagged
+        in ``.attrs``).
+
+        Raises
+        ------
+        puinfer.inference.ProfileError
+            If profiling finds a higher log-EL than the fit (the fit had not converged).
+        """
+        level = check_level(level)
+        ci = self._profile.conf_int(level)
+        if ci.attrs["lower_at_bound"]:
+            ci["lower"] = 0.0
+        if ci.attrs["upper_at_bound"]:
+            ci["upper"] = 1.0
+        return ci
+
+    def test_pi(self, value: float) -> HypothesisTestResult:
+        """Empirical likelihood-ratio test of H0: pi = value (``R*_N(value) ~ chi2_1``)."""
+        value = float(value)
+        if not 0 < value < 1:
+            raise ValueError(f"value must be strictly inside (0, 1); got {value}")
+        value = min(max(value, _PI_EPS), 1 - _PI_EPS)
+        stat = self._profile.statistic(value)
+        return chi2_test(stat, 1, null=f"pi = {value:g}",
+                         method=f"Empirical likelihood-ratio test for pi ({self.model_name})")
+
+    # -- the SCAR test (Theorem 3a) -------------------------------------------------------
+    @cached_property
+    def _setm(self) -> TiltResults:
+        setm = SETM(None, None, _data=self.model.data, formula=self.model.formula,
+                    _design=self.model._design)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return setm.fit(penalty=self.penalty_strength, **self._options)
+
+    def test_scar(self, method: str = "asymptotic", *, n_boot: int = 200, rng=None,
+                  level: float = 0.95) -> HypothesisTestResult:
+        """Empirical likelihood-ratio test of SCAR: SETM (alpha1 = 0, beta1 = 0) against DETM.
+
+        ``R_N = 2{l_N(DETM) - l_N(SETM)}`` (seed 004, eq. before Theorem 3), referred to
+        ``chi2_p`` with ``p`` = number of slope columns (Theorem 3a).
+
+        Parameters
+        ----------
+        method : {"asymptotic", "bootstrap"}
+            ``"bootstrap"`` calibrates ``R_N`` by resampling from the fitted SETM (the null):
+            source rows are drawn from the EL weights ``p_i`` (the estimate of ``p_s``) and target
+            rows from ``p_i {pi-hat + (1 - pi-hat) w2_i}`` (the fitted target density), both models
+            are refitted, and the p-value is ``(1 + #{R*_b >= R_N}) / (n_boot + 1)``. The
+            asymptotic test over-rejects at small n (seed 004, Table 1).
+        n_boot : int
+            Number of bootstrap resamples.
+        rng : numpy.random.Generator or int, optional
+            Random source for the bootstrap.
+        """
+        if self.restricted:
+            raise ValueError("test_scar() is a method of a DETM fit (SETM is the null model)")
+        res = lr_test(self._setm, self)
+        res = HypothesisTestResult(res.statistic, res.df, res.pvalue,
+                                   null="SCAR: p_t(x|y=1) = p_s(x|y=1) (alpha1 = 0, beta1 = 0)",
+                                   method="Empirical likelihood-ratio test of SCAR "
+                                          "(SETM vs DETM)", extra=res.extra)
+        if method == "asymptotic":
+            return res
+        if method != "bootstrap":
+            raise ValueError("method must be 'asymptotic' or 'bootstrap'")
+        if n_boot < 1:
+            raise ValueError("n_boot must be a positive integer")
+        stats_b = self._bootstrap_scar(int(n_boot), np.random.default_rng(rng))
+        ok = np.isfinite(stats_b)
+        pval = (1 + np.sum(stats_b[ok] >= res.statistic)) / (ok.sum() + 1)
+        extra = dict(res.extra)
+        extra["bootstrap resamples"] = f"{ok.sum()} of {n_boot} usable"
+        extra["asymptotic p-value"] = f"{res.pvalue:.4g}"
+        extra["bootstrap 95% critical value"] = f"{np.quantile(stats_b[ok], 0.95):.4f}"
+        return HypothesisTestResult(res.statistic, res.df, float(pval), null=res.null,
+                                    method=res.method + ", parametric-EL bootstrap",
+                                    distribution="bootstrap", extra=extra)
+
+    def _bootstrap_scar(self, n_boot: int, rng: np.random.Generator) -> np.ndarray:
+        setm = self._setm
+        d = self.model.data
+        p = len(d.names)
+        ps = setm.el_weights / setm.el_weights.sum()
+        a2, b2 = setm._theta_std[p + 1], setm._theta_std[p + 2:]
+        w2 = np.exp(a2 + d.Z @ b2)
+        pt = ps * (setm.pi + (1 - setm.pi) * w2)
+        pt = pt / pt.sum()
+        c = self.penalty_strength
+        out = np.full(n_boot, np.nan)
+        opts = self._options
+        for b in range(n_boot):
+            i_s = rng.choice(d.n + d.m, size=d.n, p=ps)
+            i_t = rng.choice(d.n + d.m, size=d.m, p=pt)
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    dat = _prepare(d.X[i_s], d.X[i_t], names=d.names)
+                    s_b = SETM(None, None, _data=dat).fit(penalty=c, check_separation=False,
+                                                          **opts)
+                    d_b = DETM(None, None, _data=dat).fit(penalty=c, check_separation=False,
+                                                          **opts)
+                out[b] = max(0.0, 2 * (d_b.objective - s_b.objective))
+            except ValueError:
+                continue
+        return out
+
     def summary(self) -> Summary:
         """Coefficients with SE, z, p-value and Wald interval; pi; log-EL; convergence."""
         s = Summary(f"{self.model_name} results: positive-unlabeled data, "
@@ -651,6 +835,13 @@ class TiltResults(LikelihoodResults):
         s.add_info("No. target (unlabeled)", self.n_target)
         s.add_info("pi (mixture proportion)", self.pi)
         s.add_info("SE(pi)", float(self.bse["pi"]))
+        try:
+            ci = self.conf_int_pi(0.95)
+            s.add_info("pi 95% profile CI", f"[{ci['lower']:.4f}, {ci['upper']:.4f}]"
+                       + (" (one-sided)" if ci.attrs["lower_at_bound"]
+                          or ci.attrs["upper_at_bound"] else ""))
+        except ValueError as exc:  # e.g. ProfileError: reported, not hidden
+            s.add_info("pi 95% profile CI", f"not available ({exc})")
         s.add_info("Log-EL", self.llf)
         if self.penalized:
             s.add_info("Penalised log-EL", self.llf_penalized)
@@ -660,6 +851,14 @@ class TiltResults(LikelihoodResults):
         s.add_table("Coefficients (Wald inference from the observed information, Theorem 2)",
                     coef_table(self.params.drop("pi"), self.bse.drop("pi")))
         s.add_note(f"Convergence: {self.convergence.line()}")
+        if not self.restricted:
+            t = self.test_scar()
+            s.add_note(f"SCAR test (SETM vs DETM): R_N = {t.statistic:.4f}, df = {t.df:g}, "
+                       f"p-value = {format_pvalue(t.pvalue)}")
+            s.add_note(f"KL(p_s || component 1) = {self.kl_divergences[0]:.4f}, "
+                       f"KL(p_s || component 2) = {self.kl_divergences[1]:.4f}; labels "
+                       + ("swapped" if self.labels_swapped else "as fitted")
+                       + f" by rule {self.label_rule!r}")
         for cat, msg in self.warnings:
             s.add_note(f"Warning ({cat}): {msg}")
         return s
