@@ -8,6 +8,8 @@ CalEM, LogisticCalibrator, BetaCalibrator, SplineCalibrator, IsotonicCalibrator
     Calibration from a small clean (control) set and a large set with biased labels.
 metrics
     Calibration metrics: Brier, log-loss, KS error, ECE, reliability curves.
+URC, adjust_prior, downsampling_correction
+    Unsupervised recalibration: field base rates from predictions; exact prior-shift corrections.
 lr_test, chisq_gof, HypothesisTestResult, Profile
     Inference shared by every model.
 datasets, simulate
@@ -24,6 +26,8 @@ from .models.calibrators import (
     SplineCalibrator,
 )
 from .models.detm import DETM, SETM
+from .models.prior_shift import adjust_prior, downsampling_correction
+from .models.urc import URC, URCResults
 
 __version__ = "0.1.0"
 
@@ -37,6 +41,10 @@ __all__ = [
     "metrics",
     "DETM",
     "SETM",
+    "URC",
+    "URCResults",
+    "adjust_prior",
+    "downsampling_correction",
     "HypothesisTestResult",
     "Profile",
     "chisq_gof",

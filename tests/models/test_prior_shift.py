@@ -1,0 +1,162 @@
+"""Exact prior-shift corrections: Lemma 3 of seed 003 and the down-sampling correction of seed 002."""
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from numpy.testing import assert_allclose
+from scipy import special
+
+import puinfer as pu
+from puinfer.exceptions import BoundaryWarning
+
+
+@pytest.fixture(scope="module")
+def probs():
+    rng = np.random.default_rng(7)
+    p = rng.random(2000)
+    p[:3] = [0.0, 1.0, 0.5]
+    return p
+
+
+@pytest.fixture(scope="module")
+def probmat():
+    rng = np.random.default_rng(8)
+    return rng.dirichlet([0.7, 1.0, 2.0], size=1000)
+
+
+@pytest.mark.parametrize("old,new", [(0.5, 0.2), (0.02, 0.6), (0.9, 0.1), (0.3, 0.3)])
+def test_binary_round_trip(probs, old, new):
+    back = pu.adjust_prior(pu.adjust_prior(probs, old, new), new, old)
+    assert np.max(np.abs(back - probs)) < 1e-12
+
+
+@pytest.mark.parametrize("old,new", [(0.5, 0.2), (0.02, 0.6), (0.9, 0.1)])
+def test_binary_equals_logit_shift(probs, old, new):
+    p = probs[(probs > 0) & (probs < 1)]
+    out = pu.adjust_prior(p, old, new)
+    expected = special.expit(special.logit(p) + special.logit(new) - special.logit(old))
+    assert_allclose(out, expected, rtol=1e-12, atol=1e-15)
+    assert_allclose(special.logit(out) - special.logit(p),
+                    special.logit(new) - special.logit(old), rtol=0, atol=1e-9)
+
+
+def test_binary_endpoints_exact(probs):
+    out = pu.adjust_prior(probs, 0.5, 0.2)
+    assert out[0] == 0.0 and out[1] == 1.0
+    assert out[2] == pytest.approx(0.2, abs=1e-15)  # p = old prior maps to the new prior
+
+
+def test_multiclass_round_trip_and_rows(probmat):
+    old = np.array([0.2, 0.3, 0.5])
+    new = np.array([0.6, 0.3, 0.1])
+    out = pu.adjust_prior(probmat, old, new)
+    assert_allclose(out.sum(axis=1), 1.0, atol=1e-14)
+    back = pu.adjust_prior(out, new, old)
+    assert np.max(np.abs(back - probmat)) < 1e-12
+
+
+def test_multiclass_lemma3_by_hand(probmat):
+    old = np.array([0.2, 0.3, 0.5])
+    new = np.array([0.6, 0.3, 0.1])
+    pbar = probmat * new / old  # eq. (5)
+    expected = pbar / pbar.sum(axis=1, keepdims=True)  # eq. (6)
+    assert_allclose(pu.adjust_prior(probmat, old, new), expected, rtol=1e-14)
+
+
+def test_two_class_matrix_matches_binary(probs):
+    mat = np.column_stack([1 - probs, probs])
+    out = pu.adjust_prior(mat, [0.7, 0.3], [0.4, 0.6])
+    assert_allclose(out[:, 1], pu.adjust_prior(probs, 0.3, 0.6), rtol=1e-13, atol=1e-15)
+
+
+def test_per_row_new_prior(probs):
+    new = np.where(np.arange(probs.size) % 2 == 0, 0.1, 0.7)
+    out = pu.adjust_prior(probs, 0.5, new)
+    assert_allclose(out[::2], pu.adjust_prior(probs[::2], 0.5, 0.1), rtol=1e-15)
+    assert_allclose(out[1::2], pu.adjust_prior(probs[1::2], 0.5, 0.7), rtol=1e-15)
+
+
+def test_pandas_in_out_and_inputs_unchanged(probmat):
+    s = pd.Series([0.1, 0.5, 0.9], index=["a", "b", "c"], name="score")
+    s0 = s.copy()
+    out = pu.adjust_prior(s, 0.5, 0.2)
+    assert isinstance(out, pd.Series) and list(out.index) == ["a", "b", "c"]
+    pd.testing.assert_series_equal(s, s0)
+    df = pd.DataFrame(probmat[:5], columns=["x", "y", "z"], index=list("abcde"))
+    df0 = df.copy()
+    old = np.array([0.2, 0.3, 0.5])
+    old0 = old.copy()
+    out = pu.adjust_prior(df, old, [1 / 3, 1 / 3, 1 / 3])
+    assert isinstance(out, pd.DataFrame) and list(out.columns) == ["x", "y", "z"]
+    pd.testing.assert_frame_equal(df, df0)
+    assert np.array_equal(old, old0)
+
+
+def test_scalar_in_scalar_out():
+    assert isinstance(pu.adjust_prior(0.5, 0.5, 0.2), float)
+    assert pu.adjust_prior(0.5, 0.5, 0.2) == pytest.approx(0.2, abs=1e-15)
+
+
+def test_undefined_rows_warn_and_nan():
+    with pytest.warns(BoundaryWarning):
+        out = pu.adjust_prior(np.array([1.0, 0.5]), 0.5, 0.0)
+    assert np.isnan(out[0]) and out[1] == 0.0
+
+
+# ---- down-sampling correction (seed 002) --------------------------------------------------
+def test_downsampling_formula(probs):
+    w = 1 / 9
+    expected = probs / (probs + (1 - probs) / w)
+    ok = probs > 0
+    assert_allclose(pu.downsampling_correction(probs, w)[ok], expected[ok], rtol=1e-14)
+    assert pu.downsampling_correction([0.5], w=1 / 9)[0] == pytest.approx(0.1, rel=1e-14)
+
+
+@pytest.mark.parametrize("b,bs", [(0.103, 0.5), (0.01, 0.2), (0.3, 0.3)])
+def test_downsampling_matches_lemma3(probs, b, bs):
+    out = pu.downsampling_correction(probs, base_rate=b, sampled_base_rate=bs)
+    assert_allclose(out, pu.adjust_prior(probs, bs, b), rtol=1e-13, atol=1e-16)
+    w = b / (1 - b) * (1 - bs) / bs
+    assert_allclose(pu.downsampling_correction(probs, w), out, rtol=1e-13, atol=1e-16)
+
+
+def test_downsampling_w1_is_identity(probs):
+    assert np.array_equal(pu.downsampling_correction(probs, 1.0), probs)
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    (dict(prob=[0.2, 1.2], old_prior=0.5, new_prior=0.2), "prob must be in"),
+    (dict(prob=[0.2, np.nan], old_prior=0.5, new_prior=0.2), "prob: 1 missing"),
+    (dict(prob=[0.2], old_prior=0.0, new_prior=0.2), "old_prior"),
+    (dict(prob=[0.2], old_prior=1.0, new_prior=0.2), "old_prior"),
+    (dict(prob=[0.2], old_prior=0.5, new_prior=1.5), "new_prior"),
+    (dict(prob=[0.2, 0.3], old_prior=0.5, new_prior=[0.1, 0.2, 0.3]), "new_prior"),
+    (dict(prob=[[0.2, 0.8]], old_prior=[0.5, 0.6], new_prior=[0.5, 0.5]), "old_prior must sum"),
+    (dict(prob=[[0.2, 0.9]], old_prior=[0.5, 0.5], new_prior=[0.5, 0.5]), "rows must sum"),
+    (dict(prob=[[0.2, 0.8]], old_prior=[0.5, 0.5], new_prior=[0.3, 0.3, 0.4]), "new_prior"),
+])
+def test_adjust_prior_bad_input(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        pu.adjust_prior(**kwargs)
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    (dict(w=0.0), r"w \(the rate"),
+    (dict(w=1.5), r"w \(the rate"),
+    (dict(), "give w"),
+    (dict(w=0.5, base_rate=0.1, sampled_base_rate=0.5), "not both"),
+    (dict(base_rate=0.5, sampled_base_rate=0.1), "w = .* > 1"),
+    (dict(base_rate=0.0, sampled_base_rate=0.5), "base_rate must be strictly"),
+])
+def test_downsampling_bad_input(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        pu.downsampling_correction([0.3, 0.5], **kwargs)
+
+
+def test_no_warnings_on_ordinary_input(probs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        pu.adjust_prior(probs, 0.5, 0.2)
+        pu.downsampling_correction(probs, 0.3)
