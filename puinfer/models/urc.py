@@ -38,7 +38,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import special
+from scipy import special, stats
 
 from .._validation import check_level, warn_and_record
 from ..base.results import ConvergenceInfo, LikelihoodResults, data_fingerprint
@@ -607,6 +607,16 @@ class URC:
     warnings : list of (str, str)
         Warnings raised while building the partition.
 
+    Warns
+    -----
+    IllConditionedWarning
+        When the condition number of the lab ``M_A`` exceeds 10 (about AUC 0.56 for a binary
+        classifier with four cells) or a chi-square test cannot tell the classes' lab histograms
+        apart (p > 0.01): the base rates are then weakly identified (Lemma 7).
+    EmptyBinWarning
+        When raw bins hold no lab prediction (they are merged) or a class has no lab prediction
+        in some cell (``M_A`` has a zero there).
+
     Notes
     -----
     Requires every class to occur in the lab set and ``|A| >= k``; the goodness-of-fit test has
@@ -660,11 +670,18 @@ class URC:
         M = L / L.sum(axis=1, keepdims=True)
         sv = np.linalg.svd(M, compute_uv=False)
         self.condition_number = float(sv[0] / sv[-1]) if sv[-1] > 0 else np.inf
-        if self.condition_number > 100:
+        # are the lab histograms of the classes distinguishable at all? (chi-square test of
+        # homogeneity of the rows of the lab counts)
+        E = np.outer(L.sum(axis=1), L.sum(axis=0)) / L.sum()
+        keep = E.sum(axis=0) > 0
+        X2 = float(np.sum((L[:, keep] - E[:, keep]) ** 2 / E[:, keep]))
+        self.lab_separation_pvalue = float(stats.chi2.sf(X2, (k - 1) * (keep.sum() - 1)))
+        if self.condition_number > 10 or self.lab_separation_pvalue > 0.01:
             warn_and_record(self.warnings, f"M_A is ill-conditioned (condition number "
-                            f"{self.condition_number:.3g}): the predictions separate the classes "
-                            "poorly, so the base rates are weakly identified and intervals wide",
-                            IllConditionedWarning)
+                            f"{self.condition_number:.3g}; lab test that the classes have the "
+                            f"same prediction histogram: p = {self.lab_separation_pvalue:.3g}): "
+                            "the predictions separate the classes poorly, so the base rates are "
+                            "weakly identified and their intervals wide", IllConditionedWarning)
 
     # -- lab summaries --------------------------------------------------------------------------
     def _codes(self, labels, n):

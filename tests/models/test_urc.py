@@ -1,0 +1,490 @@
+"""URC (seed 003): partition, exact maximum likelihood, profile intervals, tests, recalibration."""
+
+import warnings
+
+import matplotlib
+import numpy as np
+import pandas as pd
+import pytest
+from numpy.testing import assert_allclose
+from scipy import optimize, special, stats
+
+import puinfer as pu
+from puinfer.exceptions import (
+    BoundaryWarning,
+    EmptyBinWarning,
+    IllConditionedWarning,
+)
+from puinfer.simulate.urc import simulate_urc
+
+matplotlib.use("Agg")
+
+
+# ---- fixtures -------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def sim():
+    return simulate_urc(n_lab=300, n_field=3000, lab_base_rates=0.5, field_base_rate=0.25,
+                        separation=1.5, rng=np.random.default_rng(11))
+
+
+@pytest.fixture(scope="module")
+def sim_groups():
+    return simulate_urc(n_lab=400, n_field=[1500, 2500, 2000], lab_base_rates=0.5,
+                        field_base_rate=[0.15, 0.3, 0.6], separation=1.5,
+                        rng=np.random.default_rng(12))
+
+
+@pytest.fixture(scope="module")
+def fits(sim):
+    m = pu.URC(sim.lab_pred, sim.lab_y)
+    return {lik: m.fit(sim.field_pred, likelihood=lik) for lik in ("joint", "fixed")}
+
+
+@pytest.fixture(scope="module")
+def gfit(sim_groups):
+    m = pu.URC(sim_groups.lab_pred, sim_groups.lab_y)
+    return m.fit(sim_groups.field_pred, groups=sim_groups.field_group)
+
+
+# ---- an independent implementation of the likelihoods (scipy) -------------------------------
+def _counts(res):
+    return res.model.lab_counts.to_numpy(), res.observed.to_numpy()
+
+
+def ref_loglik(P, M, L, F, joint, strength=0.0, pi_lab=None):
+    ll = sum(stats.multinomial.logpmf(F[g], F[g].sum(), P[g] @ M) for g in range(F.shape[0]))
+    if joint:
+        ll += sum(stats.multinomial.logpmf(L[i], L[i].sum(), M[i]) for i in range(L.shape[0]))
+    if strength:
+        ll += strength * np.sum(pi_lab * np.log(P))
+    return ll
+
+
+def ref_fit(L, F, joint, strength=0.0, fixed_entry=None):
+    """Maximise the same log-likelihood with scipy (softmax parametrisation, BFGS + polish)."""
+    k, A = L.shape
+    G = F.shape[0]
+    pi_lab = L.sum(1) / L.sum()
+    M_lab = L / L.sum(1, keepdims=True)
+
+    def unpack(x):
+        nP = G * (k - 1)
+        P = special.softmax(np.column_stack([np.zeros(G), x[:nP].reshape(G, k - 1)]), axis=1)
+        if fixed_entry is not None:  # binary: group g's p1 fixed at v
+            g, v = fixed_entry
+            P[g] = [1 - v, v]
+        if joint:
+            M = special.softmax(np.column_stack([np.zeros(k), x[nP:].reshape(k, A - 1)]), axis=1)
+        else:
+            M = M_lab
+        return P, M
+
+    def negll(x):
+        P, M = unpack(x)
+        return -ref_loglik(P, M, L, F, joint, strength, pi_lab)
+
+    x0 = np.concatenate([np.zeros(G * (k - 1)),
+                         np.log(M_lab[:, 1:] / M_lab[:, :1]).ravel() if joint else []])
+    best = None
+    methods = ("BFGS", "Nelder-Mead", "BFGS") if x0.size <= 4 else ("BFGS", "Powell", "BFGS")
+    for method in methods:
+        start = x0 if best is None else best.x
+        opts = {"gtol": 1e-9} if method == "BFGS" else (
+            {"xatol": 1e-10, "fatol": 1e-12, "maxiter": 40000, "maxfev": 40000}
+            if method == "Nelder-Mead" else {"xtol": 1e-10, "ftol": 1e-14})
+        r = optimize.minimize(negll, start, method=method, options=opts)
+        if best is None or r.fun < best.fun:
+            best = r
+    P, M = unpack(best.x)
+    return P, M, -best.fun
+
+
+# ---- partition ------------------------------------------------------------------------------
+def test_partition_is_eq11(sim):
+    m = pu.URC(sim.lab_pred, sim.lab_y, n_bins=4)
+    # eq. (11): cell a (1-based) holds c with (a-1)/m < F_lab(c) <= a/m
+    srt = np.sort(sim.lab_pred)
+    x = np.concatenate([sim.lab_pred, sim.field_pred[:500]])
+    Fx = np.searchsorted(srt, x, side="right") / srt.size
+    expected = np.clip(np.ceil(4 * Fx).astype(int) - 1, 0, 3)
+    assert np.array_equal(m.assign(x), expected)
+    assert m.lab_counts.sum(axis=0).tolist() == [75.0] * 4  # equal lab probability
+
+
+def test_lab_counts_and_M(sim):
+    m = pu.URC(sim.lab_pred, sim.lab_y)
+    cells = m.assign(sim.lab_pred)
+    for i in (0, 1):
+        counts = np.bincount(cells[sim.lab_y == i], minlength=4)
+        assert m.lab_counts.iloc[i].tolist() == counts.tolist()
+        assert_allclose(m.M.iloc[i], counts / counts.sum())
+    assert_allclose(m.lab_base_rates.to_numpy(), [0.5, 0.5])
+
+
+# ---- exactness against scipy ------------------------------------------------------------------
+@pytest.mark.parametrize("lik", ["joint", "fixed"])
+def test_llf_matches_scipy(fits, lik):
+    res = fits[lik]
+    L, F = _counts(res)
+    P, M, llf = ref_fit(L, F, lik == "joint")
+    assert res.llf >= llf - 1e-7
+    assert res.llf == pytest.approx(llf, abs=1e-6)
+    assert_allclose(res.base_rates.to_numpy(), P, atol=2e-5)
+
+
+@pytest.mark.parametrize("lik", ["joint", "fixed"])
+def test_llf_is_multinomial_logpmf(fits, lik):
+    res = fits[lik]
+    L, F = _counts(res)
+    expected = ref_loglik(res.base_rates.to_numpy(), res.M.to_numpy(), L, F, lik == "joint")
+    assert res.llf == pytest.approx(expected, abs=1e-8)
+
+
+def test_fixed_binary_against_scalar_search(fits):
+    res = fits["fixed"]
+    L, F = _counts(res)
+    M = L / L.sum(1, keepdims=True)
+    r = optimize.minimize_scalar(lambda p: -np.sum(F[0] * np.log((1 - p) * M[0] + p * M[1])),
+                                 bounds=(1e-9, 1 - 1e-9), method="bounded",
+                                 options={"xatol": 1e-12})
+    assert res.base_rate.iloc[0] == pytest.approx(r.x, abs=1e-8)
+
+
+def test_groups_joint_matches_scipy(gfit):
+    L, F = _counts(gfit)
+    P, M, llf = ref_fit(L, F, True)
+    assert gfit.llf == pytest.approx(llf, abs=1e-6)
+    assert_allclose(gfit.base_rates.to_numpy(), P, atol=2e-5)
+
+
+def test_map_matches_scipy(sim):
+    res = pu.URC(sim.lab_pred, sim.lab_y).fit(sim.field_pred, prior_strength=50)
+    L, F = _counts(res)
+    P, M, obj = ref_fit(L, F, True, strength=50)
+    assert res.objective == pytest.approx(obj, abs=1e-6)
+    assert_allclose(res.base_rates.to_numpy(), P, atol=2e-5)
+    ml = pu.URC(sim.lab_pred, sim.lab_y).fit(sim.field_pred)
+    # the prior pulls towards the lab base rate 0.5
+    assert ml.base_rate.iloc[0] < res.base_rate.iloc[0] < 0.5
+    strong = pu.URC(sim.lab_pred, sim.lab_y).fit(sim.field_pred, prior_strength=1e7)
+    assert strong.base_rate.iloc[0] == pytest.approx(0.5, abs=1e-3)
+
+
+def test_objective_trace_monotone(gfit, fits):
+    for res in (gfit, fits["joint"], fits["fixed"]):
+        tr = res.convergence.trace
+        assert res.converged
+        assert np.all(np.diff(tr) >= -1e-12 * np.abs(tr[1:]))
+
+
+def test_multiclass_matches_scipy():
+    sim3 = simulate_urc(n_lab=600, n_field=4000, lab_base_rates=[1 / 3, 1 / 3, 1 / 3],
+                        field_base_rate=[0.5, 0.3, 0.2], separation=1.5,
+                        rng=np.random.default_rng(5))
+    res = pu.URC(sim3.lab_pred, sim3.lab_y).fit(sim3.field_pred)
+    L, F = _counts(res)
+    P, M, llf = ref_fit(L, F, True)
+    assert res.llf == pytest.approx(llf, abs=1e-6)
+    assert_allclose(res.base_rates.to_numpy(), P, atol=5e-5)
+
+
+# ---- profile intervals ------------------------------------------------------------------------
+@pytest.mark.parametrize("lik", ["joint", "fixed"])
+def test_profile_interval_invariants(fits, lik):
+    res = fits[lik]
+    prof = res.profile()
+    ci = res.conf_int(0.95)
+    lo, hi = ci.iloc[0]
+    est = res.base_rate.iloc[0]
+    assert lo < est < hi
+    assert prof.statistic(est) == pytest.approx(0.0, abs=1e-8)
+    cut = stats.chi2.ppf(0.95, 1)
+    assert prof.statistic(lo) == pytest.approx(cut, abs=1e-6)
+    assert prof.statistic(hi) == pytest.approx(cut, abs=1e-6)
+    ci50 = res.conf_int(0.5)
+    assert ci50.iloc[0, 0] > lo and ci50.iloc[0, 1] < hi
+
+
+@pytest.mark.parametrize("lik", ["joint", "fixed"])
+def test_profile_loglik_matches_scipy(fits, lik):
+    res = fits[lik]
+    L, F = _counts(res)
+    prof = res.profile()
+    v = res.conf_int().iloc[0, 1]
+    _, _, llv = ref_fit(L, F, lik == "joint", fixed_entry=(0, v))
+    assert prof.loglik(v) == pytest.approx(llv, abs=1e-6)
+
+
+def test_joint_interval_wider_than_fixed(fits):
+    wj = np.diff(fits["joint"].conf_int().to_numpy())[0, 0]
+    wf = np.diff(fits["fixed"].conf_int().to_numpy())[0, 0]
+    assert wj > wf
+
+
+def test_one_sided_interval_at_zero():
+    sim0 = simulate_urc(n_lab=500, n_field=400, field_base_rate=0.0, separation=2.5,
+                        rng=np.random.default_rng(3))
+    with pytest.warns(BoundaryWarning):
+        res = pu.URC(sim0.lab_pred, sim0.lab_y).fit(sim0.field_pred)
+    assert res.base_rate.iloc[0] < 1e-10
+    ci = res.conf_int()
+    assert ci.iloc[0, 0] == 0.0  # one-sided: the profile never reaches the cut-off below
+    assert res.profile().conf_int().attrs["lower_at_bound"]
+    assert res.profile().statistic(ci.iloc[0, 1]) == pytest.approx(stats.chi2.ppf(0.95, 1),
+                                                                    abs=1e-6)
+    assert 0 < ci.iloc[0, 1] < 0.05
+
+
+# ---- tests ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("lik", ["joint", "fixed"])
+def test_no_shift_statistic(fits, lik):
+    res = fits[lik]
+    L, F = _counts(res)
+    t = res.test_no_shift()
+    assert t.df == 1
+    # restricted maximum by scipy: p fixed at the lab rate 0.5
+    _, _, ll0 = ref_fit(L, F, lik == "joint", fixed_entry=(0, 0.5))
+    assert t.statistic == pytest.approx(2 * (res.llf - ll0), abs=2e-6)
+    assert t.statistic == pytest.approx(res.profile().statistic(0.5), abs=1e-6)
+    assert t.pvalue < 1e-3  # field 0.25 vs lab 0.5
+    at_est = res.test_no_shift(value=res.base_rate.iloc[0])
+    assert at_est.statistic == pytest.approx(0.0, abs=1e-6)
+
+
+def test_equal_base_rates(gfit):
+    t = gfit.test_equal_base_rates()
+    assert t.df == 2
+    assert t.pvalue < 1e-6  # 0.15, 0.3, 0.6
+    L, F = _counts(gfit)
+    # restricted: one base rate -- the pooled field histogram, with per-group constants
+    P, M, _ = ref_fit(L, F.sum(0, keepdims=True), True)
+    Pg = np.repeat(P, 3, axis=0)
+    ll0 = ref_loglik(Pg, M, L, F, True)
+    assert t.statistic == pytest.approx(2 * (gfit.llf - ll0), abs=2e-6)
+
+
+def test_equal_base_rates_single_group_invalid(fits):
+    t = fits["joint"].test_equal_base_rates()
+    assert t.invalid_reason is not None and np.isnan(t.pvalue)
+
+
+def test_no_shift_multigroup_df(gfit):
+    assert gfit.test_no_shift().df == 3
+
+
+@pytest.mark.parametrize("lik", ["joint", "fixed"])
+def test_gof_df_and_value(sim_groups, lik):
+    m = pu.URC(sim_groups.lab_pred, sim_groups.lab_y)
+    res = m.fit(sim_groups.field_pred, groups=sim_groups.field_group, likelihood=lik)
+    G, A, k = 3, 4, 2
+    for method in ("pearson", "lr"):
+        t = res.gof(method)
+        assert t.df == G * (A - k)
+    L, F = _counts(res)
+    P, M = res.base_rates.to_numpy(), res.M.to_numpy()
+    E = F.sum(1, keepdims=True) * (P @ M)
+    X2 = np.sum((F - E) ** 2 / E)
+    if lik == "joint":
+        El = L.sum(1, keepdims=True) * M
+        X2 += np.sum((L - El) ** 2 / El)
+    assert res.gof("pearson").statistic == pytest.approx(X2, rel=1e-10)
+    by = res.gof(by_group=True)
+    assert by["df"].tolist() == [A - k] * G
+    if lik == "fixed":  # separable: the sum of the group statistics is the total
+        assert by["statistic"].sum() == pytest.approx(X2, rel=1e-10)
+
+
+def test_gof_lr_equals_deviance(fits):
+    res = fits["joint"]
+    L, F = _counts(res)
+    sat = ref_loglik(F / F.sum(1, keepdims=True), np.eye(4), np.eye(4), F, False)
+    sat += sum(stats.multinomial.logpmf(L[i], L[i].sum(), L[i] / L[i].sum()) for i in range(2))
+    assert res.gof("lr").statistic == pytest.approx(2 * (sat - res.llf), rel=1e-9)
+
+
+def test_lr_test_generic_agrees(fits):
+    res = fits["joint"]
+    t = res.test_no_shift()
+    from puinfer.models.urc import _Constraint
+
+    restricted = res._restricted(_Constraint("rows", value=np.array([0.5, 0.5])))
+    assert pu.lr_test(restricted, res).statistic == pytest.approx(t.statistic, rel=1e-12)
+    with pytest.raises(ValueError):
+        pu.lr_test(res, restricted)
+
+
+# ---- recovery and recalibration (Theorem 5, Lemma 3) ------------------------------------------
+def test_recovery_and_accuracy_gain():
+    s = simulate_urc(n_lab=2000, n_field=20000, lab_base_rates=0.5, field_base_rate=0.2,
+                     separation=1.2, rng=np.random.default_rng(2026))
+    res = pu.URC(s.lab_pred, s.lab_y).fit(s.field_pred)
+    est = res.base_rate.iloc[0]
+    naive = res.naive.iloc[0, 1]
+    lo, hi = res.conf_int().iloc[0]
+    assert abs(est - 0.2) < 0.03 and lo < 0.2 < hi
+    assert naive > 0.3  # biased towards the lab's 0.5 (Theorem 5: 0.2 < E C_1 <= 0.5)
+    assert 0.2 < s.field_pred.mean() <= 0.5
+    recal = res.recalibrate(s.field_pred)
+    acc0 = np.mean((s.field_pred > 0.5) == s.field_y)
+    acc1 = np.mean((recal > 0.5) == s.field_y)
+    assert acc1 > acc0 + 0.03
+    brier0 = np.mean((s.field_pred - s.field_y) ** 2)
+    brier1 = np.mean((recal - s.field_y) ** 2)
+    assert brier1 < brier0
+    assert_allclose(recal, pu.adjust_prior(s.field_pred, 0.5, est), rtol=1e-14)
+
+
+def test_recalibrate_per_group(gfit, sim_groups):
+    out = gfit.recalibrate(sim_groups.field_pred, groups=sim_groups.field_group)
+    for g in range(3):
+        sel = sim_groups.field_group == g
+        assert_allclose(out[sel], pu.adjust_prior(sim_groups.field_pred[sel], 0.5,
+                                                  gfit.base_rate.iloc[g]), rtol=1e-14)
+    with pytest.raises(ValueError, match="groups"):
+        gfit.recalibrate(sim_groups.field_pred)
+    with pytest.raises(ValueError, match="not among the fitted"):
+        gfit.recalibrate([0.3], groups=[7])
+
+
+def test_multiclass_recovery_with_intervals():
+    truth = np.array([0.6, 0.3, 0.1])
+    s = simulate_urc(n_lab=1500, n_field=20000, lab_base_rates=[1 / 3, 1 / 3, 1 / 3],
+                     field_base_rate=truth, separation=1.5, rng=np.random.default_rng(33))
+    res = pu.URC(s.lab_pred, s.lab_y).fit(s.field_pred)
+    assert res.model.partition.n_cells == 6
+    est = res.base_rates.iloc[0].to_numpy()
+    assert_allclose(est.sum(), 1.0, atol=1e-12)
+    assert np.max(np.abs(est - truth)) < 0.04
+    ci = res.conf_int()
+    assert ci.shape == (3, 2)
+    assert np.all((ci["lower"].to_numpy() < truth) & (truth < ci["upper"].to_numpy()))
+    recal = res.recalibrate(s.field_pred)
+    assert_allclose(recal.sum(axis=1), 1.0, atol=1e-12)
+    assert np.mean(recal.argmax(1) == s.field_y) > np.mean(s.field_pred.argmax(1) == s.field_y)
+    assert res.gof().df == 6 - 3
+
+
+def test_multiclass_named_columns():
+    s = simulate_urc(n_lab=300, n_field=2000, lab_base_rates=[0.5, 0.3, 0.2],
+                     field_base_rate=[0.2, 0.3, 0.5], rng=np.random.default_rng(4))
+    names = ["cat", "dog", "eel"]
+    lab = pd.DataFrame(s.lab_pred, columns=names)
+    res = pu.URC(lab, np.array(names)[s.lab_y]).fit(pd.DataFrame(s.field_pred, columns=names))
+    assert list(res.base_rates.columns) == names
+    assert res.conf_int().index.get_level_values("class").tolist() == names
+    assert res.profile(cls="eel").name == "p[all, eel]"
+
+
+# ---- warnings ------------------------------------------------------------------------------
+def test_ill_conditioned_warning():
+    s = simulate_urc(n_lab=400, n_field=500, separation=0.05, rng=np.random.default_rng(1))
+    with pytest.warns(IllConditionedWarning):
+        m = pu.URC(s.lab_pred, s.lab_y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = m.fit(s.field_pred)
+    assert any(c == "IllConditionedWarning" for c, _ in res.warnings)
+
+
+def test_empty_bins_merged_with_warning():
+    rng = np.random.default_rng(9)
+    lab = np.r_[np.full(60, 0.2), np.full(40, 0.8)]  # heavy ties: quantile cut points repeat
+    y = np.r_[rng.random(60) < 0.2, rng.random(40) < 0.8].astype(int)
+    y[:2] = [0, 1]
+    y[60:62] = [0, 1]
+    with pytest.warns(EmptyBinWarning, match="merged"):
+        m = pu.URC(lab, y, n_bins=4)
+    assert m.partition.n_cells == 2
+    res = m.fit(rng.choice([0.2, 0.8], 500))
+    assert any(c == "EmptyBinWarning" for c, _ in res.warnings)
+
+
+def test_boundary_warning_recorded():
+    s = simulate_urc(n_lab=500, n_field=400, field_base_rate=0.0, separation=3,
+                     rng=np.random.default_rng(21))
+    with pytest.warns(EmptyBinWarning):
+        m = pu.URC(s.lab_pred, s.lab_y)
+    with pytest.warns(BoundaryWarning, match="boundary"):
+        res = m.fit(s.field_pred)
+    assert [c for c, _ in res.warnings] == ["EmptyBinWarning", "BoundaryWarning"]
+    assert "note" in res.test_no_shift().extra
+
+
+# ---- bad input, immutability ---------------------------------------------------------------
+@pytest.mark.parametrize("lab_pred,labels,match", [
+    ([0.1, 0.5, 1.2, 0.3], [0, 1, 1, 0], "lab_pred must be probabilities"),
+    ([0.1, np.nan, 0.2, 0.3], [0, 1, 1, 0], "lab_pred: 1 missing"),
+    ([0.1, 0.5, 0.2, 0.3], [0, 1, 2, 0], "lab_labels must be 0/1"),
+    ([0.1, 0.5, 0.2, 0.3], [0, 0, 0, 0], r"class\(es\) \[1\] have no lab items"),
+    ([0.1, 0.5, 0.2], [0, 1, 1, 0], "lab_labels has 4 entries"),
+    ([[0.2, 0.3, 0.4]], [0], "rows must sum to 1"),
+    ([], [], "lab_pred is empty"),
+])
+def test_bad_lab_input(lab_pred, labels, match):
+    with pytest.raises(ValueError, match=match):
+        pu.URC(lab_pred, labels)
+
+
+def test_bad_fit_input(sim):
+    m = pu.URC(sim.lab_pred, sim.lab_y)
+    with pytest.raises(ValueError, match="field_pred must be probabilities"):
+        m.fit([0.2, -0.1])
+    with pytest.raises(ValueError, match="field_pred must be a vector"):
+        m.fit(np.full((3, 3), 1 / 3))
+    with pytest.raises(ValueError, match="groups has 2 entries"):
+        m.fit([0.2, 0.3, 0.4], groups=[1, 2])
+    with pytest.raises(ValueError, match="groups has 1 missing"):
+        m.fit([0.2, 0.3], groups=[1, None])
+    with pytest.raises(ValueError, match="likelihood must be"):
+        m.fit([0.2, 0.3], likelihood="bayes")
+    with pytest.raises(ValueError, match="prior_strength"):
+        m.fit([0.2, 0.3], prior_strength=-1)
+    with pytest.raises(ValueError, match="n_bins"):
+        pu.URC(sim.lab_pred, sim.lab_y, n_bins=1)
+    with pytest.raises(ValueError, match="level"):
+        m.fit(sim.field_pred[:100]).conf_int(1.5)
+
+
+def test_inputs_not_modified(sim_groups):
+    lab = pd.Series(sim_groups.lab_pred.copy())
+    y = sim_groups.lab_y.copy()
+    field = sim_groups.field_pred.copy()
+    grp = pd.Series(sim_groups.field_group.copy(), name="region")
+    lab0, y0, field0, grp0 = lab.copy(), y.copy(), field.copy(), grp.copy()
+    res = pu.URC(lab, y).fit(field, groups=grp)
+    res.recalibrate(field, groups=grp)
+    pd.testing.assert_series_equal(lab, lab0)
+    pd.testing.assert_series_equal(grp, grp0)
+    assert np.array_equal(y, y0) and np.array_equal(field, field0)
+    assert res.groups.name == "region"
+
+
+# ---- results smoke test --------------------------------------------------------------------
+def test_results_touch_everything(gfit):
+    import matplotlib.pyplot as plt
+
+    r = gfit
+    for attr in ("base_rates", "base_rate", "naive", "lab_base_rates", "M", "observed", "fitted",
+                 "n_field", "params", "groups", "llf", "objective", "nobs", "df_model", "aic",
+                 "bic", "converged", "convergence", "warnings", "likelihood", "prior_strength"):
+        getattr(r, attr)
+    assert isinstance(r.params, pd.Series) and r.params.index.names == ["group", "class"]
+    assert r.df_model == 3 * 1 + 2 * 3
+    assert r.nobs == 6000 + 400
+    assert_allclose(r.fitted.sum(axis=1), r.observed.sum(axis=1))
+    text = str(r.summary())
+    assert "profile-likelihood" in text and "converged" in text.lower()
+    assert "equal across groups" in text and "goodness of fit" in text
+    assert "<table" in r._repr_html_()
+    assert "URCResults" in repr(r)
+    ax = r.plot_histogram(group=1)
+    assert ax.get_title().startswith("URC histogram")
+    ax = r.plot_profile(group=0, true_value=0.15)
+    assert ax.get_xlabel() == "p[0, 1]"
+    plt.close("all")
+    with pytest.raises(ValueError, match="several groups"):
+        r.profile()
+    with pytest.warns(EmptyBinWarning):
+        m3 = pu.URC(np.eye(3)[[0, 1, 2] * 5], [0, 1, 2] * 5)
+    with pytest.raises(AttributeError):
+        _ = m3.fit(np.eye(3)).base_rate
