@@ -60,8 +60,11 @@ def newton_maximize(fun: Callable, x0, *, maxiter: int = 200, tol: float = 1e-10
     for it in range(1, maxiter + 1):
         d, newton = _ascent_direction(g, H)
         dec = float(g @ d)
-        if newton and dec < tol:
-            converged, message = True, ""
+        if dec < tol:
+            # with a negative definite Hessian this is a strict local maximum; otherwise the
+            # gradient vanishes along flat directions (e.g. a tilt that no data point weighs)
+            converged = True
+            message = "" if newton else "Hessian singular or indefinite at the solution"
             it -= 1
             break
         t = 1.0

@@ -92,7 +92,11 @@ class Profile:
         while True:
             outer = inner + direction * step
             if (direction > 0 and outer >= edge) or (direction < 0 and outer <= edge):
-                outer = edge
+                # approach the bound gradually (halfway first): profiles are often hard to
+                # compute at the bound itself, where a parameter becomes unidentified
+                half = inner + (edge - inner) / 2
+                outer = edge if abs(edge - inner) < 1e-3 * max(step, 1e-12) or \
+                    abs(edge - inner) < 1e-4 else half
             r = self.statistic(outer)
             if r >= cutoff:
                 break

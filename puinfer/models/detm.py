@@ -47,33 +47,37 @@ __all__ = ["DETM", "SETM", "TiltResults", "separated_target_points"]
 LABEL_RULES = ("kl", "pi<0.5", "pi>0.5")
 #: pi is profiled on [eps, 1 - eps]; an interval reaching eps is reported as one-sided at 0.
 _PI_EPS = 1e-6
+#: number of target points (those with the smallest fitted source probability) whose
+#: separation from the source sample is checked by a linear programme
+_N_SEPARATION_CANDIDATES = 25
 
 
-def separated_target_points(Zs: np.ndarray, Zt: np.ndarray) -> np.ndarray:
-    """Indices of target points strictly separated from *all* source points by a hyperplane.
+def separated_target_points(Zs: np.ndarray, Zt: np.ndarray, candidates=None) -> np.ndarray:
+    """Indices of target points that a hyperplane separates from *all* source points.
 
-    Solves the linear programme ``max sum_j t_j`` subject to ``w'z_i <= c`` for every source
-    point, ``t_j <= w'z_j - c`` for every target point, ``0 <= t_j <= 1``, ``|w| <= 1``. A
-    target point with ``t_j > 0`` can be pushed to posterior one by a tilt running off to
-    infinity, so the unpenalised maximum of the empirical likelihood does not exist.
+    A target point can be strictly separated from the source sample exactly when it lies
+    outside the convex hull of the source points; then one tilt can run off to infinity along
+    the separating direction, pushing that point's posterior to one, and the unpenalised
+    maximum of the empirical likelihood does not exist. Each candidate is checked by the
+    feasibility linear programme ``z_j = sum_i mu_i z_i, mu >= 0, sum_i mu_i = 1``.
+
+    Parameters
+    ----------
+    Zs, Zt : source and target features.
+    candidates : indices of target points to check (default: all).
     """
-    from scipy import sparse
     from scipy.optimize import linprog
 
-    n, p = Zs.shape
-    m = Zt.shape[0]
-    A = sparse.vstack([
-        sparse.hstack([sparse.csr_matrix(Zs), sparse.csr_matrix(-np.ones((n, 1))),
-                       sparse.csr_matrix((n, m))]),
-        sparse.hstack([sparse.csr_matrix(-Zt), sparse.csr_matrix(np.ones((m, 1))),
-                       sparse.eye(m)]),
-    ]).tocsr()
-    cost = np.r_[np.zeros(p + 1), -np.ones(m)]
-    bounds = [(-1, 1)] * p + [(None, None)] + [(0, 1)] * m
-    res = linprog(cost, A_ub=A, b_ub=np.zeros(n + m), bounds=bounds, method="highs")
-    if res.status != 0:
-        return np.empty(0, dtype=int)
-    return np.flatnonzero(res.x[p + 1:] > 1e-7)
+    n = Zs.shape[0]
+    A_eq = np.vstack([Zs.T, np.ones((1, n))])
+    cand = np.arange(len(Zt)) if candidates is None else np.asarray(candidates, dtype=int)
+    out = []
+    for j in cand:
+        res = linprog(np.zeros(n), A_eq=A_eq, b_eq=np.r_[Zt[j], 1.0], bounds=(0, None),
+                      method="highs")
+        if res.status == 2:  # infeasible: outside the hull
+            out.append(j)
+    return np.asarray(out, dtype=int)
 
 
 @dataclass(frozen=True)
@@ -208,7 +212,8 @@ class _TiltModel:
 
     # -- fitting --------------------------------------------------------------------------
     def fit(self, *, penalty="ridge", label_rule: str = "kl", maxiter: int = 200,
-            tol: float = 1e-10, check_separation: bool | None = None) -> TiltResults:
+            tol: float = 1e-10, check_separation: bool | None = None,
+            _start_options: dict | None = None) -> TiltResults:
         """Maximum empirical likelihood estimation.
 
         Parameters
@@ -226,8 +231,10 @@ class _TiltModel:
         maxiter, tol : Newton iterations per start and the convergence tolerance on the
             Newton decrement (log-EL units).
         check_separation : bool, optional
-            Run the separation linear programme. By default it runs when the fit shows the
-            signs of separation (a target point with fitted source probability < e^-15, or a
+            Check whether target points lie outside the convex hull of the source points (one
+            linear programme for each of the 25 target points with the smallest fitted source
+            probability). By default the check runs when the fit shows the signs of
+            separation (a target point with fitted source probability < e^-15, or a
             standardised slope above 10).
 
         Returns
@@ -250,7 +257,7 @@ class _TiltModel:
             if not c >= 0:
                 raise ValueError("penalty strength must be non-negative")
         record: list = []
-        runs = self._run_starts(c, maxiter, tol)
+        runs = self._run_starts(c, maxiter, tol, **(_start_options or {}))
         best = max(runs, key=lambda r: r["f"])
         return TiltResults(self, best, runs, c=c, label_rule=label_rule, record=record,
                            check_separation=check_separation,
@@ -317,15 +324,20 @@ class _TiltModel:
                             np.r_[s1, b1, s2, b2]))
         return out, p
 
-    def _run_starts(self, c, maxiter, tol, extra_starts=()):
+    def _run_starts(self, c, maxiter, tol, extra_starts=(), setm_start=None):
+        """Fit from every start; with ``setm_start`` (used by the bootstrap) SETM starts only
+        there and DETM only from the SETM solution and ``extra_starts``."""
         d = self.data
         p = d.Z.shape[1]
-        bL = self._logistic_start()
         runs = []
         # SETM first: it is DETM's first start (b1 = 0)
         fun_r, expand_r = self._free_fun(c, True)
         sidx = np.r_[0, p + 1:2 * p + 2]
-        starts_r, _ = self._starts(True, bL)
+        if setm_start is None:
+            bL = self._logistic_start()
+            starts_r, _ = self._starts(True, bL)
+        else:
+            starts_r = [("given", setm_start)]
         setm_runs = []
         for label, v0 in starts_r:
             u, f, g, H, info = newton_maximize(fun_r, v0[sidx], maxiter=maxiter, tol=tol,
@@ -335,7 +347,7 @@ class _TiltModel:
             return setm_runs
         best_setm = max(setm_runs, key=lambda r: r["f"])
         fun, _ = self._free_fun(c, False)
-        starts, _ = self._starts(False, bL)
+        starts = self._starts(False, bL)[0] if setm_start is None else []
         starts = [("SETM solution", best_setm["v"])] + starts + list(extra_starts)
         for label, v0 in starts:
             v, f, g, H, info = newton_maximize(fun, v0, maxiter=maxiter, tol=tol,
@@ -492,7 +504,14 @@ class TiltResults(LikelihoodResults):
             warn_and_record(record, f"{self.model_name}: the optimiser did not converge "
                             f"({info.message})", ConvergenceWarning)
         self._check_starts(best)
-        # covariance: inverse observed information of the profile log-EL (Theorem 2)
+        # covariance: inverse observed information of the profile log-EL (Theorem 2); with the
+        # ridge, of the penalised log-EL actually maximised (its curvature is what the profile
+        # of pi sees, and it stays positive definite when a direction is nearly separated)
+        if c and np.all(np.isfinite(H)):
+            _, _, ph = _el.penalty(b1, b2, c, 2)
+            pidx = np.r_[1:p + 1, p + 2:2 * p + 2]
+            H = H.copy()
+            H[np.ix_(pidx, pidx)] -= ph
         self._cov = self._covariance(H)
         names = model._param_names()
         J = model._to_original_map()
@@ -587,33 +606,43 @@ class TiltResults(LikelihoodResults):
         return out
 
     def _separation(self, c, check, Zs, Zt, v):
+        """Detect a diverging tilt and, if so, target points separated from the source.
+
+        A target point outside the convex hull of the source sample allows one tilt to run off
+        to infinity; whether the likelihood then has no finite maximum shows in the fit (huge
+        standardised slopes). The check runs when the fit diverges (max standardised slope
+        above 10) or when asked; it warns only when the fit diverges.
+        """
         d = self.model.data
         p = len(d.names)
         s1, b1, s2, b2 = _el.split(v, p)
         logS_t = np.logaddexp(s1 + Zt @ b1, s2 + Zt @ b2)
         logP0_t = -np.logaddexp(0, logS_t)
-        suspicious = bool(np.min(logP0_t) < -15 or max(np.abs(b1).max(initial=0),
-                                                       np.abs(b2).max(initial=0)) > 10)
+        big = float(max(np.abs(b1).max(initial=0), np.abs(b2).max(initial=0)))
+        diverging = big > 10
         self.separated_points = None
-        if check is False or (check is None and not suspicious):
+        if check is False or (check is None and not diverging):
             return
-        sep = separated_target_points(Zs, Zt)
+        # candidates: the target points the fit pushes furthest from the source
+        cand = np.argsort(logP0_t)[:_N_SEPARATION_CANDIDATES]
+        sep = separated_target_points(Zs, Zt, cand)
         self.separated_points = sep
-        big = max(np.abs(b1).max(initial=0), np.abs(b2).max(initial=0))
-        if not sep.size and big > 25:
-            warn_and_record(self.warnings,
-                            f"{self.model_name}: standardised slopes reach {big:.3g}: the "
-                            "samples are quasi-separated (e.g. a band of source points that "
-                            "two tilts cut out), so the " + ("penalised estimate is driven by "
-                            "the penalty" if c else "unpenalised maximum may not exist; refit "
-                            "with penalty='ridge'"), SeparationWarning)
+        if not diverging:
+            return
         if sep.size:
-            msg = (f"{self.model_name}: {sep.size} target point(s) are separated from all "
-                   "source points by a hyperplane, so the unpenalised empirical-likelihood "
-                   "maximum does not exist (a tilt runs off to infinity). ")
+            msg = (f"{self.model_name}: standardised slopes reach {big:.3g} and {sep.size} of the "
+                   f"{len(cand)} most extreme target points lie outside the convex hull of the "
+                   "source points (a hyperplane separates each from all source points): a tilt "
+                   "is running off to infinity. ")
             msg += ("The ridge penalty keeps the estimate finite; it depends on the penalty."
-                    if c else "Refit with penalty='ridge'.")
-            warn_and_record(self.warnings, msg, SeparationWarning)
+                    if c else "The unpenalised maximum does not exist; refit with "
+                    "penalty='ridge'.")
+        else:
+            msg = (f"{self.model_name}: standardised slopes reach {big:.3g}: the samples are "
+                   "quasi-separated (e.g. a band of source points that two tilts cut out), so "
+                   + ("the penalised estimate is driven by the penalty." if c else
+                      "the unpenalised maximum may not exist; refit with penalty='ridge'."))
+        warn_and_record(self.warnings, msg, SeparationWarning)
 
     # -- public API -----------------------------------------------------------------------
     @property
@@ -817,10 +846,12 @@ class TiltResults(LikelihoodResults):
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
                     dat = _prepare(d.X[i_s], d.X[i_t], names=d.names)
-                    s_b = SETM(None, None, _data=dat).fit(penalty=c, check_separation=False,
-                                                          **opts)
-                    d_b = DETM(None, None, _data=dat).fit(penalty=c, check_separation=False,
-                                                          **opts)
+                    quick = dict(setm_start=setm._v_free,
+                                 extra_starts=[("original DETM", self._v_free)])
+                    s_b = SETM(None, None, _data=dat).fit(
+                        penalty=c, check_separation=False, _start_options=quick, **opts)
+                    d_b = DETM(None, None, _data=dat).fit(
+                        penalty=c, check_separation=False, _start_options=quick, **opts)
                 out[b] = max(0.0, 2 * (d_b.objective - s_b.objective))
             except ValueError:
                 continue
