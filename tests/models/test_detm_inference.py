@@ -1,0 +1,178 @@
+"""DETM/SETM inference (seed 004, Section 4.1): SCAR test, profile interval for pi, SEs."""
+
+import warnings
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+from scipy import stats
+
+import puinfer as pu
+from puinfer.inference import ProfileError
+from puinfer.simulate import sar_design, scar_design
+
+FORMULA15 = "labeled ~ " + " + ".join(f"x{j}" for j in range(1, 16))
+CUT95 = stats.chi2.ppf(0.95, 1)
+
+
+@pytest.fixture(scope="module")
+def sar_fit():
+    df = sar_design(1500, 1500, 0.3, rng=np.random.default_rng(42))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return pu.DETM.from_formula(FORMULA15, data=df).fit()
+
+
+@pytest.fixture(scope="module")
+def mobile():
+    df = pu.datasets.load_mobile_pu()
+    f = "labeled ~ " + " + ".join(pu.datasets.MOBILE_FEATURES)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        detm = pu.DETM.from_formula(f, data=df).fit(label_rule="pi>0.5")
+        setm = pu.SETM.from_formula(f, data=df).fit()
+    return df, detm, setm
+
+
+class TestProfileInterval:
+    def test_interval_contains_estimate(self, sar_fit):
+        ci = sar_fit.conf_int_pi(0.95)
+        assert ci["lower"] < sar_fit.pi < ci["upper"]
+
+    def test_statistic_zero_at_estimate(self, sar_fit):
+        assert sar_fit.profile_pi().statistic(sar_fit.pi) == pytest.approx(0, abs=1e-8)
+
+    def test_statistic_equals_cutoff_at_limits(self, sar_fit):
+        ci = sar_fit.conf_int_pi(0.95)
+        prof = sar_fit.profile_pi()
+        for v in ci[["lower", "upper"]]:
+            assert abs(prof.statistic(v) - CUT95) < 1e-6
+
+    def test_nested_levels(self, sar_fit):
+        c90, c99 = sar_fit.conf_int_pi(0.90), sar_fit.conf_int_pi(0.99)
+        assert c99["lower"] < c90["lower"] < sar_fit.pi < c90["upper"] < c99["upper"]
+
+    def test_se_matches_profile_curvature(self, sar_fit):
+        # two routes to the information about pi: the observed-information SE (Theorem 2) and
+        # the curvature of the profile ELR function: {R*(pi-hat + d) + R*(pi-hat - d)} / 2 =
+        # (d / SE)^2 + O(d^4) (the symmetric average cancels the cubic term of a skewed profile)
+        se = sar_fit.bse["pi"]
+        d = 0.05 * se
+        prof = sar_fit.profile_pi()
+        r = (prof.statistic(sar_fit.pi + d) + prof.statistic(sar_fit.pi - d)) / 2
+        np.testing.assert_allclose(r, (d / se) ** 2, rtol=2e-3)
+
+    def test_test_pi_is_profile_statistic(self, sar_fit):
+        t = sar_fit.test_pi(0.3)
+        assert t.df == 1
+        assert t.statistic == pytest.approx(sar_fit.profile_pi().statistic(0.3))
+        assert t.pvalue == pytest.approx(stats.chi2.sf(t.statistic, 1))
+        with pytest.raises(ValueError):
+            sar_fit.test_pi(1.5)
+
+    def test_profile_error_when_fit_not_at_maximum(self, sar_fit):
+        prof = sar_fit.profile_pi()
+        bad = pu.Profile("pi", prof.estimate, prof.llf_max - 5.0, prof._loglik_at,
+                         bounds=prof.bounds)
+        with pytest.raises(ProfileError, match="had not converged"):
+            bad.statistic(prof.estimate)
+
+    def test_one_sided_at_bound(self):
+        # SETM on SAR data puts pi-hat at the boundary 0: the interval is one-sided
+        df = sar_design(500, 500, 0.3, rng=np.random.default_rng(3))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            res = pu.SETM.from_formula(FORMULA15, data=df).fit()
+        ci = res.conf_int_pi()
+        assert ci["lower"] == 0.0 and ci.attrs["lower_at_bound"]
+        assert ci["upper"] < 0.2
+
+    def test_plot_returns_axes(self, sar_fit):
+        fig, ax = plt.subplots()
+        out = sar_fit.profile_pi().plot(ax=ax, true_value=0.3)
+        assert out is ax
+        assert len(ax.lines) >= 4
+        plt.close(fig)
+
+
+class TestScarTest:
+    def test_lr_test_equals_test_scar(self, mobile):
+        _, detm, setm = mobile
+        a = pu.lr_test(setm, detm)
+        b = detm.test_scar()
+        assert a.statistic == pytest.approx(b.statistic, rel=1e-10)
+        assert a.df == b.df == 20
+        assert b.pvalue < 1e-100
+
+    def test_statistic_definition(self, mobile):
+        _, detm, setm = mobile
+        t = detm.test_scar()
+        assert t.statistic == pytest.approx(2 * (detm.objective - setm.objective), rel=1e-12)
+        assert t.pvalue == pytest.approx(stats.chi2.sf(t.statistic, 20))
+        unpen = 2 * (detm.llf - setm.llf)  # without the ridge in both log-ELs
+        assert unpen > 1000
+
+    def test_lr_test_refuses_bad_pairs(self, mobile, sar_fit):
+        df, detm, setm = mobile
+        with pytest.raises(ValueError, match="same data"):
+            pu.lr_test(setm, sar_fit)
+        with pytest.raises(ValueError, match="not nested"):
+            pu.lr_test(detm, detm)
+        f = "labeled ~ " + " + ".join(pu.datasets.MOBILE_FEATURES)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            setm0 = pu.SETM.from_formula(f, data=df).fit(penalty="none")
+        with pytest.raises(ValueError, match="computed differently"):
+            pu.lr_test(setm0, detm)
+        with pytest.raises(TypeError):
+            pu.lr_test(1.0, detm)
+
+    def test_mobile_phone_against_paper(self, mobile):
+        # seed 004, Section 5.2: pi-hat = 0.667, 95% ELR interval [0.6425, 0.6903], true 2/3.
+        _, detm, _ = mobile
+        assert detm.pi == pytest.approx(2 / 3, abs=5e-4)
+        ci = detm.conf_int_pi(0.95)
+        assert abs(ci["lower"] - 0.6425) < 1e-3
+        assert abs(ci["upper"] - 0.6903) < 1e-3
+
+    def test_bootstrap_small(self):
+        df = scar_design(300, 300, 0.75, rng=np.random.default_rng(9), p=3)
+        res = pu.DETM.from_formula("labeled ~ x1 + x2 + x3", data=df).fit()
+        t = res.test_scar("bootstrap", n_boot=19, rng=1)
+        assert t.distribution == "bootstrap"
+        assert t.statistic == pytest.approx(res.test_scar().statistic)
+        assert 1 / 20 <= t.pvalue <= 1
+        assert (t.pvalue * 20) == pytest.approx(round(t.pvalue * 20))
+        t2 = res.test_scar("bootstrap", n_boot=19, rng=1)
+        assert t2.pvalue == t.pvalue  # reproducible with a seed
+        with pytest.raises(ValueError, match="method"):
+            res.test_scar("exact")
+
+    def test_setm_has_no_scar_test(self, mobile):
+        _, _, setm = mobile
+        with pytest.raises(ValueError, match="DETM"):
+            setm.test_scar()
+
+
+def test_small_coverage_and_size_study():
+    """Fast version of the Figure 3 / Table 1 studies (full: studies/detm_studies.py).
+
+    8 SCAR replicates at n = m = 800, p = 3: the 95% profile interval of DETM must cover pi in
+    at least 5 of 8 (P(<= 4 | coverage 0.95) < 0.001), the SCAR test p-values must not all be
+    below 0.05, and the mean SE must be within a factor 2 of the SD of pi-hat.
+    """
+    rng = np.random.default_rng(77)
+    cover, pvals, est, ses = [], [], [], []
+    for _ in range(8):
+        df = scar_design(800, 800, 0.3, rng=rng, p=3)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            r = pu.DETM.from_formula("labeled ~ x1 + x2 + x3", data=df).fit()
+        ci = r.conf_int_pi()
+        cover.append(ci["lower"] <= 0.3 <= ci["upper"])
+        pvals.append(r.test_scar().pvalue)
+        est.append(r.pi)
+        ses.append(r.bse["pi"])
+    assert sum(cover) >= 5
+    assert np.mean(np.array(pvals) < 0.05) < 1
+    assert 0.5 < np.mean(ses) / np.std(est, ddof=1) < 2
