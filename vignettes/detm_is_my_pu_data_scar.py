@@ -1,0 +1,100 @@
+# %% [markdown]
+# # Is my PU data SCAR? The ELR test and a profile interval for the mixture proportion
+#
+# SCAR (selected completely at random) says the labeled positives are a random sample of all
+# positives: `p_t(x | y=1) = p_s(x | y=1)`. Most PU methods assume it. Under the double
+# exponential tilting model (seed 004) the assumption is the restriction SETM of DETM, and the
+# empirical likelihood ratio `R_N = 2{l(DETM) - l(SETM)}` is asymptotically `chi2_p` under SCAR
+# (Theorem 3a). The mixture proportion gets a profile-likelihood interval
+# `{pi : R*(pi) <= chi2_1(0.95)}` (Theorem 3b).
+
+# %%
+import os
+import warnings
+
+import matplotlib.pyplot as plt
+
+import puinfer as pu
+from puinfer.simulate import sar_design, scar_design
+
+FAST = os.environ.get("PUINFER_VIGNETTE_TEST") == "1"
+formula = "labeled ~ " + " + ".join(f"x{j}" for j in range(1, 16))
+
+# %% [markdown]
+# ## Simulated data: one SCAR and one SAR sample (seed 004, Section 5.1)
+#
+# Source positives `N(0, I_15)`; target negatives `N(1, I_15)`; target positives `N(0, I)` (SCAR)
+# or `N((1_7, 0_8), I)` (SAR); `pi = 0.3`, `n = m = 1000`.
+
+# %%
+scar = scar_design(1000, 1000, 0.3, rng=1)
+sar = sar_design(1000, 1000, 0.3, rng=2)
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    fits = {name: pu.DETM.from_formula(formula, data=d).fit() for name, d in
+            [("SCAR", scar), ("SAR", sar)]}
+for name, res in fits.items():
+    t = res.test_scar()
+    ci = res.conf_int_pi()
+    print(f"{name}: R_N = {t.statistic:8.2f}  df = {t.df:g}  p = {t.pvalue:.3g}   "
+          f"pi-hat = {res.pi:.3f}  95% CI [{ci['lower']:.3f}, {ci['upper']:.3f}]")
+
+# %% [markdown]
+# The test does not reject SCAR for the SCAR sample and rejects it overwhelmingly for the SAR
+# sample. At n = 1000 the chi-square reference over-rejects somewhat (11% instead of 5% in the
+# paper's Table 1); a bootstrap from the fitted SETM (the null) calibrates the statistic:
+
+# %%
+boot = fits["SCAR"].test_scar("bootstrap", n_boot=19 if FAST else 199, rng=3)
+print(boot)
+
+# %% [markdown]
+# `pu.lr_test(restricted, full)` is the same test for any nested pair of puinfer results:
+
+# %%
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    setm_sar = pu.SETM.from_formula(formula, data=sar).fit()
+print(pu.lr_test(setm_sar, fits["SAR"]))
+print(f"SETM on SAR data: pi-hat = {setm_sar.pi:.4f} (the misspecified model fails)")
+
+# %% [markdown]
+# ## The profile of pi
+#
+# `profile_pi()` refits the model with `pi` fixed (warm-started along the path); the interval's
+# limits are found by root-finding, not read off a grid.
+
+# %%
+fig, axes = plt.subplots(1, 2, figsize=(10, 3.5))
+for ax, (name, res) in zip(axes, fits.items(), strict=True):
+    res.profile_pi().plot(ax=ax, true_value=0.3)
+    ax.set_title(f"{name}: " + ax.get_title())
+fig.tight_layout()
+fig.savefig("detm_profiles.png", dpi=100)
+
+# %% [markdown]
+# ## The Mobile Phone data (seed 004, Section 5.2)
+#
+# The paper reports `R_N = 1218.628` (`chi2_20`, p = 0) and the interval `[0.6425, 0.6903]`
+# for `pi` (truth 2/3), with the labelling that puts `pi` near 2/3: choose it with
+# `label_rule="pi>0.5"` (the default KL rule of Remark 1 picks the swapped labelling on these
+# data; see the Mobile Phone vignette).
+
+# %%
+df = pu.datasets.load_mobile_pu()
+mformula = "labeled ~ " + " + ".join(pu.datasets.MOBILE_FEATURES)
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    mob = pu.DETM.from_formula(mformula, data=df).fit(label_rule="pi>0.5")
+print(mob.test_scar())
+ci = mob.conf_int_pi()
+print(f"pi-hat = {mob.pi:.4f}, 95% CI [{ci['lower']:.4f}, {ci['upper']:.4f}]; "
+      f"SE = {mob.bse['pi']:.4f}")
+ax = mob.profile_pi().plot(true_value=2 / 3)
+ax.figure.savefig("detm_mobile_profile.png", dpi=100)
+
+# %% [markdown]
+# Our `R_N` (about 1266) differs from the paper's 1218.6: the features are nearly separable, so
+# both log-ELs depend on the vanishing ridge and on how close to the maximum the optimiser gets
+# (puinfer maximises exactly with Newton's method; the paper's EM stopped at a 1e-6 increment).
+# The conclusion is the same, and the interval agrees with the paper's to three decimals.
