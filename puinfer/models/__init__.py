@@ -1,0 +1,1 @@
+"""The models: one module per method."""

@@ -30,7 +30,6 @@ SETM is the restriction ``b1 = 0`` of the same penalised objective, so SETM stay
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import log_expit, logsumexp
 
 __all__ = ["free_objective", "profile_log_el", "solve_lambda", "penalty", "ridge_strength"]
 
