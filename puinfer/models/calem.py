@@ -308,14 +308,15 @@ def _fit(model: CalEM, *, method, maxiter, tol, h):
         raise ValueError(f"tol must be positive; got {tol}")
 
     if cal.parametric:
-        Xc, Xt = cal.design(basis, s_c), cal.design(basis, s_t)
-        X = np.vstack([Xc, Xt])
+        X = cal.design(basis, np.concatenate([s_c, s_t]))
+        nc = s_c.size
         P = cal.penalty(basis)
-        baseline = cal._fit_design(basis, Xc, y, np.ones_like(y))
-        biased = cal._fit_design(basis, Xt, z, np.ones_like(z))
-        g_eta_t = expit(Xt @ biased.params.to_numpy())
-        engine = _ParametricEngine(cal, basis, X, Xc, Xt, y, z, g_eta_t, P)
-        engine.eta_e_t = Xt @ biased.params.to_numpy()
+        baseline = cal._fit_design(basis, X[:nc], y, np.ones_like(y))
+        biased = cal._fit_design(basis, X[nc:], z, np.ones_like(z),
+                                 start=baseline.params.to_numpy())
+        eta_e_t = X[nc:] @ biased.params.to_numpy()
+        engine = _ParametricEngine(cal, basis, X, nc, y, z, eta_e_t, P)
+        g_eta_t = engine.g_eta_t
     else:
         baseline = cal._fit_arrays(basis, s_c, y, np.ones_like(y))
         biased = cal._fit_arrays(basis, s_t, z, np.ones_like(z))
@@ -349,13 +350,13 @@ def _fit(model: CalEM, *, method, maxiter, tol, h):
             warn_and_record(warns, f"CalEM ({method}) did not converge: {conv.message}",
                             ConvergenceWarning)
     fitted = engine.fitted(theta)
-    g_t = fitted.predict(s_t) if not cal.parametric else expit(Xt @ theta)
+    g_t = fitted.predict(s_t) if not cal.parametric else expit(engine.Xt @ theta)
     a, h_raw = _soft_labels(z, g_t, g_eta_t)
     if fixed:
         a = z * (1.0 - _known_h(h, s_t))
     objective = engine.q(theta, a)
     surrogate = engine.surrogate(theta)
-    cov = engine.sandwich(theta) if (cal.parametric and not fixed) else None
+    cov = None  # the sandwich is computed on first use (CalEMResults.cov_params)
     state = _FitState(theta, fitted, baseline, biased, g_eta_t, h_raw, objective, surrogate,
                       trace, conv, cov, state_method, fixed, engine)
     return CalEMResults(model, basis, state, warns)
@@ -373,18 +374,71 @@ def _known_h(h, s_t):
     return ht
 
 
-class _ParametricEngine:
-    """Fixed-point machinery for ``g_theta = expit(B(s)' theta)``."""
+def _softplus(x):
+    """``log(1 + exp(x))``, stable and faster than ``np.logaddexp(0, x)``."""
+    return np.maximum(x, 0.0) + np.log1p(np.exp(-np.abs(x)))
 
-    def __init__(self, cal, basis, X, Xc, Xt, y, z, g_eta_t, P):
-        self.cal, self.basis, self.X, self.Xc, self.Xt = cal, basis, X, Xc, Xt
-        self.y, self.z, self.g_eta_t = y, z, g_eta_t
+
+class _ParametricEngine:
+    """Fixed-point machinery for ``g_theta = expit(B(s)' theta)``.
+
+    Rows are stacked control first, then treated. One call of :meth:`evaluate` makes one pass
+    over the data and returns everything an iteration needs.
+    """
+
+    def __init__(self, cal, basis, X, nc, y, z, eta_e_t, P):
+        self.cal, self.basis = cal, basis
+        self.X = np.ascontiguousarray(X)
+        self.nc = nc
+        self.y, self.z = y, z
+        self.eta_e_t = eta_e_t
+        self.g_eta_t = expit(eta_e_t)
         self.P = np.zeros((X.shape[1],) * 2) if P is None else P
         self.w = np.ones(X.shape[0])
-        self.nc = Xc.shape[0]
+        self.z1 = z == 1
+        e = self.g_eta_t
+        log_e, log1m_e = -_softplus(-eta_e_t), -_softplus(eta_e_t)
+        self._c = 1.0 - 1.0 / np.maximum(e, 1e-300)       # phi below the kink
+        self._k = self._c * log1m_e - log_e                 # phi's constant above it
+
+    @property
+    def Xc(self):
+        return self.X[:self.nc]
+
+    @property
+    def Xt(self):
+        return self.X[self.nc:]
 
     def theta_of(self, fitted):
         return fitted.params.to_numpy()
+
+    def evaluate(self, theta, *, grad=True, jac=False):
+        """F, (17), E-step labels, gradient G of F and (optionally) its Hessian J at theta."""
+        nc = self.nc
+        eta = self.X @ theta
+        log1m = -_softplus(eta)                     # log(1 - g)
+        eta_t, log1m_t = eta[nc:], log1m[nc:]
+        free = self.z1 & (eta_t < self.eta_e_t)     # treated positives with h > 0 (unclipped)
+        pen = 0.5 * theta @ self.P @ theta
+        F = (float(self.y @ eta[:nc] + log1m[:nc].sum())
+             + float(np.where(self.z1, np.where(free, self._c * log1m_t,
+                                                eta_t + log1m_t + self._k), log1m_t).sum())
+             - pen)
+        out = {"F": F, "eta": eta, "free": free}
+        if grad or jac:
+            p = np.exp(eta + log1m)                 # g
+            pt = p[nc:]
+            a = np.where(free, pt / self.g_eta_t, self.z)   # z min(1, g / g_eta)
+            lab = np.concatenate([self.y, a])
+            out["a"] = a
+            out["Q"] = float(lab @ eta + log1m.sum()) - pen
+            out["G"] = self.X.T @ (lab - p) - self.P @ theta
+            if jac:
+                d = p * (1.0 - p)
+                d[nc:] -= np.where(free, pt * (1.0 - pt) / self.g_eta_t, 0.0)
+                out["J"] = -(self.X.T @ (self.X * d[:, None])) - self.P
+                out["d_q"] = p * (1.0 - p)
+        return out
 
     def q(self, theta, a):
         """Objective (17) (penalised as Algorithm 2) at ``theta`` with E-step labels ``a``."""
@@ -398,10 +452,7 @@ class _ParametricEngine:
 
     def surrogate(self, theta):
         """F(theta): the function Algorithm 3 increases at every EM step (an MM algorithm)."""
-        eta = self.X @ theta
-        return (weighted_loglik(eta[:self.nc], self.y, self.w[:self.nc])
-                + _surrogate_treated(eta[self.nc:], self.z, self.eta_e_t)
-                - 0.5 * theta @ self.P @ theta)
+        return self.evaluate(theta, grad=False)["F"]
 
     def mstep_labels(self, a, start):
         nf = logistic_newton(self.X, np.concatenate([self.y, a]), self.w,
@@ -414,70 +465,107 @@ class _ParametricEngine:
 
     def fitted(self, theta):
         names = self.cal.param_names(self.basis)
-        eta = self.X @ theta
-        a, _ = self.estep(theta)
-        yy = np.concatenate([self.y, a])
-        p = expit(eta)
-        H = (self.X * (p * (1 - p))[:, None]).T @ self.X + self.P
+        ev = self.evaluate(theta)
         return FittedCalibrator(self.cal, self.basis, pd.Series(theta, index=names),
-                                weighted_loglik(eta, yy, self.w), int(self.X.shape[0]),
-                                float(self.X.shape[0]), float(len(theta)), True, 0,
-                                pd.DataFrame(H, index=names, columns=names), [])
+                                ev["Q"] + 0.5 * theta @ self.P @ theta, int(self.X.shape[0]),
+                                float(self.X.shape[0]), float(len(theta)), True, 0, None, [])
 
     # G(theta) = sum_c (y - g) x + sum_t (z min(1, g/g_eta) - g) x - P theta: the M-step score
     # with the E-step plugged in; its roots are the fixed points of Algorithm 3.
     def residual(self, theta):
-        a, _ = self.estep(theta)
-        eta = self.X @ theta
-        return self.X.T @ (np.concatenate([self.y, a]) - expit(eta)) - self.P @ theta
+        return self.evaluate(theta)["G"]
 
     def jacobian(self, theta):
-        p = expit(self.X @ theta)
-        J = -(self.X * (p * (1 - p))[:, None]).T @ self.X - self.P
-        pt = p[self.nc:]
-        free = (self.z == 1) & (pt < self.g_eta_t)
-        d = np.where(free, pt * (1 - pt) / np.where(free, self.g_eta_t, 1.0), 0.0)
-        return J + (self.Xt * d[:, None]).T @ self.Xt
+        return self.evaluate(theta, jac=True)["J"]
 
     def newton(self, theta0, maxiter, tol):
-        theta = theta0.copy()
-        G = self.residual(theta)
-        rows, converged, msg = [], False, ""
-        a, _ = self.estep(theta)
-        rows.append((self.q(theta, a), self.surrogate(theta), np.nan, float(np.max(np.abs(G)))))
-        it = 0
+        """Safeguarded Newton ascent on the surrogate F (whose gradient is G).
+
+        Each iteration tries the Newton step ``-J^{-1} G`` when ``J`` (the Hessian of F) is
+        negative definite, else the saddle-free Newton step ``|J|^{-1} G`` (absolute
+        eigenvalues), each with Armijo backtracking on F; if neither raises F, the
+        gradient-EM direction ``H_Q^{-1} G`` with step doubling; and as a last resort an exact
+        EM step of Algorithm 3, which never decreases F. So F rises monotonically and the
+        iterates reach a fixed point of Algorithm 3; near it the Newton steps converge
+        quadratically.
+        """
+        theta = np.asarray(theta0, dtype=float).copy()
+        ev = self.evaluate(theta, jac=True)
+        rows, converged = [], False
+        rows.append((ev["Q"], ev["F"], np.nan, float(np.max(np.abs(ev["G"]))), ""))
+        it, n_em = 0, 0
         for it in range(1, maxiter + 1):  # noqa: B007 (it is reported)
-            J = self.jacobian(theta)
-            try:
-                step = -np.linalg.solve(J, G)
-            except np.linalg.LinAlgError:
-                step = -np.linalg.lstsq(J, G, rcond=None)[0]
-            m0 = 0.5 * G @ G
-            t = 1.0
-            while True:
-                cand = theta + t * step
-                Gc = self.residual(cand)
-                if 0.5 * Gc @ Gc <= (1 - 1e-4 * t) * m0 or t < 1e-8:
+            G, J, f = ev["G"], ev["J"], ev["F"]
+            lam, V = np.linalg.eigh(-J)
+            scale = max(float(np.abs(lam).max()), 1e-300)
+            concave = lam.min() > 1e-10 * scale
+            lam_abs = np.maximum(np.abs(lam), 1e-8 * scale)
+            step = V @ ((V.T @ G) / lam_abs)
+            kind = "newton" if concave else "saddle-free"
+            slope = float(G @ step)
+            cand = None
+            tstep = 1.0
+            while tstep >= 1e-4:
+                c = theta + tstep * step
+                fc = self.surrogate(c)
+                if fc >= f + 1e-4 * tstep * slope:
+                    cand = c
                     break
-                t *= 0.5
+                tstep *= 0.25
+            full = tstep == 1.0
+            if cand is None:  # gradient-EM direction with step doubling
+                HQ = self.X.T @ (self.X * ev["d_q"][:, None]) + self.P
+                dq = np.linalg.solve(HQ, G)
+                best, fbest, tstep = None, f, 1.0
+                while tstep <= 1024:
+                    c = theta + tstep * dq
+                    fc = self.surrogate(c)
+                    if fc <= fbest:
+                        break
+                    best, fbest = c, fc
+                    tstep *= 2
+                if best is not None:
+                    cand, kind = best, "gradient-em"
+            if cand is None:  # exact EM step: never decreases F
+                cand, _ = self.mstep(theta)
+                kind = "em"
+                n_em += 1
             delta = float(np.max(np.abs(cand - theta)))
-            theta, G = cand, Gc
-            a, _ = self.estep(theta)
-            rows.append((self.q(theta, a), self.surrogate(theta), delta,
-                         float(np.max(np.abs(G)))))
-            if delta < tol * (1 + np.max(np.abs(theta))):
+            theta = cand
+            ev = self.evaluate(theta, jac=True)
+            rows.append((ev["Q"], ev["F"], delta, float(np.max(np.abs(ev["G"]))), kind))
+            # after a small *full* Newton step the error is of order delta^2
+            if kind == "newton" and full and delta < tol * (1 + np.max(np.abs(theta))):
                 converged = True
                 break
-        # certify: one exact EM step (Algorithm 3) from the solution must not move it
-        em_theta, _ = self.mstep(theta)
-        fp = float(np.max(np.abs(em_theta - theta)))
+        # certify: the EM map must leave the solution in place. To first order
+        # M(theta) - theta = H_Q^{-1} G (one Newton step on (17) from theta).
+        HQ = self.X.T @ (self.X * ev["d_q"][:, None]) + self.P
+        fp = float(np.max(np.abs(np.linalg.solve(HQ, ev["G"]))))
         msg = f"fixed-point residual |M(theta) - theta| = {fp:.2e}"
+        if n_em:
+            msg += f"; {n_em} safeguarding EM steps"
+        trace = pd.DataFrame(rows, columns=["objective", "surrogate_llf", "step", "score_norm",
+                                            "step_kind"])
+        if fp > 10 * tol * (1 + np.max(np.abs(theta))):
+            # a solution on a kink of G (a treated row with g = g_eta exactly) stalls Newton:
+            # finish with the EM map itself, SQUAREM-accelerated
+            theta, tr2, c2 = _em_loop(self, theta, 2000, tol, accelerate=True)
+            tr2 = tr2.iloc[:-1].assign(step_kind="squarem")[["objective", "surrogate_llf",
+                                                            "step", "step_kind"]]
+            trace = pd.concat([trace, tr2], ignore_index=True)
+            converged = c2.converged
+            it += c2.iterations
+            HQ = self.X.T @ (self.X * self.evaluate(theta, jac=True)["d_q"][:, None]) + self.P
+            fp = float(np.max(np.abs(np.linalg.solve(HQ, self.residual(theta)))))
+            msg = (f"fixed-point residual |M(theta) - theta| = {fp:.2e} after "
+                   f"{c2.iterations} SQUAREM polishing steps")
         if fp > max(1e-6, 100 * tol) * (1 + np.max(np.abs(theta))):
             converged = False
-        trace = pd.DataFrame(rows, columns=["objective", "surrogate_llf", "step", "score_norm"])
         trace.index.name = "iteration"
-        conv = ConvergenceInfo(converged, it, "Newton on the fixed point of Algorithm 3", msg,
-                               trace["surrogate_llf"].to_numpy(), rows[-1][3])
+        conv = ConvergenceInfo(converged, it, "Newton ascent on F (fixed point of Algorithm 3)",
+                               msg, trace["surrogate_llf"].to_numpy(),
+                               float(np.max(np.abs(self.residual(theta)))))
         return theta, trace, conv
 
     def em(self, theta0, maxiter, tol, accelerate):
@@ -493,21 +581,20 @@ class _ParametricEngine:
         k = theta.size
         Xt, Xc, z, y = self.Xt, self.Xc, self.z, self.y
         ge = self.g_eta_t
-        p = expit(self.X @ theta)
+        ev = self.evaluate(theta, jac=True)
+        p = np.exp(ev["eta"] - _softplus(ev["eta"]))
         pc, pt = p[:self.nc], p[self.nc:]
-        a, _ = self.estep(theta)
-        free = (z == 1) & (pt < ge)
+        a, free = ev["a"], ev["free"]
         A = np.zeros((2 * k, 2 * k))
-        A[:k, :k] = -self.jacobian(theta)
-        # d U_theta / d eta = sum_t z 1{free} g * d(1/g_eta)/d eta x x' = -... (1 - g_eta)/g_eta
+        A[:k, :k] = -ev["J"]
+        # d U_theta / d eta = sum_t z 1{free} g d(1/g_eta)/d eta x x' = -(...)(1 - g_eta)/g_eta
         d = np.where(free, pt * (1 - ge) / ge, 0.0)
-        A[:k, k:] = (Xt * d[:, None]).T @ Xt
-        A[k:, k:] = (Xt * (ge * (1 - ge))[:, None]).T @ Xt + self.P
+        A[:k, k:] = Xt.T @ (Xt * d[:, None])
+        A[k:, k:] = Xt.T @ (Xt * (ge * (1 - ge))[:, None]) + self.P
         psi_c = Xc * (y - pc)[:, None]
         psi_t = np.hstack([Xt * (a - pt)[:, None], Xt * (z - ge)[:, None]])
-        B = np.zeros((2 * k, 2 * k))
-        B[:k, :k] = psi_c.T @ psi_c
-        B += psi_t.T @ psi_t
+        B = psi_t.T @ psi_t
+        B[:k, :k] += psi_c.T @ psi_c
         try:
             Ainv = np.linalg.inv(A)
         except np.linalg.LinAlgError:
@@ -665,8 +752,6 @@ class CalEMResults(LikelihoodResults):
         self._params = fitted.params.copy()
         if model.calibrator.parametric:
             self._params.name = "coef"
-        self._cov = None if state.cov is None else pd.DataFrame(
-            state.cov, index=self._params.index, columns=self._params.index)
         self.llf = float(state.surrogate)
         self._objective_17 = float(state.objective)
         self.nobs = int(model.score.size)
@@ -682,6 +767,17 @@ class CalEMResults(LikelihoodResults):
         self._mean_h_pos = float(h[zpos].mean()) if zpos.any() else np.nan
 
     # -- estimates ---------------------------------------------------------------------------
+    @cached_property
+    def _cov(self):
+        """Sandwich covariance (parametric calibrators after EM; None otherwise)."""
+        st = self._state
+        if not self.model.calibrator.parametric or st.fixed_h:
+            return None
+        cov = st.engine.sandwich(st.params)
+        if cov is None:
+            return None
+        return pd.DataFrame(cov, index=self._params.index, columns=self._params.index)
+
     @property
     def objective_17(self) -> float:
         """Objective (17) at the solution, ``Q(theta_hat | theta_hat)``."""
