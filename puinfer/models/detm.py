@@ -50,6 +50,9 @@ _PI_EPS = 1e-6
 #: number of target points (those with the smallest fitted source probability) whose
 #: separation from the source sample is checked by a linear programme
 _N_SEPARATION_CANDIDATES = 25
+#: above twice this many rows, all starts run on a seeded subsample of this size first, and
+#: the best subsample maxima start the fit on the full data
+_SUBSAMPLE_SIZE = 20_000
 
 
 def separated_target_points(Zs: np.ndarray, Zt: np.ndarray, candidates=None) -> np.ndarray:
@@ -324,11 +327,47 @@ class _TiltModel:
                             np.r_[s1, b1, s2, b2]))
         return out, p
 
+    def _subsample_starts(self, c, maxiter, tol):
+        """For large samples, run every start on a fixed subsample and return the best
+        solutions as starts for the full data (deterministic: a seeded subsample)."""
+        d = self.data
+        N = d.n + d.m
+        k = _SUBSAMPLE_SIZE / N
+        rng = np.random.default_rng(0)
+        i_s = np.sort(rng.choice(d.n, size=max(int(round(d.n * k)), 50), replace=False))
+        i_t = d.n + np.sort(rng.choice(d.m, size=max(int(round(d.m * k)), 50), replace=False))
+        idx = np.r_[i_s, i_t]
+        # same centring and scaling as the full data, so that solutions carry over
+        sub = _Data(d.X[idx], d.y[idx], d.names, d.mean, d.sd, len(i_s), len(i_t), None)
+        c_sub = c * len(idx) / N  # same penalty relative to the log-EL
+        p = d.Z.shape[1]
+        setm_runs = SETM(None, None, _data=sub)._run_starts(c_sub, maxiter, tol)
+        setm_v = max(setm_runs, key=lambda r: r["f"])["v"]  # full (s1, b1 = 0, s2, b2)
+        if self._restricted:
+            return dict(setm_start=setm_v)
+        runs = sorted(DETM(None, None, _data=sub)._run_starts(c_sub, maxiter, tol),
+                      key=lambda r: -r["f"])
+        # the best two distinct subsample maxima (by pi) start the full fit
+        extra, seen = [], []
+        for r in runs:
+            s1, b1, s2, b2 = _el.split(r["v"], p)
+            pi_r = float(np.mean(expit((s1 + sub.Z[sub.n:] @ b1) - (s2 + sub.Z[sub.n:] @ b2))))
+            if all(abs(pi_r - q) > 1e-3 for q in seen):
+                extra.append((f"subsample maximum ({r['label']})", r["v"]))
+                seen.append(pi_r)
+            if len(extra) == 2:
+                break
+        return dict(setm_start=setm_v, extra_starts=extra)
+
     def _run_starts(self, c, maxiter, tol, extra_starts=(), setm_start=None):
-        """Fit from every start; with ``setm_start`` (used by the bootstrap) SETM starts only
-        there and DETM only from the SETM solution and ``extra_starts``."""
+        """Fit from every start; with ``setm_start`` (used by the bootstrap and for large
+        samples) SETM starts only there and DETM only from the SETM solution and
+        ``extra_starts``."""
         d = self.data
         p = d.Z.shape[1]
+        if setm_start is None and d.n + d.m > 2 * _SUBSAMPLE_SIZE:
+            opts = self._subsample_starts(c, maxiter, tol)
+            return self._run_starts(c, maxiter, tol, **opts)
         runs = []
         # SETM first: it is DETM's first start (b1 = 0)
         fun_r, expand_r = self._free_fun(c, True)

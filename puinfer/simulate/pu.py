@@ -49,10 +49,15 @@ def scar_design(n: int, m: int, pi: float, *, n_shift: int = 0, p: int = 15,
 
     ``mu3`` has ``n_shift`` leading ones (0 gives SCAR data; Table 1 uses 0..7 with pi = 0.75).
     """
+    if not 0 <= n_shift <= p:
+        raise ValueError(f"n_shift must be between 0 and p = {p}; got {n_shift}")
     mu3 = np.r_[np.ones(n_shift), np.zeros(p - n_shift)]
     return pu_normal(n, m, pi, np.zeros(p), mu3, np.ones(p), rng=rng)
 
 
 def sar_design(n: int, m: int, pi: float, *, p: int = 15, rng=None) -> pd.DataFrame:
-    """Seed 004's SAR design of Table 2 / Figure 3: target positives N((1_7, 0_8), I)."""
-    return scar_design(n, m, pi, n_shift=7, p=p, rng=rng)
+    """Seed 004's SAR design of Table 2 / Figure 3: target positives N((1_7, 0_8), I).
+
+    For ``p`` other than 15 the first ``round(7 p / 15)`` coordinates are shifted.
+    """
+    return scar_design(n, m, pi, n_shift=7 if p == 15 else int(round(7 * p / 15)), p=p, rng=rng)
