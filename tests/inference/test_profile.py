@@ -1,0 +1,42 @@
+"""Profile likelihood on a case with a known answer."""
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from puinfer.inference import Profile, ProfileError
+
+
+def _quadratic(mu, sigma):
+    return lambda v: -((v - mu) ** 2) / (2 * sigma**2)
+
+
+def test_quadratic_profile_gives_wald_interval():
+    prof = Profile("theta", 0.4, 0.0, _quadratic(0.4, 0.05), bounds=(0, 1), step=0.05)
+    ci = prof.conf_int(0.95)
+    z = stats.norm.ppf(0.975)
+    assert ci["lower"] == pytest.approx(0.4 - z * 0.05, abs=1e-9)
+    assert ci["upper"] == pytest.approx(0.4 + z * 0.05, abs=1e-9)
+    assert not ci.attrs["lower_at_bound"] and not ci.attrs["upper_at_bound"]
+
+
+def test_one_sided_at_bound():
+    prof = Profile("theta", 0.02, 0.0, _quadratic(0.02, 0.05), bounds=(0, 1), step=0.05)
+    ci = prof.conf_int(0.95)
+    assert ci["lower"] == 0 and ci.attrs["lower_at_bound"]
+    assert ci["upper"] == pytest.approx(0.02 + stats.norm.ppf(0.975) * 0.05, abs=1e-9)
+
+
+def test_higher_profile_raises():
+    prof = Profile("theta", 0.4, -1.0, _quadratic(0.4, 0.05), bounds=(0, 1))
+    with pytest.raises(ProfileError):
+        prof.statistic(0.4)
+
+
+def test_grid_and_bad_level():
+    prof = Profile("theta", 0.4, 0.0, _quadratic(0.4, 0.05), bounds=(0, 1), step=0.05)
+    df = prof.to_frame(n=11)
+    assert df["R"].min() == pytest.approx(0.0)
+    assert np.all(np.diff(df["value"]) > 0)
+    with pytest.raises(ValueError, match="level"):
+        prof.conf_int(1.5)
