@@ -77,9 +77,10 @@ class CalEM:
     ValueError
         If a score lies outside [0, 1], a label or treatment indicator is not 0/1, the
         lengths differ, the control or the treated group is empty or has no positive labels,
-        or the treated share of positives is significantly (one-sided z-test, p < 0.01)
-        *below* the control's -- Assumption 1 (treatment only turns negatives into positives)
-        is then contradicted by the data.
+        or the treated share of positives is clearly (one-sided two-proportion z-test,
+        p < 1e-4) *below* the control's -- Assumption 1 (treatment only turns negatives into
+        positives) is then contradicted by the data. A lower treated share that is not
+        significant at that level gives an :class:`~puinfer.exceptions.AssumptionWarning`.
 
     Notes
     -----
@@ -129,6 +130,7 @@ class CalEM:
                             f"[{self.eps:g}, 1 - {self.eps:g}]", ClippingWarning)
             s = np.clip(s, self.eps, 1 - self.eps)
         n_c, n_t = int((~tr).sum()), int(tr.sum())
+        self.n_control, self.n_treated = n_c, n_t
         if n_c == 0:
             raise ValueError("treated: the control group is empty (no row has treated == 0)")
         if n_t == 0:
@@ -158,7 +160,7 @@ class CalEM:
         msg = (f"the treated share of positives ({pt:.4f}) is below the control's ({pc:.4f}); "
                f"Assumption 1 of CalEM (treatment only turns negatives into positives, so "
                f"P(Z = 1 | x) >= P(Y = 1 | x)) ")
-        if p < 0.01:
+        if p < 1e-4:
             raise ValueError(msg + f"is violated (one-sided z-test p = {p:.2g}). Check that "
                              "'treated' marks the biased-label rows.")
         warn_and_record(self.init_warnings, msg + f"is in doubt (one-sided z-test p = {p:.2g})",

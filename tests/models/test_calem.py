@@ -68,6 +68,21 @@ def test_mstep_equals_glm_on_tripled_data(sim, fits, cal):
     assert_allclose(em1.params.to_numpy(), ref.params, rtol=1e-6, atol=1e-8)
 
 
+def test_constant_h_gives_the_baseline(sim):
+    """If g_theta / g_eta is constant (here: intercept-only calibrators, so h is constant and
+    unclipped), the treated part of the fixed-point equation, (1 - h) sum_t (z - g_eta) x,
+    vanishes by g_eta's own score equations: CalEM returns the control-only fit exactly."""
+    from puinfer.models.calibrators import FormulaCalibrator
+
+    r = CalEM(sim["score"], sim["label"], sim["treated"],
+              calibrator=FormulaCalibrator("~ 1")).fit()
+    assert r.share_clipped == 0
+    assert_allclose(r.params.to_numpy(), r.baseline.params.to_numpy(), rtol=1e-10)
+    assert_allclose(r.mean_h_treated_positives,
+                    1 - sim.loc[sim.treated == 0, "label"].mean()
+                    / sim.loc[sim.treated == 1, "label"].mean(), rtol=1e-8)
+
+
 @pytest.mark.parametrize("cal", CALIBRATORS)
 def test_mstep_never_decreases_objective_17(fits, cal):
     tr = fits[cal][2].trace.dropna()
