@@ -227,12 +227,15 @@ class CalEM:
         method : {"auto", "newton", "em", "squarem"}, default "auto"
             How the fixed point of Algorithm 3 is found. ``"em"`` iterates Algorithm 3 exactly
             (E-step eq. (15), M-step = weighted logistic fit of eq. (17)). Its rate is about
-            ``N / (n + N)``, slow when the treated set dominates, so ``"newton"`` (parametric
-            calibrators) solves the fixed-point equation ``theta = M(theta)``, i.e. the M-step
-            score equation with the E-step plugged in, by Newton's method, and ``"squarem"``
-            accelerates the EM map (Varadhan & Roland 2008; the only choice besides ``"em"``
-            for isotonic). ``"auto"``: Newton for parametric calibrators, SQUAREM for
-            isotonic. All reach the same fixed point (tested).
+            ``N / (n + N)``, slow when the treated set dominates. Algorithm 3 is an MM
+            algorithm for the surrogate log-likelihood ``F`` (see :class:`CalEMResults`), whose
+            stationary points are its fixed points, so ``"newton"`` (parametric calibrators)
+            maximises ``F`` directly by a safeguarded Newton method (saddle-free steps where
+            ``F`` is not locally concave, exact EM steps as the last resort) and certifies the
+            result as a fixed point of Algorithm 3. ``"squarem"`` accelerates the EM map
+            (Varadhan & Roland 2008; with ``"em"`` the choices for isotonic). ``"auto"``:
+            Newton for parametric calibrators, SQUAREM for isotonic. All reach the same fixed
+            point (tested).
         maxiter : int, optional
             Iteration limit (default 100 for Newton, 5000 for EM/SQUAREM map evaluations).
         tol : float, default 1e-8
@@ -536,10 +539,17 @@ class _ParametricEngine:
             theta = cand
             ev = self.evaluate(theta, jac=True)
             rows.append((ev["Q"], ev["F"], delta, float(np.max(np.abs(ev["G"]))), kind))
+            small = delta < tol * (1 + np.max(np.abs(theta)))
             # after a small *full* Newton step the error is of order delta^2
-            if kind == "newton" and full and delta < tol * (1 + np.max(np.abs(theta))):
+            if kind == "newton" and full and small:
                 converged = True
                 break
+            if small:  # a small damped or EM step: stop if theta is a fixed point (|H_Q^-1 G|)
+                HQ = self.X.T @ (self.X * ev["d_q"][:, None]) + self.P
+                if np.max(np.abs(np.linalg.solve(HQ, ev["G"]))) < tol * (
+                        1 + np.max(np.abs(theta))):
+                    converged = True
+                    break
         # certify: the EM map must leave the solution in place. To first order
         # M(theta) - theta = H_Q^{-1} G (one Newton step on (17) from theta).
         HQ = self.X.T @ (self.X * ev["d_q"][:, None]) + self.P
