@@ -38,7 +38,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import special, stats
+from scipy import linalg, special, stats
 
 from .._validation import check_level, warn_and_record
 from ..base.results import ConvergenceInfo, LikelihoodResults, data_fingerprint
@@ -380,48 +380,72 @@ def _grad_hess(P, M, d: _Data):
     return np.concatenate([gP.ravel(), gM.ravel()]), H
 
 
-def _tangent(P, M, d: _Data, con: _Constraint):
-    """Basis of the feasible directions (simplex constraints, fixed entries, the active set).
+def _simplex_columns(V, Gr, allowed, offsets):
+    """Tangent columns of a stack of simplex blocks (vectorised over the blocks).
 
-    Returns ``T`` (n_theta x n_free) or None when there are too many free parameters."""
+    ``V``, ``Gr``, ``allowed``: (n_blocks, m) values, gradients and which components may move;
+    ``offsets``: (n_blocks, n_copies) positions of each block in theta (several copies when
+    blocks share their values, as for equal base rates). A component at (numerically) zero is
+    released only if its gradient exceeds the Lagrange multiplier of its simplex (the largest
+    gradient among the free components): the KKT condition. Each column moves mass from the
+    largest free component of its block to one other free component.
+    Returns (rows, cols, vals) of the nonzeros and the number of columns."""
+    nb, m = V.shape
+    free = allowed & (V > _FREE_MIN)
+    lam = np.where(free, Gr, -np.inf).max(axis=1, initial=-np.inf)
+    release = allowed & ~free & (Gr > (lam + 1e-9 * (1.0 + np.abs(lam)))[:, None])
+    free = free | release
+    last = np.argmax(np.where(free, V, -np.inf), axis=1)
+    move = free.copy()
+    move[np.arange(nb), last] = False
+    move &= free.sum(axis=1, keepdims=True) >= 2
+    b, i = np.nonzero(move)
+    ncol = b.size
+    col = np.arange(ncol)
+    ncopy = offsets.shape[1]
+    rows = np.concatenate([(offsets[b] + i[:, None]).ravel(),
+                           (offsets[b] + last[b][:, None]).ravel()])
+    cols = np.concatenate([np.repeat(col, ncopy), np.repeat(col, ncopy)])
+    vals = np.concatenate([np.ones(ncol * ncopy), -np.ones(ncol * ncopy)])
+    return rows, cols, vals, ncol
+
+
+def _tangent(P, M, d: _Data, con: _Constraint, grad):
+    """Basis of the feasible directions (simplex constraints, fixed entries, the active set),
+    as a sparse matrix ``T`` (n_theta x n_free), or None when there are too many free
+    parameters for the dense Newton step."""
+    from scipy import sparse
+
     G, k = P.shape
     A = M.shape[1]
-    cols = []
-
-    def simplex_cols(offsets, comps, values):
-        free = [i for i in comps if values[i] > _FREE_MIN]
-        if len(free) < 2:
-            return
-        last = free[int(np.argmax([values[i] for i in free]))]
-        for i in free:
-            if i == last:
-                continue
-            col = {}
-            for off in offsets:
-                col[off + i] = 1.0
-                col[off + last] = -1.0
-            cols.append(col)
-
-    allk = list(range(k))
-    if con.kind == "free":
-        for g in range(G):
-            simplex_cols([g * k], allk, P[g])
+    n = G * k + k * A
+    parts = []
+    gP = grad[:G * k].reshape(G, k)
+    if con.kind in ("free", "entry"):
+        allowed = np.ones((G, k), dtype=bool)
+        if con.kind == "entry":
+            allowed[con.group, con.cls] = False
+        parts.append(_simplex_columns(P, gP, allowed, (np.arange(G) * k)[:, None]))
     elif con.kind == "equal":
-        simplex_cols([g * k for g in range(G)], allk, P[0])
-    elif con.kind == "entry":
-        for g in range(G):
-            comps = [i for i in allk if not (g == con.group and i == con.cls)]
-            simplex_cols([g * k], comps, P[g])
+        parts.append(_simplex_columns(P[:1], gP.sum(axis=0, keepdims=True),
+                                      np.ones((1, k), dtype=bool),
+                                      (np.arange(G) * k)[None, :]))
     if d.joint:
-        for i in range(k):
-            simplex_cols([G * k + i * A], list(range(A)), M[i])
-    if len(cols) > _NEWTON_MAX_DIM:
+        gM = grad[G * k:].reshape(k, A)
+        parts.append(_simplex_columns(M, gM, np.ones((k, A), dtype=bool),
+                                      (G * k + np.arange(k) * A)[:, None]))
+    rows, cols, vals, ncol = [], [], [], 0
+    for r, c, v, nc in parts:
+        rows.append(r)
+        cols.append(c + ncol)
+        vals.append(v)
+        ncol += nc
+    if ncol > _NEWTON_MAX_DIM:
         return None
-    T = np.zeros((G * k + k * A, len(cols)))
-    for j, col in enumerate(cols):
-        for row, v in col.items():
-            T[row, j] = v
-    return T
+    if ncol == 0:
+        return sparse.csr_matrix((n, 0))
+    return sparse.csr_matrix((np.concatenate(vals), (np.concatenate(rows),
+                                                     np.concatenate(cols))), shape=(n, ncol))
 
 
 def _newton(P, M, f, d: _Data, con: _Constraint, *, maxiter=50, dec_tol=1e-10):
@@ -436,20 +460,22 @@ def _newton(P, M, f, d: _Data, con: _Constraint, *, maxiter=50, dec_tol=1e-10):
     trace = []
     gnorm = np.nan
     for it in range(1, maxiter + 1):
-        T = _tangent(P, M, d, con)
+        grad, H = _grad_hess(P, M, d)
+        T = _tangent(P, M, d, con, grad)
         if T is None:
             return P, M, f, False, it - 1, trace, gnorm
         if T.shape[1] == 0:
             return P, M, f, True, it - 1, trace, 0.0
-        grad, H = _grad_hess(P, M, d)
-        g = T.T @ grad
+        Tt = T.T.tocsr()
+        g = Tt @ grad
         gnorm = float(np.max(np.abs(g)))
-        Hr = -(T.T @ H @ T)
+        # T' H T with sparse products (no multithreaded BLAS for these small dense matrices)
+        Hr = -(Tt @ np.asarray(Tt @ H).T)
         try:
-            chol = np.linalg.cholesky(Hr)
-        except np.linalg.LinAlgError:
+            chol = linalg.cho_factor(Hr, lower=True)
+        except linalg.LinAlgError:
             return P, M, f, False, it - 1, trace, gnorm
-        step = np.linalg.solve(chol.T, np.linalg.solve(chol, g))
+        step = linalg.cho_solve(chol, g)
         dec = float(g @ step)  # twice the predicted gain
         noise = 1e-14 * abs(f)
         if dec < max(dec_tol, noise):
@@ -1020,17 +1046,30 @@ class URCResults(LikelihoodResults):
         g, j = self._group_pos(group), self._class_pos(cls)
         key = (g, j)
         if key not in self._profiles:
-            state = {"start": (self._fitres.P, self._fitres.M)}
-            d = self._d
             tol = self._options["tol"]
             maxiter = self._options["maxiter"]
+            P_hat, M_hat = self._fitres.P, self._fitres.M
+            if self._d.joint:
+                d, gg, offset = self._d, g, self._d.const
+            else:
+                # M fixed: the groups are independent, so only group g is refitted and the
+                # others keep their maximum: objective = rest + objective of group g
+                d = dataclasses.replace(self._d, F=self._d.F[g:g + 1])
+                P_hat = P_hat[g:g + 1]
+                gg = 0
+                offset = self.objective - _objective(P_hat, M_hat, d)
+            state = {"start": (P_hat, M_hat)}
 
             def loglik_at(v):
-                f = _fit(d, _Constraint("entry", group=g, cls=j, v=float(v)),
-                         start=state["start"], maxiter=maxiter, tol=tol)
+                con = _Constraint("entry", group=gg, cls=j, v=float(v))
+                f = _fit(d, con, start=state["start"], maxiter=maxiter, tol=tol)
+                if not f.convergence.converged:  # retry from the unrestricted maximum
+                    f2 = _fit(d, con, start=(P_hat, M_hat), maxiter=maxiter, tol=tol)
+                    if f2.objective > f.objective:
+                        f = f2
                 if np.isfinite(f.objective):
                     state["start"] = (f.P, f.M)
-                    return f.objective + d.const
+                    return f.objective + offset
                 return -1e300  # the data are impossible at this value (R is "infinite")
 
             name = f"p[{self._groups[g]}, {self.model.classes[j]}]"

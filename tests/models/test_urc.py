@@ -488,3 +488,28 @@ def test_results_touch_everything(gfit):
         m3 = pu.URC(np.eye(3)[[0, 1, 2] * 5], [0, 1, 2] * 5)
     with pytest.raises(AttributeError):
         _ = m3.fit(np.eye(3)).base_rate
+
+
+@pytest.mark.parametrize("lik", ["joint", "fixed"])
+def test_multigroup_profiles_consistent(lik):
+    """Regression: warm-started profiles of many groups (rates from 0.05 to 0.6, one near 0)
+    must return to the maximum at the estimate and cross the cut-off at the limits."""
+    rng = np.random.default_rng(1)
+    s = simulate_urc(n_lab=1000, n_field=[3000] * 8, field_base_rate=np.linspace(0.03, 0.6, 8),
+                     separation=1.5, rng=rng)
+    res = pu.URC(s.lab_pred, s.lab_y).fit(s.field_pred, groups=s.field_group, likelihood=lik)
+    ci = res.conf_int()
+    cut = stats.chi2.ppf(0.95, 1)
+    for g in range(8):
+        prof = res.profile(group=g)
+        assert prof.statistic(res.base_rate.iloc[g]) == pytest.approx(0.0, abs=1e-7)
+        lo, hi = ci.iloc[g]
+        if lo > 0:
+            assert prof.statistic(lo) == pytest.approx(cut, abs=1e-6)
+        else:
+            assert prof.statistic(0.0) < cut
+        assert prof.statistic(hi) == pytest.approx(cut, abs=1e-6)
+    if lik == "fixed":  # independent groups: each profile equals a one-group fit's
+        one = pu.URC(s.lab_pred, s.lab_y).fit(s.field_pred[s.field_group == 3],
+                                              likelihood="fixed")
+        assert_allclose(one.conf_int().to_numpy()[0], ci.to_numpy()[3], atol=1e-8)
