@@ -546,7 +546,7 @@ class _ParametricEngine:
                 break
             if small:  # a small damped or EM step: stop if theta is a fixed point (|H_Q^-1 G|)
                 HQ = self.X.T @ (self.X * ev["d_q"][:, None]) + self.P
-                if np.max(np.abs(np.linalg.solve(HQ, ev["G"]))) < tol * (
+                if np.max(np.abs(np.linalg.solve(HQ, ev["G"]))) < 0.01 * tol * (
                         1 + np.max(np.abs(theta))):
                     converged = True
                     break
