@@ -329,9 +329,12 @@ def _fit(model: CalEM, *, method, maxiter, tol, h):
         engine = _IsotonicEngine(cal, basis, s_c, s_t, y, z, g_eta_t)
         ge = np.clip(g_eta_t, cal.eps, 1 - cal.eps)
         engine.eta_e_t = np.log(ge) - np.log1p(-ge)
+    from .. import exceptions as _exc
+
     for f in (baseline, biased):
         for cat, msg in f.warnings:
-            warns.append((cat, f"{'control' if f is baseline else 'treated'} fit: {msg}"))
+            warn_and_record(warns, f"{'control' if f is baseline else 'treated'} fit: {msg}",
+                            getattr(_exc, cat, _exc.PuinferWarning))
 
     if h is not None:
         h_t = _known_h(h, s_t)

@@ -22,6 +22,7 @@ log-likelihood ``sum_i w_i {y_i log g_i + (1 - y_i) log(1 - g_i)} - lam/2 theta'
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -303,7 +304,12 @@ class Calibrator:
         s, yy, w = _check_fit_inputs(score, y, sample_weight)
         if basis is None:
             basis = self.make_basis(s)
-        return self._fit_arrays(basis, s, yy, w, start=start, maxiter=maxiter, tol=tol)
+        fitted = self._fit_arrays(basis, s, yy, w, start=start, maxiter=maxiter, tol=tol)
+        from .. import exceptions as _exc
+
+        for cat, msg in fitted.warnings:  # already recorded on the fit; now issue them
+            warnings.warn(msg, getattr(_exc, cat, _exc.PuinferWarning), stacklevel=2)
+        return fitted
 
     def _fit_design(self, basis, X, y, w, *, start=None, maxiter=100, tol=1e-10):
         """Fit on a precomputed design ``X = design(basis, s)`` (used inside CalEM)."""

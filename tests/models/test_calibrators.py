@@ -190,3 +190,13 @@ def test_bad_specifications():
         SplineCalibrator(lam=-1)
     with pytest.raises(ValueError, match="eps must be in"):
         LogisticCalibrator(eps=0.7)
+
+
+def test_separation_warns_and_is_recorded():
+    from puinfer.exceptions import SeparationWarning
+
+    s = np.array([0.1, 0.2, 0.3, 0.7, 0.8, 0.9])
+    y = np.array([0, 0, 0, 1, 1, 1])
+    with pytest.warns(SeparationWarning, match="separated"):
+        fit = LogisticCalibrator().fit(s, y)
+    assert [c for c, _ in fit.warnings] == ["SeparationWarning"]
