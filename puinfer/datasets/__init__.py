@@ -6,6 +6,9 @@
 * ``hillstrom.csv.gz`` -- Kevin Hillstrom's MineThatData e-mail experiment (2008), 64,000
   customers; gzip of the publisher's original CSV (SHA-256 of the uncompressed file
   0e589332...aece).
+* ``spambase.csv.gz`` -- UCI Spambase (Hopkins, Reeber, Forman, Suermondt, HP Labs 1999),
+  4601 e-mails x 57 features + ``spam``; gzip of ``../shared/data/spambase.csv`` (SHA-256 of
+  the uncompressed file 43cbe9a4...ab4b).
 """
 
 from __future__ import annotations
@@ -15,7 +18,8 @@ from importlib import resources
 import numpy as np
 import pandas as pd
 
-__all__ = ["load_mobile_price", "load_mobile_pu", "load_hillstrom", "MOBILE_FEATURES"]
+__all__ = ["load_mobile_price", "load_mobile_pu", "load_hillstrom", "load_spambase",
+           "MOBILE_FEATURES"]
 
 MOBILE_FEATURES = [
     "battery_power", "blue", "clock_speed", "dual_sim", "fc", "four_g", "int_memory", "m_dep",
@@ -74,4 +78,19 @@ def load_hillstrom() -> pd.DataFrame:
     outcomes ``visit``, ``conversion``, ``spend``.
     """
     with _open("hillstrom.csv.gz") as f:
+        return pd.read_csv(f, compression="gzip")
+
+
+def load_spambase() -> pd.DataFrame:
+    """UCI Spambase: 4601 e-mails, 57 word/character/capital-run features and ``spam`` (0/1).
+
+    1813 spam and 2788 non-spam e-mails; no missing values. Provenance and checksums in
+    ``../shared/data/README.md``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        A fresh copy on every call.
+    """
+    with _open("spambase.csv.gz") as f:
         return pd.read_csv(f, compression="gzip")

@@ -1321,7 +1321,7 @@ class URCResults(LikelihoodResults):
         tests.append(self.gof())
         tab = pd.DataFrame({
             "statistic": [t.statistic for t in tests],
-            "df": [t.df for t in tests],
+            "df": [int(t.df) if np.isfinite(t.df) else t.df for t in tests],
             "p-value": [t.pvalue for t in tests]},
             index=["no shift (= lab rates)", "equal across groups", "goodness of fit (Axiom 2)"]
             if len(tests) == 3 else ["no shift (= lab rates)", "goodness of fit (Axiom 2)"])

@@ -20,7 +20,13 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special
 
-__all__ = ["URCSimulation", "simulate_urc"]
+__all__ = ["URCSimulation", "simulate_urc", "spambase_lab_field", "SPAMBASE_FEATURES",
+           "SPAMBASE_MAILBOXES"]
+
+SPAMBASE_FEATURES = ["word_freq_free", "char_freq_!", "char_freq_$",
+                     "capital_run_length_average", "word_freq_remove", "word_freq_your"]
+# mailbox: (number of spam, number of non-spam) -> spam shares 5%, 15%, 40%
+SPAMBASE_MAILBOXES = {"A": (42, 800), "B": (124, 700), "C": (333, 500)}
 
 
 @dataclass(frozen=True)
@@ -128,3 +134,59 @@ def simulate_urc(n_lab=200, n_field=5000, lab_base_rates=0.5, field_base_rate=0.
     group = np.repeat(np.arange(G), sizes) if G > 1 else None
     field_pred = predict(field_y, float(field_scale), float(field_shift))
     return URCSimulation(lab_pred, lab_y, field_pred, field_y, group, pi_lab, P)
+
+
+def spambase_lab_field(seed: int = 42, *, n_train: int = 500, n_lab: int = 200,
+                       mailboxes: dict | None = None) -> URCSimulation:
+    """A lab/field split of the bundled UCI Spambase data for unsupervised recalibration.
+
+    A logistic regression on ``log1p`` of six features (:data:`SPAMBASE_FEATURES`) is trained
+    on a balanced set (``n_train`` spam + ``n_train`` non-spam); the **lab** set is another
+    balanced set (``n_lab`` of each class); the **field** is the remaining e-mails split into
+    mailboxes with different spam shares (default :data:`SPAMBASE_MAILBOXES`: 5%, 15%, 40%).
+    The field labels are kept (``field_y``) to evaluate the recalibration.
+
+    Parameters
+    ----------
+    seed : int
+        Seed of the random split.
+    n_train, n_lab : int
+        Per-class sizes of the training and lab sets.
+    mailboxes : dict, optional
+        ``{name: (n_spam, n_nonspam)}``.
+
+    Returns
+    -------
+    URCSimulation
+        ``field_group`` holds the mailbox names; ``lab_base_rates`` = (0.5, 0.5);
+        ``field_base_rates`` the true shares per mailbox.
+    """
+    import statsmodels.api as sm
+
+    from ..datasets import load_spambase
+
+    df = load_spambase()
+    boxes = dict(SPAMBASE_MAILBOXES if mailboxes is None else mailboxes)
+    rng = np.random.default_rng(seed)
+    X = sm.add_constant(np.log1p(df[SPAMBASE_FEATURES].to_numpy()))
+    y = df["spam"].to_numpy().astype(int)
+    spam = rng.permutation(np.flatnonzero(y == 1))
+    ham = rng.permutation(np.flatnonzero(y == 0))
+    a, b = n_train, n_train + n_lab
+    if b + sum(v[0] for v in boxes.values()) > spam.size or \
+            b + sum(v[1] for v in boxes.values()) > ham.size:
+        raise ValueError("mailboxes: not enough e-mails left for these sizes")
+    train = np.r_[spam[:a], ham[:a]]
+    lab = rng.permutation(np.r_[spam[a:b], ham[a:b]])
+    fit = sm.Logit(y[train], X[train]).fit(disp=0)
+    field, group = [], []
+    s0 = h0 = b
+    for name, (ns, nh) in boxes.items():
+        field.append(np.r_[spam[s0:s0 + ns], ham[h0:h0 + nh]])
+        group += [name] * (ns + nh)
+        s0 += ns
+        h0 += nh
+    field = np.concatenate(field)
+    rates = np.array([[v[1] / (v[0] + v[1]), v[0] / (v[0] + v[1])] for v in boxes.values()])
+    return URCSimulation(fit.predict(X[lab]), y[lab], fit.predict(X[field]), y[field],
+                         np.array(group), np.array([0.5, 0.5]), rates)
