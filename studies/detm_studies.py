@@ -85,14 +85,18 @@ def table2(reps: int, ns: list[int]):
                     for model in (pu.SETM, pu.DETM):
                         t0 = time.perf_counter()
                         res, warns = _fit(model, df)
+                        ci_error = ""
                         try:
                             ci = res.conf_int_pi(0.95)
                             lo, hi = ci["lower"], ci["upper"]
-                        except ValueError:
+                        except ValueError as exc:  # reported, not counted as a miss
                             lo = hi = np.nan
+                            ci_error = type(exc).__name__
                         rows.append(dict(n=n, design=design, pi=pi, model=model.__name__, rep=r,
                                          pi_hat=res.pi, se=float(res.bse["pi"]), lower=lo,
                                          upper=hi, covered=bool(lo <= pi <= hi),
+                                         ci_error=ci_error,
+                                         probes=int((res.starts["start"] == "profile probe").sum()),
                                          converged=res.converged, warnings=";".join(warns),
                                          seconds=time.perf_counter() - t0))
                     _append(raw, rows)
@@ -103,8 +107,12 @@ def table2(reps: int, ns: list[int]):
 def summarise_table2():
     raw = pd.read_csv(OUT / "detm_table2_raw.csv")
     g = raw.groupby(["design", "model", "pi", "n"])
+    raw["ci_failed"] = raw["lower"].isna()
+    raw["covered_ok"] = raw["covered"].where(~raw["ci_failed"])
+    g = raw.groupby(["design", "model", "pi", "n"])
     tab = g.agg(reps=("pi_hat", "size"), mean=("pi_hat", "mean"), sd=("pi_hat", "std"),
-                mean_se=("se", "mean"), coverage=("covered", "mean"),
+                mean_se=("se", "mean"), coverage=("covered_ok", "mean"),
+                ci_failed=("ci_failed", "sum"), refits_by_probe=("probes", "sum"),
                 sec=("seconds", "mean")).reset_index()
     tab["mc_se_mean"] = tab["sd"] / np.sqrt(tab["reps"])
     tab["paper_mean"] = [TABLE2[(d, m, p)][n][0] for d, m, p, n in

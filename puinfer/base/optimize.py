@@ -66,6 +66,14 @@ def newton_maximize(fun: Callable, x0, *, maxiter: int = 200, tol: float = 1e-10
             converged = True
             message = "" if newton else "Hessian singular or indefinite at the solution"
             it -= 1
+            if newton:
+                # one last Newton step: quadratic convergence takes the parameters from
+                # ~sqrt(tol) to rounding error (kept only if the objective does not drop)
+                x_new = x + d
+                f_new, g_new, H_new = fun(x_new, 2)
+                if np.isfinite(f_new) and f_new >= f:
+                    x, f, g, H = x_new, f_new, g_new, H_new
+                    trace.append(f)
             break
         t = 1.0
         while True:

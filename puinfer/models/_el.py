@@ -169,6 +169,12 @@ def solve_lambda(logw1, logw2, lam0, *, maxiter=100):
         if tiny or dec < 1e-30 * len(z):
             ok = True
             break
+    if ok:
+        # l_N(theta) = min over lambda, so an unconverged lambda overstates the log-EL: accept
+        # only a solution of eq. (11) to rounding error
+        zd = z / D[:, None]
+        resid = np.abs(zd.sum(axis=0))
+        ok = bool(np.all(resid <= 1e-9 * np.maximum(np.abs(zd).sum(axis=0), 1.0)))
     lam_full = np.zeros(2)
     lam_full[active] = lam
     return lam_full, D, ok

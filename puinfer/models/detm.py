@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import expit
 
+from .. import exceptions
 from .._validation import (
     as_float_matrix,
     check_binary,
@@ -29,7 +30,7 @@ from .._validation import (
     warn_and_record,
 )
 from ..base.optimize import newton_maximize
-from ..base.results import LikelihoodResults, data_fingerprint
+from ..base.results import ConvergenceInfo, LikelihoodResults, data_fingerprint
 from ..exceptions import (
     BoundaryWarning,
     ConvergenceWarning,
@@ -38,7 +39,7 @@ from ..exceptions import (
 )
 from ..formula import build_design
 from ..inference.hypothesis import HypothesisTestResult, chi2_test, format_pvalue, lr_test
-from ..inference.profile import Profile
+from ..inference.profile import Profile, ProfileError
 from ..summary import Summary, coef_table
 from . import _el
 
@@ -53,6 +54,9 @@ _N_SEPARATION_CANDIDATES = 25
 #: above twice this many rows, all starts run on a seeded subsample of this size first, and
 #: the best subsample maxima start the fit on the full data
 _SUBSAMPLE_SIZE = 20_000
+#: up to this many rows, fit() probes the 95% profile interval of pi and restarts from any
+#: higher point it finds (a maximum that the starts missed)
+_PROBE_MAX_N = 50_000
 
 
 def separated_target_points(Zs: np.ndarray, Zt: np.ndarray, candidates=None) -> np.ndarray:
@@ -216,7 +220,7 @@ class _TiltModel:
     # -- fitting --------------------------------------------------------------------------
     def fit(self, *, penalty="ridge", label_rule: str = "kl", maxiter: int = 200,
             tol: float = 1e-10, check_separation: bool | None = None,
-            _start_options: dict | None = None) -> TiltResults:
+            probe: bool | None = None, _start_options: dict | None = None) -> TiltResults:
         """Maximum empirical likelihood estimation.
 
         Parameters
@@ -240,6 +244,12 @@ class _TiltModel:
             separation (a target point with fitted source probability < e^-15, or a
             standardised slope above 10).
 
+        probe : bool, optional
+            Check the fit against the profile of pi: compute the 95% profile interval and, if
+            the profile rises above the fitted maximum (a maximum the starts missed; with many
+            features, e.g. a tilt that concentrates on a few outlying target points), restart
+            from there. Default: on up to 50,000 rows. It makes ``conf_int_pi(0.95)`` free later.
+
         Returns
         -------
         TiltResults
@@ -259,12 +269,31 @@ class _TiltModel:
             c = float(penalty)
             if not c >= 0:
                 raise ValueError("penalty strength must be non-negative")
-        record: list = []
         runs = self._run_starts(c, maxiter, tol, **(_start_options or {}))
         best = max(runs, key=lambda r: r["f"])
-        return TiltResults(self, best, runs, c=c, label_rule=label_rule, record=record,
-                           check_separation=check_separation,
-                           options=dict(maxiter=maxiter, tol=tol))
+        if probe is None:
+            probe = _start_options is None and N <= _PROBE_MAX_N
+        fun, expand = self._free_fun(c, self._restricted)
+        sidx = np.r_[0, d.Z.shape[1] + 1:2 * d.Z.shape[1] + 2]
+        for _ in range(6):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # re-issued below for the final fit only
+                res = TiltResults(self, best, runs, c=c, label_rule=label_rule, record=[],
+                                  check_separation=check_separation,
+                                  options=dict(maxiter=maxiter, tol=tol))
+                v0 = res._probe_interval() if probe else None
+            if v0 is None:
+                break
+            u, f, g, H, info = newton_maximize(fun, v0[sidx] if self._restricted else v0,
+                                               maxiter=maxiter, tol=tol,
+                                               method=f"Newton ({self._name}, pi free)")
+            runs.append(dict(label="profile probe", v=expand(u), f=f, info=info))
+            if f <= best["f"]:
+                break
+            best = runs[-1]
+        for cat, msg in res.warnings:
+            warnings.warn(msg, getattr(exceptions, cat), stacklevel=2)
+        return res
 
     # the engines ----------------------------------------------------------------------
     def _free_fun(self, c, restricted):
@@ -326,6 +355,61 @@ class _TiltModel:
                 out.append((f"pi0={pi0:g}, b1={k1:g}*bL, b2={k2:g}*bL",
                             np.r_[s1, b1, s2, b2]))
         return out, p
+
+    def _fit_fixed_pi(self, pi, theta0, c, maxiter, tol):
+        """Maximise the penalised profile log-EL (12) over theta with pi fixed.
+
+        Newton's method on ``l_N(theta)`` with the multipliers of (11) solved at every point;
+        ``theta0`` is ``(a1, b1, a2, b2)`` on the standardised scale (SETM keeps a1 = b1 = 0).
+        Returns the maximised value, theta and the ConvergenceInfo.
+        """
+        d = self.data
+        p = len(d.names)
+        idx = np.r_[p + 1:2 * p + 2] if self._restricted else np.arange(2 * p + 2)
+
+        def expand(u):
+            th = np.zeros(2 * p + 2)
+            th[idx] = u
+            return th
+
+        def fun(u, order):
+            with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+                out = _el.profile_log_el(expand(u), pi, d.Z, d.y, c, order=order, X1=d.X1)
+            if order == 0:
+                return out
+            f, g, H, _ = out
+            if g is None:
+                return -np.inf, None, None
+            return f, g[idx], H[np.ix_(idx, idx)]
+
+        method = f"Newton (profile, pi={pi:.6g})"
+        try:
+            u, f, g, H, info = newton_maximize(fun, theta0[idx], maxiter=maxiter, tol=tol,
+                                               method=method)
+        except ValueError:  # the start is infeasible at this pi (a diverging tilt)
+            return -np.inf, theta0, ConvergenceInfo(False, 0, method, "infeasible start")
+        return f, expand(u), info
+
+    def _theta_pi(self, v):
+        """``(s1, b1, s2, b2)`` of the binary-regression form -> ``(theta, pi)`` (route 1)."""
+        d = self.data
+        p = len(d.names)
+        s1, b1, s2, b2 = _el.split(v, p)
+        Zt = d.Z[d.n:]
+        pi = float(np.mean(expit((s1 + Zt @ b1) - (s2 + Zt @ b2))))
+        with np.errstate(divide="ignore"):
+            a1 = 0.0 if self._restricted else s1 - np.log(d.m * pi / d.n)
+            a2 = s2 - np.log(d.m * (1 - pi) / d.n)
+        return np.r_[a1, b1, a2, b2], pi
+
+    def _v_from(self, theta, pi):
+        """Inverse of :meth:`_theta_pi`."""
+        d = self.data
+        p = len(d.names)
+        a1, b1, a2, b2 = _el.split(theta, p)
+        s1 = np.log(d.m * pi / d.n) + (0.0 if self._restricted else a1)
+        s2 = a2 + np.log(d.m * (1 - pi) / d.n)
+        return np.r_[s1, b1, s2, b2]
 
     def _subsample_starts(self, c, maxiter, tol):
         """For large samples, run every start on a fixed subsample and return the best
@@ -727,34 +811,14 @@ class TiltResults(LikelihoodResults):
     # -- inference on pi (Theorem 3b) -----------------------------------------------------
     def _fit_fixed_pi(self, pi: float, theta0: np.ndarray):
         """Maximise the (penalised) profile log-EL over theta with pi fixed (exact Newton)."""
-        d = self.model.data
-        p = len(d.names)
-        c = self.penalty_strength
-        idx = np.r_[p + 1:2 * p + 2] if self.restricted else np.arange(2 * p + 2)
-
-        def expand(u):
-            th = np.zeros(2 * p + 2)
-            th[idx] = u
-            return th
-
-        def fun(u, order):
-            with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-                out = _el.profile_log_el(expand(u), pi, d.Z, d.y, c, order=order, X1=d.X1)
-            if order == 0:
-                return out
-            f, g, H, _ = out
-            if g is None:
-                return -np.inf, None, None
-            return f, g[idx], H[np.ix_(idx, idx)]
-
-        u, f, g, H, info = newton_maximize(fun, theta0[idx], maxiter=self._options.get(
-            "maxiter", 200), tol=self._options.get("tol", 1e-10),
-            method=f"Newton (profile, pi={pi:.6g})")
-        return f, expand(u), info
+        return self.model._fit_fixed_pi(pi, theta0, self.penalty_strength,
+                                        self._options.get("maxiter", 200),
+                                        self._options.get("tol", 1e-10))
 
     @cached_property
     def _profile(self) -> Profile:
         solved: dict[float, np.ndarray] = {self._pi: self._theta_std}
+        self._profile_solutions = solved
         self.profile_trace: list = []
 
         def loglik_at(pi):
@@ -772,6 +836,19 @@ class TiltResults(LikelihoodResults):
         return Profile("pi", self._pi, self.objective, loglik_at,
                        bounds=(_PI_EPS, 1 - _PI_EPS),
                        step=se if np.isfinite(se) and se > 0 else 0.01)
+
+    def _probe_interval(self):
+        """Compute the 95% profile interval; if the profile rises above the fit, return the
+        binary-regression start ``v`` at the highest profiled point, else None."""
+        try:
+            self.conf_int_pi(0.95)
+            return None
+        except ProfileError:
+            cache = self._profile._cache
+            q = max(cache, key=cache.get)
+            return self.model._v_from(self._profile_solutions[q], q)
+        except (ValueError, FloatingPointError):  # profile not computable: nothing to probe
+            return None
 
     def profile_pi(self) -> Profile:
         """Profile of the ELR function ``R*_N(pi) = 2{l_N(theta-hat) - l_N(theta-hat_pi)}``.
