@@ -240,10 +240,8 @@ class _TiltModel:
         check_separation : bool, optional
             Check whether target points lie outside the convex hull of the source points (one
             linear programme for each of the 25 target points with the smallest fitted source
-            probability). By default the check runs when the fit shows the signs of
-            separation (a target point with fitted source probability < e^-15, or a
-            standardised slope above 10).
-
+            probability). By default the check runs when a tilt diverges (a standardised slope
+            above 10); a ``SeparationWarning`` is issued only then.
         probe : bool, optional
             Check the fit against the profile of pi: compute the 95% profile interval and, if
             the profile rises above the fitted maximum (a maximum the starts missed; with many
@@ -275,13 +273,13 @@ class _TiltModel:
             probe = _start_options is None and N <= _PROBE_MAX_N
         fun, expand = self._free_fun(c, self._restricted)
         sidx = np.r_[0, d.Z.shape[1] + 1:2 * d.Z.shape[1] + 2]
-        for _ in range(6):
+        for attempt in range(6):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # re-issued below for the final fit only
                 res = TiltResults(self, best, runs, c=c, label_rule=label_rule, record=[],
                                   check_separation=check_separation,
                                   options=dict(maxiter=maxiter, tol=tol))
-                v0 = res._probe_interval() if probe else None
+                v0 = res._probe_interval() if probe and attempt < 5 else None
             if v0 is None:
                 break
             u, f, g, H, info = newton_maximize(fun, v0[sidx] if self._restricted else v0,
@@ -397,9 +395,9 @@ class _TiltModel:
         s1, b1, s2, b2 = _el.split(v, p)
         Zt = d.Z[d.n:]
         pi = float(np.mean(expit((s1 + Zt @ b1) - (s2 + Zt @ b2))))
-        with np.errstate(divide="ignore"):
-            a1 = 0.0 if self._restricted else s1 - np.log(d.m * pi / d.n)
-            a2 = s2 - np.log(d.m * (1 - pi) / d.n)
+        # alpha_t = s_t - log(m pi_t / n); a component of weight 0 gets alpha_t = -inf
+        a1 = 0.0 if self._restricted else (s1 - np.log(d.m * pi / d.n) if pi > 0 else -np.inf)
+        a2 = s2 - np.log(d.m * (1 - pi) / d.n) if pi < 1 else -np.inf
         return np.r_[a1, b1, a2, b2], pi
 
     def _v_from(self, theta, pi):
@@ -578,12 +576,7 @@ class TiltResults(LikelihoodResults):
         self.labels_swapped = swapped
         self.kl_divergences = self._kl(v, pi) if not self.restricted else (0.0, float("nan"))
         s1, b1, s2, b2 = _el.split(v, p)
-        with np.errstate(divide="ignore"):
-            a1 = s1 - np.log(d.m * pi / d.n) if pi > 0 else -np.inf
-            a2 = s2 - np.log(d.m * (1 - pi) / d.n) if pi < 1 else -np.inf
-        if self.restricted:
-            a1 = 0.0
-        theta = np.r_[a1, b1, a2, b2]
+        theta, _ = model._theta_pi(v)
         self._theta_std = theta
         self._pi = pi
         self._v_free = v
