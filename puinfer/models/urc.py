@@ -900,7 +900,6 @@ class URCResults(LikelihoodResults):
                            "entry": "URC (one base rate fixed)"}[constraint.kind]
         self.convergence = fit.convergence
         self.warnings = list(model.warnings)
-        self._cov = None
         self._ci_cache: dict = {}
         self._profiles: dict = {}
         if constraint.kind != "free":
@@ -988,6 +987,41 @@ class URCResults(LikelihoodResults):
                          index=pd.MultiIndex.from_tuples(
                              [(self._groups[g], self.model.classes[j]) for g, j in idx],
                              names=["group", "class"]), name="base rate")
+
+    @property
+    def _params(self) -> pd.Series:
+        return self.params
+
+    @functools.cached_property
+    def _cov(self):
+        """Inverse observed information of the base rates (``None`` if unavailable).
+
+        The Hessian of the objective in (p, M_A) is projected on the simplex constraints
+        (every other parameter, M_A included under the joint likelihood, is profiled out by
+        the inverse); estimates on the boundary get no standard error (NaN)."""
+        if self.constraint.kind != "free":
+            return None
+        P, M, d = self._fitres.P, self._fitres.M, self._d
+        G, k = P.shape
+        grad, H = _grad_hess(P, M, d)
+        T = _tangent(P, M, d, _Constraint(), grad)
+        if T is None or T.shape[1] == 0:
+            return None
+        Tt = T.T.tocsr()
+        Hr = -(Tt @ np.asarray(Tt @ H).T)
+        try:
+            chol = linalg.cho_factor(Hr, lower=True)
+        except linalg.LinAlgError:
+            return None
+        idx = [g * k + j for g, j in self._free_index()]
+        Ts = T[idx].toarray()                       # rows of theta for the base rates
+        cov = Ts @ linalg.cho_solve(chol, Ts.T)
+        at_b = np.array([(P[g, j] < _BOUNDARY) or (P[g, j] > 1 - _BOUNDARY)
+                         for g, j in self._free_index()])
+        cov[at_b, :] = np.nan
+        cov[:, at_b] = np.nan
+        index = self.params.index
+        return pd.DataFrame(cov, index=index, columns=index)
 
     # -- profile likelihood ---------------------------------------------------------------------
     def _group_pos(self, group):
@@ -1077,12 +1111,19 @@ class URCResults(LikelihoodResults):
                                           bounds=(0.0, 1.0), step=self._approx_se(g, j))
         return self._profiles[key]
 
-    def conf_int(self, level: float = 0.95) -> pd.DataFrame:
-        """Profile-likelihood confidence intervals for the base rates.
+    def conf_int(self, level: float = 0.95, method: str = "profile") -> pd.DataFrame:
+        """Confidence intervals for the base rates: profile likelihood (default) or Wald.
 
-        The limits solve ``R(v) = chi2_{1, level}`` by root-finding; a limit at 0 or 1 is
-        one-sided (the profile never reaches the cut-off). Rows are (group, class); binary
-        classifiers give class 1 only.
+        Profile: the limits solve ``R(v) = chi2_{1, level}`` by root-finding; a limit at 0 or 1
+        is one-sided (the profile never reaches the cut-off). Wald: ``estimate -/+ z se`` with
+        ``se`` from the observed information (``bse``), which can leave [0, 1]. Rows are
+        (group, class); binary classifiers give class 1 only.
+
+        Parameters
+        ----------
+        level : float
+            Confidence level in (0, 1).
+        method : {"profile", "wald"}
 
         Returns
         -------
@@ -1090,6 +1131,10 @@ class URCResults(LikelihoodResults):
             Columns ``lower`` and ``upper``.
         """
         level = check_level(level)
+        if method == "wald":
+            return super().conf_int(level)
+        if method != "profile":
+            raise ValueError(f"method must be 'profile' or 'wald'; got {method!r}")
         if level not in self._ci_cache:
             rows = [self.profile(self._groups[g], self.model.classes[j]).conf_int(level)
                     for g, j in self._free_index()]
@@ -1289,6 +1334,7 @@ class URCResults(LikelihoodResults):
         lab = self.lab_base_rates
         tab = pd.DataFrame({
             "estimate": self.params,
+            "std err": self.bse,
             f"[{(1 - level) / 2:.3g}": ci["lower"],
             f"{1 - (1 - level) / 2:.3g}]": ci["upper"],
             "naive": naive.reindex(pidx).to_numpy(),
