@@ -343,3 +343,30 @@ def test_expit_consistency(fits, sim):
     s = sim["score"].to_numpy()[:5]
     eta = res.params["Intercept"] + res.params["logit(score)"] * np.log(s / (1 - s))
     assert_allclose(res.predict(s), expit(eta), rtol=1e-12)
+
+
+def test_sandwich_bread_is_the_derivative_of_the_stacked_equations(fits):
+    """A = -dU/d(theta, eta) of the sandwich, checked by central differences."""
+    from puinfer.models.calem import _ParametricEngine
+
+    res = fits["logistic"][1]
+    eng = res._state.engine
+    theta, eta = res.params.to_numpy(), res.biased.params.to_numpy()
+    k = theta.size
+
+    def U(v):
+        th, et = v[:k], v[k:]
+        e2 = _ParametricEngine(eng.cal, eng.basis, eng.X, eng.nc, eng.y, eng.z, eng.Xt @ et,
+                               None)
+        u_eta = eng.Xt.T @ (eng.z - expit(eng.Xt @ et))
+        return np.r_[e2.residual(th), u_eta]
+
+    v0 = np.r_[theta, eta]
+    num = np.column_stack([(U(v0 + e) - U(v0 - e)) / 2e-6 for e in 1e-6 * np.eye(2 * k)])
+    # the analytic bread, as the sandwich builds it
+    ev = eng.evaluate(theta, jac=True)
+    ge, pt, free = eng.g_eta_t, expit(eng.Xt @ theta), ev["free"]
+    A12 = eng.Xt.T @ (eng.Xt * np.where(free, pt * (1 - ge) / ge, 0.0)[:, None])
+    A22 = eng.Xt.T @ (eng.Xt * (ge * (1 - ge))[:, None])
+    A = np.block([[-ev["J"], A12], [np.zeros((k, k)), A22]])
+    assert_allclose(-num, A, rtol=1e-4, atol=1e-3)
