@@ -315,6 +315,7 @@ class Calibrator:
         """Fit on a precomputed design ``X = design(basis, s)`` (used inside CalEM)."""
         rec = []
         P = self.penalty(basis)
+        _check_design_rank(X, w, self.param_names(basis), P)
         nf = logistic_newton(X, y, w, penalty=P, start=start, maxiter=maxiter, tol=tol)
         names = self.param_names(basis)
         if nf.separated:
@@ -570,6 +571,24 @@ class IsotonicCalibrator(Calibrator):
 
     def __repr__(self):
         return "IsotonicCalibrator()"
+
+
+def _check_design_rank(X, w, names, P):
+    """``ValueError`` naming the columns of a singular (weighted) design."""
+    G = X.T @ (X * w[:, None])
+    if P is not None:
+        G = G + P
+    d = np.sqrt(np.clip(np.diag(G), 0, None))
+    if np.any(d == 0):
+        bad = [names[j] for j in np.flatnonzero(d == 0)]
+        raise ValueError(f"calibrator design: column(s) {bad} are zero on the data")
+    C = G / np.outer(d, d)
+    lam, V = np.linalg.eigh(C)
+    if lam[0] < 1e-12 * lam[-1]:
+        v = V[:, 0]
+        bad = [names[j] for j in np.flatnonzero(np.abs(v) > 1e-3 * np.abs(v).max())]
+        raise ValueError(f"calibrator design is singular: columns {bad} are collinear on the "
+                         "data (too few distinct scores for this calibrator?)")
 
 
 def _check_fit_inputs(score, y, sample_weight):

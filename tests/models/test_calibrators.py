@@ -200,3 +200,10 @@ def test_separation_warns_and_is_recorded():
     with pytest.warns(SeparationWarning, match="separated"):
         fit = LogisticCalibrator().fit(s, y)
     assert [c for c, _ in fit.warnings] == ["SeparationWarning"]
+
+
+def test_singular_design_is_an_error():
+    s = np.array([0.2, 0.2, 0.6, 0.6])
+    y = np.array([0, 1, 0, 1])
+    with pytest.raises(ValueError, match="collinear"):
+        FormulaCalibrator("~ logit(score) + I(2 * logit(score))").fit(s, y)
