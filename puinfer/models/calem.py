@@ -271,7 +271,6 @@ class _FitState:
     surrogate: float
     trace: pd.DataFrame
     convergence: ConvergenceInfo
-    cov: np.ndarray | None
     method: str
     fixed_h: bool
     engine: object = None
@@ -363,10 +362,9 @@ def _fit(model: CalEM, *, method, maxiter, tol, h):
     if fixed:
         a = z * (1.0 - _known_h(h, s_t))
     objective = engine.q(theta, a)
-    surrogate = engine.surrogate(theta)
-    cov = None  # the sandwich is computed on first use (CalEMResults.cov_params)
+    surrogate = engine.surrogate(theta)  # the sandwich is computed on first use (cov_params)
     state = _FitState(theta, fitted, baseline, biased, g_eta_t, h_raw, objective, surrogate,
-                      trace, conv, cov, state_method, fixed, engine)
+                      trace, conv, state_method, fixed, engine)
     return CalEMResults(model, basis, state, warns)
 
 
@@ -751,7 +749,21 @@ class CalEMResults(LikelihoodResults):
     AIC/BIC of CalEM results are not meaningful.
     Standard errors (parametric calibrators) are the sandwich of the stacked estimating
     equations of ``(theta, eta)`` (see :meth:`cov_params`); the naive inverse Hessian of (17)
-    would ignore both the missing information and the estimated ``g_eta``.
+    would ignore both the missing information and the estimated ``g_eta``. The estimating
+    equation has a kink where ``h`` reaches 0 (``g_theta = g_eta``); when many treated rows sit
+    there (the clean and the biased curves coincide over a range of scores) the estimator is
+    not asymptotically normal there and the sandwich is only a rough guide (a Monte-Carlo test
+    checks it where ``h`` is interior).
+
+    Where the treated set helps. With ``h`` strictly inside (0, 1) the treated part of the
+    fixed-point equation is ``sum_t (1 - h_j)(z_j - g_eta_j) x_j``; ``g_eta``'s own score
+    equations make ``sum_t (z_j - g_eta_j) x_j = 0``, so the treated rows contribute only
+    through the *variation* of ``1 - h`` across rows (if ``h`` is constant, CalEM returns the
+    control-only fit exactly -- tested) and through the rows where ``h`` is clipped at 0,
+    whose positives count as clean positives. This is eq. (9): under Assumption 1 alone the
+    biased labels bound the clean curve from above (``g <= g_eta``) but do not identify it
+    where ``h > 0``. The gains of seed 000's Table 1 come from the regions where ``h`` is
+    near 0.
     """
 
     model_name = "CalEM"
@@ -1001,8 +1013,8 @@ class CalEMResults(LikelihoodResults):
         if m.calibrator.parametric:
             tab = coef_table(self._params, self.bse if self._cov is not None else None, level)
             tab.insert(1, "baseline", self.baseline.params.reindex(self._params.index))
-            s.add_table("CalEM parameters (sandwich standard errors; 'baseline' = control-only "
-                        "fit)", tab)
+            s.add_table("CalEM parameters (sandwich standard errors, approximate where h is "
+                        "clipped at 0; 'baseline' = control-only fit)", tab)
         else:
             s.add_note(f"Isotonic calibration: {len(self._params)} fitted values, "
                        f"{int(self.df_model)} distinct levels")
