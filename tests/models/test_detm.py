@@ -161,10 +161,12 @@ class TestExactness:
         assert detm.llf >= setm.llf
 
 
+@pytest.fixture(scope="module")
+def data():
+    return sar_design(500, 700, 0.3, rng=np.random.default_rng(7))
+
+
 class TestInvariance:
-    @pytest.fixture(scope="class")
-    def data(self):
-        return sar_design(500, 700, 0.3, rng=np.random.default_rng(7))
 
     @pytest.mark.parametrize("penalty", ["ridge", "none"])
     def test_affine_rescaling(self, data, penalty):
@@ -205,11 +207,13 @@ class TestInvariance:
                                        atol=1e-8)
 
 
+@pytest.fixture(scope="module")
+def fit():
+    df = scar_design(400, 600, 0.3, rng=np.random.default_rng(5), p=3)
+    return df, pu.DETM.from_formula("labeled ~ x1 + x2 + x3", data=df).fit()
+
+
 class TestResults:
-    @pytest.fixture(scope="class")
-    def fit(self):
-        df = scar_design(400, 600, 0.3, rng=np.random.default_rng(5), p=3)
-        return df, pu.DETM.from_formula("labeled ~ x1 + x2 + x3", data=df).fit()
 
     def test_params_named_from_design(self, fit):
         _, r = fit
