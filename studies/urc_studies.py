@@ -14,13 +14,17 @@ equal lab probability (eq. (11)).
    holds), for both likelihoods.
 3. **Power** of ``gof`` when Axiom 2 is broken: the field scores within each class are spread
    more widely (``field_scale``) or shifted (``field_shift``) than in the lab.
+4. **Multiclass**: coverage of the per-class 95% intervals with three classes (field base
+   rates 0.6, 0.3, 0.1; balanced lab set of 300 or 3000; field 5000; |A| = 6), and the size of
+   ``test_no_shift`` (field = lab = 1/3 each) and ``gof``.
 
 Usage::
 
     nice python studies/urc_studies.py --reps 500          # the full study (~10 min)
     python studies/urc_studies.py --reps 20                 # a smoke run
 
-Writes ``studies/results/urc_coverage.{csv,md}`` and ``studies/results/urc_tests.{csv,md}``.
+Writes ``studies/results/urc_coverage.{csv,md}``, ``studies/results/urc_tests.{csv,md}`` and
+``studies/results/urc_multiclass.{csv,md}``.
 """
 
 from __future__ import annotations
@@ -109,6 +113,47 @@ def tests_cell(reps, rng, *, n_lab=200, n_field=5000, rate=0.5, groups=1, field_
     return rows
 
 
+def multiclass_cell(n_lab, reps, rng, truth=(0.6, 0.3, 0.1), n_field=5000, delta=1.5):
+    truth = np.asarray(truth)
+    k = truth.size
+    cover = np.zeros(k)
+    est = []
+    rej = {"no_shift": 0, "gof_pearson": 0}
+    for _ in range(reps):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            s = simulate_urc(n_lab=n_lab, n_field=n_field, lab_base_rates=np.full(k, 1 / k),
+                             field_base_rate=truth, separation=delta, rng=rng)
+            r = URC(s.lab_pred, s.lab_y).fit(s.field_pred)
+            ci = r.conf_int()
+            cover += (ci["lower"].to_numpy() <= truth) & (truth <= ci["upper"].to_numpy())
+            est.append(r.base_rates.iloc[0].to_numpy())
+            s0 = simulate_urc(n_lab=n_lab, n_field=n_field, lab_base_rates=np.full(k, 1 / k),
+                              field_base_rate=np.full(k, 1 / k), separation=delta, rng=rng)
+            r0 = URC(s0.lab_pred, s0.lab_y).fit(s0.field_pred)
+            rej["no_shift"] += r0.test_no_shift().pvalue < 0.05
+            rej["gof_pearson"] += r0.gof().pvalue < 0.05
+    est = np.array(est)
+    rows = [dict(n_lab=n_lab, n_field=n_field, cls=j, true_rate=truth[j], reps=reps,
+                 coverage=cover[j] / reps, mc_se=mc_se(cover[j] / reps, reps),
+                 mean_est=est[:, j].mean(), sd_est=est[:, j].std()) for j in range(k)]
+    sizes = [dict(n_lab=n_lab, test=t, reps=reps, size=v / reps, mc_se=mc_se(v / reps, reps))
+             for t, v in rej.items()]
+    return rows, sizes
+
+
+def run_multiclass(reps, seed=3):
+    rng = np.random.default_rng(seed)
+    cov, size = [], []
+    for n_lab in (300, 3000):
+        t0 = time.time()
+        c, s = multiclass_cell(n_lab, reps, rng)
+        cov += c
+        size += s
+        print(f"multiclass n_lab={n_lab}: {time.time() - t0:.0f} s", flush=True)
+    return pd.DataFrame(cov), pd.DataFrame(size)
+
+
 def run_coverage(reps, seed=1):
     rng = np.random.default_rng(seed)
     rows = []
@@ -144,7 +189,7 @@ def run_tests(reps, seed=2):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=500)
-    ap.add_argument("--only", choices=["coverage", "tests"], default=None)
+    ap.add_argument("--only", choices=["coverage", "tests", "multiclass"], default=None)
     args = ap.parse_args(argv)
     OUT.mkdir(exist_ok=True)
     if args.only in (None, "coverage"):
@@ -170,6 +215,20 @@ def main(argv=None):
             f.write(to_markdown(wide))
             f.write("\n")
         print(wide.to_string())
+    if args.only in (None, "multiclass"):
+        cov, size = run_multiclass(args.reps)
+        cov.to_csv(OUT / "urc_multiclass.csv", index=False)
+        with open(OUT / "urc_multiclass.md", "w") as f:
+            f.write(f"# URC with three classes ({args.reps} replicates per row)\n\n"
+                    "Field base rates (0.6, 0.3, 0.1), field 5000, balanced lab, separation "
+                    "1.5, |A| = 6 (arg max x 2 quantile bins), joint likelihood. Coverage of "
+                    "the 95% profile interval of each class's base rate:\n\n")
+            f.write(to_markdown(cov, index=False))
+            f.write("\n\nSize at 5% (field = lab = 1/3 each):\n\n")
+            f.write(to_markdown(size, index=False))
+            f.write("\n")
+        print(cov.round(4).to_string())
+        print(size.round(4).to_string())
 
 
 if __name__ == "__main__":
