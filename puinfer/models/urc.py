@@ -21,13 +21,26 @@ uncertainty. ``likelihood="fixed"`` (the paper's, eq. (13)) fixes ``M`` at its l
 ``L[i, a] / n_i``. Both include the multinomial coefficients, so ``llf`` is a genuine
 log-probability of the counts.
 
-Estimation is by EM (the latent class of every field item), exact for both likelihoods: the
-E-step splits each field bin count over the classes in proportion to ``p_g[i] M[i, a]``; the
-M-step sets ``p_g`` to the expected class shares and (joint) ``M[i, :]`` to the lab counts plus
-the expected field counts of class ``i``, normalised. EM is accelerated by SQUAREM (Varadhan &
-Roland 2008, scheme S3) with a monotonicity safeguard, so the objective never decreases. The
-optimisation works on the ``k x |A|`` histograms only, so its cost does not depend on the number
-of predictions; binning is ``np.searchsorted`` + ``np.bincount``.
+Estimation starts with EM (the latent class of every field item): the E-step splits each
+field bin count over the classes in proportion to ``p_g[i] M[i, a]``; the M-step sets ``p_g``
+to the expected class shares and (joint) ``M[i, :]`` to the lab counts plus the expected field
+counts of class ``i``, normalised. EM is accelerated by SQUAREM (Varadhan & Roland 2008,
+scheme S3) with a monotonicity safeguard, so the objective never decreases. EM alone can crawl
+along a ridge (the joint likelihood with large field and small lab samples identifies ``M_A``
+only through the lab, and EM's rate is then close to 1), so the fit is finished by Newton's
+method on the active face of the simplices (analytic Hessian projected on the constraints,
+sparse; a component at 0 is released when its KKT condition fails), stopped when the Newton
+decrement is below 1e-10 or the rounding noise of the objective. Profiles and restricted fits
+are warm-started Newton solves. The optimisation works on the ``k x |A|`` histograms only, so
+its cost does not depend on the number of predictions; binning is ``np.searchsorted`` +
+``np.bincount``.
+
+Inference
+---------
+Profile-likelihood intervals for every base rate (other base rates, and ``M_A`` under the joint
+likelihood, re-maximised), standard errors from the observed information, likelihood-ratio
+tests of no shift and of equal base rates, and the chi-square goodness of fit with
+``G (|A| - k)`` degrees of freedom under both likelihoods (see :meth:`URCResults.gof`).
 """
 
 from __future__ import annotations
