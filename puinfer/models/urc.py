@@ -1333,9 +1333,9 @@ class URCResults(LikelihoodResults):
             newp = P[g]
         old = self._d.pi_lab if old_prior is None else old_prior
         if k == 2:
-            if isinstance(pred, pd.DataFrame) and pred.shape[1] == 2:
-                pred = pred.iloc[:, 1]
-            old1 = old[1] if np.ndim(old) else old
+            old1 = float(old[1] if np.ndim(old) else old)
+            if np.ndim(pred) == 2 and np.shape(pred)[1] == 2:  # both class columns given
+                return adjust_prior(pred, [1 - old1, old1], newp)
             return adjust_prior(pred, old1, newp[..., 1])
         return adjust_prior(pred, old, newp)
 

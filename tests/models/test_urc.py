@@ -358,6 +358,17 @@ def test_recovery_and_accuracy_gain():
     assert_allclose(recal, pu.adjust_prior(s.field_pred, 0.5, est), rtol=1e-14)
 
 
+def test_recalibrate_two_columns(gfit, sim_groups):
+    x = sim_groups.field_pred
+    two = np.column_stack([1 - x, x])
+    out = gfit.recalibrate(two, groups=sim_groups.field_group)
+    assert_allclose(out[:, 1], gfit.recalibrate(x, groups=sim_groups.field_group), rtol=1e-12)
+    df = pd.DataFrame(two, columns=["ham", "spam"])
+    out_df = gfit.recalibrate(df, groups=sim_groups.field_group)
+    assert list(out_df.columns) == ["ham", "spam"]
+    assert_allclose(out_df.sum(axis=1), 1.0)
+
+
 def test_recalibrate_per_group(gfit, sim_groups):
     out = gfit.recalibrate(sim_groups.field_pred, groups=sim_groups.field_group)
     for g in range(3):
