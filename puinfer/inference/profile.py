@@ -87,6 +87,8 @@ class Profile:
     def _limit(self, direction: int, cutoff: float) -> tuple[float, bool]:
         lo_b, hi_b = self.bounds
         edge = hi_b if direction > 0 else lo_b
+        if (direction > 0 and self.estimate >= hi_b) or (direction < 0 and self.estimate <= lo_b):
+            return edge, True  # the estimate is on the bound: one-sided
         inner = self.estimate
         step = self.step
         while True:

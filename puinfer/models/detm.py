@@ -827,7 +827,7 @@ class TiltResults(LikelihoodResults):
 
         se = float(self.bse["pi"])
         return Profile("pi", self._pi, self.objective, loglik_at,
-                       bounds=(_PI_EPS, 1 - _PI_EPS),
+                       bounds=(min(_PI_EPS, self._pi), max(1 - _PI_EPS, self._pi)),
                        step=se if np.isfinite(se) and se > 0 else 0.01)
 
     def _probe_interval(self):

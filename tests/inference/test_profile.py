@@ -40,3 +40,11 @@ def test_grid_and_bad_level():
     assert np.all(np.diff(df["value"]) > 0)
     with pytest.raises(ValueError, match="level"):
         prof.conf_int(1.5)
+
+
+def test_estimate_on_the_bound_is_one_sided():
+    # e.g. SETM on SAR data: pi-hat ~ 1e-14, below the smallest profiled value
+    prof = Profile("theta", 0.0, 0.0, _quadratic(0.0, 0.05), bounds=(0, 1), step=0.05)
+    ci = prof.conf_int(0.95)
+    assert ci["lower"] == 0 and ci.attrs["lower_at_bound"]
+    assert ci["upper"] == pytest.approx(stats.norm.ppf(0.975) * 0.05, abs=1e-9)
