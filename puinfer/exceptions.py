@@ -12,6 +12,7 @@ __all__ = [
     "ClippingWarning",
     "StartsDisagreeWarning",
     "IllConditionedWarning",
+    "ConfidenceSetWarning",
     "AssumptionWarning",
     "EmptyBinWarning",
 ]
@@ -51,3 +52,7 @@ class EmptyBinWarning(PuinferWarning):
 
 class AssumptionWarning(PuinferWarning):
     """The data cast doubt on an assumption the method rests on (e.g. CalEM's Assumption 1)."""
+
+
+class ConfidenceSetWarning(PuinferWarning):
+    """The profile-likelihood confidence set is not an interval (the profile is multimodal)."""

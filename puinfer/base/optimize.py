@@ -25,6 +25,24 @@ def _ascent_direction(g: np.ndarray, H: np.ndarray) -> tuple[np.ndarray, bool]:
         return V @ ((V.T @ g) / ev), False
 
 
+def _escape_saddle(fun, x, f, H):
+    """If ``H`` has a clearly positive eigenvalue, return a point along its eigenvector with a
+    higher objective (trying both signs and shrinking steps); None if there is none."""
+    ev, V = np.linalg.eigh(H)
+    if ev[-1] <= 1e-8 * max(1.0, np.abs(ev).max()):
+        return None
+    v = V[:, -1]
+    t = 1.0
+    while t > 1e-8:
+        for sgn in (1.0, -1.0):
+            x_new = x + sgn * t * v
+            f_new = fun(x_new, 0)
+            if np.isfinite(f_new) and f_new > f + 1e-12 * max(1.0, abs(f)):
+                return x_new
+        t *= 0.5
+    return None
+
+
 def newton_maximize(fun: Callable, x0, *, maxiter: int = 200, tol: float = 1e-10,
                     method: str = "Newton", callback=None):
     """Maximise a smooth function by Newton's method with a backtracking line search.
@@ -60,11 +78,19 @@ def newton_maximize(fun: Callable, x0, *, maxiter: int = 200, tol: float = 1e-10
     for it in range(1, maxiter + 1):
         d, newton = _ascent_direction(g, H)
         dec = float(g @ d)
+        if dec < tol and not newton:
+            # the gradient vanishes but the Hessian is not negative definite: a saddle point
+            # (escape along the direction of positive curvature) or flat directions (e.g. a
+            # tilt that no data point weighs), where we stop
+            x_esc = _escape_saddle(fun, x, f, H)
+            if x_esc is not None:
+                x = x_esc
+                f, g, H = fun(x, 2)
+                trace.append(f)
+                continue
         if dec < tol:
-            # with a negative definite Hessian this is a strict local maximum; otherwise the
-            # gradient vanishes along flat directions (e.g. a tilt that no data point weighs)
             converged = True
-            message = "" if newton else "Hessian singular or indefinite at the solution"
+            message = "" if newton else "Hessian singular at the solution (flat directions)"
             it -= 1
             if newton:
                 # one last Newton step: quadratic convergence takes the parameters from

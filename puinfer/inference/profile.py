@@ -74,8 +74,16 @@ class Profile:
         return self._cache[value]
 
     def statistic(self, value: float) -> float:
-        """Likelihood-ratio statistic ``R(value) = 2 {llf_max - profile llf(value)}``."""
+        """Likelihood-ratio statistic ``R(value) = 2 {llf_max - profile llf(value)}``.
+
+        Raises ``ProfileError`` if the profile could not be computed at ``value``
+        (``loglik_at`` returned NaN) or rises above the maximum.
+        """
         ll = self.loglik(value)
+        if np.isnan(ll):
+            raise ProfileError(f"the profile log-likelihood could not be computed at "
+                               f"{self.name} = {value:.6g} (the constrained fit did not "
+                               "converge); no interval limit is reported there")
         excess = ll - self.llf_max
         if excess > self.tol * max(1.0, abs(self.llf_max)):
             raise ProfileError(
@@ -112,6 +120,24 @@ class Profile:
         root = optimize.brentq(f, min(inner, outer), max(inner, outer), xtol=1e-12, rtol=1e-12,
                                maxiter=200)
         return float(root), False
+
+    def outside_points(self, level: float = 0.95, n: int = 4) -> list[float]:
+        """Values beyond the interval limits (``n`` per side, evenly spaced up to the bound)
+        where ``R < chi2_{1, level}``: if any, the confidence set is not an interval."""
+        ci = self.conf_int(level)
+        cutoff = ci.attrs["cutoff"]
+        out = []
+        for lim, edge, at in ((ci["lower"], self.bounds[0], ci.attrs["lower_at_bound"]),
+                              (ci["upper"], self.bounds[1], ci.attrs["upper_at_bound"])):
+            if at:
+                continue
+            # interior points only: at the bound itself a parameter is often unidentified
+            for v in np.linspace(lim, edge, n + 2)[1:-1]:
+                if np.isnan(self.loglik(v)):
+                    continue  # not computable there: no evidence either way
+                if self.statistic(v) < cutoff:
+                    out.append(float(v))
+        return out
 
     def conf_int(self, level: float = 0.95) -> pd.Series:
         """Profile-likelihood confidence interval ``{v : R(v) <= chi2_{1, level}}``.

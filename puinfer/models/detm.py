@@ -33,6 +33,7 @@ from ..base.optimize import newton_maximize
 from ..base.results import ConvergenceInfo, LikelihoodResults, data_fingerprint
 from ..exceptions import (
     BoundaryWarning,
+    ConfidenceSetWarning,
     ConvergenceWarning,
     SeparationWarning,
     StartsDisagreeWarning,
@@ -143,6 +144,7 @@ class _TiltModel:
                  _data: _Data | None = None):
         self.formula = formula
         self._design = _design
+        self._names_from_frame = isinstance(source, pd.DataFrame)
         self.data = _data if _data is not None else _prepare(source, target)
 
     @classmethod
@@ -211,6 +213,11 @@ class _TiltModel:
         if self._design is not None and isinstance(newdata, (pd.DataFrame, dict)):
             X = self._design.transform(newdata).drop(columns="Intercept", errors="ignore")
             return X.to_numpy(dtype=float)
+        if isinstance(newdata, pd.DataFrame) and self._names_from_frame:
+            missing = [c for c in self.data.names if c not in map(str, newdata.columns)]
+            if missing:
+                raise ValueError(f"newdata lacks the model's column(s) {missing}")
+            newdata = newdata.rename(columns=str)[self.data.names]  # by name, not position
         X, _ = as_float_matrix(newdata, "newdata")
         if X.shape[1] != len(self.data.names):
             raise ValueError(f"newdata has {X.shape[1]} columns; the model has "
@@ -264,9 +271,11 @@ class _TiltModel:
             else:
                 raise ValueError("penalty must be 'ridge', 'none' or a non-negative float")
         else:
+            if isinstance(penalty, bool) or not isinstance(penalty, (int, float, np.floating)):
+                raise ValueError("penalty must be 'ridge', 'none' or a non-negative float")
             c = float(penalty)
-            if not c >= 0:
-                raise ValueError("penalty strength must be non-negative")
+            if not (np.isfinite(c) and c >= 0):
+                raise ValueError(f"penalty strength must be finite and non-negative; got {c}")
         runs = self._run_starts(c, maxiter, tol, **(_start_options or {}))
         best = max(runs, key=lambda r: r["f"])
         if probe is None:
@@ -441,10 +450,10 @@ class _TiltModel:
                 break
         return dict(setm_start=setm_v, extra_starts=extra)
 
-    def _run_starts(self, c, maxiter, tol, extra_starts=(), setm_start=None):
-        """Fit from every start; with ``setm_start`` (used by the bootstrap and for large
-        samples) SETM starts only there and DETM only from the SETM solution and
-        ``extra_starts``."""
+    def _run_starts(self, c, maxiter, tol, extra_starts=(), setm_start=None, grid=False):
+        """Fit from every start. With ``setm_start`` (large samples) SETM starts only there and
+        DETM only from the SETM solution and ``extra_starts``; ``grid=True`` (the bootstrap)
+        adds the SETM grid and a reduced DETM grid of three starts."""
         d = self.data
         p = d.Z.shape[1]
         if setm_start is None and d.n + d.m > 2 * _SUBSAMPLE_SIZE:
@@ -454,11 +463,11 @@ class _TiltModel:
         # SETM first: it is DETM's first start (b1 = 0)
         fun_r, expand_r = self._free_fun(c, True)
         sidx = np.r_[0, p + 1:2 * p + 2]
+        bL = self._logistic_start() if setm_start is None or grid else None
         if setm_start is None:
-            bL = self._logistic_start()
             starts_r, _ = self._starts(True, bL)
         else:
-            starts_r = [("given", setm_start)]
+            starts_r = [("given", setm_start)] + (self._starts(True, bL)[0] if grid else [])
         setm_runs = []
         for label, v0 in starts_r:
             u, f, g, H, info = newton_maximize(fun_r, v0[sidx], maxiter=maxiter, tol=tol,
@@ -468,7 +477,12 @@ class _TiltModel:
             return setm_runs
         best_setm = max(setm_runs, key=lambda r: r["f"])
         fun, _ = self._free_fun(c, False)
-        starts = self._starts(False, bL)[0] if setm_start is None else []
+        if setm_start is None:
+            starts = self._starts(False, bL)[0]
+        elif grid:
+            starts = [st for st in self._starts(False, bL)[0] if "b1=0.3" in st[0]]
+        else:
+            starts = []
         starts = [("SETM solution", best_setm["v"])] + starts + list(extra_starts)
         for label, v0 in starts:
             v, f, g, H, info = newton_maximize(fun, v0, maxiter=maxiter, tol=tol,
@@ -609,9 +623,11 @@ class TiltResults(LikelihoodResults):
         # convergence of the best start, with the trace of the maximised objective
         info = best["info"]
         self.convergence = info
+        self._runs = runs
         self.starts = pd.DataFrame({
             "start": [r["label"] for r in runs],
-            "objective": [r["f"] for r in runs],
+            # on the scale of `objective`: the binary-regression form minus n log n + m log m
+            "objective": [r["f"] - d.n * np.log(d.n) - d.m * np.log(d.m) for r in runs],
             "pi": [self._pi_of(r["v"]) for r in runs],
             "converged": [r["info"].converged for r in runs],
             "iterations": [r["info"].iterations for r in runs],
@@ -680,16 +696,16 @@ class TiltResults(LikelihoodResults):
 
     def _check_starts(self, best):
         st = self.starts
-        tol = 1e-6 * max(1.0, abs(best["f"]))
-        at_best = (best["f"] - st["objective"]) <= tol
+        f_best = st["objective"].max()
+        gap = f_best - st["objective"]
+        at_best = gap <= 1e-9 * max(1.0, abs(f_best))
         self.n_starts_at_best = int(at_best.sum())
-        near = (~at_best) & ((best["f"] - st["objective"]) < 2.0) & \
-            (np.abs(st["pi"] - self._pi) > 0.05)
+        near = (~at_best) & (gap < 2.0) & (np.abs(st["pi"] - self._pi) > 0.05)
         if near.any():
             alt = st.loc[near].sort_values("objective").iloc[-1]
             warn_and_record(self.warnings,
                             f"{self.model_name}: starts disagree: a local maximum with pi = "
-                            f"{alt['pi']:.4f} is within {best['f'] - alt['objective']:.3f} "
+                            f"{alt['pi']:.4f} is within {f_best - alt['objective']:.3f} "
                             f"log-EL units of the best (pi = {self._pi:.4f})",
                             StartsDisagreeWarning)
 
@@ -813,17 +829,35 @@ class TiltResults(LikelihoodResults):
         solved: dict[float, np.ndarray] = {self._pi: self._theta_std}
         self._profile_solutions = solved
         self.profile_trace: list = []
+        self.profile_warnings: list = []
 
         def loglik_at(pi):
-            near = min(solved, key=lambda q: abs(q - pi))
-            f, th, info = self._fit_fixed_pi(pi, solved[near])
-            solved[pi] = th
-            self.profile_trace.append((pi, f, info.converged))
-            if not info.converged:
-                warn_and_record(self.warnings, f"{self.model_name}: profile fit at pi = "
-                                f"{pi:.6g} did not converge ({info.message})",
-                                ConvergenceWarning)
-            return f
+            # The profile at fixed pi can have several local maxima: start from the nearest
+            # solved pi on each side (the fit itself is the first) and from the other local
+            # maxima of the fit, and keep the best. Unconverged solutions are not used as
+            # answers or as later starts.
+            below = [q for q in solved if q <= pi]
+            above = [q for q in solved if q >= pi]
+            starts = set()
+            if below:
+                starts.add(max(below))
+            if above:
+                starts.add(min(above))
+            thetas = [solved[q] for q in sorted(starts)] + self._branch_starts
+            best = None
+            for th0 in thetas:
+                f, th, info = self._fit_fixed_pi(pi, th0)
+                if info.converged and (best is None or f > best[0]):
+                    best = (f, th)
+            if best is None:
+                msg = (f"{self.model_name}: the profile fit at pi = {pi:.6g} did not converge "
+                       "from any start")
+                warn_and_record(self.profile_warnings, msg, ConvergenceWarning)
+                self.profile_trace.append((pi, np.nan, False))
+                return np.nan
+            solved[pi] = best[1]
+            self.profile_trace.append((pi, best[0], True))
+            return best[0]
 
         se = float(self.bse["pi"])
         return Profile("pi", self._pi, self.objective, loglik_at,
@@ -834,14 +868,36 @@ class TiltResults(LikelihoodResults):
         """Compute the 95% profile interval; if the profile rises above the fit, return the
         binary-regression start ``v`` at the highest profiled point, else None."""
         try:
-            self.conf_int_pi(0.95)
+            self._profile.conf_int(0.95)
             return None
         except ProfileError:
-            cache = self._profile._cache
-            q = max(cache, key=cache.get)
+            cache = {q: f for q, f in self._profile._cache.items() if np.isfinite(f)}
+            q = max(cache, key=cache.get, default=None)
+            if q is None or cache[q] <= self.objective:
+                return None  # an uncomputable point, not a higher maximum
             return self.model._v_from(self._profile_solutions[q], q)
         except (ValueError, FloatingPointError):  # profile not computable: nothing to probe
             return None
+
+    @cached_property
+    def _branch_starts(self) -> list:
+        """Other local maxima the starts found (distinct pi), in both labellings: the profile
+        at fixed pi can follow another branch, reachable only from them."""
+        out, seen = [], [self._pi]
+        order = self.starts["objective"].to_numpy().argsort()[::-1]
+        for i in order:
+            v = self._runs[i]["v"]
+            theta, pi = self.model._theta_pi(v)
+            if not np.all(np.isfinite(theta)) or min(abs(pi - q) for q in seen) < 1e-3:
+                continue
+            seen.append(pi)
+            out.append(theta)
+            if not self.restricted:
+                p = len(self.model.data.names)
+                out.append(self.model._theta_pi(np.r_[v[p + 1:], v[: p + 1]])[0])
+            if len(seen) > 3:
+                break
+        return out
 
     def profile_pi(self) -> Profile:
         """Profile of the ELR function ``R*_N(pi) = 2{l_N(theta-hat) - l_N(theta-hat_pi)}``.
@@ -867,6 +923,15 @@ class TiltResults(LikelihoodResults):
         """
         level = check_level(level)
         ci = self._profile.conf_int(level)
+        extra = self._profile.outside_points(level, n=3)
+        ci.attrs["interval"] = not extra
+        if extra:
+            warn_and_record(self.profile_warnings,
+                            f"{self.model_name}: the {level:.0%} profile confidence set for pi is "
+                            f"not an interval: R*(pi) is also below the cut-off at pi = "
+                            f"{', '.join(f'{v:.3f}' for v in extra)} (a second branch of the "
+                            "profile, often the other labelling); the interval returned is the "
+                            "component around pi-hat", ConfidenceSetWarning)
         if ci.attrs["lower_at_bound"]:
             ci["lower"] = 0.0
         if ci.attrs["upper_at_bound"]:
@@ -927,6 +992,9 @@ class TiltResults(LikelihoodResults):
             raise ValueError("n_boot must be a positive integer")
         stats_b = self._bootstrap_scar(int(n_boot), np.random.default_rng(rng))
         ok = np.isfinite(stats_b)
+        if not ok.any():
+            return HypothesisTestResult.invalid("no bootstrap resample could be fitted",
+                                                null=res.null, method=res.method, df=res.df)
         pval = (1 + np.sum(stats_b[ok] >= res.statistic)) / (ok.sum() + 1)
         extra = dict(res.extra)
         extra["bootstrap resamples"] = f"{ok.sum()} of {n_boot} usable"
@@ -956,7 +1024,8 @@ class TiltResults(LikelihoodResults):
                     warnings.simplefilter("ignore")
                     dat = _prepare(d.X[i_s], d.X[i_t], names=d.names)
                     quick = dict(setm_start=setm._v_free,
-                                 extra_starts=[("original DETM", self._v_free)])
+                                 extra_starts=[("original DETM", self._v_free)],
+                                 grid=True)
                     s_b = SETM(None, None, _data=dat).fit(
                         penalty=c, check_separation=False, _start_options=quick, **opts)
                     d_b = DETM(None, None, _data=dat).fit(
@@ -999,6 +1068,6 @@ class TiltResults(LikelihoodResults):
                        f"KL(p_s || component 2) = {self.kl_divergences[1]:.4f}; labels "
                        + ("swapped" if self.labels_swapped else "as fitted")
                        + f" by rule {self.label_rule!r}")
-        for cat, msg in self.warnings:
+        for cat, msg in self.warnings + getattr(self, "profile_warnings", []):
             s.add_note(f"Warning ({cat}): {msg}")
         return s

@@ -48,3 +48,23 @@ def test_estimate_on_the_bound_is_one_sided():
     ci = prof.conf_int(0.95)
     assert ci["lower"] == 0 and ci.attrs["lower_at_bound"]
     assert ci["upper"] == pytest.approx(stats.norm.ppf(0.975) * 0.05, abs=1e-9)
+
+
+def test_newton_escapes_a_saddle():
+    from puinfer.base.optimize import newton_maximize
+
+    # f = -x^4 + x^2 - y^2 has a saddle at the origin and maxima at x = +-1/sqrt(2)
+    def fun(z, order):
+        x, y = z
+        f = -(x**4) + x**2 - y**2
+        if order == 0:
+            return f
+        g = np.array([-4 * x**3 + 2 * x, -2 * y])
+        H = np.array([[-12 * x**2 + 2, 0.0], [0.0, -2.0]])
+        return f, g, H
+
+    z, f, g, H, info = newton_maximize(fun, np.array([0.0, 0.3]))
+    assert info.converged
+    np.testing.assert_allclose(abs(z[0]), 1 / np.sqrt(2), rtol=1e-8)
+    assert f == pytest.approx(0.25)
+    assert np.all(np.diff(info.trace) >= 0)

@@ -232,6 +232,14 @@ class TestResults:
         np.testing.assert_allclose(pr[df.labeled == 0].to_numpy(), r.predict().to_numpy(),
                                    rtol=1e-10)
 
+    def test_predict_uses_column_names(self, fit):
+        df, _ = fit
+        src, tgt = df[df.labeled == 1][["x1", "x2", "x3"]], df[df.labeled == 0][["x1", "x2", "x3"]]
+        r = pu.DETM(src, tgt).fit()
+        np.testing.assert_allclose(r.predict(tgt[["x3", "x1", "x2"]]), r.predict(tgt), rtol=1e-12)
+        with pytest.raises(ValueError, match="x2"):
+            r.predict(tgt[["x1", "x3"]])
+
     def test_label_rules(self, fit):
         df, _ = fit
         m = pu.DETM.from_formula("labeled ~ x1 + x2 + x3", data=df)
@@ -338,7 +346,7 @@ class TestBadInput:
 
 
 def test_table2_small_version():
-    """A small version of seed 004's Table 2 (the full study: studies/detm_table2.py).
+    """A small version of seed 004's Table 2 (the full study: studies/detm_studies.py table2).
 
     Reference: Table 2, n = 1000, SAR data, DETM, pi = 0.3: mean 0.307, SD 0.061. With 6
     replicates the mean must lie within 4 Monte-Carlo standard errors of the paper's mean.

@@ -154,6 +154,21 @@ class TestScarTest:
             setm.test_scar()
 
 
+def test_profile_does_not_depend_on_call_order():
+    # the profile at fixed pi can have several local maxima; the interval must not depend on
+    # which points were profiled before (review finding: a SAR sample at n = m = 1000)
+    df = sar_design(1000, 1000, 0.3, rng=np.random.default_rng(3))
+    m = pu.DETM.from_formula(FORMULA15, data=df)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r1, r2 = m.fit(probe=False), m.fit(probe=False)
+        fresh = r1.conf_int_pi(0.99)
+        for v in (0.97, 0.9, 0.6, 0.5, 0.45, 0.4):
+            r2.test_pi(v)
+        after = r2.conf_int_pi(0.99)
+    np.testing.assert_allclose(after.to_numpy(), fresh.to_numpy(), rtol=1e-8)
+
+
 def test_small_coverage_and_size_study():
     """Fast version of the Figure 3 / Table 1 studies (full: studies/detm_studies.py).
 
