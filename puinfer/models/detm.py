@@ -253,7 +253,8 @@ class _TiltModel:
             Check the fit against the profile of pi: compute the 95% profile interval and, if
             the profile rises above the fitted maximum (a maximum the starts missed; with many
             features, e.g. a tilt that concentrates on a few outlying target points), restart
-            from there. Default: on up to 50,000 rows. It makes ``conf_int_pi(0.95)`` free later.
+            from there. Default: on up to 50,000 rows. (``conf_int_pi`` then profiles again
+            from more starts, and raises ``ProfileError`` if it still finds a higher point.)
 
         Returns
         -------
@@ -824,12 +825,14 @@ class TiltResults(LikelihoodResults):
                                         self._options.get("maxiter", 200),
                                         self._options.get("tol", 1e-10))
 
-    @cached_property
-    def _profile(self) -> Profile:
+    def _make_profile(self, quick: bool) -> tuple[Profile, dict]:
+        """The profile of pi and its solved thetas. ``quick`` (the fit's probe) warm-starts
+        each point from its nearest solved neighbour only; the full profile also starts from
+        the neighbour on the other side and from the fit's other local maxima."""
         solved: dict[float, np.ndarray] = {self._pi: self._theta_std}
-        self._profile_solutions = solved
-        self.profile_trace: list = []
-        self.profile_warnings: list = []
+        if not quick:
+            self.profile_trace: list = []
+            self.profile_warnings: list = []
 
         def loglik_at(pi):
             # The profile at fixed pi can have several local maxima: start from the nearest
@@ -838,44 +841,58 @@ class TiltResults(LikelihoodResults):
             # answers or as later starts.
             below = [q for q in solved if q <= pi]
             above = [q for q in solved if q >= pi]
-            starts = set()
-            if below:
-                starts.add(max(below))
-            if above:
-                starts.add(min(above))
-            thetas = [solved[q] for q in sorted(starts)] + self._branch_starts
+            if quick:
+                starts = {min(solved, key=lambda q: abs(q - pi))}
+            else:
+                starts = set()
+                if below:
+                    starts.add(max(below))
+                if above:
+                    starts.add(min(above))
+            thetas = [solved[q] for q in sorted(starts)]
+            if not quick:
+                thetas += self._branch_starts
             best = None
             for th0 in thetas:
                 f, th, info = self._fit_fixed_pi(pi, th0)
                 if info.converged and (best is None or f > best[0]):
                     best = (f, th)
             if best is None:
-                msg = (f"{self.model_name}: the profile fit at pi = {pi:.6g} did not converge "
-                       "from any start")
-                warn_and_record(self.profile_warnings, msg, ConvergenceWarning)
-                self.profile_trace.append((pi, np.nan, False))
+                if not quick:
+                    msg = (f"{self.model_name}: the profile fit at pi = {pi:.6g} did not "
+                           "converge from any start")
+                    warn_and_record(self.profile_warnings, msg, ConvergenceWarning)
+                    self.profile_trace.append((pi, np.nan, False))
                 return np.nan
             solved[pi] = best[1]
-            self.profile_trace.append((pi, best[0], True))
+            if not quick:
+                self.profile_trace.append((pi, best[0], True))
             return best[0]
 
         se = float(self.bse["pi"])
-        return Profile("pi", self._pi, self.objective, loglik_at,
+        prof = Profile("pi", self._pi, self.objective, loglik_at,
                        bounds=(min(_PI_EPS, self._pi), max(1 - _PI_EPS, self._pi)),
                        step=se if np.isfinite(se) and se > 0 else 0.01)
+        return prof, solved
+
+    @cached_property
+    def _profile(self) -> Profile:
+        prof, self._profile_solutions = self._make_profile(quick=False)
+        return prof
 
     def _probe_interval(self):
         """Compute the 95% profile interval; if the profile rises above the fit, return the
         binary-regression start ``v`` at the highest profiled point, else None."""
+        prof, solved = self._make_profile(quick=True)
         try:
-            self._profile.conf_int(0.95)
+            prof.conf_int(0.95)
             return None
         except ProfileError:
-            cache = {q: f for q, f in self._profile._cache.items() if np.isfinite(f)}
+            cache = {q: f for q, f in prof._cache.items() if np.isfinite(f)}
             q = max(cache, key=cache.get, default=None)
             if q is None or cache[q] <= self.objective:
                 return None  # an uncomputable point, not a higher maximum
-            return self.model._v_from(self._profile_solutions[q], q)
+            return self.model._v_from(solved[q], q)
         except (ValueError, FloatingPointError):  # profile not computable: nothing to probe
             return None
 
@@ -883,19 +900,26 @@ class TiltResults(LikelihoodResults):
     def _branch_starts(self) -> list:
         """Other local maxima the starts found (distinct pi), in both labellings: the profile
         at fixed pi can follow another branch, reachable only from them."""
-        out, seen = [], [self._pi]
-        order = self.starts["objective"].to_numpy().argsort()[::-1]
-        for i in order:
+        obj = self.starts["objective"].to_numpy()
+        # the fit itself in the other labelling (the swapped branch of the profile) ...
+        p = len(self.model.data.names)
+        v = self._v_free
+        out = [] if self.restricted else [
+            self.model._theta_pi(np.r_[v[p + 1:], v[: p + 1]])[0]]
+        seen = [self._pi, 1 - self._pi]
+        # ... and the other local maxima, in both labellings
+        for i in obj.argsort()[::-1]:
+            if obj.max() - obj[i] <= 1e-7 * max(1.0, abs(obj.max())):
+                continue  # the fit itself (possibly in the other labelling)
             v = self._runs[i]["v"]
             theta, pi = self.model._theta_pi(v)
             if not np.all(np.isfinite(theta)) or min(abs(pi - q) for q in seen) < 1e-3:
                 continue
-            seen.append(pi)
+            seen += [pi, 1 - pi]
             out.append(theta)
             if not self.restricted:
-                p = len(self.model.data.names)
                 out.append(self.model._theta_pi(np.r_[v[p + 1:], v[: p + 1]])[0])
-            if len(seen) > 3:
+            if len(out) >= 5:
                 break
         return out
 
