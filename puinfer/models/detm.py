@@ -329,21 +329,21 @@ class _TiltModel:
         return fun, expand
 
     def _logistic_start(self):
-        """Slope and intercept of a plain logistic regression of target vs source."""
+        """Slopes of a logistic regression of target vs source (a start only; a small ridge,
+        0.5e-3 |b|^2, keeps it finite under separation)."""
         d = self.data
+        ridge = np.r_[0.0, np.full(d.Z.shape[1], 1e-3)]
 
         def fun(v, order):
             eta = d.X1 @ v
-            f = eta @ d.y - np.logaddexp(0, eta).sum()
+            f = eta @ d.y - np.logaddexp(0, eta).sum() - 0.5 * ridge @ v**2
             if order == 0:
                 return f
             pr = expit(eta)
-            g = d.X1.T @ (d.y - pr)
-            H = -(d.X1.T @ (d.X1 * (pr * (1 - pr))[:, None]))
-            H -= np.diag(np.r_[0.0, np.full(d.Z.shape[1], 1e-3)]) * N_ridge
+            g = d.X1.T @ (d.y - pr) - ridge * v
+            H = -(d.X1.T @ (d.X1 * (pr * (1 - pr))[:, None])) - np.diag(ridge)
             return f, g, H
 
-        N_ridge = 1.0
         v, *_ = newton_maximize(fun, np.zeros(d.X1.shape[1]), maxiter=50, tol=1e-8)
         return v[1:]
 

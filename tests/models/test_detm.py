@@ -31,8 +31,10 @@ def _independent_profile_log_el(theta, pi, Z, y):
     def eq11(lam):  # eq. (11)
         return (zz / (1 + zz @ lam)[:, None]).sum(axis=0)
 
-    sol = optimize.root(eq11, x0=np.array([m * pi / N, m * (1 - pi) / N]), tol=1e-14,
-                        method="hybr")
+    x0 = np.array([m * pi / N, m * (1 - pi) / N])
+    sol = optimize.root(eq11, x0=x0, tol=1e-14, method="hybr")
+    if not sol.success or np.any(1 + zz @ sol.x <= 0):
+        sol = optimize.root(eq11, x0=x0, tol=1e-14, method="lm")
     lam = sol.x
     D = 1 + zz @ lam
     if np.any(D <= 0) or not sol.success:
