@@ -839,24 +839,33 @@ class TiltResults(LikelihoodResults):
             # solved pi on each side (the fit itself is the first) and from the other local
             # maxima of the fit, and keep the best. Unconverged solutions are not used as
             # answers or as later starts.
-            below = [q for q in solved if q <= pi]
-            above = [q for q in solved if q >= pi]
             if quick:
-                starts = {min(solved, key=lambda q: abs(q - pi))}
+                thetas = [solved[min(solved, key=lambda q: abs(q - pi))]]
             else:
-                starts = set()
+                # a pure function of pi (no dependence on which points were profiled before):
+                # the fit, the skeleton solutions at the grid points on each side, and the
+                # fit's other local maxima
+                skel = self._skeleton
+                below = [g for g in skel if g <= pi]
+                above = [g for g in skel if g >= pi]
+                thetas = [self._theta_std]
                 if below:
-                    starts.add(max(below))
+                    thetas.append(skel[max(below)])
                 if above:
-                    starts.add(min(above))
-            thetas = [solved[q] for q in sorted(starts)]
-            if not quick:
+                    thetas.append(skel[min(above)])
                 thetas += self._branch_starts
-            best = None
+            best = best_any = None
             for th0 in thetas:
                 f, th, info = self._fit_fixed_pi(pi, th0)
-                if info.converged and (best is None or f > best[0]):
+                if not info.converged:
+                    continue
+                if best_any is None or f > best_any[0]:
+                    best_any = (f, th)
+                if (best is None or f > best[0]) and self._labelled(th, pi):
                     best = (f, th)
+            # no labelled solution: the labelled maximum lies on the boundary KL1 = KL2 and is
+            # at most the unrestricted one, which is used (conservative: R* is not overstated)
+            best = best if best is not None else best_any
             if best is None:
                 if not quick:
                     msg = (f"{self.model_name}: the profile fit at pi = {pi:.6g} did not "
@@ -870,10 +879,62 @@ class TiltResults(LikelihoodResults):
             return best[0]
 
         se = float(self.bse["pi"])
+        lo, hi = _PI_EPS, 1 - _PI_EPS
+        if self.label_rule == "pi<0.5":
+            hi = 0.5
+        elif self.label_rule == "pi>0.5":
+            lo = 0.5
         prof = Profile("pi", self._pi, self.objective, loglik_at,
-                       bounds=(min(_PI_EPS, self._pi), max(1 - _PI_EPS, self._pi)),
+                       bounds=(min(lo, self._pi), max(hi, self._pi)),
                        step=se if np.isfinite(se) and se > 0 else 0.01)
         return prof, solved
+
+    @cached_property
+    def _skeleton(self) -> dict:
+        """Profile solutions on a grid of pi (step 0.1 within the profiled range), each the best
+        of two chains of warm starts: outward from pi-hat and inward from the ends of the range.
+        The two directions reach branches of the profile that a single sweep misses."""
+        lo = 0.5 if self.label_rule == "pi>0.5" else 0.05
+        hi = 0.5 if self.label_rule == "pi<0.5" else 0.95
+        grid = [g for g in np.round(np.arange(lo, hi + 1e-9, 0.1), 10)
+                if abs(g - self._pi) > 1e-9]
+        best: dict[float, tuple[float, np.ndarray]] = {}
+
+        def run(g, th0):
+            f, th, info = self._fit_fixed_pi(g, th0)
+            if info.converged and np.isfinite(f) and self._labelled(th, g) and \
+                    (g not in best or f > best[g][0]):
+                best[g] = (f, th)
+            return th if info.converged else th0
+
+        for side in ([g for g in grid if g > self._pi], [g for g in grid if g < self._pi][::-1]):
+            th = self._theta_std
+            for g in side:  # outward from pi-hat
+                th = run(g, th)
+            th = self._theta_std
+            for g in side[::-1]:  # inward from the end of the range
+                th = run(g, th)
+        return {g: th for g, (_, th) in best.items()}
+
+    def _labelled(self, theta, pi) -> bool:
+        """Whether ``(theta, pi)`` satisfies the label rule. DETM's profile of pi is taken over
+        the labelled parameter space: without it the profile has a mirror branch at 1 - pi
+        (the same fit with the components swapped). The pi rules restrict the profiled range
+        instead; the KL rule (Remark 1) needs KL(p_s||component 1) <= KL(p_s||component 2),
+        with the EL weights at (theta, pi) as the estimate of p_s."""
+        if self.restricted or self.label_rule != "kl":
+            return True
+        d = self.model.data
+        p = len(d.names)
+        a1, b1, a2, b2 = _el.split(theta, p)
+        eta1, eta2 = a1 + d.Z @ b1, a2 + d.Z @ b2
+        with np.errstate(over="ignore", invalid="ignore"):
+            lam, D, ok = _el.solve_lambda(eta1, eta2, (d.m * pi / self.nobs,
+                                                        d.m * (1 - pi) / self.nobs))
+        if not ok:
+            return True  # cannot tell: do not exclude
+        w = 1.0 / (self.nobs * D)
+        return bool(-(w @ eta1) <= -(w @ eta2))
 
     @cached_property
     def _profile(self) -> Profile:
@@ -901,13 +962,10 @@ class TiltResults(LikelihoodResults):
         """Other local maxima the starts found (distinct pi), in both labellings: the profile
         at fixed pi can follow another branch, reachable only from them."""
         obj = self.starts["objective"].to_numpy()
-        # the fit itself in the other labelling (the swapped branch of the profile) ...
         p = len(self.model.data.names)
-        v = self._v_free
-        out = [] if self.restricted else [
-            self.model._theta_pi(np.r_[v[p + 1:], v[: p + 1]])[0]]
+        out = []
         seen = [self._pi, 1 - self._pi]
-        # ... and the other local maxima, in both labellings
+        # the other local maxima, in both labellings (the label rule filters them)
         for i in obj.argsort()[::-1]:
             if obj.max() - obj[i] <= 1e-7 * max(1.0, abs(obj.max())):
                 continue  # the fit itself (possibly in the other labelling)
@@ -953,9 +1011,9 @@ class TiltResults(LikelihoodResults):
             warn_and_record(self.profile_warnings,
                             f"{self.model_name}: the {level:.0%} profile confidence set for pi is "
                             f"not an interval: R*(pi) is also below the cut-off at pi = "
-                            f"{', '.join(f'{v:.3f}' for v in extra)} (a second branch of the "
-                            "profile, often the other labelling); the interval returned is the "
-                            "component around pi-hat", ConfidenceSetWarning)
+                            f"{', '.join(f'{v:.3f}' for v in extra)} (a second local maximum "
+                            "of the profile); the interval returned is the component around "
+                            "pi-hat", ConfidenceSetWarning)
         if ci.attrs["lower_at_bound"]:
             ci["lower"] = 0.0
         if ci.attrs["upper_at_bound"]:
