@@ -942,20 +942,25 @@ class TiltResults(LikelihoodResults):
         return prof
 
     def _probe_interval(self):
-        """Compute the 95% profile interval; if the profile rises above the fit, return the
-        binary-regression start ``v`` at the highest profiled point, else None."""
-        prof, solved = self._make_profile(quick=True)
-        try:
-            prof.conf_int(0.95)
-            return None
-        except ProfileError:
-            cache = {q: f for q, f in prof._cache.items() if np.isfinite(f)}
-            q = max(cache, key=cache.get, default=None)
-            if q is None or cache[q] <= self.objective:
-                return None  # an uncomputable point, not a higher maximum
-            return self.model._v_from(solved[q], q)
-        except (ValueError, FloatingPointError):  # profile not computable: nothing to probe
-            return None
+        """Compute the 95% profile interval, first with the quick one-start profile, then with
+        the full one (which stays cached for ``conf_int_pi``). If either rises above the fit,
+        return the binary-regression start ``v`` at its highest point, else None."""
+        quick, solved = self._make_profile(quick=True)
+        for prof, sol in ((quick, solved), (None, None)):
+            if prof is None:
+                prof = self._profile
+                sol = self._profile_solutions
+            try:
+                prof.conf_int(0.95)
+                continue
+            except ProfileError:
+                cache = {q: f for q, f in prof._cache.items() if np.isfinite(f)}
+                q = max(cache, key=cache.get, default=None)
+                if q is not None and cache[q] > self.objective:
+                    return self.model._v_from(sol[q], q)
+            except (ValueError, FloatingPointError):  # not computable: nothing to probe
+                continue
+        return None
 
     @cached_property
     def _branch_starts(self) -> list:
