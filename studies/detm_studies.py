@@ -70,12 +70,12 @@ def _fit(model, df, label_rule="kl"):
     return res, [str(x.category.__name__) for x in w]
 
 
-def table2(reps: int, ns: list[int], designs=("SCAR", "SAR")):
+def table2(reps: int, ns: list[int], designs=("SCAR", "SAR"), pis=(0.3, 0.7)):
     raw = OUT / f"detm_table2_raw{TAG}.csv"
     done = pd.read_csv(raw) if raw.exists() else pd.DataFrame()
     for n in ns:
         for design in designs:
-            for pi in (0.3, 0.7):
+            for pi in pis:
                 shift = 0 if design == "SCAR" else 7
                 have = 0 if done.empty else int(((done.n == n) & (done.design == design)
                                                  & (done.pi == pi)).sum() // 2)
@@ -221,12 +221,13 @@ def main():
     ap.add_argument("--n", type=int, nargs="+", default=None)
     ap.add_argument("--tag", default="")
     ap.add_argument("--designs", nargs="+", default=["SCAR", "SAR"], choices=["SCAR", "SAR"])
+    ap.add_argument("--pis", nargs="+", type=float, default=[0.3, 0.7])
     a = ap.parse_args()
     global TAG
     TAG = a.tag
     OUT.mkdir(exist_ok=True)
     if a.study == "table2":
-        table2(a.reps, a.n or [1000, 3000], a.designs)
+        table2(a.reps, a.n or [1000, 3000], a.designs, a.pis)
     elif a.study == "table1":
         table1(a.reps_null, a.reps_power, a.n or [1000, 2000, 3000, 4000, 5000])
     elif a.study == "bootsize":
