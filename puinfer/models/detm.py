@@ -380,14 +380,18 @@ class _TiltModel:
             th[idx] = u
             return th
 
+        lam_last = [None]  # warm start for the multipliers: the last Newton iterate's
+
         def fun(u, order):
             with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-                out = _el.profile_log_el(expand(u), pi, d.Z, d.y, c, order=order, X1=d.X1)
+                out = _el.profile_log_el(expand(u), pi, d.Z, d.y, c, lam0=lam_last[0],
+                                         order=order, X1=d.X1)
             if order == 0:
                 return out
-            f, g, H, _ = out
+            f, g, H, extra = out
             if g is None:
                 return -np.inf, None, None
+            lam_last[0] = extra["lam"]
             return f, g[idx], H[np.ix_(idx, idx)]
 
         method = f"Newton (profile, pi={pi:.6g})"
@@ -1091,34 +1095,67 @@ class TiltResults(LikelihoodResults):
                                     method=res.method + ", parametric-EL bootstrap",
                                     distribution="bootstrap", extra=extra)
 
-    def _bootstrap_scar(self, n_boot: int, rng: np.random.Generator) -> np.ndarray:
+    def _bootstrap_null(self):
+        """The fitted SETM as a distribution on the pooled sample: source and target
+        resampling probabilities (the EL weights ``p_i`` and ``p_i {pi + (1 - pi) w2_i}``)."""
         setm = self._setm
         d = self.model.data
         p = len(d.names)
         ps = setm.el_weights / setm.el_weights.sum()
         a2, b2 = setm._theta_std[p + 1], setm._theta_std[p + 2:]
-        w2 = np.exp(a2 + d.Z @ b2)
-        pt = ps * (setm.pi + (1 - setm.pi) * w2)
-        pt = pt / pt.sum()
+        pt = ps * (setm.pi + (1 - setm.pi) * np.exp(a2 + d.Z @ b2))
+        return ps, pt / pt.sum()
+
+    def _bootstrap_sample(self, rng: np.random.Generator, smooth: float = 0.0):
+        """One resample from the fitted null: source rows from ``p_i``, target rows from
+        ``p_i {pi + (1 - pi) w2_i}``; with ``smooth = h > 0`` each row is then jittered by
+        ``h L e``, ``e ~ N(0, I)``, ``L L'`` the EL-weighted source covariance (a smoothed
+        bootstrap: source and target positives share the kernel, so SCAR holds exactly)."""
+        d = self.model.data
+        ps, pt = self._bootstrap_null()
+        i_s = rng.choice(d.n + d.m, size=d.n, p=ps)
+        i_t = rng.choice(d.n + d.m, size=d.m, p=pt)
+        Xs, Xt = d.X[i_s], d.X[i_t]
+        if smooth:
+            mu = ps @ d.X
+            L = np.linalg.cholesky((d.X - mu).T @ ((d.X - mu) * ps[:, None]))
+            Xs = Xs + smooth * rng.standard_normal(Xs.shape) @ L.T
+            Xt = Xt + smooth * rng.standard_normal(Xt.shape) @ L.T
+        return Xs, Xt
+
+    def _bootstrap_statistic(self, Xs, Xt, refit: str = "quick") -> float:
+        """``R*`` on a resample (design rows ``Xs`` and ``Xt``). ``refit="full"`` fits both
+        models exactly as the observed ones were fitted (every start and the profile probe),
+        with the original solutions as extra starts; ``"quick"`` fits from the original
+        solutions and a reduced grid of starts, without the probe."""
+        setm = self._setm
         c = self.penalty_strength
-        out = np.full(n_boot, np.nan)
         opts = self._options
+        dat = _prepare(Xs, Xt, names=self.model.data.names)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            s_opts = dict(setm_start=setm._v_free, grid=True)
+            s_b = SETM(None, None, _data=dat).fit(penalty=c, check_separation=False,
+                                                  _start_options=s_opts,
+                                                  probe=refit == "full", **opts)
+            extra = [("original DETM", self._v_free), ("resample SETM", s_b._v_free)]
+            if refit == "full":
+                d_opts = dict(extra_starts=extra)
+            else:
+                d_opts = dict(setm_start=setm._v_free, grid=True, extra_starts=extra)
+            d_b = DETM(None, None, _data=dat).fit(penalty=c, check_separation=False,
+                                                  _start_options=d_opts,
+                                                  probe=refit == "full", **opts)
+        return max(0.0, 2 * (d_b.objective - s_b.objective))
+
+    def _bootstrap_scar(self, n_boot: int, rng: np.random.Generator, refit: str = "quick",
+                        smooth: float = 0.0) -> np.ndarray:
+        out = np.full(n_boot, np.nan)
         for b in range(n_boot):
-            i_s = rng.choice(d.n + d.m, size=d.n, p=ps)
-            i_t = rng.choice(d.n + d.m, size=d.m, p=pt)
+            Xs, Xt = self._bootstrap_sample(rng, smooth)
             try:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    dat = _prepare(d.X[i_s], d.X[i_t], names=d.names)
-                    quick = dict(setm_start=setm._v_free,
-                                 extra_starts=[("original DETM", self._v_free)],
-                                 grid=True)
-                    s_b = SETM(None, None, _data=dat).fit(
-                        penalty=c, check_separation=False, _start_options=quick, **opts)
-                    d_b = DETM(None, None, _data=dat).fit(
-                        penalty=c, check_separation=False, _start_options=quick, **opts)
-                out[b] = max(0.0, 2 * (d_b.objective - s_b.objective))
-            except ValueError:
+                out[b] = self._bootstrap_statistic(Xs, Xt, refit)
+            except ValueError:  # e.g. a resample with a constant column
                 continue
         return out
 

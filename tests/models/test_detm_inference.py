@@ -148,6 +148,51 @@ class TestScarTest:
         with pytest.raises(ValueError, match="method"):
             res.test_scar("exact")
 
+    @pytest.mark.parametrize("refit", ["quick", "full"])
+    def test_bootstrap_statistic_of_the_data_itself(self, refit):
+        # the bootstrap statistic is computed like the observed one: refitting the identity
+        # "resample" (every row once) must give back R_N
+        df = scar_design(300, 300, 0.75, rng=np.random.default_rng(9), p=3)
+        res = pu.DETM.from_formula("labeled ~ x1 + x2 + x3", data=df).fit()
+        d = res.model.data
+        r_id = res._bootstrap_statistic(d.X[: d.n], d.X[d.n:], refit)
+        assert r_id == pytest.approx(res.test_scar().statistic, abs=1e-6)
+
+    def test_bootstrap_null_is_the_fitted_setm(self):
+        # resampling probabilities: the source from the SETM EL weights p_i, the target from
+        # p_i {pi + (1 - pi) w2_i}; both sum to one and reproduce the SETM's own moment
+        # identity: the target mean of a feature equals sum_i pt_i x_i
+        df = scar_design(300, 300, 0.75, rng=np.random.default_rng(9), p=3)
+        res = pu.DETM.from_formula("labeled ~ x1 + x2 + x3", data=df).fit()
+        ps, pt = res._bootstrap_null()
+        assert ps.sum() == pytest.approx(1) and pt.sum() == pytest.approx(1)
+        assert np.all(ps > 0) and np.all(pt > 0)
+        X = res.model.data.X
+        # EL constraint (10): sum_i p_i w2_i = 1 makes pt the fitted target mixture
+        setm = res._setm
+        p = X.shape[1]
+        w2 = np.exp(setm._theta_std[p + 1] + res.model.data.Z @ setm._theta_std[p + 2:])
+        assert ps @ w2 == pytest.approx(1, abs=1e-6)
+        np.testing.assert_allclose(pt, ps * (setm.pi + (1 - setm.pi) * w2), rtol=1e-6)
+
+    def test_smoothed_resample_jitters_with_the_source_covariance(self):
+        df = scar_design(300, 300, 0.75, rng=np.random.default_rng(9), p=3)
+        res = pu.DETM.from_formula("labeled ~ x1 + x2 + x3", data=df).fit()
+        X = res.model.data.X
+        Xs0, Xt0 = res._bootstrap_sample(np.random.default_rng(4))
+        # h = 0: every resampled row is a row of the data
+        rows = {tuple(r) for r in X}
+        assert all(tuple(r) in rows for r in np.vstack([Xs0, Xt0]))
+        # same seed, h = 0.5: the same rows plus N(0, h^2 Sigma_s), Sigma_s the EL-weighted
+        # source covariance
+        Xs, Xt = res._bootstrap_sample(np.random.default_rng(4), smooth=0.5)
+        jit = np.vstack([Xs - Xs0, Xt - Xt0])
+        ps, _ = res._bootstrap_null()
+        mu = ps @ X
+        sigma = (X - mu).T @ ((X - mu) * ps[:, None])
+        assert np.abs(jit.mean(axis=0)).max() < 0.1
+        np.testing.assert_allclose(np.cov(jit.T), 0.25 * sigma, atol=0.25 * 0.2)
+
     def test_setm_has_no_scar_test(self, mobile):
         _, _, setm = mobile
         with pytest.raises(ValueError, match="DETM"):
