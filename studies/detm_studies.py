@@ -317,7 +317,7 @@ def summarise_bootsmooth():
              "| test | 1% | 5% | 10% | mean | 95% quantile |", "|---|---|---|---|---|---|"]
     asym = [np.mean(raw.p_asymptotic < a) for a in (0.01, 0.05, 0.10)]
     lines.append("| asymptotic chi2_15 | " + " | ".join(f"{x:.3f}" for x in asym)
-                 + f" | 15 | 24.996 |")
+                 + " | 15 | 24.996 |")
     lines.append(f"| (observed R_N) | | | | {raw.statistic.mean():.2f} | "
                  f"{np.quantile(raw.statistic, 0.95):.2f} |")
     for col in [c for c in raw.columns if c.startswith("r_h")]:
