@@ -558,6 +558,10 @@ class TiltResults(LikelihoodResults):
     llf_penalized : float
         ``llf`` minus the ridge penalty: the objective that was maximised (equal to ``llf``
         with ``penalty="none"``).
+    ridge_binding : bool or None
+        Whether the unpenalised log-EL has no maximum (it rises without bound as the tilt
+        slopes grow, so the ridge defines the estimate; a ``SeparationWarning`` says so).
+        ``None`` when not checked (unpenalised fits, more than 50,000 rows).
     """
 
     def __init__(self, model: _TiltModel, best: dict, runs: list, *, c: float,
@@ -746,39 +750,61 @@ class TiltResults(LikelihoodResults):
         """Detect a diverging tilt and, if so, target points separated from the source.
 
         A target point outside the convex hull of the source sample allows one tilt to run off
-        to infinity; whether the likelihood then has no finite maximum shows in the fit (huge
-        standardised slopes). The check runs when the fit diverges (max standardised slope
-        above 10) or when asked; it warns only when the fit diverges.
+        to infinity. Unpenalised, that shows in the fit itself (huge standardised slopes).
+        Penalised, the ridge keeps the slopes moderate, so the check is direct: Newton's method
+        on the *unpenalised* log-EL, started at the fit, either settles nearby (the ridge only
+        nudges an interior maximum) or runs off (slopes above 50: the unpenalised maximum does
+        not exist and the ridge defines the estimate). ``ridge_binding`` records the answer;
+        ``check=False`` skips all of this (the bootstrap refits).
         """
+        self.separated_points = None
+        self.ridge_binding = None
+        if check is False:
+            return
         d = self.model.data
         p = len(d.names)
         s1, b1, s2, b2 = _el.split(v, p)
-        logS_t = np.logaddexp(s1 + Zt @ b1, s2 + Zt @ b2)
-        logP0_t = -np.logaddexp(0, logS_t)
         big = float(max(np.abs(b1).max(initial=0), np.abs(b2).max(initial=0)))
         diverging = big > 10
-        self.separated_points = None
-        if check is False or (check is None and not diverging):
+        if c and d.n + d.m <= _PROBE_MAX_N:
+            fun, expand = self.model._free_fun(0.0, self.restricted)
+            sidx = np.r_[0, p + 1:2 * p + 2]
+            with warnings.catch_warnings(), np.errstate(over="ignore", invalid="ignore"):
+                warnings.simplefilter("ignore")
+                u, *_ = newton_maximize(fun, v[sidx] if self.restricted else v, maxiter=60,
+                                        tol=1e-10)
+            s1u, b1u, s2u, b2u = _el.split(expand(u) if self.restricted else u, p)
+            free = float(max(np.abs(b1u).max(initial=0), np.abs(b2u).max(initial=0)))
+            self.ridge_binding = bool(free > 50)
+            diverging = diverging or self.ridge_binding
+        if check is None and not diverging:
             return
+        logS_t = np.logaddexp(s1 + Zt @ b1, s2 + Zt @ b2)
+        logP0_t = -np.logaddexp(0, logS_t)
         # candidates: the target points the fit pushes furthest from the source
         cand = np.argsort(logP0_t)[:_N_SEPARATION_CANDIDATES]
         sep = separated_target_points(Zs, Zt, cand)
         self.separated_points = sep
         if not diverging:
             return
-        if sep.size:
+        if c:
+            msg = (f"{self.model_name}: without the ridge the empirical likelihood has no "
+                   "maximum: it increases without bound as the tilt slopes grow "
+                   f"(standardised slopes at the penalised fit reach {big:.3g}")
+            msg += (f"; {sep.size} of the {len(cand)} most extreme target points lie outside "
+                    "the convex hull of the source points). " if sep.size else "). ")
+            msg += (f"The estimates are those of the ridge-penalised EL (c = {c:.3g}) and "
+                    "depend on it.")
+        elif sep.size:
             msg = (f"{self.model_name}: standardised slopes reach {big:.3g} and {sep.size} of the "
                    f"{len(cand)} most extreme target points lie outside the convex hull of the "
                    "source points (a hyperplane separates each from all source points): a tilt "
-                   "is running off to infinity. ")
-            msg += ("The ridge penalty keeps the estimate finite; it depends on the penalty."
-                    if c else "The unpenalised maximum does not exist; refit with "
-                    "penalty='ridge'.")
+                   "is running off to infinity. The unpenalised maximum does not exist; refit "
+                   "with penalty='ridge'.")
         else:
             msg = (f"{self.model_name}: standardised slopes reach {big:.3g}: the samples are "
                    "quasi-separated (e.g. a band of source points that two tilts cut out), so "
-                   + ("the penalised estimate is driven by the penalty." if c else
-                      "the unpenalised maximum may not exist; refit with penalty='ridge'."))
+                   "the unpenalised maximum may not exist; refit with penalty='ridge'.")
         warn_and_record(self.warnings, msg, SeparationWarning)
 
     # -- public API -----------------------------------------------------------------------
@@ -1179,6 +1205,9 @@ class TiltResults(LikelihoodResults):
         if self.penalized:
             s.add_info("Penalised log-EL", self.llf_penalized)
         s.add_info("Penalty", f"ridge c={self.penalty_strength:.3g}" if self.penalized else "none")
+        if self.ridge_binding is not None:
+            s.add_info("Unpenalised maximum", "does not exist (ridge binding)"
+                       if self.ridge_binding else "exists (ridge not binding)")
         s.add_info("Label rule", self.label_rule)
         s.add_info("Starts at best", f"{self.n_starts_at_best} of {len(self.starts)}")
         s.add_table("Coefficients (Wald inference from the observed information, Theorem 2)",

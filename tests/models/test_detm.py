@@ -286,6 +286,35 @@ class TestSeparation:
         assert np.isfinite(rr.llf) and 0 <= rr.pi <= 1
         assert np.all(np.isfinite(rr.params))
 
+    def test_ridge_binding_when_the_unpenalised_maximum_does_not_exist(self):
+        # seed 004's own SCAR design at n = m = 1000, p = 15: in this sample the unpenalised
+        # log-EL rises without bound (a few target points can be split off from the source),
+        # so the ridge defines the estimate and the fit must say so
+        df = scar_design(1000, 1000, 0.75, rng=np.random.default_rng([1, 1000, 0, 0]))
+        with pytest.warns(SeparationWarning, match="no maximum"):
+            res = pu.DETM.from_formula(FORMULA15, data=df).fit()
+        assert res.ridge_binding is True
+        assert any(cat == "SeparationWarning" for cat, _ in res.warnings)
+        assert "does not exist" in res.summary().as_text()
+        # independent check: BFGS on the unpenalised form, from the fit, climbs far above the
+        # fit's unpenalised value with ever larger slopes
+        d = res.model.data
+        f0 = res.model._free_fun(0.0, False)[0]
+        opt = optimize.minimize(lambda v: -f0(v, 0), res._v_free, method="BFGS",
+                       options=dict(maxiter=3000, gtol=1e-8))
+        assert -opt.fun > f0(res._v_free, 0) + 5
+        slopes = np.r_[opt.x[1:d.Z.shape[1] + 1], opt.x[d.Z.shape[1] + 2:]]
+        assert np.abs(slopes).max() > 3 * np.abs(res._v_free[1:]).max()
+
+    def test_ridge_not_binding_when_the_maximum_exists(self, sar3000, sar_fits):
+        # where the unpenalised maximum exists (sar_fits asserts no separation), the ridge
+        # only nudges it: no warning, and pi-hat is that of the unpenalised fit to 1e-3
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", SeparationWarning)
+            res = pu.DETM.from_formula(FORMULA15, data=sar3000).fit()
+        assert res.ridge_binding is False
+        assert res.pi == pytest.approx(sar_fits[0].pi, abs=1e-3)
+
     def test_hull_check(self):
         rng = np.random.default_rng(1)
         src = rng.normal(size=(100, 2))
