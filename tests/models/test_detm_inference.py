@@ -9,7 +9,7 @@ from scipy import stats
 
 import puinfer as pu
 from puinfer.inference import ProfileError
-from puinfer.simulate import sar_design, scar_design
+from puinfer.simulate import pu_normal, sar_design, scar_design
 
 FORMULA15 = "labeled ~ " + " + ".join(f"x{j}" for j in range(1, 16))
 CUT95 = stats.chi2.ppf(0.95, 1)
@@ -145,8 +145,27 @@ class TestScarTest:
         assert (t.pvalue * 20) == pytest.approx(round(t.pvalue * 20))
         t2 = res.test_scar("bootstrap", n_boot=19, rng=1)
         assert t2.pvalue == t.pvalue  # reproducible with a seed
+        # Silverman's bandwidth for p = 3, N = 600: (4/5)^(1/7) 600^(-1/7)
+        assert float(t.extra["bootstrap smoothing h"].split()[0]) == pytest.approx(
+            0.8 ** (1 / 7) * 600 ** (-1 / 7), rel=1e-3)
+        assert "smoothed" in t.method
+        assert "smoothed" not in res.test_scar("bootstrap", n_boot=3, rng=1, smooth=0).method
         with pytest.raises(ValueError, match="method"):
             res.test_scar("exact")
+        for bad in (dict(n_boot=0), dict(n_boot=2.5), dict(smooth=-1), dict(smooth="scott"),
+                    dict(refit="slow")):
+            with pytest.raises(ValueError, match=next(iter(bad))):
+                res.test_scar("bootstrap", **bad)
+
+    def test_bootstrap_rejects_under_sar(self):
+        # power: target positives N((1, 0, 0), I) against source N(0, I) (negatives at -2)
+        df = pu_normal(300, 300, 0.5, np.zeros(3), np.array([1.0, 0, 0]), np.full(3, -2.0),
+                       rng=np.random.default_rng(9))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            res = pu.DETM.from_formula("labeled ~ x1 + x2 + x3", data=df).fit()
+        t = res.test_scar("bootstrap", n_boot=19, rng=2)
+        assert t.pvalue == pytest.approx(1 / 20)
 
     @pytest.mark.parametrize("refit", ["quick", "full"])
     def test_bootstrap_statistic_of_the_data_itself(self, refit):
