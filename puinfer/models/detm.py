@@ -1155,16 +1155,30 @@ class TiltResults(LikelihoodResults):
             raise ValueError(f"smooth must be 'silverman' or a number >= 0; got {smooth!r}")
         return float(smooth)
 
-    def _bootstrap_null(self):
+    @cached_property
+    def _bootstrap_world(self):
         """The fitted SETM as a distribution on the pooled sample: source and target
-        resampling probabilities (the EL weights ``p_i`` and ``p_i {pi + (1 - pi) w2_i}``)."""
+        resampling probabilities (the EL weights ``p_i`` and ``p_i {pi + (1 - pi) w2_i}``),
+        and a square root ``L`` of the EL-weighted source covariance (for smoothing)."""
         setm = self._setm
         d = self.model.data
         p = len(d.names)
         ps = setm.el_weights / setm.el_weights.sum()
         a2, b2 = setm._theta_std[p + 1], setm._theta_std[p + 2:]
         pt = ps * (setm.pi + (1 - setm.pi) * np.exp(a2 + d.Z @ b2))
-        return ps, pt / pt.sum()
+        Xc = d.X - ps @ d.X
+        S = Xc.T @ (Xc * ps[:, None])
+        try:
+            L = np.linalg.cholesky(S)
+        except np.linalg.LinAlgError:  # numerically singular: a symmetric square root
+            w, V = np.linalg.eigh(S)
+            L = V * np.sqrt(np.clip(w, 0, None))
+        return ps, pt / pt.sum(), L
+
+    def _bootstrap_null(self):
+        """Source and target resampling probabilities of the bootstrap (see above)."""
+        ps, pt, _ = self._bootstrap_world
+        return ps, pt
 
     def _bootstrap_sample(self, rng: np.random.Generator, smooth: float = 0.0):
         """One resample from the fitted null: source rows from ``p_i``, target rows from
@@ -1172,13 +1186,11 @@ class TiltResults(LikelihoodResults):
         ``h L e``, ``e ~ N(0, I)``, ``L L'`` the EL-weighted source covariance (a smoothed
         bootstrap: source and target positives share the kernel, so SCAR holds exactly)."""
         d = self.model.data
-        ps, pt = self._bootstrap_null()
+        ps, pt, L = self._bootstrap_world
         i_s = rng.choice(d.n + d.m, size=d.n, p=ps)
         i_t = rng.choice(d.n + d.m, size=d.m, p=pt)
         Xs, Xt = d.X[i_s], d.X[i_t]
         if smooth:
-            mu = ps @ d.X
-            L = np.linalg.cholesky((d.X - mu).T @ ((d.X - mu) * ps[:, None]))
             Xs = Xs + smooth * rng.standard_normal(Xs.shape) @ L.T
             Xt = Xt + smooth * rng.standard_normal(Xt.shape) @ L.T
         return Xs, Xt
