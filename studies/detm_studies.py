@@ -110,7 +110,9 @@ def table2(reps: int, ns: list[int], designs=("SCAR", "SAR"), pis=(0.3, 0.7)):
                                          upper=hi, covered=bool(lo <= pi <= hi),
                                          ci_error=ci_error,
                                          probes=int((res.starts["start"] == "profile probe").sum()),
-                                         converged=res.converged, warnings=";".join(warns),
+                                         converged=res.converged,
+                                         ridge_binding=res.ridge_binding,
+                                         warnings=";".join(warns),
                                          seconds=time.perf_counter() - t0))
                     _append(raw, rows)
                 print(f"table2: n={n} {design} pi={pi} done", flush=True)
@@ -141,6 +143,15 @@ def summarise_table2():
                 "KL label rule.\n\n")
         f.write(tab.round(4).to_markdown(index=False))
         f.write("\n")
+        if "ridge_binding" in raw:  # runs after ac58c7b record it
+            rb = raw.groupby(["design", "model", "pi", "n", "ridge_binding"]).agg(
+                reps=("pi_hat", "size"), mean=("pi_hat", "mean"), sd=("pi_hat", "std"),
+                median=("pi_hat", "median"), mean_se=("se", "mean"),
+                coverage=("covered_ok", "mean")).reset_index()
+            f.write("\n## By whether the ridge binds (the unpenalised maximum does not exist)\n\n")
+            f.write(rb.round(4).to_markdown(index=False))
+            f.write("\n")
+            print(rb.round(4).to_string())
     print(tab.round(4).to_string())
 
 

@@ -1089,25 +1089,31 @@ class TiltResults(LikelihoodResults):
             source rows are drawn from the EL weights ``p_i`` (the estimate of ``p_s``) and
             target rows from ``p_i {pi-hat + (1 - pi-hat) w2_i}`` (the fitted target
             density), both models are refitted, and the p-value is
-            ``(1 + #{R*_b >= R_N}) / (n_boot + 1)``.
+            ``(1 + #{R*_b >= R_N}) / (B + 1)``, ``B`` the number of usable resamples
+            (resamples that cannot be fitted, e.g. with a constant column, are dropped and
+            counted in ``extra``).
         n_boot : int
             Number of bootstrap resamples.
         rng : numpy.random.Generator or int, optional
             Random source for the bootstrap.
         smooth : "silverman" or float
-            Smoothed bootstrap: each resampled row is jittered by ``h L e``, ``e ~ N(0, I)``,
-            ``L L'`` the EL-weighted source covariance. Source and target positives share the
-            kernel, so the resampling world satisfies SCAR exactly. ``"silverman"`` (default):
-            ``h = (4 / (p + 2))^(1/(p+4)) N^(-1/(p+4))``; ``0``: the plain discrete EL
-            bootstrap. At n = m = 1000, p = 15 the discrete bootstrap reproduces ``chi2_p``
-            rather than the heavier finite-sample law of ``R_N`` (its resamples repeat rows,
-            which removes the near-separations that inflate ``R_N``); smoothing restores them
-            (``studies/detm_studies.py bootsmooth``).
+            Smoothed bootstrap: each resampled row is jittered by ``N(0, h^2 S)``, ``S`` the
+            EL-weighted source covariance, and target negatives are also shifted by
+            ``h^2 S beta2-hat``, which keeps the resampling world exactly inside SETM (the
+            smoothed source tilted by ``exp(alpha2 + beta2'x)``) whatever the distribution
+            of the data. The jitter treats the columns as continuous; two-valued (dummy)
+            columns are not jittered, and for other discrete columns ``smooth=0`` may suit
+            better. ``"silverman"`` (default): ``h = (4 / (p + 2))^(1/(p+4)) N^(-1/(p+4))``;
+            ``0``: the plain discrete EL bootstrap. At n = m = 1000, p = 15 the discrete
+            bootstrap reproduces ``chi2_p`` rather than the heavier finite-sample law of
+            ``R_N`` (its resamples repeat rows, which removes the near-separations that
+            inflate ``R_N``); smoothing restores them (``studies/detm_studies.py
+            bootsmooth``).
         refit : {"quick", "full"}
             ``"quick"`` (default) refits each resample from the original solutions and a
             reduced grid of starts; ``"full"`` refits exactly as the observed fit (every start
-            and the profile probe; about 20 times slower). Both gave the same size in
-            ``studies/detm_studies.py bootwarp``.
+            and the profile probe; about 20 times slower). With the discrete bootstrap both
+            gave the same size (``studies/detm_studies.py bootwarp``, 400 replicates).
         """
         if self.restricted:
             raise ValueError("test_scar() is a method of a DETM fit (SETM is the null model)")
@@ -1156,43 +1162,66 @@ class TiltResults(LikelihoodResults):
         return float(smooth)
 
     @cached_property
-    def _bootstrap_world(self):
-        """The fitted SETM as a distribution on the pooled sample: source and target
-        resampling probabilities (the EL weights ``p_i`` and ``p_i {pi + (1 - pi) w2_i}``),
-        and a square root ``L`` of the EL-weighted source covariance (for smoothing)."""
+    def _bootstrap_world(self) -> dict:
+        """The fitted SETM as a distribution on the pooled sample (read-only arrays).
+
+        ``ps``: the EL weights ``p_i`` (source rows and target positives); ``pn``: ``p_i w2_i``
+        (target negatives); ``pi``; ``pt = pi ps + (1 - pi) pn`` (the fitted target);
+        ``L`` with ``L L' = S``, the EL-weighted source covariance with the rows and columns
+        of two-valued (dummy) columns set to zero (they are not jittered); ``beta``: SETM's
+        slopes on the scale of ``X``."""
         setm = self._setm
         d = self.model.data
         p = len(d.names)
         ps = setm.el_weights / setm.el_weights.sum()
         a2, b2 = setm._theta_std[p + 1], setm._theta_std[p + 2:]
-        pt = ps * (setm.pi + (1 - setm.pi) * np.exp(a2 + d.Z @ b2))
+        pn = ps * np.exp(a2 + d.Z @ b2)
+        pn = pn / pn.sum()
+        pt = setm.pi * ps + (1 - setm.pi) * pn
         Xc = d.X - ps @ d.X
         S = Xc.T @ (Xc * ps[:, None])
+        smooth_cols = np.array([np.unique(d.X[:, j]).size > 2 for j in range(p)])
+        S = S * np.outer(smooth_cols, smooth_cols)
         try:
             L = np.linalg.cholesky(S)
-        except np.linalg.LinAlgError:  # numerically singular: a symmetric square root
+        except np.linalg.LinAlgError:  # singular (dummy columns): L = V diag(sqrt(w))
             w, V = np.linalg.eigh(S)
             L = V * np.sqrt(np.clip(w, 0, None))
-        return ps, pt / pt.sum(), L
+        world = dict(ps=ps, pn=pn, pt=pt / pt.sum(), pi=float(setm.pi), L=L, S=S,
+                     beta=b2 / d.sd, smooth_cols=smooth_cols)
+        for v in world.values():
+            if isinstance(v, np.ndarray):
+                v.flags.writeable = False
+        return world
 
     def _bootstrap_null(self):
-        """Source and target resampling probabilities of the bootstrap (see above)."""
-        ps, pt, _ = self._bootstrap_world
-        return ps, pt
+        """Source and target resampling probabilities of the discrete bootstrap."""
+        w = self._bootstrap_world
+        return w["ps"], w["pt"]
 
     def _bootstrap_sample(self, rng: np.random.Generator, smooth: float = 0.0):
-        """One resample from the fitted null: source rows from ``p_i``, target rows from
-        ``p_i {pi + (1 - pi) w2_i}``; with ``smooth = h > 0`` each row is then jittered by
-        ``h L e``, ``e ~ N(0, I)``, ``L L'`` the EL-weighted source covariance (a smoothed
-        bootstrap: source and target positives share the kernel, so SCAR holds exactly)."""
+        """One resample from the fitted null (SETM).
+
+        Source rows and target positives (``Binomial(m, pi)`` of the target rows) are drawn
+        from ``p_i``, target negatives from ``p_i w2_i``. With ``smooth = h > 0`` each row is
+        jittered by ``N(0, V)``, ``V = h^2 S``, and negatives are also shifted by ``V beta``:
+        since ``exp(beta'x) phi(x; x_i, V) = exp(beta'x_i + beta'V beta / 2)
+        phi(x; x_i + V beta, V)``, the smoothed negatives are exactly the smoothed source
+        tilted by ``exp(a + beta'x)``, so the resampling world lies inside SETM (the null)
+        with the fitted ``pi`` and ``beta``, whatever the distribution of the data."""
         d = self.model.data
-        ps, pt, L = self._bootstrap_world
-        i_s = rng.choice(d.n + d.m, size=d.n, p=ps)
-        i_t = rng.choice(d.n + d.m, size=d.m, p=pt)
+        w = self._bootstrap_world
+        N = d.n + d.m
+        m_pos = rng.binomial(d.m, w["pi"])
+        i_s = rng.choice(N, size=d.n, p=w["ps"])
+        i_t = np.r_[rng.choice(N, size=m_pos, p=w["ps"]),
+                    rng.choice(N, size=d.m - m_pos, p=w["pn"])]
         Xs, Xt = d.X[i_s], d.X[i_t]
         if smooth:
+            L = w["L"]
             Xs = Xs + smooth * rng.standard_normal(Xs.shape) @ L.T
             Xt = Xt + smooth * rng.standard_normal(Xt.shape) @ L.T
+            Xt[m_pos:] += smooth ** 2 * (w["S"] @ w["beta"])
         return Xs, Xt
 
     def _bootstrap_statistic(self, Xs, Xt, refit: str = "quick") -> float:
