@@ -43,10 +43,10 @@ for name, res in fits.items():
 # %% [markdown]
 # `ridge_binding` says whether the *unpenalised* empirical likelihood has a maximum at all. With
 # 15 features and 1000 rows it often has none: a few target points can be split off from the
-# source sample by a hyperplane, and the log-EL then rises without bound as one tilt's slopes
-# grow. The default vanishing ridge (`c = 1/(2 sqrt(N))`, as in the authors' package) keeps the
-# estimate finite; when it binds, the fit issues a `SeparationWarning`, and the estimates are
-# those of the penalised EL.
+# source sample by a hyperplane, and the log-EL then rises towards a supremum it never
+# attains as one tilt's slopes grow. The default vanishing ridge (`c = 1/(2 sqrt(N))`, as in
+# the authors' package) keeps the estimate finite; when it binds, the fit issues a
+# `SeparationWarning`, and the estimates are those of the penalised EL.
 #
 # The test does not reject SCAR for the SCAR sample and rejects it overwhelmingly for the SAR
 # sample. At n = 1000 with 15 features the chi-square reference over-rejects somewhat (11%

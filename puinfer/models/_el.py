@@ -124,7 +124,8 @@ def _solve_small(H, b):
         return b / H[0, 0] if H[0, 0] > 0 else None
     a, c, d = H[0, 0], H[0, 1], H[1, 1]
     det = a * d - c * c
-    if not (det > 1e-300 * max(a * d, 1e-300)):
+    # numerically singular (collinear constraints): let the caller fall back
+    if not (a > 0 and d > 0 and det > 1e-14 * a * d):
         return None
     return np.array([d * b[0] - c * b[1], a * b[1] - c * b[0]]) / det
 
@@ -143,6 +144,8 @@ def solve_lambda(logw1, logw2, lam0, *, maxiter=100):
     # a tilt that is identically 1 (SETM's first component) imposes no constraint: its
     # multiplier is not identified and is set to 0
     active = np.any(z_full != 0, axis=0)
+    if not active.any():  # both tilts identically 1: p_i = 1/N, no multiplier to solve
+        return np.zeros(2), np.ones(len(z_full)), True
     z = z_full[:, active]
     lam = np.array(lam0, dtype=float)[active]
     D = 1.0 + z @ lam

@@ -247,8 +247,13 @@ class _TiltModel:
         check_separation : bool, optional
             Check whether target points lie outside the convex hull of the source points (one
             linear programme for each of the 25 target points with the smallest fitted source
-            probability). By default the check runs when a tilt diverges (a standardised slope
-            above 10); a ``SeparationWarning`` is issued only then.
+            probability), and, for a penalised fit on up to 50,000 rows, whether the ridge
+            binds (``ridge_binding``: Newton's method on the unpenalised log-EL from the fit
+            runs off or ends on a flat ridge). By default the hull check runs when a tilt
+            diverges (a standardised slope above 10, or the ridge binding); a
+            ``SeparationWarning`` is issued when the unpenalised maximum does not (or, not
+            checked, may not) exist. ``False`` skips all checks (``ridge_binding`` is then
+            ``None``).
         probe : bool, optional
             Check the fit against the profile of pi: compute the 95% profile interval and, if
             the profile rises above the fitted maximum (a maximum the starts missed; with many
@@ -463,6 +468,7 @@ class _TiltModel:
         p = d.Z.shape[1]
         if setm_start is None and d.n + d.m > 2 * _SUBSAMPLE_SIZE:
             opts = self._subsample_starts(c, maxiter, tol)
+            opts["extra_starts"] = [*extra_starts, *opts["extra_starts"]]
             return self._run_starts(c, maxiter, tol, **opts)
         runs = []
         # SETM first: it is DETM's first start (b1 = 0)
@@ -559,9 +565,10 @@ class TiltResults(LikelihoodResults):
         ``llf`` minus the ridge penalty: the objective that was maximised (equal to ``llf``
         with ``penalty="none"``).
     ridge_binding : bool or None
-        Whether the unpenalised log-EL has no maximum (it rises without bound as the tilt
-        slopes grow, so the ridge defines the estimate; a ``SeparationWarning`` says so).
-        ``None`` when not checked (unpenalised fits, more than 50,000 rows).
+        Whether the unpenalised log-EL has no maximum (it rises towards a supremum it never
+        attains as the tilt slopes grow, so the ridge defines the estimate; a
+        ``SeparationWarning`` says so). ``None`` when not checked (unpenalised fits,
+        ``check_separation=False``, more than 50,000 rows).
     """
 
     def __init__(self, model: _TiltModel, best: dict, runs: list, *, c: float,
@@ -771,11 +778,17 @@ class TiltResults(LikelihoodResults):
             sidx = np.r_[0, p + 1:2 * p + 2]
             with warnings.catch_warnings(), np.errstate(over="ignore", invalid="ignore"):
                 warnings.simplefilter("ignore")
-                u, *_ = newton_maximize(fun, v[sidx] if self.restricted else v, maxiter=60,
-                                        tol=1e-10)
+                # tol=0: Newton stops only at floating-point precision, not on a small gain
+                # (on a ridge the gain per step shrinks like exp(-margin * slope))
+                u, _, _, Hu, _ = newton_maximize(fun, v[sidx] if self.restricted else v,
+                                                 maxiter=60, tol=0.0)
             s1u, b1u, s2u, b2u = _el.split(expand(u) if self.restricted else u, p)
             free = float(max(np.abs(b1u).max(initial=0), np.abs(b2u).max(initial=0)))
-            self.ridge_binding = bool(free > 50)
+            # binding: the slopes ran off, or Newton stopped where the log-EL is flat along
+            # some direction (the curvature along a ridge vanishes like the gain)
+            ev = np.linalg.eigvalsh(-Hu) if np.all(np.isfinite(Hu)) else np.array([0.0])
+            flat = bool(ev.min() <= 1e-12 * max(ev.max(), 1.0))
+            self.ridge_binding = bool(free > 50 or flat)
             diverging = diverging or self.ridge_binding
         if check is None and not diverging:
             return
@@ -787,12 +800,20 @@ class TiltResults(LikelihoodResults):
         self.separated_points = sep
         if not diverging:
             return
+        if c and self.ridge_binding is False:
+            return  # large slopes, but the unpenalised maximum exists: nothing to warn about
         if c:
-            msg = (f"{self.model_name}: without the ridge the empirical likelihood has no "
-                   "maximum: it increases without bound as the tilt slopes grow "
-                   f"(standardised slopes at the penalised fit reach {big:.3g}")
-            msg += (f"; {sep.size} of the {len(cand)} most extreme target points lie outside "
-                    "the convex hull of the source points). " if sep.size else "). ")
+            where = (f"; {sep.size} of the {len(cand)} most extreme target points lie outside "
+                     "the convex hull of the source points). " if sep.size else "). ")
+            if self.ridge_binding:
+                msg = (f"{self.model_name}: without the ridge the empirical likelihood has no "
+                       "maximum: it rises towards a supremum it never attains as the tilt "
+                       f"slopes grow (standardised slopes at the penalised fit reach {big:.3g}"
+                       + where)
+            else:  # not checked (more than _PROBE_MAX_N rows)
+                msg = (f"{self.model_name}: standardised slopes at the penalised fit reach "
+                       f"{big:.3g}: the samples are nearly separated and the unpenalised "
+                       f"maximum may not exist (not checked above {_PROBE_MAX_N} rows" + where)
             msg += (f"The estimates are those of the ridge-penalised EL (c = {c:.3g}) and "
                     "depend on it.")
         elif sep.size:

@@ -288,7 +288,7 @@ class TestSeparation:
 
     def test_ridge_binding_when_the_unpenalised_maximum_does_not_exist(self):
         # seed 004's own SCAR design at n = m = 1000, p = 15: in this sample the unpenalised
-        # log-EL rises without bound (a few target points can be split off from the source),
+        # log-EL has no maximum (a few target points can be split off from the source),
         # so the ridge defines the estimate and the fit must say so
         df = scar_design(1000, 1000, 0.75, rng=np.random.default_rng([1, 1000, 0, 0]))
         with pytest.warns(SeparationWarning, match="no maximum"):
