@@ -460,10 +460,13 @@ class _TiltModel:
                 break
         return dict(setm_start=setm_v, extra_starts=extra)
 
-    def _run_starts(self, c, maxiter, tol, extra_starts=(), setm_start=None, grid=False):
+    def _run_starts(self, c, maxiter, tol, extra_starts=(), setm_start=None, grid=False,
+                    setm_runs=None):
         """Fit from every start. With ``setm_start`` (large samples) SETM starts only there and
         DETM only from the SETM solution and ``extra_starts``; ``grid=True`` (the bootstrap)
-        adds the SETM grid and a reduced DETM grid of three starts."""
+        adds the SETM grid and a reduced DETM grid of three starts. ``setm_runs``: the SETM
+        runs of these same data and options, already computed (the bootstrap's SETM refit),
+        which DETM then does not repeat."""
         d = self.data
         p = d.Z.shape[1]
         if setm_start is None and d.n + d.m > 2 * _SUBSAMPLE_SIZE:
@@ -479,7 +482,9 @@ class _TiltModel:
             starts_r, _ = self._starts(True, bL)
         else:
             starts_r = [("given", setm_start)] + (self._starts(True, bL)[0] if grid else [])
-        setm_runs = []
+        if setm_runs is not None:
+            starts_r = []
+        setm_runs = list(setm_runs or [])
         for label, v0 in starts_r:
             u, f, g, H, info = newton_maximize(fun_r, v0[sidx], maxiter=maxiter, tol=tol,
                                                method="Newton (SETM, pi free)")
@@ -1264,7 +1269,8 @@ class TiltResults(LikelihoodResults):
             if refit == "full":
                 d_opts = dict(extra_starts=extra)
             else:
-                d_opts = dict(setm_start=setm._v_free, grid=True, extra_starts=extra)
+                # DETM's own SETM starts are s_opts on the same data: reuse s_b's runs
+                d_opts = dict(s_opts, extra_starts=extra, setm_runs=s_b._runs)
             d_b = DETM(None, None, _data=dat).fit(penalty=c, check_separation=False,
                                                   _start_options=d_opts,
                                                   probe=refit == "full", **opts)
