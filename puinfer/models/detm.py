@@ -1124,13 +1124,15 @@ class TiltResults(LikelihoodResults):
             Random source for the bootstrap.
         smooth : "silverman" or float
             Smoothed bootstrap: each resampled row is jittered by ``N(0, h^2 S)``, ``S`` the
-            EL-weighted source covariance, and target negatives are also shifted by
-            ``h^2 S beta2-hat``, which keeps the resampling world exactly inside SETM (the
-            smoothed source tilted by ``exp(alpha2 + beta2'x)``) whatever the distribution
-            of the data. The jitter treats the columns as continuous; two-valued (dummy)
-            columns are not jittered, and for other discrete columns ``smooth=0`` may suit
-            better. ``"silverman"`` (default): ``h = (4 / (p + 2))^(1/(p+4)) N^(-1/(p+4))``;
-            ``0``: the plain discrete EL bootstrap. At n = m = 1000, p = 15 the discrete
+            EL-weighted source covariance, and the target negatives are the smoothed source
+            tilted by ``exp(a* + beta*'x)``, ``beta* = beta2-hat / sqrt(1 + h^2)``: the
+            resampling world lies exactly inside SETM whatever the distribution of the data,
+            and (for Gaussian components exactly) is an affine image of the fitted null with
+            the same pi and the same separation of the components. The jitter treats the
+            columns as continuous; two-valued (dummy) columns are not jittered, and for
+            other discrete columns ``smooth=0`` may suit better. ``"silverman"`` (default):
+            ``h = (4 / (p + 2))^(1/(p+4)) N^(-1/(p+4))``; ``0``: the plain discrete EL
+            bootstrap. At n = m = 1000, p = 15 the discrete
             bootstrap reproduces ``chi2_p`` rather than the heavier finite-sample law of
             ``R_N`` (its resamples repeat rows, which removes the near-separations that
             inflate ``R_N``); smoothing restores them (``studies/detm_studies.py
@@ -1228,26 +1230,40 @@ class TiltResults(LikelihoodResults):
     def _bootstrap_sample(self, rng: np.random.Generator, smooth: float = 0.0):
         """One resample from the fitted null (SETM).
 
-        Source rows and target positives (``Binomial(m, pi)`` of the target rows) are drawn
-        from ``p_i``, target negatives from ``p_i w2_i``. With ``smooth = h > 0`` each row is
-        jittered by ``N(0, V)``, ``V = h^2 S``, and negatives are also shifted by ``V beta``:
-        since ``exp(beta'x) phi(x; x_i, V) = exp(beta'x_i + beta'V beta / 2)
-        phi(x; x_i + V beta, V)``, the smoothed negatives are exactly the smoothed source
-        tilted by ``exp(a + beta'x)``, so the resampling world lies inside SETM (the null)
-        with the fitted ``pi`` and ``beta``, whatever the distribution of the data."""
+        Discrete (``smooth=0``): source rows and target positives (``Binomial(m, pi)`` of the
+        target rows) are drawn from ``p_i``, target negatives from ``p_i w2_i``.
+
+        Smoothed (``smooth = h > 0``): every row is jittered by ``N(0, V)``, ``V = h^2 S``, and
+        the negatives are the smoothed source tilted by ``exp(a* + beta*'x)``. Because
+        ``exp(b'x) phi(x; x_i, V) = exp(b'x_i + b'Vb / 2) phi(x; x_i + Vb, V)``, that is:
+        negatives drawn from ``p_i exp(beta*'x_i)`` (normalised) and shifted by ``V beta*``,
+        so the world lies exactly inside SETM whatever the distribution of the data. The tilt
+        is ``beta* = beta / sqrt(1 + h^2)``: jittering inflates the within-component
+        covariance by ``1 + h^2``, and this tilt inflates the distance between the component
+        means by ``sqrt(1 + h^2)`` with it, so the world is (for Gaussian components exactly)
+        an affine image of the fitted one, with the same separation of the components and the
+        same pi; ``R_N`` is affine invariant. (Keeping ``beta`` would separate the components
+        more than the fit does, and jittering without the shift less.)"""
         d = self.model.data
         w = self._bootstrap_world
         N = d.n + d.m
         m_pos = rng.binomial(d.m, w["pi"])
+        if smooth:
+            beta = w["beta"] / np.sqrt(1 + smooth ** 2)
+            eta = d.X @ beta
+            pn = w["ps"] * np.exp(eta - eta.max())
+            pn = pn / pn.sum()
+        else:
+            pn = w["pn"]
         i_s = rng.choice(N, size=d.n, p=w["ps"])
         i_t = np.r_[rng.choice(N, size=m_pos, p=w["ps"]),
-                    rng.choice(N, size=d.m - m_pos, p=w["pn"])]
+                    rng.choice(N, size=d.m - m_pos, p=pn)]
         Xs, Xt = d.X[i_s], d.X[i_t]
         if smooth:
             L = w["L"]
             Xs = Xs + smooth * rng.standard_normal(Xs.shape) @ L.T
             Xt = Xt + smooth * rng.standard_normal(Xt.shape) @ L.T
-            Xt[m_pos:] += smooth ** 2 * (w["S"] @ w["beta"])
+            Xt[m_pos:] += smooth ** 2 * (w["S"] @ beta)
         return Xs, Xt
 
     def _bootstrap_statistic(self, Xs, Xt, refit: str = "quick") -> float:

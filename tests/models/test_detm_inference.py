@@ -218,10 +218,11 @@ class TestScarTest:
 
     def test_smoothed_world_lies_inside_setm(self):
         # The smoothed resampling world must be a SETM distribution: target =
-        # pi f + (1 - pi) f exp(a + beta x), f the smoothed source density. Check it on
-        # skewed (exponential) data, where jittering the target negatives without the shift
-        # V beta leaves the model (that world is rejected here with KS p ~ 1e-21). The CDF
-        # below is computed from the definition by numerical integration, not from the shift.
+        # pi f + (1 - pi) f exp(a + beta* x), f the smoothed source density,
+        # beta* = beta / sqrt(1 + h^2). Check it on skewed (exponential) data, where jittering
+        # the target negatives without a shift leaves the model (that world was rejected
+        # here with KS p ~ 1e-21). The CDF below is computed from the definition by numerical
+        # integration, not from the shift.
         rng = np.random.default_rng(5)
         xs = rng.exponential(1, (400, 1))
         k = rng.binomial(400, 0.5)
@@ -236,12 +237,31 @@ class TestScarTest:
         u = np.linspace(x.min() - 8 * sd, x.max() + 8 * sd * (1 + abs(w["beta"][0]) * sd),
                         40001)
         f = (w["ps"][:, None] * stats.norm.pdf(u[None, :], x[:, None], sd)).sum(axis=0)
-        g = f * np.exp(w["beta"][0] * (u - u.mean()))
+        g = f * np.exp(w["beta"][0] / np.sqrt(1 + h**2) * (u - u.mean()))
         g /= integrate.trapezoid(g, u)
         F = integrate.cumulative_trapezoid(w["pi"] * f + (1 - w["pi"]) * g, u, initial=0)
         r = np.random.default_rng(2)
         T = np.concatenate([res._bootstrap_sample(r, h)[1][:, 0] for _ in range(50)])
         assert stats.kstest(T, lambda t: np.interp(t, u, F)).pvalue > 0.001
+
+    def test_smoothed_world_keeps_the_separation_of_the_components(self):
+        # Gaussian data: the squared Mahalanobis distance between the world's source and
+        # negative means (the negatives' mean recovered from the target mixture) must not
+        # change with smoothing. Keeping beta would multiply it by 1 + h^2 = 1.64, jittering
+        # without a shift divide it by 1.64.
+        df = scar_design(300, 300, 0.5, rng=np.random.default_rng(9), p=3)
+        res = pu.DETM.from_formula("labeled ~ x1 + x2 + x3", data=df).fit()
+        pi = res._bootstrap_world["pi"]
+
+        def separation(h):
+            r = np.random.default_rng(0)
+            draws = [res._bootstrap_sample(r, h) for _ in range(60)]
+            S = np.vstack([a for a, _ in draws])
+            T = np.vstack([b for _, b in draws])
+            delta = (T.mean(axis=0) - pi * S.mean(axis=0)) / (1 - pi) - S.mean(axis=0)
+            return delta @ np.linalg.solve(np.cov(S.T), delta)
+
+        assert separation(0.8) / separation(0.0) == pytest.approx(1, abs=0.15)
 
     def test_smoothed_resample_keeps_dummy_columns(self):
         df = scar_design(300, 300, 0.75, rng=np.random.default_rng(9), p=3)
