@@ -331,8 +331,22 @@ def bootsmooth(reps: int, n: int = 1000, first: int = 0, hs=(0.0, 0.25, 0.5)):
     summarise_bootsmooth()
 
 
-def summarise_bootsmooth():
+def summarise_bootsmooth(pair_with=()):
+    """``pair_with``: tags of runs on the same seeds (``--first``) with other bandwidths;
+    their bootstrap columns are joined replicate by replicate (same data, same resamples)."""
     raw = _raw("detm_bootsmooth")
+    global TAG
+    own = TAG
+    for tag in pair_with:
+        TAG = tag
+        other = _raw("detm_bootsmooth")
+        TAG = own
+        cols = [c for c in other.columns if c.startswith("r_h") and c not in raw.columns]
+        raw = raw.merge(other[["n", "rep", "statistic", *cols]], on=["n", "rep"],
+                        suffixes=("", "_other"))
+        if not np.allclose(raw.statistic, raw.statistic_other):
+            raise ValueError(f"runs {own} and {tag} are not on the same data")
+        raw = raw.drop(columns="statistic_other")
     R = len(raw)
     p = 15
     h_silverman = (4 / (p + 2)) ** (1 / (p + 4)) * (2 * raw.n.iloc[0]) ** (-1 / (p + 4))
@@ -373,6 +387,8 @@ def main():
                     help="bootwarp: first replicate index (to split a run over processes)")
     ap.add_argument("--designs", nargs="+", default=["SCAR", "SAR"], choices=["SCAR", "SAR"])
     ap.add_argument("--pis", nargs="+", type=float, default=[0.3, 0.7])
+    ap.add_argument("--pair-with", nargs="+", default=[],
+                    help="summarise: join bootsmooth runs with these tags on the same seeds")
     a = ap.parse_args()
     global TAG
     TAG = a.tag
@@ -390,7 +406,7 @@ def main():
         bootsmooth(a.reps, (a.n or [1000])[0], a.first, hs)
     else:
         for f in (summarise_table2, summarise_table1, summarise_bootsize, summarise_bootwarp,
-                  summarise_bootsmooth):
+                  lambda: summarise_bootsmooth(a.pair_with)):
             try:
                 f()
             except (FileNotFoundError, ValueError):  # no raw file for this study
