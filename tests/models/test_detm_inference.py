@@ -145,8 +145,10 @@ class TestScarTest:
         assert (t.pvalue * 20) == pytest.approx(round(t.pvalue * 20))
         t2 = res.test_scar("bootstrap", n_boot=19, rng=1)
         assert t2.pvalue == t.pvalue  # reproducible with a seed
+        assert t.extra["bootstrap smoothing h"] == "0.4"  # the default
         # Silverman's bandwidth for p = 3, N = 600: (4/5)^(1/7) 600^(-1/7)
-        assert float(t.extra["bootstrap smoothing h"].split()[0]) == pytest.approx(
+        ts = res.test_scar("bootstrap", n_boot=3, rng=1, smooth="silverman")
+        assert float(ts.extra["bootstrap smoothing h"].split()[0]) == pytest.approx(
             0.8 ** (1 / 7) * 600 ** (-1 / 7), rel=1e-3)
         assert "smoothed" in t.method
         assert "smoothed" not in res.test_scar("bootstrap", n_boot=3, rng=1, smooth=0).method
