@@ -1241,7 +1241,7 @@ class TiltResults(LikelihoodResults):
         ``exp(b'x) phi(x; x_i, V) = exp(b'x_i + b'Vb / 2) phi(x; x_i + Vb, V)``, that is:
         negatives drawn from ``p_i exp(beta*'x_i)`` (normalised) and shifted by ``V beta*``,
         so the world lies exactly inside SETM whatever the distribution of the data. The tilt
-        is ``beta* = beta / sqrt(1 + h^2)``: jittering inflates the within-component
+        is ``beta* = beta / sqrt(1 + h^2)`` on the jittered columns: jittering inflates the within-component
         covariance by ``1 + h^2``, and this tilt inflates the distance between the component
         means by ``sqrt(1 + h^2)`` with it, so the world is (for Gaussian components exactly)
         an affine image of the fitted one, with the same separation of the components and the
@@ -1252,7 +1252,8 @@ class TiltResults(LikelihoodResults):
         N = d.n + d.m
         m_pos = rng.binomial(d.m, w["pi"])
         if smooth:
-            beta = w["beta"] / np.sqrt(1 + smooth ** 2)
+            # jittered columns only: unjittered (dummy) columns keep their spread and tilt
+            beta = np.where(w["smooth_cols"], w["beta"] / np.sqrt(1 + smooth ** 2), w["beta"])
             eta = d.X @ beta
             pn = w["ps"] * np.exp(eta - eta.max())
             pn = pn / pn.sum()
