@@ -316,3 +316,27 @@ def test_small_coverage_and_size_study():
     assert sum(cover) >= 5
     assert np.mean(np.array(pvals) < 0.05) < 1
     assert 0.5 < np.mean(ses) / np.std(est, ddof=1) < 2
+
+
+def test_small_bootstrap_size_study():
+    """Fast version of the bootstrap size study (full: ``studies/detm_studies.py bootsize``,
+    ``bootsmooth``), by the warp-speed method: one smoothed resample per SCAR replicate.
+
+    The resampled R* must follow the null law of the observed R_N (two-sample KS) and, the
+    resampling world being a SETM, chi2_p (Theorem 3a), with mean near p. This checks the
+    pipeline end to end (resampling, refitting, the statistic); that the world lies exactly
+    inside SETM is tested directly above (with p = 2 and n = 250 a world slightly outside it
+    changes R* too little to be seen in 30 replicates), and the size gain over chi2_p at
+    p = 15 needs the full study."""
+    rng = np.random.default_rng(2026)
+    observed, resampled = [], []
+    for _ in range(30):
+        df = scar_design(250, 250, 0.75, rng=rng, p=2)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            r = pu.DETM.from_formula("labeled ~ x1 + x2", data=df).fit(probe=False)
+            observed.append(r.test_scar().statistic)
+            resampled.append(r._bootstrap_statistic(*r._bootstrap_sample(rng, smooth=0.4)))
+    assert stats.ks_2samp(observed, resampled).pvalue > 0.01
+    assert stats.kstest(resampled, stats.chi2(2).cdf).pvalue > 0.01
+    assert 1 < np.mean(resampled) < 4
