@@ -219,6 +219,10 @@ def bootsize(reps: int, n_boot: int, n: int = 1000, first: int = 0):
     summarise_bootsize()
 
 
+# the bandwidth of the smoothed runs (the default of test_scar when they ran; not in the rows)
+BOOTSIZE_H = {"_v3": "Silverman's h (0.621)", "_v4": "h = 0.4"}
+
+
 def summarise_bootsize():
     raw = _raw("detm_bootsize")
     R = len(raw)
@@ -227,6 +231,8 @@ def summarise_bootsize():
     b = [(raw.p_bootstrap < lv).mean() for lv in levels]
     # runs before the smoothed bootstrap (tag _v2) used the discrete EL bootstrap
     kind = raw["bootstrap"].iloc[0] if "bootstrap" in raw else "EL bootstrap (discrete)"
+    if TAG in BOOTSIZE_H:
+        kind += f", {BOOTSIZE_H[TAG]}"
     se = np.sqrt(0.05 * 0.95 / R)
     ra, rb = raw.p_asymptotic < 0.05, raw.p_bootstrap < 0.05
 

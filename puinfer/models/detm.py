@@ -1101,7 +1101,7 @@ class TiltResults(LikelihoodResults):
             return setm.fit(penalty=self.penalty_strength, **self._options)
 
     def test_scar(self, method: str = "asymptotic", *, n_boot: int = 200, rng=None,
-                  smooth: float | str = 0.4, refit: str = "quick"
+                  smooth: float | str = "silverman", refit: str = "quick"
                   ) -> HypothesisTestResult:
         """Empirical likelihood-ratio test of SCAR: SETM (alpha1 = 0, beta1 = 0) against DETM.
 
@@ -1132,14 +1132,17 @@ class TiltResults(LikelihoodResults):
             columns as continuous; two-valued (dummy) columns are not jittered, and for
             other discrete columns ``smooth=0`` may suit better. ``h`` is in units of the
             source covariance; ``R_N`` is asymptotically pivotal, so any fixed ``h`` gives a
-            consistent test and ``h`` only affects its small-sample accuracy. Default 0.4:
-            in seed 004's SCAR design at n = m = 1000, p = 15, the null distribution of
-            ``R_N`` (3135 replicates) exceeds the bootstrap's 1/5/10% critical values with
-            probability 1.3/4.9/10.0% (``chi2_p``: 1.5/8.2/14.5%; the discrete bootstrap,
-            ``smooth=0``, reproduces ``chi2_p``, because its resamples repeat rows, which
-            removes the near-separations that inflate ``R_N``; ``"silverman"``, Silverman's
-            rule ``h = (4 / (p + 2))^(1/(p+4)) N^(-1/(p+4))`` = 0.62 there, over-smooths:
-            0.6/3.7/8.2%). See ``studies/results/detm_bootcalib.md``.
+            consistent test and ``h`` only affects its small-sample accuracy. Default
+            ``"silverman"``: Silverman's rule ``h = (4 / (p + 2))^(1/(p+4)) N^(-1/(p+4))``
+            (``N = n + m``), the bandwidth that held the size at or below the nominal level
+            in every design studied (warp-speed size at 5%, ``studies/results/README_detm.md``):
+            seed 004's Gaussian design at n = m = 1000, p = 15: 3.7% (``chi2_p`` 8.2%; 3135
+            replicates); skewed gamma features, p = 15, n = m = 1000: 4.8% (``chi2_p``
+            11.0%); p = 5, n = m = 300: 4.1% (``chi2_p`` 7.8%). A fixed ``h = 0.4`` fits
+            the Gaussian p = 15 design best (4.9%) but over-rejects on the gamma features
+            (7.3-8.3%). The discrete bootstrap (``smooth=0``) reproduces ``chi2_p`` at
+            p = 15 (8.6%, gamma 9.8%): its resamples repeat rows, which removes the
+            near-separations that inflate ``R_N``.
         refit : {"quick", "full"}
             ``"quick"`` (default) refits each resample from the original solutions and a
             reduced grid of starts; ``"full"`` refits exactly as the observed fit (every start
