@@ -1134,11 +1134,12 @@ class TiltResults(LikelihoodResults):
             source covariance; ``R_N`` is asymptotically pivotal, so any fixed ``h`` gives a
             consistent test and ``h`` only affects its small-sample accuracy. Default
             ``"silverman"``: Silverman's rule ``h = (4 / (p + 2))^(1/(p+4)) N^(-1/(p+4))``
-            (``N = n + m``), the bandwidth that held the size at or below the nominal level
-            in every design studied (warp-speed size at 5%, ``studies/results/README_detm.md``):
-            seed 004's Gaussian design at n = m = 1000, p = 15: 3.7% (``chi2_p`` 8.2%; 3135
-            replicates); skewed gamma features, p = 15, n = m = 1000: 4.8% (``chi2_p``
-            11.0%); p = 5, n = m = 300: 4.1% (``chi2_p`` 7.8%). A fixed ``h = 0.4`` fits
+            (``N = n + m``), the bandwidth whose size stayed at or below the nominal level
+            (within Monte-Carlo error) in every design studied (warp-speed size at 5%,
+            ``studies/results/README_detm.md``): seed 004's Gaussian design at
+            n = m = 1000, p = 15: 3.7% (``chi2_p`` 8.2%; 3135 replicates); skewed gamma
+            features, p = 15, n = m = 1000: 4.8% (``chi2_p`` 11.0%); p = 5, n = m = 300:
+            5.0% (``chi2_p`` 8.3%). A fixed ``h = 0.4`` fits
             the Gaussian p = 15 design best (4.9%) but over-rejects on the gamma features
             (7.3-8.3%). The discrete bootstrap (``smooth=0``) reproduces ``chi2_p`` at
             p = 15 (8.6%, gamma 9.8%): its resamples repeat rows, which removes the
