@@ -471,7 +471,8 @@ class _TiltModel:
         p = d.Z.shape[1]
         if setm_start is None and d.n + d.m > 2 * _SUBSAMPLE_SIZE:
             opts = self._subsample_starts(c, maxiter, tol)
-            opts["extra_starts"] = [*extra_starts, *opts["extra_starts"]]
+            # SETM's subsample gives only its start; DETM's adds its best subsample maxima
+            opts["extra_starts"] = [*extra_starts, *opts.get("extra_starts", [])]
             return self._run_starts(c, maxiter, tol, **opts)
         runs = []
         # SETM first: it is DETM's first start (b1 = 0)

@@ -163,6 +163,26 @@ class TestExactness:
         assert detm.llf >= setm.llf
 
 
+def test_large_sample_starts_reach_the_same_maximum(monkeypatch):
+    # above 2 * _SUBSAMPLE_SIZE rows the starts run on a subsample first; SETM, DETM and the
+    # SCAR test (which refits SETM) must work there and reach the maximum that the starts on
+    # the full data reach (forced by raising the threshold)
+    from puinfer.models import detm as detm_module
+
+    df = scar_design(21_000, 21_000, 0.6, p=3, rng=np.random.default_rng(11))
+    f = "labeled ~ x1 + x2 + x3"
+    fits = {}
+    for size in (detm_module._SUBSAMPLE_SIZE, 10**9):
+        monkeypatch.setattr(detm_module, "_SUBSAMPLE_SIZE", size)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            setm = pu.SETM.from_formula(f, data=df).fit(probe=False)
+            detm = pu.DETM.from_formula(f, data=df).fit(probe=False)
+            fits[size] = (setm.objective, detm.objective, detm.test_scar().statistic)
+        assert any("subsample" in s for s in detm.starts["start"]) == (size < 10**9)
+    np.testing.assert_allclose(*fits.values(), rtol=0, atol=1e-6)
+
+
 @pytest.fixture(scope="module")
 def data():
     return sar_design(500, 700, 0.3, rng=np.random.default_rng(7))
