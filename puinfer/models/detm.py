@@ -1140,11 +1140,10 @@ class TiltResults(LikelihoodResults):
             ``studies/results/README_detm.md``): seed 004's Gaussian design at
             n = m = 1000, p = 15: 3.7% (``chi2_p`` 8.2%; 3135 replicates); skewed gamma
             features, p = 15, n = m = 1000: 4.8% (``chi2_p`` 11.0%); p = 5, n = m = 300:
-            5.0% (``chi2_p`` 8.3%). A fixed ``h = 0.4`` fits
-            the Gaussian p = 15 design best (4.9%) but over-rejects on the gamma features
-            (7.3-8.3%). The discrete bootstrap (``smooth=0``) reproduces ``chi2_p`` at
-            p = 15 (8.6%, gamma 9.8%): its resamples repeat rows, which removes the
-            near-separations that inflate ``R_N``.
+            5.0% (``chi2_p`` 8.3%). A fixed ``h = 0.4`` fits the Gaussian p = 15 design
+            best (4.9%) but over-rejects on the gamma features (7.3-8.3%). The discrete
+            bootstrap (``smooth=0``) reproduces ``chi2_p`` at p = 15 (8.6%, gamma 9.8%): its
+            resamples repeat rows, which removes the near-separations that inflate ``R_N``.
         refit : {"quick", "full"}
             ``"quick"`` (default) refits each resample from the original solutions and a
             reduced grid of starts; ``"full"`` refits exactly as the observed fit (every start
