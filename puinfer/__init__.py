@@ -26,7 +26,7 @@ from .models.calibrators import (
     SplineCalibrator,
 )
 from .models.detm import DETM, SETM
-from .models.prior_shift import adjust_prior, downsampling_correction
+from .prior_shift import adjust_prior, downsampling_correction
 from .models.urc import URC, URCResults
 
 __version__ = "0.1.0"

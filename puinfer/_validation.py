@@ -17,6 +17,7 @@ __all__ = [
     "check_binary",
     "check_unit_interval",
     "check_level",
+    "check_alpha",
     "check_full_rank",
     "warn_and_record",
 ]
@@ -119,10 +120,31 @@ def check_unit_interval(p, name: str, *, open_: bool = False) -> np.ndarray:
 
 def check_level(level: float) -> float:
     """Validate a confidence level in (0, 1)."""
-    level = float(level)
+    try:
+        level = float(level)
+    except (TypeError, ValueError):
+        raise TypeError(f"level must be a number in (0, 1); got {level!r}") from None
     if not 0 < level < 1:
         raise ValueError(f"level must be in (0, 1), e.g. 0.95; got {level}")
     return level
+
+
+def check_alpha(alpha: float, name: str = "alpha") -> float:
+    """Validate a significance level ``alpha`` (``1 - alpha`` is the confidence level).
+
+    Values above 0.5 are refused: they almost always come from passing a confidence level
+    (0.95) where a significance level (0.05) is meant, which would silently give a 5% interval.
+    """
+    try:
+        a = float(alpha)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be a number in (0, 0.5], e.g. 0.05; got {alpha!r}") from None
+    if not 0 < a < 1:
+        raise ValueError(f"{name} must be in (0, 0.5], e.g. 0.05 for a 95% interval; got {alpha}")
+    if a > 0.5:
+        raise ValueError(f"{name} is the significance level (0.05 for a 95% interval); got {a}: "
+                         f"did you mean {name}={1 - a:.3g}?")
+    return a
 
 
 def check_full_rank(X: np.ndarray, names: list[str], name: str, *, tol: float = 1e-10) -> None:

@@ -108,17 +108,47 @@ class Design:
     X: pd.DataFrame
     has_intercept: bool
     _rhs_info: object = field(repr=False, compare=False, default=None)
+    #: the data columns the formula reads (rows as fitted): the learned state of the
+    #: formula's stateful transforms (centring, ``poly``, splines) is rebuilt from them
+    _source: pd.DataFrame | None = field(repr=False, compare=False, default=None)
 
     @property
     def exog_names(self) -> list[str]:
         """Column names of the right-hand side design."""
         return list(self.X.columns)
 
+    @property
+    def rhs(self) -> str:
+        """The right-hand side of the formula (without ``~``)."""
+        return self.formula.split("~", 1)[-1]
+
+    def __getstate__(self):
+        # patsy's DesignInfo refuses to pickle; it is rebuilt on first use after unpickling
+        state = dict(self.__dict__)
+        state["_rhs_info"] = None
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+
+    def _info(self):
+        if self._rhs_info is None:
+            if self._source is None:
+                raise RuntimeError(f"the design of {self.formula!r} cannot be rebuilt: "
+                                   "its source columns were not kept")
+            X = patsy.dmatrix(self.rhs, self._source, eval_env=_env(),
+                              NA_action=patsy.NAAction(NA_types=[]), return_type="dataframe")
+            if list(X.columns) != list(self.X.columns):
+                raise RuntimeError(f"rebuilding the design of {self.formula!r} gave columns "
+                                   f"{list(X.columns)}, not {list(self.X.columns)}")
+            object.__setattr__(self, "_rhs_info", X.design_info)
+        return self._rhs_info
+
     def transform(self, newdata) -> pd.DataFrame:
         """Build the right-hand side design for new data with the fitted stateful transforms."""
         newdata = _as_frame(newdata, "newdata")
         try:
-            (X,) = patsy.build_design_matrices([self._rhs_info], newdata,
+            (X,) = patsy.build_design_matrices([self._info()], newdata,
                                                NA_action=patsy.NAAction(NA_types=[]),
                                                return_type="dataframe")
         except patsy.PatsyError as exc:
@@ -126,6 +156,27 @@ class Design:
         _check_finite(X, "newdata")
         X.index = newdata.index
         return X
+
+
+def _env():
+    return patsy.EvalEnvironment([FORMULA_NAMESPACE])
+
+
+def _used_columns(formula: str, data: pd.DataFrame) -> list:
+    """The columns of ``data`` that ``formula`` names (as identifiers or quoted in ``Q()``)."""
+    import io
+    import tokenize
+
+    words = set()
+    for tok in tokenize.generate_tokens(io.StringIO(formula).readline):
+        if tok.type == tokenize.NAME:
+            words.add(tok.string)
+        elif tok.type == tokenize.STRING:
+            try:
+                words.add(eval(tok.string, {}))  # a literal string: Q("name with spaces")
+            except Exception:  # noqa: BLE001 - not a plain literal: not a column name
+                pass
+    return [c for c in data.columns if c in words]
 
 
 def _as_frame(data, name):
@@ -174,7 +225,7 @@ def build_design(formula: str, data, *, require_lhs: bool | None = None) -> Desi
         raise ValueError(f"formula {formula!r} needs a left-hand side (the response)")
     if require_lhs is False and has_lhs:
         raise ValueError(f"formula {formula!r} must not have a left-hand side here; write '~ x1 + x2'")
-    env = patsy.EvalEnvironment([FORMULA_NAMESPACE])
+    env = _env()
     # NA_types=[] makes patsy keep NaN rows so that we can name the offending column
     # instead of silently dropping rows.
     na = patsy.NAAction(NA_types=[])
@@ -201,5 +252,6 @@ def build_design(formula: str, data, *, require_lhs: bool | None = None) -> Desi
             raise ValueError(f"data: missing values in the response {ys.name!r}")
         ys.index = data.index
     X.index = data.index
+    source = data[_used_columns(formula.split("~", 1)[-1], data)].copy()
     return Design(formula=formula, y=ys, X=X, has_intercept="Intercept" in X.columns,
-                  _rhs_info=X.design_info)
+                  _rhs_info=X.design_info, _source=source)

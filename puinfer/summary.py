@@ -115,3 +115,26 @@ class Summary:
 
     def _repr_html_(self):
         return self.as_html()
+
+    def as_latex(self) -> str:
+        """LaTeX: the information as a two-column tabular, each table via ``DataFrame.to_latex``."""
+        def esc(x) -> str:
+            out = str(x).replace("\\", "\0")
+            for a, b in (("&", r"\&"), ("%", r"\%"), ("$", r"\$"),
+                         ("#", r"\#"), ("_", r"\_"), ("{", r"\{"), ("}", r"\}"),
+                         ("~", r"\textasciitilde{}"), ("^", r"\textasciicircum{}"),
+                         ("\0", r"\textbackslash{}")):
+                out = out.replace(a, b)
+            return out
+
+        rows = "\n".join(f"{esc(k)} & {esc(_fmt(v))} \\\\" for k, v in self.info)
+        parts = [f"\\begin{{center}}\\textbf{{{esc(self.title)}}}\\end{{center}}",
+                 "\\begin{tabular}{ll}", rows, "\\end{tabular}"]
+        for cap, t in self.tables:
+            parts.append(f"\n\\noindent\\textit{{{esc(cap)}}}\n")
+            parts.append(self._format_table(t).to_latex(escape=True))
+        if self.notes:
+            parts.append("\\begin{itemize}")
+            parts += [f"\\item {esc(n)}" for n in self.notes]
+            parts.append("\\end{itemize}")
+        return "\n".join(parts)

@@ -1,4 +1,11 @@
-"""Optimiser drivers shared by the models: a safeguarded Newton method for maximisation."""
+"""The optimisers every model uses: one safeguarded Newton method and one SQUAREM.
+
+:func:`newton_maximize` maximises a smooth objective from its value, gradient and Hessian;
+its safeguards (modified Newton directions, saddle escape, Armijo backtracking, feasibility,
+a constraint tangent space, a fallback step) are options, so that each model states which it
+needs. :func:`squarem` accelerates a monotone fixed-point map (an EM algorithm) by the
+squared extrapolation of Varadhan and Roland (2008), scheme S3.
+"""
 
 from __future__ import annotations
 
@@ -8,17 +15,20 @@ import numpy as np
 
 from .results import ConvergenceInfo
 
-__all__ = ["newton_maximize"]
+__all__ = ["newton_maximize", "squarem"]
 
 
-def _ascent_direction(g: np.ndarray, H: np.ndarray) -> tuple[np.ndarray, bool]:
-    """Newton direction ``-H^{-1} g`` if ``H`` is negative definite, else a modified Newton
-    direction with the eigenvalues of ``H`` replaced by ``-max(|ev|, eps)`` (always ascent)."""
+def _ascent_direction(g: np.ndarray, H: np.ndarray, modify: bool = True):
+    """Newton direction ``-H^{-1} g`` if ``H`` is negative definite, else (``modify``) a
+    modified Newton direction with the eigenvalues of ``H`` replaced by ``-max(|ev|, eps)``
+    (always ascent), or None."""
     try:
         L = np.linalg.cholesky(-H)
         d = np.linalg.solve(L.T, np.linalg.solve(L, g))
         return d, True
     except np.linalg.LinAlgError:
+        if not modify:
+            return None, False
         ev, V = np.linalg.eigh(-H)
         scale = max(np.abs(ev).max(), 1.0)
         ev = np.maximum(np.abs(ev), 1e-8 * scale)
@@ -43,8 +53,21 @@ def _escape_saddle(fun, x, f, H):
     return None
 
 
+class _Step:
+    """What one Newton iteration did (passed to ``callback``)."""
+
+    __slots__ = ("kind", "t", "decrement", "dx")
+
+    def __init__(self, kind, t, decrement, dx):
+        self.kind, self.t, self.decrement, self.dx = kind, t, decrement, dx
+
+
 def newton_maximize(fun: Callable, x0, *, maxiter: int = 200, tol: float = 1e-10,
-                    method: str = "Newton", callback=None):
+                    method: str = "Newton", callback=None, xtol: float | None = None,
+                    ftol_rel: float = 0.0, armijo: float = 1e-4, slack: float = 0.0,
+                    shrink: float = 0.5, min_step: float = 1e-12, modify: bool = True,
+                    escape_saddles: bool = True, polish: bool = True, tangent=None,
+                    feasible=None, fallback=None):
     """Maximise a smooth function by Newton's method with a backtracking line search.
 
     Parameters
@@ -57,15 +80,48 @@ def newton_maximize(fun: Callable, x0, *, maxiter: int = 200, tol: float = 1e-10
     maxiter : int
         Maximum number of Newton iterations.
     tol : float
-        Convergence when the Newton decrement ``g' (-H)^{-1} g`` (the predicted gain, in units
-        of ``f``) falls below ``tol`` at a point where ``H`` is negative definite.
+        Convergence when the Newton decrement ``g' (-H)^{-1} g`` (twice the predicted gain,
+        in units of ``f``) falls below ``max(tol, ftol_rel * |f|)`` where ``H`` is negative
+        definite (on the tangent space, with ``tangent``).
+    method : str
+        Name recorded in the returned :class:`ConvergenceInfo`.
+    callback : callable, optional
+        ``callback(x, f, step)`` after every accepted step (``step.kind``: ``"newton"``,
+        ``"modified"``, ``"saddle"`` or the fallback's kind; ``step.t``: the step length;
+        ``step.dx``: max-norm of the move). A true return value stops the iteration as
+        converged (a model-specific certificate, e.g. a fixed point).
+    xtol : float, optional
+        Also converged after a full Newton step with ``max |dx| <= xtol (1 + max |x|)``.
+    ftol_rel : float
+        Relative rounding-noise floor of the decrement (see ``tol``).
+    armijo, slack, shrink, min_step : float
+        Line search: accept ``x + t d`` when ``f_new >= f + armijo t g'd - slack |f|``,
+        else ``t *= shrink`` until ``t < min_step``.
+    modify : bool
+        Where ``H`` is not negative definite, use the modified Newton direction (absolute
+        eigenvalues); ``False`` stops instead (not converged).
+    escape_saddles : bool
+        At a stationary point with positive curvature, move along that direction.
+    polish : bool
+        After convergence, take one last full Newton step if it does not lower ``f``
+        (quadratic convergence takes ``x`` from ~sqrt(tol) to rounding error).
+    tangent : callable, optional
+        ``tangent(x, g)`` -> a (dense or sparse) matrix ``T`` whose columns span the feasible
+        directions at ``x`` (equality constraints, an active set); Newton then runs on
+        ``T' g`` and ``T' H T`` and moves by ``T step``. ``None`` from ``tangent`` stops (not
+        converged); a matrix without columns means nothing is free (converged).
+    feasible : callable, optional
+        ``feasible(x)`` -> bool; the line search only accepts feasible points.
+    fallback : callable, optional
+        ``fallback(x, f, g, H)`` -> ``(x_new, kind)`` or None, tried when the line search
+        fails (e.g. an EM step that never lowers ``f``).
 
     Returns
     -------
     x : numpy.ndarray
     f, g, H : the value, gradient and Hessian at ``x``
     info : ConvergenceInfo
-        ``trace`` holds ``f`` at every iterate; it never decreases (Armijo line search).
+        ``trace`` holds ``f`` at every iterate; it never decreases.
     """
     x = np.array(x0, dtype=float)
     f, g, H = fun(x, 2)
@@ -76,9 +132,29 @@ def newton_maximize(fun: Callable, x0, *, maxiter: int = 200, tol: float = 1e-10
     message = "maximum number of iterations reached"
     it = 0
     for it in range(1, maxiter + 1):
-        d, newton = _ascent_direction(g, H)
-        dec = float(g @ d)
-        if dec < tol and not newton:
+        if tangent is None:
+            T, gr, Hr = None, g, H
+        else:
+            T = tangent(x, g)
+            if T is None:
+                message = "too many free parameters for a Newton step"
+                it -= 1
+                break
+            if T.shape[1] == 0:
+                converged, message = True, "no free parameters"
+                it -= 1
+                break
+            Tt = T.T
+            gr = np.asarray(Tt @ g).ravel()
+            Hr = np.asarray(Tt @ np.asarray(Tt @ H).T)
+        d, newton = _ascent_direction(gr, Hr, modify)
+        if d is None:
+            message = "Hessian not negative definite"
+            it -= 1
+            break
+        dec = float(gr @ d)
+        thresh = max(tol, ftol_rel * abs(f))
+        if dec < thresh and not newton and escape_saddles and T is None:
             # the gradient vanishes but the Hessian is not negative definite: a saddle point
             # (escape along the direction of positive curvature) or flat directions (e.g. a
             # tilt that no data point weighs), where we stop
@@ -88,42 +164,142 @@ def newton_maximize(fun: Callable, x0, *, maxiter: int = 200, tol: float = 1e-10
                 f, g, H = fun(x, 2)
                 trace.append(f)
                 continue
-        if dec < tol:
+        dx_full = d if T is None else np.asarray(T @ d).ravel()
+        if dec < thresh:
             converged = True
             message = "" if newton else "Hessian singular at the solution (flat directions)"
             it -= 1
-            if newton:
-                # one last Newton step: quadratic convergence takes the parameters from
-                # ~sqrt(tol) to rounding error (kept only if the objective does not drop)
-                x_new = x + d
-                f_new, g_new, H_new = fun(x_new, 2)
-                if np.isfinite(f_new) and f_new >= f:
-                    x, f, g, H = x_new, f_new, g_new, H_new
-                    trace.append(f)
+            if newton and polish:
+                x_new = x + dx_full
+                if feasible is None or feasible(x_new):
+                    f_new, g_new, H_new = fun(x_new, 2)
+                    if np.isfinite(f_new) and f_new >= f:
+                        x, f, g, H = x_new, f_new, g_new, H_new
+                        trace.append(f)
             break
         t = 1.0
-        while True:
-            x_new = x + t * d
-            f_new = fun(x_new, 0)
-            if np.isfinite(f_new) and f_new >= f + 1e-4 * t * dec:
+        while t >= min_step:
+            x_new = x + t * dx_full
+            if feasible is None or feasible(x_new):
+                f_new = fun(x_new, 0)
+                if np.isfinite(f_new) and f_new >= f + armijo * t * dec - slack * abs(f):
+                    break
+            t *= shrink
+        kind = "newton" if newton else "modified"
+        if t < min_step:
+            out = fallback(x, f, g, H) if fallback is not None else None
+            if out is None:
+                # no step increases f: we are at the maximum to floating-point precision if
+                # the predicted gain is negligible relative to |f|
+                if newton and dec < 1e3 * np.finfo(float).eps * max(1.0, abs(f)):
+                    converged, message = True, "stopped at floating-point precision"
+                else:
+                    message = "line search failed"
                 break
-            t *= 0.5
-            if t < 1e-12:
-                break
-        if t < 1e-12:
-            # no step increases f: we are at the maximum to floating-point precision if the
-            # predicted gain is negligible relative to |f|
-            if newton and dec < 1e3 * np.finfo(float).eps * max(1.0, abs(f)):
-                converged, message = True, "stopped at floating-point precision"
-            else:
-                message = "line search failed"
-            break
+            x_new, kind = out
+            t = float("nan")
+        dx = float(np.max(np.abs(x_new - x))) if x.size else 0.0
         x = x_new
         f, g, H = fun(x, 2)
         trace.append(f)
-        if callback is not None:
-            callback(x, f)
+        if callback is not None and callback(x, f, _Step(kind, t, dec, dx)):
+            converged, message = True, ""
+            break
+        if xtol is not None and t == 1.0 and kind == "newton" and \
+                dx <= xtol * (1.0 + float(np.max(np.abs(x), initial=0.0))):
+            converged, message = True, ""
+            break
     grad_norm = float(np.max(np.abs(g))) if g.size else 0.0
     info = ConvergenceInfo(converged=converged, iterations=it, method=method, message=message,
                            trace=np.asarray(trace), grad_norm=grad_norm)
     return x, f, g, H, info
+
+
+def squarem(emap: Callable, x0, *, objective: Callable | None = None, maxiter: int = 500,
+            tol: float = 1e-10, relative: bool = False, feasible=None, project=None,
+            callback=None, method: str = "EM (SQUAREM-accelerated)"):
+    """Fixed point of a monotone map (an EM algorithm), accelerated by SQUAREM (scheme S3).
+
+    Each iteration takes two map steps ``x1 = M(x0)``, ``x2 = M(x1)``, extrapolates along
+    ``r = x1 - x0``, ``v = x2 - 2 x1 + x0`` with ``alpha = min(-|r|/|v|, -1)`` (Varadhan and
+    Roland 2008), halves ``alpha`` towards -1 while the extrapolated point is not
+    ``feasible`` (or clips it with ``project``), and takes a stabilising map step from it.
+    With ``objective``, the accelerated point is kept only if its objective is no lower than
+    that of ``x2`` (so the objective never decreases); without, it is always kept.
+
+    Parameters
+    ----------
+    emap : callable
+        The map ``x -> M(x)``.
+    x0 : array_like
+    objective : callable, optional
+        The objective the map increases (for the monotonicity safeguard and the trace).
+    maxiter : int
+        Maximum number of iterations (each costs up to three map evaluations).
+    tol : float
+        Converged when ``min(max|x_new - x|, max|r|) < tol`` (times ``1 + max|x_new|`` if
+        ``relative``): near the fixed point the extrapolation only amplifies rounding noise.
+    feasible, project : callable, optional
+        ``feasible(x) -> bool`` for the extrapolated point; ``project(x) -> x`` clips it.
+    callback : callable, optional
+        ``callback(x_old, x_new, change)`` after every iteration.
+
+    Returns
+    -------
+    x : numpy.ndarray
+    info : ConvergenceInfo
+        ``grad_norm`` is the fixed-point residual ``max |M(x) - x|``; ``trace`` the objective
+        at every iterate (empty without ``objective``); ``message`` the number of map
+        evaluations.
+    """
+    x = np.array(x0, dtype=float)
+    f = objective(x) if objective is not None else np.nan
+    trace = [f] if objective is not None else []
+    converged = False
+    it, evals = 0, 0
+    change = np.inf
+    for it in range(1, maxiter + 1):  # noqa: B007 (reported)
+        x1 = emap(x)
+        x2 = emap(x1)
+        evals += 2
+        r = x1 - x
+        v = x2 - x1 - r
+        nr, nv = np.sqrt(r @ r), np.sqrt(v @ v)
+        xn = x2
+        fn = objective(x2) if objective is not None else np.nan
+        if nr > 0 and nv > 0:
+            alpha = min(-nr / nv, -1.0)
+            xp = None
+            while alpha < -1.0 + 1e-3:
+                cand = x - 2.0 * alpha * r + alpha * alpha * v
+                if project is not None:
+                    cand = project(cand)
+                if feasible is None or feasible(cand):
+                    xp = cand
+                    break
+                alpha = 0.5 * (alpha - 1.0)
+            if xp is not None:
+                x3 = emap(xp)
+                evals += 1
+                if objective is None:
+                    xn = x3
+                else:
+                    f3 = objective(x3)
+                    if f3 >= fn:
+                        xn, fn = x3, f3
+        change = min(float(np.max(np.abs(xn - x))), float(np.max(np.abs(r))))
+        if callback is not None:
+            callback(x, xn, change)
+        x, f = xn, fn
+        if objective is not None:
+            trace.append(f)
+        scale = 1.0 + float(np.max(np.abs(x))) if relative else 1.0
+        if change < tol * scale:
+            converged = True
+            break
+    resid = float(np.max(np.abs(emap(x) - x)))
+    msg = f"{evals} map evaluations" + ("" if converged else
+                                          f"; limit {maxiter} reached, last change {change:.2e}")
+    info = ConvergenceInfo(converged=converged, iterations=it, method=method, message=msg,
+                           trace=np.asarray(trace), grad_norm=resid)
+    return x, info

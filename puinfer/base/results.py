@@ -1,7 +1,15 @@
-"""Results base class: estimates, log-likelihood, covariance, Wald inference, presentation."""
+"""Results base classes: immutable, picklable, statsmodels-like.
+
+Every puinfer results object is built once, by its model's ``fit()``, from a typed fit record
+(a frozen dataclass). After construction it cannot be changed: setting or deleting an
+attribute raises ``AttributeError``. Derived values (covariances, profiles, intervals, tests)
+are ``functools.cached_property``: computed on first use, stored, never recomputed, and
+pickled with the object (so a result that has shown its summary once never refits).
+"""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from dataclasses import dataclass, field
 
@@ -9,9 +17,10 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from .._validation import check_level
+from .._validation import check_alpha
 
-__all__ = ["ConvergenceInfo", "LikelihoodResults", "data_fingerprint"]
+__all__ = ["ConvergenceInfo", "Results", "LikelihoodResults", "InformationCriteria",
+           "data_fingerprint", "readonly"]
 
 
 def data_fingerprint(*arrays) -> str:
@@ -22,6 +31,13 @@ def data_fingerprint(*arrays) -> str:
         h.update(str(a.shape).encode())
         h.update(a.tobytes())
     return h.hexdigest()
+
+
+def readonly(a: np.ndarray) -> np.ndarray:
+    """A read-only view of ``a`` (results hand out arrays that cannot be changed in place)."""
+    a = np.asarray(a).view()
+    a.flags.writeable = False
+    return a
 
 
 @dataclass(frozen=True)
@@ -57,13 +73,60 @@ class ConvergenceInfo:
             f" ({self.message})" if self.message else "")
 
 
-class LikelihoodResults:
-    """Base class of every puinfer results object.
+class Results:
+    """Base of every puinfer results object: immutable once its ``__init__`` has run.
 
-    Subclasses set, in ``__init__``: ``model``, ``_params`` (pandas Series), ``_cov``
-    (DataFrame or None), ``llf``, ``nobs``, ``df_model`` (number of free parameters),
-    ``llf_kind`` (how the log-likelihood was computed: only equal kinds can be compared),
-    ``data_fingerprint``, ``model_name``, ``convergence`` and ``warnings``.
+    Subclasses set their attributes in ``__init__`` as usual; when the most-derived
+    ``__init__`` returns, the object is frozen. ``functools.cached_property`` values are
+    stored directly in the instance dictionary, so they still work (and are pickled).
+    """
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        init = cls.__dict__.get("__init__")
+        if init is None:
+            return
+
+        @functools.wraps(init)
+        def __init__(self, *args, **kw):
+            # freeze when the outermost __init__ returns (subclass inits may call super())
+            depth = self.__dict__.get("_init_depth", 0)
+            object.__setattr__(self, "_init_depth", depth + 1)
+            try:
+                init(self, *args, **kw)
+            finally:
+                object.__setattr__(self, "_init_depth", depth)
+            if depth == 0:
+                object.__delattr__(self, "_init_depth")
+                object.__setattr__(self, "_frozen", True)
+
+        cls.__init__ = __init__
+
+    def __setattr__(self, name, value):
+        if self.__dict__.get("_frozen", False):
+            raise AttributeError(f"{type(self).__name__} is immutable: cannot set {name!r} "
+                                 "(fit the model again to change a result)")
+        object.__setattr__(self, name, value)
+
+    def __delattr__(self, name):
+        if self.__dict__.get("_frozen", False):
+            raise AttributeError(f"{type(self).__name__} is immutable: cannot delete {name!r}")
+        object.__delattr__(self, name)
+
+
+class LikelihoodResults(Results):
+    """Base class of the results of a likelihood fit, with statsmodels' attribute names.
+
+    Subclasses set, in ``__init__``: ``model``, ``_params`` (pandas Series), ``llf``,
+    ``nobs``, ``df_model`` (the number of free parameters), ``llf_kind`` (how the
+    log-likelihood was computed: only equal kinds can be compared by :func:`lr_test`),
+    ``data_fingerprint``, ``model_name``, ``convergence`` and ``warnings`` (a tuple of
+    ``(category name, message)``); and either set ``_cov`` or define it as a cached property
+    (a DataFrame, or None when there is no covariance estimate).
+
+    ``llf`` is the maximised log-likelihood; ``llf_penalized`` the objective actually
+    maximised (``llf`` minus a penalty or plus a log prior; equal to ``llf`` without one).
+    Likelihood-ratio tests and profiles compare ``llf_penalized``.
     """
 
     model_name: str = "model"
@@ -81,49 +144,39 @@ class LikelihoodResults:
             raise NotImplementedError(f"{type(self).__name__} has no covariance estimate")
         return self._cov.copy()
 
-    @property
-    def bse(self) -> pd.Series:
-        """Standard errors of the parameters."""
+    @functools.cached_property
+    def _bse(self) -> pd.Series:
         if self._cov is None:
             return pd.Series(np.nan, index=self._params.index, name="std err")
         return pd.Series(np.sqrt(np.clip(np.diag(self._cov.to_numpy()), 0, None)),
                          index=self._cov.index, name="std err").reindex(self._params.index)
 
     @property
-    def zvalues(self) -> pd.Series:
-        """Wald z statistics (estimate / standard error)."""
-        return self._params / self.bse
+    def bse(self) -> pd.Series:
+        """Standard errors of the parameters."""
+        return self._bse.copy()
+
+    @property
+    def tvalues(self) -> pd.Series:
+        """Wald z statistics (estimate / standard error); named as in statsmodels."""
+        return (self._params / self._bse).rename("z")
 
     @property
     def pvalues(self) -> pd.Series:
-        """Two-sided Wald p-values for H0: parameter = 0."""
-        return pd.Series(2 * stats.norm.sf(np.abs(self.zvalues)), index=self._params.index)
+        """Two-sided Wald p-values for H0: parameter = 0 (normal reference)."""
+        return pd.Series(2 * stats.norm.sf(np.abs(self.tvalues)), index=self._params.index,
+                         name="P>|z|")
 
-    def conf_int(self, level: float = 0.95) -> pd.DataFrame:
-        """Wald confidence intervals ``estimate -/+ z_{(1+level)/2} * se``."""
-        level = check_level(level)
-        q = stats.norm.ppf(0.5 + level / 2)
-        se = self.bse
+    def conf_int(self, alpha: float = 0.05) -> pd.DataFrame:
+        """Wald confidence intervals ``estimate -/+ z_{1 - alpha/2} * se`` (level ``1 - alpha``)."""
+        alpha = check_alpha(alpha)
+        q = stats.norm.ppf(1 - alpha / 2)
+        se = self._bse
         return pd.DataFrame({"lower": self._params - q * se, "upper": self._params + q * se})
 
-    # -- information criteria --------------------------------------------------------------
     @property
-    def aic(self) -> float:
-        """Akaike information criterion, ``-2 llf + 2 df_model``."""
-        return -2 * self.llf + 2 * self.df_model
-
-    @property
-    def bic(self) -> float:
-        """Bayesian information criterion, ``-2 llf + log(nobs) df_model``."""
-        return -2 * self.llf + np.log(self.nobs) * self.df_model
-
-    @property
-    def objective(self) -> float:
-        """The maximised objective used by likelihood-ratio tests and profiles.
-
-        Equal to ``llf`` unless the model maximised a penalised likelihood, in which case it is
-        the penalised value (so that nested fits compare the quantities actually maximised).
-        """
+    def llf_penalized(self) -> float:
+        """The maximised objective; equal to ``llf`` unless a penalty or prior was applied."""
         return self.llf
 
     @property
@@ -137,14 +190,33 @@ class LikelihoodResults:
         return False
 
     # -- presentation ---------------------------------------------------------------------
-    def summary(self):
+    def summary(self, alpha: float = 0.05):
+        """A :class:`~puinfer.summary.Summary` (``as_text``, ``as_html``, ``as_latex``)."""
         raise NotImplementedError
 
+    @functools.cached_property
+    def _default_summary(self):
+        return self.summary()
+
     def __str__(self):
-        return str(self.summary())
+        return self._default_summary.as_text()
 
     def _repr_html_(self):
-        return self.summary().as_html()
+        return self._default_summary.as_html()
 
     def __repr__(self):
         return f"<{type(self).__name__}: {self.model_name}, llf={self.llf:.4f}, nobs={self.nobs}>"
+
+
+class InformationCriteria:
+    """Mixin: AIC and BIC, for results whose ``llf`` is a genuine log-likelihood."""
+
+    @property
+    def aic(self) -> float:
+        """Akaike information criterion, ``-2 llf + 2 df_model``."""
+        return -2 * self.llf + 2 * self.df_model
+
+    @property
+    def bic(self) -> float:
+        """Bayesian information criterion, ``-2 llf + log(nobs) df_model``."""
+        return -2 * self.llf + np.log(self.nobs) * self.df_model

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 from scipy import optimize, stats
 
-from .._validation import check_level
+from .._validation import check_alpha
 
 __all__ = ["Profile", "ProfileError"]
 
@@ -58,6 +58,12 @@ class Profile:
         self.name = name
         self.estimate = float(estimate)
         self.llf_max = float(llf_max)
+        if not (np.isfinite(self.estimate) and np.isfinite(self.llf_max)):
+            raise ValueError(f"Profile of {name}: the estimate ({estimate}) and the maximised "
+                             f"log-likelihood ({llf_max}) must be finite")
+        if not (bounds[0] <= self.estimate <= bounds[1]):
+            raise ValueError(f"Profile of {name}: the estimate {estimate} lies outside the "
+                             f"bounds {tuple(bounds)}")
         self._loglik_at = loglik_at
         self.bounds = (float(bounds[0]), float(bounds[1]))
         self.step = float(step) if step and np.isfinite(step) and step > 0 else 0.01
@@ -121,10 +127,10 @@ class Profile:
                                maxiter=200)
         return float(root), False
 
-    def outside_points(self, level: float = 0.95, n: int = 4) -> list[float]:
+    def outside_points(self, alpha: float = 0.05, n: int = 4) -> list[float]:
         """Values beyond the interval limits (``n`` per side, evenly spaced up to the bound)
-        where ``R < chi2_{1, level}``: if any, the confidence set is not an interval."""
-        ci = self.conf_int(level)
+        where ``R < chi2_{1, 1 - alpha}``: if any, the confidence set is not an interval."""
+        ci = self.conf_int(alpha)
         cutoff = ci.attrs["cutoff"]
         out = []
         for lim, edge, at in ((ci["lower"], self.bounds[0], ci.attrs["lower_at_bound"]),
@@ -139,8 +145,8 @@ class Profile:
                     out.append(float(v))
         return out
 
-    def conf_int(self, level: float = 0.95) -> pd.Series:
-        """Profile-likelihood confidence interval ``{v : R(v) <= chi2_{1, level}}``.
+    def conf_int(self, alpha: float = 0.05) -> pd.Series:
+        """Profile-likelihood confidence interval ``{v : R(v) <= chi2_{1, 1 - alpha}}``.
 
         Returns
         -------
@@ -149,7 +155,7 @@ class Profile:
             ``upper_at_bound`` in ``Series.attrs`` say which limits are the parameter bounds
             (one-sided intervals).
         """
-        level = check_level(level)
+        level = 1 - check_alpha(alpha)
         cutoff = float(stats.chi2.ppf(level, 1))
         lo, lo_b = self._limit(-1, cutoff)
         hi, hi_b = self._limit(+1, cutoff)
@@ -157,9 +163,9 @@ class Profile:
         out.attrs.update(level=level, lower_at_bound=lo_b, upper_at_bound=hi_b, cutoff=cutoff)
         return out
 
-    def to_frame(self, n: int = 41, level: float = 0.95) -> pd.DataFrame:
+    def to_frame(self, n: int = 41, alpha: float = 0.05) -> pd.DataFrame:
         """The curve on a grid spanning the interval plus a margin: columns ``value``, ``R``."""
-        ci = self.conf_int(level)
+        ci = self.conf_int(alpha)
         width = max(ci["upper"] - ci["lower"], 1e-6)
         lo = max(self.bounds[0], ci["lower"] - 0.3 * width)
         hi = min(self.bounds[1], ci["upper"] + 0.3 * width)
@@ -169,7 +175,7 @@ class Profile:
         values = {g: self.statistic(g) for g in grid[order]}
         return pd.DataFrame({"value": grid, "R": [values[g] for g in grid]})
 
-    def plot(self, ax=None, level: float = 0.95, true_value: float | None = None, n: int = 41):
+    def plot(self, ax=None, alpha: float = 0.05, true_value: float | None = None, n: int = 41):
         """Plot ``R(value)`` with the chi-square cut-off and the interval (as seed 004, Fig. 5).
 
         Returns
@@ -179,8 +185,9 @@ class Profile:
         from ..plotting import get_ax
 
         ax = get_ax(ax)
-        df = self.to_frame(n=n, level=level)
-        ci = self.conf_int(level)
+        df = self.to_frame(n=n, alpha=alpha)
+        ci = self.conf_int(alpha)
+        level = ci.attrs["level"]
         ax.plot(df["value"], df["R"], color="black", lw=1.5, label=f"R*({self.name})")
         ax.axhline(ci.attrs["cutoff"], color="red", lw=1,
                    label=rf"$\chi^2_{{1,{level:g}}}$ = {ci.attrs['cutoff']:.3f}")

@@ -64,7 +64,7 @@ from ..exceptions import (
 from ..inference.hypothesis import HypothesisTestResult, chisq_gof, lr_test
 from ..inference.profile import Profile
 from ..summary import Summary
-from .prior_shift import adjust_prior
+from ..prior_shift import adjust_prior
 
 __all__ = ["URC", "URCResults", "Partition"]
 

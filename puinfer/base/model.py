@@ -1,0 +1,90 @@
+"""Model base class: data and options in, ``fit()`` out; formulas built once here.
+
+A model holds validated data and its options, never a fit. ``fit()`` does all of the
+estimation and returns an immutable results object. Models built from a formula keep the
+:class:`~puinfer.formula.Design`, so that ``predict(newdata)`` evaluates the same formula (with
+the stateful transforms learned on the fitting data) on new data; the design pickles.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .._validation import as_float_matrix
+from ..formula import Design, build_design
+
+__all__ = ["Model"]
+
+
+class Model:
+    """Base of every puinfer model.
+
+    Subclasses implement ``_from_design(design, data, **kwargs)`` (build the model from the
+    design of a formula) and ``fit(...)``; they set ``exog_names`` (the feature names) and
+    ``design`` (the :class:`~puinfer.formula.Design`, or None without a formula).
+
+    Attributes
+    ----------
+    formula : str or None
+    design : Design or None
+    exog_names : list of str
+    """
+
+    #: whether the formula must have a left-hand side (True), must not (False), or either (None)
+    _formula_lhs: bool | None = True
+    design: Design | None = None
+    exog_names: list = []
+
+    @property
+    def formula(self) -> str | None:
+        """The formula the model was built from (None if built from arrays)."""
+        return None if self.design is None else self.design.formula
+
+    @classmethod
+    def from_formula(cls, formula: str, data: pd.DataFrame, **kwargs):
+        """Build the model from an R-style formula evaluated on ``data``.
+
+        ``data`` is not modified. The subclass's docstring says what the two sides mean and
+        which further keyword arguments it takes.
+        """
+        design = build_design(formula, data, require_lhs=cls._formula_lhs)
+        return cls._from_design(design, data, **kwargs)
+
+    @classmethod
+    def _from_design(cls, design: Design, data: pd.DataFrame, **kwargs):
+        raise NotImplementedError
+
+    def exog(self, newdata) -> tuple[np.ndarray, pd.Index | None]:
+        """The model's features for ``newdata`` as a float array, with the rows' index.
+
+        With a formula, the formula's right-hand side (without the intercept column) is
+        evaluated on ``newdata``; without one, a DataFrame's columns are selected by name (never
+        by position) and an array must have the model's number of columns.
+        """
+        if self.design is not None:
+            if not isinstance(newdata, (pd.DataFrame, dict)):
+                raise TypeError("newdata must be a DataFrame with the formula's columns "
+                                f"({self.formula!r}); got {type(newdata).__name__}")
+            X = self.design.transform(newdata).drop(columns="Intercept", errors="ignore")
+            return X.to_numpy(dtype=float), X.index
+        names = list(self.exog_names)
+        index = None
+        if isinstance(newdata, pd.DataFrame):
+            cols = [str(c) for c in newdata.columns]
+            missing = [c for c in names if c not in cols]
+            if missing:
+                raise ValueError(f"newdata lacks the model's column(s) {missing}")
+            index = newdata.index
+            newdata = newdata.rename(columns=str)[names]
+        elif isinstance(newdata, pd.Series):
+            index = newdata.index
+        X, _ = as_float_matrix(newdata, "newdata")
+        if X.shape[1] != len(names):
+            raise ValueError(f"newdata has {X.shape[1]} columns; the model has {len(names)} "
+                             f"({names})")
+        return X, index
+
+    def __repr__(self):
+        what = f"formula={self.formula!r}" if self.formula else f"features={self.exog_names}"
+        return f"<{type(self).__name__}: {what}>"

@@ -1,0 +1,262 @@
+"""Exact corrections of predicted probabilities for a change of class priors.
+
+* :func:`adjust_prior` -- Lemma 3 of Ziegler & Czyz, *Unsupervised Recalibration* (seed 003):
+  reweight each class probability by ``new_prior / old_prior`` and renormalise.
+* :func:`downsampling_correction` -- Haupt, *Recalibration after Negative Sampling* (seed 002):
+  ``p = p' / (p' + (1 - p') / w)`` for a model trained with negatives kept at rate ``w``.
+
+Both are closed-form, vectorised and exact (no clipping, no logit round trip); both accept numpy
+arrays or pandas objects and return the same kind, with the index and columns kept.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+
+from .exceptions import BoundaryWarning
+
+__all__ = ["adjust_prior", "downsampling_correction"]
+
+_ROW_TOL = 1e-6
+
+
+def _as_prob_array(prob, name="prob"):
+    """Return ``(array, wrap)``: a new float array and a function re-attaching pandas labels."""
+    if isinstance(prob, pd.DataFrame):
+        if not all(pd.api.types.is_numeric_dtype(prob[c]) for c in prob.columns):
+            raise ValueError(f"{name}: non-numeric column(s)")
+        arr = prob.to_numpy(dtype=float, copy=True)
+        index, columns = prob.index, prob.columns
+
+        def wrap(a):
+            return pd.DataFrame(a, index=index, columns=columns)
+    elif isinstance(prob, pd.Series):
+        arr = prob.to_numpy(dtype=float, copy=True)
+        index, sname = prob.index, prob.name
+
+        def wrap(a):
+            return pd.Series(a, index=index, name=sname)
+    else:
+        try:
+            arr = np.array(prob, dtype=float, copy=True)
+        except (TypeError, ValueError):
+            raise ValueError(f"{name} must be numeric probabilities") from None
+
+        def wrap(a):
+            return a
+    if arr.ndim == 0:
+        arr = arr.reshape(1)
+        scalar_wrap = wrap
+
+        def wrap(a):  # noqa: F811 - a scalar in, a scalar out
+            return float(scalar_wrap(a)[0])
+    if arr.ndim > 2:
+        raise ValueError(f"{name} must be a vector (binary) or an (n, k) matrix; got {arr.ndim} "
+                         "dimensions")
+    if arr.size == 0:
+        raise ValueError(f"{name} is empty")
+    if np.isnan(arr).any():
+        raise ValueError(f"{name}: {int(np.isnan(arr).sum())} missing value(s)")
+    bad = (arr < 0) | (arr > 1)
+    if bad.any():
+        raise ValueError(f"{name} must be in [0, 1]; {int(bad.sum())} value(s) are not "
+                         f"(e.g. {arr[bad].ravel()[:3].tolist()})")
+    return arr, wrap
+
+
+def _prior(value, name, k, *, n=None, open_=False):
+    """Validate a prior: binary (k = 1) a scalar or per-row vector in [0, 1] ((0, 1) if open_);
+    multiclass a length-k vector or (n, k) matrix on the simplex."""
+    try:
+        arr = np.array(value.to_numpy() if isinstance(value, (pd.Series, pd.DataFrame)) else value,
+                       dtype=float, copy=True)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be numeric") from None
+    if np.isnan(arr).any():
+        raise ValueError(f"{name} has missing values")
+    lo_ok = arr > 0 if open_ else arr >= 0
+    if not np.all(lo_ok & (arr <= 1)):
+        raise ValueError(f"{name} must be in {'(0, 1]' if open_ else '[0, 1]'}; got "
+                         f"{arr.ravel()[~(lo_ok & (arr <= 1)).ravel()][:3].tolist()}")
+    if k == 1:
+        if arr.ndim == 0:
+            if open_ and arr >= 1:
+                raise ValueError(f"{name} must be strictly between 0 and 1 (a binary prior of 1 "
+                                 "leaves no negatives to reweight); got 1.0")
+            return arr
+        if arr.ndim != 1 or arr.shape[0] != n:
+            raise ValueError(f"{name} must be a scalar or a vector of length {n} (one per row); "
+                             f"got shape {arr.shape}")
+        if open_ and np.any(arr >= 1):
+            raise ValueError(f"{name} must be strictly between 0 and 1")
+        return arr
+    if arr.ndim == 1:
+        if arr.shape[0] != k:
+            raise ValueError(f"{name} must have {k} entries (one per class); got {arr.shape[0]}")
+    elif arr.ndim == 2:
+        if arr.shape != (n, k):
+            raise ValueError(f"{name} must have shape ({k},) or ({n}, {k}); got {arr.shape}")
+    else:
+        raise ValueError(f"{name} must be a vector of {k} class priors")
+    s = arr.sum(axis=-1)
+    if np.any(np.abs(s - 1) > _ROW_TOL):
+        raise ValueError(f"{name} must sum to 1 over the classes; sums to {np.ravel(s)[:3].tolist()}")
+    return arr
+
+
+def adjust_prior(prob, old_prior, new_prior):
+    """Recalibrate predicted probabilities for a change of class priors (Lemma 3 of seed 003).
+
+    Parameters
+    ----------
+    prob : array_like, pandas.Series or pandas.DataFrame
+        Either a vector of binary probabilities ``P_old(Y = 1 | x)`` (shape ``(n,)``), or an
+        ``(n, k)`` matrix of class probabilities whose rows sum to 1.
+    old_prior : float or array_like
+        The class prior the probabilities were calibrated under. Binary: ``P_old(Y = 1)``, a
+        float strictly inside (0, 1). Multiclass: a length-``k`` vector on the simplex with
+        strictly positive entries.
+    new_prior : float or array_like
+        The class prior to recalibrate to. Binary: a float in [0, 1] or a length-``n`` vector
+        (one prior per row, e.g. per subpopulation). Multiclass: a length-``k`` vector or an
+        ``(n, k)`` matrix on the simplex.
+
+    Returns
+    -------
+    same type as ``prob``
+        ``P_new(Y = i | x) = p_i r_i / sum_j p_j r_j`` with ``r_i = new_prior_i / old_prior_i``
+        (eqs. (5)-(6) of seed 003). pandas inputs keep their index and columns.
+
+    Raises
+    ------
+    ValueError
+        If ``prob`` is outside [0, 1], has missing values or rows not summing to 1; if a prior
+        is outside its range, does not sum to 1 or has the wrong length.
+
+    Warns
+    -----
+    BoundaryWarning
+        For rows where the recalibrated probability is undefined (0/0: a prediction that puts all
+        its mass on classes the new prior gives probability 0); those rows are NaN.
+
+    Notes
+    -----
+    For a binary classifier the correction is a shift of the logit by the log odds ratio of the
+    priors, ``logit p_new = logit p + logit new_prior - logit old_prior``; it is computed here in
+    the ratio form ``p w1 / (p w1 + (1 - p) w0)``, with ``w1 = new (1 - old)``,
+    ``w0 = (1 - new) old``, which is exact at ``p = 0`` and ``p = 1`` and round-trips
+    (old -> new -> old) to machine precision. The assumption (Axiom 2 of seed 003) is that the
+    class-conditional distributions of the features are the same under both priors.
+
+    References
+    ----------
+    A. Ziegler, P. Czyz. Unsupervised Recalibration. Lemma 3.
+
+    Examples
+    --------
+    >>> import numpy as np, puinfer as pu
+    >>> pu.adjust_prior(np.array([0.5, 0.9]), old_prior=0.5, new_prior=0.2)
+    array([0.2       , 0.69230769])
+    """
+    arr, wrap = _as_prob_array(prob, "prob")
+    if arr.ndim == 1:
+        n = arr.shape[0]
+        old = _prior(old_prior, "old_prior", 1, n=n, open_=True)
+        new = _prior(new_prior, "new_prior", 1, n=n)
+        w1 = new * (1.0 - old)
+        w0 = (1.0 - new) * old
+        num = arr * w1
+        den = num + (1.0 - arr) * w0
+    else:
+        n, k = arr.shape
+        if k < 2:
+            raise ValueError("prob: a class-probability matrix needs at least 2 columns; pass a "
+                             "vector for binary probabilities")
+        rs = arr.sum(axis=1)
+        if np.any(np.abs(rs - 1) > _ROW_TOL):
+            bad = np.flatnonzero(np.abs(rs - 1) > _ROW_TOL)
+            raise ValueError(f"prob: rows must sum to 1; {bad.size} row(s) do not (e.g. row "
+                             f"{int(bad[0])} sums to {rs[bad[0]]:.6g})")
+        old = _prior(old_prior, "old_prior", k, n=n)
+        if old.ndim != 1:
+            raise ValueError("old_prior must be a single vector of k class priors")
+        if np.any(old <= 0):
+            raise ValueError("old_prior must be strictly positive for every class (it divides)")
+        new = _prior(new_prior, "new_prior", k, n=n)
+        num = arr * (new / old)
+        den = num.sum(axis=1, keepdims=True)
+    undefined = den == 0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = num / den
+    if np.any(undefined):
+        warnings.warn(f"{int(np.sum(undefined))} row(s) put all their probability on classes "
+                      "with new prior 0; their recalibrated probability is undefined (NaN)",
+                      BoundaryWarning, stacklevel=2)
+    return wrap(out)
+
+
+def downsampling_correction(prob, w=None, *, base_rate=None, sampled_base_rate=None):
+    """Correct the predictions of a model trained on negatively down-sampled data (seed 002).
+
+    Parameters
+    ----------
+    prob : array_like or pandas.Series
+        Binary probabilities ``p'`` from the model trained on the down-sampled data.
+    w : float, optional
+        The rate at which negatives were kept, in (0, 1].
+    base_rate, sampled_base_rate : float, optional
+        Instead of ``w``: the base rate ``b`` of positives in the original data and ``b'`` in the
+        down-sampled training data; then ``w = b/(1-b) * (1-b')/b'`` (seed 002, formula 1),
+        which must lie in (0, 1] (i.e. ``b' >= b``).
+
+    Returns
+    -------
+    same type as ``prob``
+        ``p = p' / (p' + (1 - p') / w)`` (seed 002, formula 2), computed as
+        ``w p' / (w p' + 1 - p')``.
+
+    Raises
+    ------
+    ValueError
+        If ``prob`` is outside [0, 1], ``w`` is outside (0, 1], both or neither of ``w`` and the
+        base rates are given, or the base rates are not in (0, 1).
+
+    Notes
+    -----
+    This is Lemma 3 of seed 003 with ``old_prior = b'`` and ``new_prior = b``:
+    ``downsampling_correction(p, base_rate=b, sampled_base_rate=b')`` equals
+    ``adjust_prior(p, b', b)``.
+
+    Examples
+    --------
+    >>> import puinfer as pu
+    >>> pu.downsampling_correction([0.5], w=1/9)
+    array([0.1])
+    """
+    arr, wrap = _as_prob_array(prob, "prob")
+    if arr.ndim != 1:
+        raise ValueError("prob must be a vector of binary probabilities")
+    if w is not None and (base_rate is not None or sampled_base_rate is not None):
+        raise ValueError("give either w or (base_rate, sampled_base_rate), not both")
+    if w is None:
+        if base_rate is None or sampled_base_rate is None:
+            raise ValueError("give w, or both base_rate and sampled_base_rate")
+        b = float(base_rate)
+        bs = float(sampled_base_rate)
+        for nm, v in (("base_rate", b), ("sampled_base_rate", bs)):
+            if not 0 < v < 1:
+                raise ValueError(f"{nm} must be strictly between 0 and 1; got {v}")
+        w = (b / (1 - b)) * ((1 - bs) / bs)
+        if w > 1 + 1e-12:
+            raise ValueError(f"base_rate = {b} and sampled_base_rate = {bs} imply w = {w:.6g} > 1:"
+                             " down-sampling negatives cannot lower the base rate")
+        w = min(w, 1.0)
+    else:
+        w = float(w)
+        if not 0 < w <= 1:
+            raise ValueError(f"w (the rate at which negatives were kept) must be in (0, 1]; got {w}")
+    num = w * arr
+    return wrap(num / (num + (1.0 - arr)))
