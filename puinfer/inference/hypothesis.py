@@ -155,7 +155,7 @@ def lr_test(restricted, full, *, tol: float = 1e-6) -> HypothesisTestResult:
                             f"{restricted.objective:.4f}, {full.objective:.4f}"})
 
 
-def chisq_gof(observed, expected, ddof: int = 0, *, method: str = "pearson",
+def chisq_gof(observed, expected, ddof: int = 0, *, statistic: str = "pearson",
               null: str = "the fitted model reproduces the observed counts"):
     """Chi-square goodness-of-fit test of observed counts against fitted expected counts.
 
@@ -166,7 +166,7 @@ def chisq_gof(observed, expected, ddof: int = 0, *, method: str = "pearson",
     ddof : int
         Number of parameters estimated from the counts; ``df = (#cells - #constraints) - ddof``
         where each row of a 2-D array (each multinomial) contributes one constraint.
-    method : {"pearson", "lr"}
+    statistic : {"pearson", "lr"}
         Pearson's X^2 or the likelihood-ratio statistic G^2 = 2 sum O log(O/E).
 
     Returns
@@ -183,14 +183,14 @@ def chisq_gof(observed, expected, ddof: int = 0, *, method: str = "pearson",
     if df <= 0:
         return HypothesisTestResult.invalid(f"no degrees of freedom left (df = {df})", null=null,
                                             method="Chi-square goodness of fit", df=df)
-    if method == "pearson":
+    if statistic == "pearson":
         pos = e > 0
         if np.any(o[~pos] > 0):
             return HypothesisTestResult.invalid("a cell with observations has expected count 0",
                                                 null=null, method="Pearson chi-square GOF", df=df)
         stat = np.sum((o[pos] - e[pos]) ** 2 / e[pos])
         name = "Pearson chi-square goodness of fit"
-    elif method == "lr":
+    elif statistic == "lr":
         pos = o > 0
         if np.any(e[pos] == 0):
             return HypothesisTestResult.invalid("a cell with observations has expected count 0",
@@ -198,7 +198,7 @@ def chisq_gof(observed, expected, ddof: int = 0, *, method: str = "pearson",
         stat = 2.0 * np.sum(o[pos] * np.log(o[pos] / e[pos]))
         name = "Likelihood-ratio (G) chi-square goodness of fit"
     else:
-        raise ValueError("method must be 'pearson' or 'lr'")
+        raise ValueError(f"statistic must be 'pearson' or 'lr'; got {statistic!r}")
     small = int(np.sum(e < 5))
     extra = {"cells with expected count < 5": small} if small else {}
     return chi2_test(max(stat, 0.0), df, null=null, method=name, extra=extra)

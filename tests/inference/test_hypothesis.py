@@ -10,10 +10,10 @@ from puinfer.inference import HypothesisTestResult, chi2_test, chisq_gof, format
 def test_pearson_and_g_match_scipy():
     obs = np.array([18, 30, 22, 30])
     exp = np.array([25.0, 25.0, 25.0, 25.0])
-    p = chisq_gof(obs, exp, method="pearson")
+    p = chisq_gof(obs, exp, statistic="pearson")
     ref = stats.chisquare(obs, exp)
     assert p.statistic == pytest.approx(ref.statistic) and p.pvalue == pytest.approx(ref.pvalue)
-    g = chisq_gof(obs, exp, method="lr")
+    g = chisq_gof(obs, exp, statistic="lr")
     ref = stats.power_divergence(obs, exp, lambda_="log-likelihood")
     assert g.statistic == pytest.approx(ref.statistic) and g.pvalue == pytest.approx(ref.pvalue)
     assert p.df == 3
