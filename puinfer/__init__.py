@@ -25,9 +25,9 @@ from .models.calibrators import (
     LogisticCalibrator,
     SplineCalibrator,
 )
-from .models.detm import DETM, SETM
-from .prior_shift import adjust_prior, downsampling_correction
+from .models.detm import DETM, SETM, DETMResults, SETMResults
 from .models.urc import URC, URCResults
+from .prior_shift import adjust_prior, downsampling_correction
 
 __version__ = "0.1.0"
 
@@ -41,6 +41,8 @@ __all__ = [
     "metrics",
     "DETM",
     "SETM",
+    "DETMResults",
+    "SETMResults",
     "URC",
     "URCResults",
     "adjust_prior",

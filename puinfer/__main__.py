@@ -34,7 +34,7 @@ def demo_pu() -> None:
     print(detm.summary())
     print()
     print(detm.test_scar())
-    ci = detm.conf_int_pi(0.95)
+    ci = detm.conf_int_pi()
     print(f"\npi-hat = {detm.pi:.4f}, 95% profile EL interval [{ci['lower']:.4f}, "
           f"{ci['upper']:.4f}]   (paper: 0.667, [0.6425, 0.6903]; truth 0.6667)")
     y = df.loc[df.labeled == 0, "y_true"].to_numpy()

@@ -63,8 +63,8 @@ from ..exceptions import (
 )
 from ..inference.hypothesis import HypothesisTestResult, chisq_gof, lr_test
 from ..inference.profile import Profile
-from ..summary import Summary
 from ..prior_shift import adjust_prior
+from ..summary import Summary
 
 __all__ = ["URC", "URCResults", "Partition"]
 

@@ -13,7 +13,7 @@ def _quadratic(mu, sigma):
 
 def test_quadratic_profile_gives_wald_interval():
     prof = Profile("theta", 0.4, 0.0, _quadratic(0.4, 0.05), bounds=(0, 1), step=0.05)
-    ci = prof.conf_int(0.95)
+    ci = prof.conf_int(0.05)
     z = stats.norm.ppf(0.975)
     assert ci["lower"] == pytest.approx(0.4 - z * 0.05, abs=1e-9)
     assert ci["upper"] == pytest.approx(0.4 + z * 0.05, abs=1e-9)
@@ -22,7 +22,7 @@ def test_quadratic_profile_gives_wald_interval():
 
 def test_one_sided_at_bound():
     prof = Profile("theta", 0.02, 0.0, _quadratic(0.02, 0.05), bounds=(0, 1), step=0.05)
-    ci = prof.conf_int(0.95)
+    ci = prof.conf_int(0.05)
     assert ci["lower"] == 0 and ci.attrs["lower_at_bound"]
     assert ci["upper"] == pytest.approx(0.02 + stats.norm.ppf(0.975) * 0.05, abs=1e-9)
 
@@ -38,14 +38,14 @@ def test_grid_and_bad_level():
     df = prof.to_frame(n=11)
     assert df["R"].min() == pytest.approx(0.0)
     assert np.all(np.diff(df["value"]) > 0)
-    with pytest.raises(ValueError, match="level"):
+    with pytest.raises(ValueError, match="alpha"):
         prof.conf_int(1.5)
 
 
 def test_estimate_on_the_bound_is_one_sided():
     # e.g. SETM on SAR data: pi-hat ~ 1e-14, below the smallest profiled value
     prof = Profile("theta", 0.0, 0.0, _quadratic(0.0, 0.05), bounds=(0, 1), step=0.05)
-    ci = prof.conf_int(0.95)
+    ci = prof.conf_int(0.05)
     assert ci["lower"] == 0 and ci.attrs["lower_at_bound"]
     assert ci["upper"] == pytest.approx(stats.norm.ppf(0.975) * 0.05, abs=1e-9)
 

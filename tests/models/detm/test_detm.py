@@ -104,7 +104,7 @@ class TestExactness:
         Z, y, _ = _standardised(sar3000)
         # start away from puinfer's solution: its theta plus noise, pi moved by 0.05
         rng = np.random.default_rng(1)
-        th = detm._theta_std + rng.normal(scale=0.05, size=detm._theta_std.size)
+        th = detm.theta + rng.normal(scale=0.05, size=detm.theta.size)
         x0 = np.r_[th, logit(detm.pi - 0.05)]
         best, _ = _independent_max(Z, y, x0)
         assert abs(best - detm.llf) < 1e-6
@@ -113,7 +113,7 @@ class TestExactness:
     def test_setm_matches_independent_maximisation(self, sar3000, sar_fits):
         _, setm = sar_fits
         Z, y, _ = _standardised(sar3000)
-        x0 = np.r_[setm._theta_std + 0.05, logit(min(setm.pi + 0.05, 0.5))]
+        x0 = np.r_[setm.theta + 0.05, logit(min(setm.pi + 0.05, 0.5))]
         best, _ = _independent_max(Z, y, x0, restricted=True)
         assert abs(best - setm.llf) < 1e-6
 
@@ -153,7 +153,7 @@ class TestExactness:
         # DETM's profile log-EL evaluated with (alpha1, beta1) = 0 at SETM's estimate is SETM's llf
         _, setm = sar_fits
         Z, y, _ = _standardised(sar3000)
-        th = setm._theta_std.copy()
+        th = setm.theta.copy()
         assert np.all(th[:16] == 0)
         v, _ = _independent_profile_log_el(th, setm.pi, Z, y)
         np.testing.assert_allclose(v, setm.llf, rtol=1e-12)
@@ -167,18 +167,18 @@ def test_large_sample_starts_reach_the_same_maximum(monkeypatch):
     # above 2 * _SUBSAMPLE_SIZE rows the starts run on a subsample first; SETM, DETM and the
     # SCAR test (which refits SETM) must work there and reach the maximum that the starts on
     # the full data reach (forced by raising the threshold)
-    from puinfer.models import detm as detm_module
+    from puinfer.models.detm import _starts
 
     df = scar_design(21_000, 21_000, 0.6, p=3, rng=np.random.default_rng(11))
     f = "labeled ~ x1 + x2 + x3"
     fits = {}
-    for size in (detm_module._SUBSAMPLE_SIZE, 10**9):
-        monkeypatch.setattr(detm_module, "_SUBSAMPLE_SIZE", size)
+    for size in (_starts.SUBSAMPLE_SIZE, 10**9):
+        monkeypatch.setattr(_starts, "SUBSAMPLE_SIZE", size)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             setm = pu.SETM.from_formula(f, data=df).fit(probe=False)
             detm = pu.DETM.from_formula(f, data=df).fit(probe=False)
-            fits[size] = (setm.objective, detm.objective, detm.test_scar().statistic)
+            fits[size] = (setm.llf_penalized, detm.llf_penalized, detm.test_scar().statistic)
         assert any("subsample" in s for s in detm.starts["start"]) == (size < 10**9)
     np.testing.assert_allclose(*fits.values(), rtol=0, atol=1e-6)
 
@@ -283,7 +283,7 @@ class TestResults:
             assert key in text
         assert "<table" in r._repr_html_()
         assert "DETM" in repr(r)
-        for attr in ("params", "bse", "zvalues", "pvalues", "aic", "bic", "llf", "nobs",
+        for attr in ("params", "bse", "tvalues", "pvalues", "df_model", "llf", "nobs",
                      "converged", "starts", "warnings", "llf_penalized"):
             getattr(r, attr)
         assert r.cov_params().shape == (9, 9)
@@ -319,12 +319,15 @@ class TestSeparation:
         # independent check: BFGS on the unpenalised form, from the fit, climbs far above the
         # fit's unpenalised value with ever larger slopes
         d = res.model.data
-        f0 = res.model._free_fun(0.0, False)[0]
-        opt = optimize.minimize(lambda v: -f0(v, 0), res._v_free, method="BFGS",
+        from puinfer.models.detm._starts import free_fun
+
+        f0 = free_fun(d, 0.0, False)[0]
+        v_fit = res._fit.v
+        opt = optimize.minimize(lambda v: -f0(v, 0), v_fit, method="BFGS",
                        options=dict(maxiter=3000, gtol=1e-8))
-        assert -opt.fun > f0(res._v_free, 0) + 5
+        assert -opt.fun > f0(v_fit, 0) + 5
         slopes = np.r_[opt.x[1:d.Z.shape[1] + 1], opt.x[d.Z.shape[1] + 2:]]
-        assert np.abs(slopes).max() > 3 * np.abs(res._v_free[1:]).max()
+        assert np.abs(slopes).max() > 3 * np.abs(v_fit[1:]).max()
 
     def test_ridge_not_binding_when_the_maximum_exists(self, sar3000, sar_fits):
         # where the unpenalised maximum exists (sar_fits asserts no separation), the ridge

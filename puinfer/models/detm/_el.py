@@ -195,6 +195,26 @@ def solve_lambda(logw1, logw2, lam0, *, maxiter=100):
     return lam_full, D, ok
 
 
+def _with_pi(grad, H, Hlt, X1, w1, w2, logmix, tmask, p):
+    """Append pi to the gradient and the (theta, theta) and (lambda, theta) Hessian blocks."""
+    N = len(tmask)
+    mix = np.exp(logmix)
+    w1t, w2t = w1[tmask], w2[tmask]
+    gpi = np.sum((w1t - w2t) / mix)
+    hpp = -np.sum(((w1t - w2t) / mix) ** 2)
+    cross = np.zeros(N)
+    cross[tmask] = w1t * w2t / mix**2
+    hpt = np.concatenate([X1.T @ cross, -(X1.T @ cross)])
+    grad = np.append(grad, gpi)
+    k = 2 * (p + 1)
+    Hn = np.empty((k + 1, k + 1))
+    Hn[:k, :k] = H
+    Hn[:k, k] = hpt
+    Hn[k, :k] = hpt
+    Hn[k, k] = hpp
+    return grad, Hn, np.column_stack([Hlt, np.zeros(Hlt.shape[0])])
+
+
 def profile_log_el(theta, pi, Z, y, c=0.0, lam0=None, order=2, X1=None, with_pi=False):
     """Profile log-EL ``l_N(theta) - N log N`` of eq. (12) with the multipliers of (11) solved.
 
@@ -261,22 +281,7 @@ def profile_log_el(theta, pi, Z, y, c=0.0, lam0=None, order=2, X1=None, with_pi=
     Hll = zd[:, act].T @ zd[:, act]
     Hlt = Hlt[act]
     if with_pi:
-        mix = np.exp(logmix)
-        w1t, w2t = w1[tmask], w2[tmask]
-        gpi = np.sum((w1t - w2t) / mix)
-        hpp = -np.sum(((w1t - w2t) / mix) ** 2)
-        cross = np.zeros(N)
-        cross[tmask] = w1t * w2t / mix**2
-        hpt = np.concatenate([X1.T @ cross, -(X1.T @ cross)])
-        grad = np.append(grad, gpi)
-        k = 2 * (p + 1)
-        Hn = np.empty((k + 1, k + 1))
-        Hn[:k, :k] = H
-        Hn[:k, k] = hpt
-        Hn[k, :k] = hpt
-        Hn[k, k] = hpp
-        H = Hn
-        Hlt = np.column_stack([Hlt, np.zeros(Hlt.shape[0])])
+        grad, H, Hlt = _with_pi(grad, H, Hlt, X1, w1, w2, logmix, tmask, p)
     H = H - Hlt.T @ np.linalg.solve(Hll, Hlt)
     if c:
         _, pg, ph = penalty(b1, b2, c, 2)

@@ -1,0 +1,78 @@
+"""Validated, standardised data of a DETM/SETM fit (source rows first)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from ..._validation import as_float_matrix, check_full_rank
+from ...base.results import data_fingerprint
+
+__all__ = ["TiltData", "prepare"]
+
+
+@dataclass(frozen=True)
+class TiltData:
+    """The pooled sample: ``X`` (N, p) features without intercept, source rows first; ``y``
+    (N,) 1 = target, 0 = source; the pooled mean and sd used to standardise; ``target_index``
+    the caller's index of the target rows (None for arrays)."""
+
+    X: np.ndarray
+    y: np.ndarray
+    names: list
+    mean: np.ndarray
+    sd: np.ndarray
+    n: int
+    m: int
+    target_index: object = None
+
+    @property
+    def N(self) -> int:
+        return self.n + self.m
+
+    @property
+    def p(self) -> int:
+        return len(self.names)
+
+    @cached_property
+    def Z(self):
+        return (self.X - self.mean) / self.sd
+
+    @cached_property
+    def X1(self):
+        return np.column_stack([np.ones(self.N), self.Z])
+
+    @cached_property
+    def fingerprint(self):
+        return data_fingerprint(self.X, self.y)
+
+    def subset(self, i_source, i_target) -> TiltData:
+        """Rows ``i_source`` of the source and ``i_target`` (positions in the pooled sample) of
+        the target, with the same centring and scaling (so that solutions carry over)."""
+        idx = np.r_[i_source, i_target]
+        return TiltData(self.X[idx], self.y[idx], self.names, self.mean, self.sd,
+                        len(i_source), len(i_target))
+
+
+def prepare(source, target, names=None, target_index=None) -> TiltData:
+    """Validate the two samples and pool them (source first)."""
+    import pandas as pd
+
+    Xs, ns = as_float_matrix(source, "source")
+    Xt, nt = as_float_matrix(target, "target")
+    if Xs.shape[1] != Xt.shape[1]:
+        raise ValueError(f"source has {Xs.shape[1]} columns but target has {Xt.shape[1]}")
+    names = list(names) if names is not None else ns
+    if isinstance(target, pd.DataFrame) and isinstance(source, pd.DataFrame) and ns != nt:
+        raise ValueError(f"source and target columns differ: {ns} vs {nt}")
+    if target_index is None and isinstance(target, (pd.DataFrame, pd.Series)):
+        target_index = target.index
+    X = np.vstack([Xs, Xt])
+    y = np.r_[np.zeros(len(Xs)), np.ones(len(Xt))]
+    check_full_rank(np.column_stack([np.ones(len(X)), X]), ["Intercept", *names], "design")
+    n_par = 2 * (X.shape[1] + 1) + 1
+    if len(X) <= n_par:
+        raise ValueError(f"{len(X)} rows for {n_par} DETM parameters; need more rows")
+    return TiltData(X, y, names, X.mean(axis=0), X.std(axis=0), len(Xs), len(Xt), target_index)

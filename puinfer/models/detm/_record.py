@@ -1,0 +1,219 @@
+"""The fit record of DETM/SETM: everything ``fit()`` estimated, computed once from the best
+start (label switching resolved, exact log-EL, covariance, start diagnostics, separation)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy.special import expit
+
+from ...base.results import ConvergenceInfo, readonly
+from ...exceptions import (
+    BoundaryWarning,
+    ConvergenceWarning,
+    SeparationWarning,
+    StartsDisagreeWarning,
+)
+from . import _el
+from ._separation import check_separation
+from ._starts import StartRun, free_fun, pi_of_v, theta_pi
+
+__all__ = ["TiltFit", "build_record", "LABEL_RULES", "param_names", "to_original_map"]
+
+LABEL_RULES = ("kl", "pi<0.5", "pi>0.5")
+
+
+@dataclass(frozen=True)
+class TiltFit:
+    """What a DETM/SETM fit estimated (standardised scale unless said otherwise)."""
+
+    restricted: bool
+    name: str
+    penalty_strength: float
+    label_rule: str
+    maxiter: int
+    tol: float
+    v: np.ndarray                 # binary-regression solution, labels resolved
+    theta: np.ndarray             # (a1, b1, a2, b2)
+    pi: float
+    labels_swapped: bool
+    kl_divergences: tuple
+    llf: float
+    llf_penalized: float
+    llf_method: str
+    lagrange_multipliers: np.ndarray
+    el_weights: np.ndarray
+    omega: np.ndarray             # posterior of component 1 on the target rows
+    params: pd.Series             # user's scale
+    cov: pd.DataFrame             # user's scale
+    convergence: ConvergenceInfo
+    runs: tuple                   # StartRun
+    starts: pd.DataFrame
+    n_starts_at_best: int
+    separated_points: np.ndarray | None
+    ridge_binding: bool | None
+    warnings: tuple               # (category name, message)
+
+
+def param_names(names) -> list:
+    return (["alpha1"] + [f"beta1[{c}]" for c in names] + ["alpha2"]
+            + [f"beta2[{c}]" for c in names] + ["pi"])
+
+
+def to_original_map(data) -> np.ndarray:
+    """Linear map J with ``params_original = J @ (a1, b1, a2, b2, pi)`` (standardised)."""
+    k = data.p + 1
+    J = np.eye(2 * k + 1)
+    for t in range(2):
+        o = t * k
+        J[o + 1:o + k, o + 1:o + k] = np.diag(1.0 / data.sd)
+        J[o, o + 1:o + k] = -data.mean / data.sd
+    return J
+
+
+def kl_divergences(data, v, pi) -> tuple[float, float]:
+    """Estimated ``KL(p_s || p_t(.|y=1))`` and ``KL(p_s || p_t(.|y=0))`` (Remark 1 of Liu et
+    al.): ``KL_t = -sum_i p_i (alpha_t + z_i'beta_t)`` with the EL weights ``p_i``."""
+    s1, b1, s2, b2 = _el.split(v, data.p)
+    eta1, eta2 = s1 + data.Z @ b1, s2 + data.Z @ b2
+    w = np.exp(-np.logaddexp(0, np.logaddexp(eta1, eta2))) / data.n
+    with np.errstate(divide="ignore"):
+        a1 = s1 - np.log(data.m * pi / data.n)
+        a2 = s2 - np.log(data.m * (1 - pi) / data.n)
+    return float(-(w @ (a1 + data.Z @ b1))), float(-(w @ (a2 + data.Z @ b2)))
+
+
+def swap_needed(data, v, pi, rule) -> bool:
+    """True if components 1 and 2 must be swapped under the label ``rule``."""
+    if rule == "pi<0.5":
+        return pi > 0.5
+    if rule == "pi>0.5":
+        return pi < 0.5
+    kl1, kl2 = kl_divergences(data, v, pi)
+    return bool(kl1 > kl2)
+
+
+def labelled_pi(data, restricted, rule, v) -> float:
+    pi = pi_of_v(data, v)
+    if not restricted and swap_needed(data, v, pi, rule):
+        pi = 1 - pi
+    return pi
+
+
+def _exact_llf(data, v, theta, pi, record, name):
+    """Exact log-EL (eq. 12) with the multipliers solved; the closed form on overflow."""
+    p = data.p
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        f, _, H, extra = _el.profile_log_el(theta, pi, data.Z, data.y, 0.0, X1=data.X1,
+                                            with_pi=True)
+    method = "eq. (12), multipliers of (11) solved numerically"
+    if extra is None or not np.isfinite(f) or not np.all(np.isfinite(H)):
+        # A tilt has run off (w overflows). At the pi-free maximum the multipliers are known
+        # exactly, lambda_t = m pi_t / N, and 1 + lambda'(w_i - 1) = (n/N)(1 + S_i): evaluate
+        # eq. (12) with them in log space.
+        fun, _ = free_fun(data, 0.0, False)
+        f = fun(v, 0) - data.n * np.log(data.n) - data.m * np.log(data.m)
+        method = "eq. (12) with the closed-form multipliers m pi_t / N (overflow)"
+        H = np.full((2 * p + 3, 2 * p + 3), np.nan)
+        s1, b1, s2, b2 = _el.split(v, p)
+        eta1, eta2 = s1 + data.Z @ b1, s2 + data.Z @ b2
+        logS = np.logaddexp(eta1, eta2)
+        extra = {"lam": np.array([data.m * pi, data.m * (1 - pi)]) / data.N,
+                 "p": np.exp(-np.logaddexp(0, logS)) / data.n,
+                 "omega": expit((eta1 - eta2)[data.n:])}
+        record.append((SeparationWarning, f"{name}: a tilt diverges (exp overflow); the log-EL "
+                       "uses the closed-form multipliers and standard errors are not available"))
+    return float(f), H, extra, method
+
+
+def _covariance(data, restricted, H, record, name) -> pd.DataFrame:
+    """Inverse observed information of the (penalised) profile log-EL (Theorem 2)."""
+    p = data.p
+    k = 2 * (p + 1) + 1
+    idx = np.r_[p + 1:k] if restricted else np.arange(k)  # SETM: alpha2, beta2, pi
+    try:
+        cov_s = np.linalg.inv(-H[np.ix_(idx, idx)])
+        if np.any(np.diag(cov_s) < 0):
+            raise np.linalg.LinAlgError
+    except np.linalg.LinAlgError:
+        record.append((ConvergenceWarning, f"{name}: the observed information is singular or "
+                       "not positive definite; standard errors are NaN"))
+        cov_s = np.full((len(idx), len(idx)), np.nan)
+    cov = np.zeros((k, k))
+    cov[np.ix_(idx, idx)] = cov_s
+    J = to_original_map(data)
+    names = param_names(data.names)
+    out = pd.DataFrame(J @ cov @ J.T, index=names, columns=names)
+    return out.drop(index=names[: p + 1], columns=names[: p + 1]) if restricted else out
+
+
+def _starts_table(data, restricted, rule, runs, pi, record, name):
+    st = pd.DataFrame({
+        "start": [r.label for r in runs],
+        # on the scale of llf_penalized: the binary-regression form minus n log n + m log m
+        "objective": [r.f - data.n * np.log(data.n) - data.m * np.log(data.m) for r in runs],
+        "pi": [labelled_pi(data, restricted, rule, r.v) for r in runs],
+        "converged": [r.info.converged for r in runs],
+        "iterations": [r.info.iterations for r in runs],
+    })
+    f_best = st["objective"].max()
+    gap = f_best - st["objective"]
+    at_best = gap <= 1e-9 * max(1.0, abs(f_best))
+    near = (~at_best) & (gap < 2.0) & (np.abs(st["pi"] - pi) > 0.05)
+    if near.any():
+        alt = st.loc[near].sort_values("objective").iloc[-1]
+        record.append((StartsDisagreeWarning, f"{name}: starts disagree: a local maximum with "
+                       f"pi = {alt['pi']:.4f} is within {f_best - alt['objective']:.3f} log-EL "
+                       f"units of the best (pi = {pi:.4f})"))
+    return st, int(at_best.sum())
+
+
+def build_record(data, restricted: bool, name: str, best: StartRun, runs: list, *, c: float,
+                 label_rule: str, check_separation_opt, maxiter: int, tol: float):
+    """The :class:`TiltFit` of the best run. Warnings are collected, not issued: the caller
+    issues those of the final record."""
+    record: list = []
+    p = data.p
+    v = best.v
+    pi = pi_of_v(data, v)
+    swapped = not restricted and swap_needed(data, v, pi, label_rule)
+    if swapped:
+        v, pi = np.r_[v[p + 1:], v[: p + 1]], 1.0 - pi
+    kl = kl_divergences(data, v, pi) if not restricted else (0.0, float("nan"))
+    theta, _ = theta_pi(data, restricted, v)
+    llf, H, extra, llf_method = _exact_llf(data, v, theta, pi, record, name)
+    _, b1, _, b2 = _el.split(v, p)
+    if not best.info.converged:
+        record.append((ConvergenceWarning, f"{name}: the optimiser did not converge "
+                       f"({best.info.message})"))
+    starts, n_at_best = _starts_table(data, restricted, label_rule, runs, pi, record, name)
+    if c and np.all(np.isfinite(H)):
+        # the curvature of the penalised log-EL actually maximised: what the profile of pi
+        # sees, and positive definite when a direction is nearly separated
+        _, _, ph = _el.penalty(b1, b2, c, 2)
+        pidx = np.r_[1:p + 1, p + 2:2 * p + 2]
+        H = H.copy()
+        H[np.ix_(pidx, pidx)] -= ph
+    cov = _covariance(data, restricted, H, record, name)
+    names = param_names(data.names)
+    params = pd.Series(to_original_map(data) @ np.r_[theta, pi], index=names, name="coef")
+    if restricted:
+        params = params.drop(names[: p + 1])
+    sep, binding, msg = check_separation(data, restricted, name, c, check_separation_opt, v)
+    if msg:
+        record.append((SeparationWarning, msg))
+    if pi < 1e-6 or pi > 1 - 1e-6:
+        record.append((BoundaryWarning, f"{name}: pi-hat = {pi:.3g} is at the boundary of "
+                       "[0, 1]; its interval is one-sided and its SE is not valid"))
+    return TiltFit(
+        restricted=restricted, name=name, penalty_strength=c,
+        label_rule=label_rule if not restricted else "none (SETM)", maxiter=maxiter, tol=tol,
+        v=readonly(v), theta=readonly(theta), pi=pi, labels_swapped=swapped, kl_divergences=kl,
+        llf=llf, llf_penalized=float(llf - (_el.penalty(b1, b2, c) if c else 0.0)),
+        llf_method=llf_method, lagrange_multipliers=readonly(extra["lam"]),
+        el_weights=readonly(extra["p"]), omega=readonly(extra["omega"]), params=params, cov=cov,
+        convergence=best.info, runs=tuple(runs), starts=starts, n_starts_at_best=n_at_best,
+        separated_points=sep, ridge_binding=binding,
+        warnings=tuple((cat.__name__, msg) for cat, msg in record))

@@ -1,0 +1,135 @@
+"""Separation: target points outside the convex hull of the source sample, binding ridges.
+
+A target point outside the convex hull of the source points can be strictly separated from
+all of them; one tilt can then run off to infinity along the separating direction and the
+unpenalised maximum of the empirical likelihood does not exist.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from ...base.optimize import newton_maximize
+from . import _el
+from ._starts import free_fun
+
+__all__ = ["separated_target_points", "check_separation"]
+
+#: number of target points (those with the smallest fitted source probability) whose
+#: separation from the source sample is checked by a linear programme
+N_CANDIDATES = 25
+#: the ridge-binding check runs up to this many rows
+RIDGE_CHECK_MAX_N = 50_000
+
+
+def separated_target_points(Zs: np.ndarray, Zt: np.ndarray, candidates=None) -> np.ndarray:
+    """Indices of target points that a hyperplane separates from *all* source points.
+
+    A target point can be strictly separated from the source sample exactly when it lies
+    outside the convex hull of the source points; then one tilt can run off to infinity along
+    the separating direction, pushing that point's posterior to one, and the unpenalised
+    maximum of the empirical likelihood does not exist. Each candidate is checked by the
+    feasibility linear programme ``z_j = sum_i mu_i z_i, mu >= 0, sum_i mu_i = 1``.
+
+    Parameters
+    ----------
+    Zs, Zt : source and target features.
+    candidates : indices of target points to check (default: all).
+    """
+    from scipy.optimize import linprog
+
+    n = Zs.shape[0]
+    A_eq = np.vstack([Zs.T, np.ones((1, n))])
+    cand = np.arange(len(Zt)) if candidates is None else np.asarray(candidates, dtype=int)
+    out = []
+    for j in cand:
+        res = linprog(np.zeros(n), A_eq=A_eq, b_eq=np.r_[Zt[j], 1.0], bounds=(0, None),
+                      method="highs")
+        if res.status == 2:  # infeasible: outside the hull
+            out.append(j)
+    return np.asarray(out, dtype=int)
+
+
+def ridge_binding(data, restricted: bool, v: np.ndarray) -> bool:
+    """Whether the unpenalised log-EL has no maximum near the penalised fit ``v``.
+
+    Newton's method on the *unpenalised* log-EL, started at the fit, either settles nearby
+    (the ridge only nudges an interior maximum) or runs off (slopes above 50), or stops where
+    the log-EL is flat along some direction (the curvature along a ridge vanishes like the
+    gain). ``tol=0``: Newton stops only at floating-point precision, not on a small gain (on a
+    ridge the gain per step shrinks like ``exp(-margin * slope)``).
+    """
+    p = data.p
+    fun, expand = free_fun(data, 0.0, restricted)
+    sidx = np.r_[0, p + 1:2 * p + 2]
+    with warnings.catch_warnings(), np.errstate(over="ignore", invalid="ignore"):
+        warnings.simplefilter("ignore")
+        u, _, _, Hu, _ = newton_maximize(fun, v[sidx] if restricted else v, maxiter=60, tol=0.0)
+    _, b1u, _, b2u = _el.split(expand(u), p)
+    free = float(max(np.abs(b1u).max(initial=0), np.abs(b2u).max(initial=0)))
+    ev = np.linalg.eigvalsh(-Hu) if np.all(np.isfinite(Hu)) else np.array([0.0])
+    flat = bool(ev.min() <= 1e-12 * max(ev.max(), 1.0))
+    return bool(free > 50 or flat)
+
+
+def check_separation(data, restricted: bool, name: str, c: float, check, v: np.ndarray):
+    """Detect a diverging tilt and, if so, the target points separated from the source.
+
+    Unpenalised, a diverging tilt shows in the fit itself (standardised slopes above 10).
+    Penalised, the ridge keeps the slopes moderate, so :func:`ridge_binding` checks directly
+    (up to 50,000 rows). ``check=False`` skips everything (the bootstrap refits); ``None``
+    runs the hull check only when a tilt diverges.
+
+    Returns
+    -------
+    separated_points : numpy.ndarray or None
+    ridge_binding : bool or None
+    message : str or None
+        The text of a ``SeparationWarning``, if one is due.
+    """
+    if check is False:
+        return None, None, None
+    p = data.p
+    s1, b1, s2, b2 = _el.split(v, p)
+    big = float(max(np.abs(b1).max(initial=0), np.abs(b2).max(initial=0)))
+    binding = None
+    if c and data.N <= RIDGE_CHECK_MAX_N:
+        binding = ridge_binding(data, restricted, v)
+    diverging = big > 10 or bool(binding)
+    if check is None and not diverging:
+        return None, binding, None
+    Zs, Zt = data.Z[: data.n], data.Z[data.n:]
+    logP0_t = -np.logaddexp(0, np.logaddexp(s1 + Zt @ b1, s2 + Zt @ b2))
+    # candidates: the target points the fit pushes furthest from the source
+    cand = np.argsort(logP0_t)[:N_CANDIDATES]
+    sep = separated_target_points(Zs, Zt, cand)
+    if not diverging or (c and binding is False):
+        return sep, binding, None  # large slopes, but the unpenalised maximum exists
+    return sep, binding, _message(name, c, big, sep, len(cand), binding)
+
+
+def _message(name, c, big, sep, n_cand, binding) -> str:
+    if c:
+        where = (f"; {sep.size} of the {n_cand} most extreme target points lie outside "
+                 "the convex hull of the source points). " if sep.size else "). ")
+        if binding:
+            msg = (f"{name}: without the ridge the empirical likelihood has no maximum: it "
+                   "rises towards a supremum it never attains as the tilt slopes grow "
+                   f"(standardised slopes at the penalised fit reach {big:.3g}" + where)
+        else:  # not checked (more than RIDGE_CHECK_MAX_N rows)
+            msg = (f"{name}: standardised slopes at the penalised fit reach {big:.3g}: the "
+                   "samples are nearly separated and the unpenalised maximum may not exist "
+                   f"(not checked above {RIDGE_CHECK_MAX_N} rows" + where)
+        return msg + (f"The estimates are those of the ridge-penalised EL (c = {c:.3g}) and "
+                      "depend on it.")
+    if sep.size:
+        return (f"{name}: standardised slopes reach {big:.3g} and {sep.size} of the "
+                f"{n_cand} most extreme target points lie outside the convex hull of the "
+                "source points (a hyperplane separates each from all source points): a tilt "
+                "is running off to infinity. The unpenalised maximum does not exist; refit "
+                "with penalty='ridge'.")
+    return (f"{name}: standardised slopes reach {big:.3g}: the samples are quasi-separated "
+            "(e.g. a band of source points that two tilts cut out), so the unpenalised "
+            "maximum may not exist; refit with penalty='ridge'.")

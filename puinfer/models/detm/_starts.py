@@ -1,0 +1,238 @@
+"""The search for the global maximum of the DETM/SETM empirical likelihood.
+
+Newton's method on the binary-regression form of the profile log-EL with pi free (route 1 of
+:mod:`._el`) from deterministic starts: the SETM solution and a grid of pi and tilts; the best
+is kept and every run is reported. Above twice ``SUBSAMPLE_SIZE`` rows the starts run on a
+seeded subsample first and its best maxima start the fit on the full data.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import expit
+
+from ...base.optimize import newton_maximize
+from ...base.results import ConvergenceInfo
+from . import _el
+
+__all__ = ["StartRun", "free_fun", "run_starts", "fit_fixed_pi", "theta_pi", "v_from",
+           "SUBSAMPLE_SIZE"]
+
+#: above twice this many rows, all starts run on a seeded subsample of this size first
+SUBSAMPLE_SIZE = 20_000
+
+
+@dataclass(frozen=True)
+class StartRun:
+    """One Newton run from one start: its label, the solution ``v = (s1, b1, s2, b2)`` of the
+    binary-regression form, the maximised value ``f`` and how Newton finished."""
+
+    label: str
+    v: np.ndarray
+    f: float
+    info: ConvergenceInfo
+
+
+def _setm_index(p: int) -> np.ndarray:
+    return np.r_[0, p + 1:2 * p + 2]
+
+
+def free_fun(data, c: float, restricted: bool):
+    """``fun(v, order)`` of the penalised binary-regression form, and ``expand`` (SETM's free
+    parameters ``(s1, s2, b2)`` -> the full ``v`` with ``b1 = 0``; identity for DETM)."""
+    p = data.p
+    if not restricted:
+        def fun(v, order):
+            return _el.free_objective(v, data.Z, data.y, c, order, data.X1)
+        return fun, lambda v: v
+    full_idx = _setm_index(p)
+
+    def expand(u):
+        v = np.zeros(2 * p + 2)
+        v[full_idx] = u
+        return v
+
+    def fun_r(u, order):
+        out = _el.free_objective(expand(u), data.Z, data.y, c, order, data.X1)
+        if order == 0:
+            return out
+        f, g, H = out
+        return f, g[full_idx], H[np.ix_(full_idx, full_idx)]
+
+    return fun_r, expand
+
+
+def logistic_start(data) -> np.ndarray:
+    """Slopes of a logistic regression of target vs source (a start only; a small ridge,
+    0.5e-3 |b|^2, keeps it finite under separation)."""
+    ridge = np.r_[0.0, np.full(data.p, 1e-3)]
+    X1, y = data.X1, data.y
+
+    def fun(v, order):
+        eta = X1 @ v
+        f = eta @ y - np.logaddexp(0, eta).sum() - 0.5 * ridge @ v**2
+        if order == 0:
+            return f
+        pr = expit(eta)
+        g = X1.T @ (y - pr) - ridge * v
+        H = -(X1.T @ (X1 * (pr * (1 - pr))[:, None])) - np.diag(ridge)
+        return f, g, H
+
+    v, *_ = newton_maximize(fun, np.zeros(X1.shape[1]), maxiter=50, tol=1e-8)
+    return v[1:]
+
+
+def grid_starts(data, restricted: bool, bL: np.ndarray) -> list:
+    """Deterministic starting points ``(s1, b1, s2, b2)``: shares pi0 on a grid."""
+    out = []
+    configs = [(0.0, 1.0)] if restricted else [(0.0, 1.0), (0.3, 1.3), (-0.3, 1.0)]
+    Zs = data.Z[: data.n]
+    for pi0 in (0.2, 0.5, 0.8):
+        for k1, k2 in configs:
+            b1, b2 = k1 * bL, k2 * bL
+            # intercepts that give each component its share pi_t m / n of the odds
+            s1 = np.log(data.m * pi0 / data.n) - np.log(np.mean(np.exp(Zs @ b1)))
+            s2 = np.log(data.m * (1 - pi0) / data.n) - np.log(np.mean(np.exp(Zs @ b2)))
+            out.append((f"pi0={pi0:g}, b1={k1:g}*bL, b2={k2:g}*bL", np.r_[s1, b1, s2, b2]))
+    return out
+
+
+def pi_of_v(data, v) -> float:
+    """The mixture proportion of a binary-regression solution (before label resolution)."""
+    s1, b1, s2, b2 = _el.split(v, data.p)
+    Zt = data.Z[data.n:]
+    return float(np.mean(expit((s1 + Zt @ b1) - (s2 + Zt @ b2))))
+
+
+def theta_pi(data, restricted: bool, v):
+    """``(s1, b1, s2, b2)`` of the binary-regression form -> ``(theta, pi)`` (route 1)."""
+    s1, b1, s2, b2 = _el.split(v, data.p)
+    pi = pi_of_v(data, v)
+    # alpha_t = s_t - log(m pi_t / n); a component of weight 0 gets alpha_t = -inf
+    a1 = 0.0 if restricted else (s1 - np.log(data.m * pi / data.n) if pi > 0 else -np.inf)
+    a2 = s2 - np.log(data.m * (1 - pi) / data.n) if pi < 1 else -np.inf
+    return np.r_[a1, b1, a2, b2], pi
+
+
+def v_from(data, restricted: bool, theta, pi):
+    """Inverse of :func:`theta_pi`."""
+    a1, b1, a2, b2 = _el.split(theta, data.p)
+    s1 = np.log(data.m * pi / data.n) + (0.0 if restricted else a1)
+    s2 = a2 + np.log(data.m * (1 - pi) / data.n)
+    return np.r_[s1, b1, s2, b2]
+
+
+def fit_fixed_pi(data, restricted: bool, pi, theta0, c, maxiter, tol):
+    """Maximise the penalised profile log-EL (12) over theta with pi fixed.
+
+    Newton's method on ``l_N(theta)`` with the multipliers of (11) solved at every point;
+    ``theta0`` is ``(a1, b1, a2, b2)`` on the standardised scale (SETM keeps a1 = b1 = 0).
+    Returns the maximised value, theta and the ConvergenceInfo.
+    """
+    p = data.p
+    idx = np.r_[p + 1:2 * p + 2] if restricted else np.arange(2 * p + 2)
+
+    def expand(u):
+        th = np.zeros(2 * p + 2)
+        th[idx] = u
+        return th
+
+    lam_last = [None]  # warm start for the multipliers: the last Newton iterate's
+
+    def fun(u, order):
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            out = _el.profile_log_el(expand(u), pi, data.Z, data.y, c, lam0=lam_last[0],
+                                     order=order, X1=data.X1)
+        if order == 0:
+            return out
+        f, g, H, extra = out
+        if g is None:
+            return -np.inf, None, None
+        lam_last[0] = extra["lam"]
+        return f, g[idx], H[np.ix_(idx, idx)]
+
+    method = f"Newton (profile, pi={pi:.6g})"
+    try:
+        u, f, g, H, info = newton_maximize(fun, theta0[idx], maxiter=maxiter, tol=tol,
+                                           method=method)
+    except ValueError:  # the start is infeasible at this pi (a diverging tilt)
+        return -np.inf, theta0, ConvergenceInfo(False, 0, method, "infeasible start")
+    return f, expand(u), info
+
+
+def subsample_starts(data, restricted: bool, c, maxiter, tol) -> dict:
+    """For large samples, run every start on a fixed subsample and return the best
+    solutions as starts for the full data (deterministic: a seeded subsample)."""
+    k = SUBSAMPLE_SIZE / data.N
+    rng = np.random.default_rng(0)
+    i_s = np.sort(rng.choice(data.n, size=max(int(round(data.n * k)), 50), replace=False))
+    i_t = data.n + np.sort(rng.choice(data.m, size=max(int(round(data.m * k)), 50),
+                                      replace=False))
+    sub = data.subset(i_s, i_t)
+    c_sub = c * sub.N / data.N  # same penalty relative to the log-EL
+    setm_runs = run_starts(sub, True, c_sub, maxiter, tol)
+    setm_v = max(setm_runs, key=lambda r: r.f).v  # full (s1, b1 = 0, s2, b2)
+    if restricted:
+        return dict(setm_start=setm_v)
+    runs = sorted(run_starts(sub, False, c_sub, maxiter, tol), key=lambda r: -r.f)
+    # the best two distinct subsample maxima (by pi) start the full fit
+    extra, seen = [], []
+    for r in runs:
+        pi_r = pi_of_v(sub, r.v)
+        if all(abs(pi_r - q) > 1e-3 for q in seen):
+            extra.append((f"subsample maximum ({r.label})", r.v))
+            seen.append(pi_r)
+        if len(extra) == 2:
+            break
+    return dict(setm_start=setm_v, extra_starts=extra)
+
+
+def _newton_runs(fun, starts, maxiter, tol, method, pick=None, expand=None) -> list:
+    out = []
+    for label, v0 in starts:
+        u, f, _, _, info = newton_maximize(fun, v0 if pick is None else v0[pick],
+                                           maxiter=maxiter, tol=tol, method=method)
+        out.append(StartRun(label, u if expand is None else expand(u), f, info))
+    return out
+
+
+def run_starts(data, restricted: bool, c, maxiter, tol, extra_starts=(), setm_start=None,
+               grid=False, setm_runs=None) -> list:
+    """Fit from every start and return the list of :class:`StartRun`.
+
+    With ``setm_start`` (large samples, bootstrap refits) SETM starts only there and DETM only
+    from the SETM solution and ``extra_starts``; ``grid=True`` (the bootstrap) adds the SETM
+    grid and a reduced DETM grid of three starts. ``setm_runs``: the SETM runs of these same
+    data and options, already computed, which DETM then does not repeat.
+    """
+    if setm_start is None and data.N > 2 * SUBSAMPLE_SIZE:
+        opts = subsample_starts(data, restricted, c, maxiter, tol)
+        # SETM's subsample gives only its start; DETM's adds its best subsample maxima
+        opts["extra_starts"] = [*extra_starts, *opts.get("extra_starts", [])]
+        return run_starts(data, restricted, c, maxiter, tol, **opts)
+    # SETM first: it is DETM's first start (b1 = 0)
+    bL = logistic_start(data) if setm_start is None or grid else None
+    if setm_runs is not None:
+        starts_r = []
+    elif setm_start is None:
+        starts_r = grid_starts(data, True, bL)
+    else:
+        starts_r = [("given", setm_start)] + (grid_starts(data, True, bL) if grid else [])
+    fun_r, expand_r = free_fun(data, c, True)
+    setm_runs = list(setm_runs or []) + _newton_runs(
+        fun_r, [(f"SETM {lab}", v) for lab, v in starts_r], maxiter, tol,
+        "Newton (SETM, pi free)", pick=_setm_index(data.p), expand=expand_r)
+    if restricted:
+        return setm_runs
+    best_setm = max(setm_runs, key=lambda r: r.f)
+    if setm_start is None:
+        starts = grid_starts(data, False, bL)
+    elif grid:
+        starts = [st for st in grid_starts(data, False, bL) if "b1=0.3" in st[0]]
+    else:
+        starts = []
+    starts = [("SETM solution", best_setm.v)] + starts + list(extra_starts)
+    fun, _ = free_fun(data, c, False)
+    return _newton_runs(fun, starts, maxiter, tol, "Newton (DETM, pi free)")

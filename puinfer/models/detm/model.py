@@ -1,0 +1,262 @@
+"""DETM and SETM: exponential tilting models for positive-unlabeled data.
+
+Liu, Yeh, Zhang, Tian and Li, *Positive-unlabeled learning under the selected-at-random
+assumption* (the PU paper of this package; see ``../shared/seeds/README.md``). The source sample
+holds labeled positives ``x ~ p_s(x | y=1)``; the unlabeled target sample holds
+``x ~ pi p_t(x | y=1) + (1 - pi) p_t(x | y=0)``. The double exponential tilting model (DETM,
+eq. (4)) writes both target components as exponential tilts of the source density,
+
+    log p_t(x|y=1)/p_s(x|y=1) = alpha1 + T(x)'beta1,
+    log p_t(x|y=0)/p_s(x|y=1) = alpha2 + T(x)'beta2,
+
+leaving ``p_s`` unspecified (empirical likelihood). The single exponential tilting model (SETM,
+the SCAR model of Remark 2) fixes ``alpha1 = 0, beta1 = 0``.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+
+from ... import exceptions
+from ..._validation import check_binary
+from ...base.model import Model
+from ...base.optimize import newton_maximize
+from ...formula import Design, build_design
+from . import _el
+from ._data import TiltData, prepare
+from ._profile import probe as probe_profile
+from ._record import LABEL_RULES, TiltFit, build_record
+from ._starts import StartRun, free_fun, run_starts
+
+__all__ = ["DETM", "SETM", "fit_data"]
+
+#: up to this many rows, fit() probes the 95% profile interval of pi and restarts from any
+#: higher point it finds (a maximum that the starts missed)
+PROBE_MAX_N = 50_000
+
+
+def penalty_strength(penalty, N: int) -> float:
+    """The ridge strength ``c`` for ``penalty`` ("ridge": ``1 / (2 sqrt(N))``, "none": 0)."""
+    if isinstance(penalty, str):
+        if penalty == "ridge":
+            return _el.ridge_strength(N)
+        if penalty == "none":
+            return 0.0
+    elif not isinstance(penalty, bool) and isinstance(penalty, (int, float, np.floating)):
+        c = float(penalty)
+        if not (np.isfinite(c) and c >= 0):
+            raise ValueError(f"penalty strength must be finite and non-negative; got {c}")
+        return c
+    raise ValueError(f"penalty must be 'ridge', 'none' or a non-negative float; got {penalty!r}")
+
+
+def fit_data(data: TiltData, restricted: bool, *, c: float, label_rule: str, maxiter: int,
+             tol: float, check_separation=None, probe=None, start_options=None):
+    """Maximum empirical likelihood on ``data``: every start, then (``probe``) restarts from
+    any point where the 95% profile of pi rises above the best fit.
+
+    Returns ``(fit record, full profiler or None)``; warnings are in the record, not issued.
+    """
+    name = "SETM" if restricted else "DETM"
+    runs = run_starts(data, restricted, c, maxiter, tol, **(start_options or {}))
+    best = max(runs, key=lambda r: r.f)
+    if probe is None:
+        probe = start_options is None and data.N <= PROBE_MAX_N
+    fun, expand = free_fun(data, c, restricted)
+    sidx = np.r_[0, data.p + 1:2 * data.p + 2]
+    for attempt in range(6):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            rec = build_record(data, restricted, name, best, runs, c=c, label_rule=label_rule,
+                               check_separation_opt=check_separation, maxiter=maxiter, tol=tol)
+            v0, profiler = (probe_profile(data, rec, float(np.sqrt(rec.cov.loc["pi", "pi"])))
+                            if probe and attempt < 5 else (None, None))
+        if v0 is None:
+            break
+        u, f, _, _, info = newton_maximize(fun, v0[sidx] if restricted else v0,
+                                           maxiter=maxiter, tol=tol,
+                                           method=f"Newton ({name}, pi free)")
+        runs.append(StartRun("profile probe", expand(u), f, info))
+        if f <= best.f:
+            break
+        best = runs[-1]
+    return rec, profiler
+
+
+class _TiltModel(Model):
+    """Shared construction and fitting of DETM and SETM (a model holds data, never a fit)."""
+
+    _restricted: bool = False
+
+    def __init__(self, source, target):
+        self.design = None
+        self.data = prepare(source, target)
+        self.exog_names = list(self.data.names)
+
+    @classmethod
+    def _from_parts(cls, data: TiltData, design: Design | None):
+        self = cls.__new__(cls)
+        self.design, self.data, self.exog_names = design, data, list(data.names)
+        return self
+
+    @classmethod
+    def from_formula(cls, formula: str, data: pd.DataFrame | None = None, *, source=None,
+                     target=None):
+        """Build the model from a formula.
+
+        Parameters
+        ----------
+        formula : str
+            ``"labeled ~ x1 + x2"`` with ``data`` (``labeled`` is 1 for the labeled source
+            positives and 0 for the unlabeled target), or ``"~ x1 + x2"`` with ``source`` and
+            ``target`` data frames. The right-hand side builds ``T(x)``; ``poly``, ``logit``,
+            splines and transforms are available. An intercept (alpha) is always included.
+        data : pandas.DataFrame, optional
+        source, target : pandas.DataFrame, optional
+
+        Raises
+        ------
+        ValueError
+            For missing values, a non-0/1 indicator, an empty sample, a constant or collinear
+            column, too few rows, or a formula that cannot be evaluated.
+        """
+        if data is not None:
+            if source is not None or target is not None:
+                raise ValueError("give either data= (with an indicator) or source= and target=")
+            return super().from_formula(formula, data)
+        if source is None or target is None:
+            raise ValueError("give data= with a two-sided formula, or source= and target=")
+        for nm, df in (("source", source), ("target", target)):
+            if not isinstance(df, pd.DataFrame) or len(df) == 0:
+                raise ValueError(f"{nm} must be a DataFrame with rows")
+        design = build_design(formula, pd.concat([source, target], ignore_index=True),
+                              require_lhs=False)
+        X = design.X.drop(columns="Intercept", errors="ignore")
+        src, tgt = X.iloc[: len(source)], X.iloc[len(source):]
+        return cls._from_parts(prepare(src, tgt, target_index=target.index), design)
+
+    @classmethod
+    def _from_design(cls, design: Design, data: pd.DataFrame):
+        lab = check_binary(design.y, f"indicator {design.y.name!r}")
+        X = design.X.drop(columns="Intercept", errors="ignore")
+        if X.shape[1] == 0:
+            raise ValueError("the formula has no feature columns")
+        src, tgt = X[lab == 1], X[lab == 0]
+        if len(src) == 0:
+            raise ValueError(f"no labeled source rows ({design.y.name!r} == 1)")
+        if len(tgt) == 0:
+            raise ValueError(f"no unlabeled target rows ({design.y.name!r} == 0)")
+        return cls._from_parts(prepare(src, tgt), design)
+
+    def restricted_model(self) -> SETM:
+        """SETM on the same data (and formula): the null model of the SCAR test."""
+        return SETM._from_parts(self.data, self.design)
+
+    def fit(self, *, penalty="ridge", label_rule: str = "kl", maxiter: int = 200,
+            tol: float = 1e-10, check_separation: bool | None = None,
+            probe: bool | None = None):
+        """Maximum empirical likelihood estimation.
+
+        Parameters
+        ----------
+        penalty : {"ridge", "none"} or float
+            ``"ridge"`` (default): the vanishing ridge ``c = 1/(2 sqrt(N))`` on the slopes of
+            the internally standardised features, in glmnet's symmetric multinomial form (as
+            the authors' R package); keeps the maximum finite under separation. ``"none"``:
+            the plain empirical likelihood. A float sets ``c`` directly.
+        label_rule : {"kl", "pi<0.5", "pi>0.5"}
+            How DETM's label switching (Theorem 1) is resolved: ``"kl"`` (Remark 1, default)
+            labels as component 1 the target component closer to the source in
+            Kullback-Leibler divergence ``KL(p_s || p_t(.|y))``; ``"pi<0.5"`` / ``"pi>0.5"``
+            label so that pi is below / above one half. Ignored by SETM (no switching).
+        maxiter, tol : Newton iterations per start and the convergence tolerance on the
+            Newton decrement (log-EL units).
+        check_separation : bool, optional
+            Check whether target points lie outside the convex hull of the source points (one
+            linear programme for each of the 25 target points with the smallest fitted source
+            probability), and, for a penalised fit on up to 50,000 rows, whether the ridge
+            binds (``ridge_binding``: Newton's method on the unpenalised log-EL from the fit
+            runs off or ends on a flat ridge). By default the hull check runs when a tilt
+            diverges (a standardised slope above 10, or the ridge binding); a
+            ``SeparationWarning`` is issued when the unpenalised maximum does not (or, not
+            checked, may not) exist. ``False`` skips all checks (``ridge_binding`` is then
+            ``None``).
+        probe : bool, optional
+            Check the fit against the profile of pi: compute the 95% profile interval and, if
+            the profile rises above the fitted maximum (a maximum the starts missed; with many
+            features, e.g. a tilt that concentrates on a few outlying target points), restart
+            from there. Default: on up to 50,000 rows. (``conf_int_pi`` then profiles again
+            from more starts, and raises ``ProfileError`` if it still finds a higher point.)
+
+        Returns
+        -------
+        DETMResults or SETMResults
+
+        Notes
+        -----
+        With pi free, the maximum of the profile log-EL (eq. 12) equals the maximum of a
+        binary-regression likelihood with odds ``e^{s1+x'b1} + e^{s2+x'b2}``, maximised by
+        Newton's method from deterministic starts (the SETM solution and a grid of pi and
+        tilts; above 40,000 rows first on a seeded 20,000-row subsample). ``llf`` is then
+        evaluated from eq. (12) with the Lagrange multipliers of eq. (11) solved to machine
+        precision. With pi fixed (profiling) Newton's method runs on ``l_N(theta)`` itself,
+        with the multipliers solved inside and the Hessian by implicit differentiation.
+        """
+        if label_rule not in LABEL_RULES:
+            raise ValueError(f"label_rule must be one of {LABEL_RULES}; got {label_rule!r}")
+        if check_separation not in (None, True, False):
+            raise ValueError(f"check_separation must be None, True or False; got "
+                             f"{check_separation!r}")
+        c = penalty_strength(penalty, self.data.N)
+        rec, profiler = fit_data(self.data, self._restricted, c=c, label_rule=label_rule,
+                                 maxiter=maxiter, tol=tol, check_separation=check_separation,
+                                 probe=probe)
+        for cat, msg in rec.warnings:
+            warnings.warn(msg, getattr(exceptions, cat), stacklevel=2)
+        return self._results(rec, profiler)
+
+    def _results(self, rec: TiltFit, profiler):
+        from .results import DETMResults, SETMResults
+
+        cls = SETMResults if self._restricted else DETMResults
+        return cls(self, rec, profiler)
+
+
+class DETM(_TiltModel):
+    """Double exponential tilting model for (SAR) positive-unlabeled data (Liu et al., eq. (4)).
+
+    Parameters
+    ----------
+    source : array_like or DataFrame, (n, p)
+        Features ``T(x)`` of the labeled positives.
+    target : array_like or DataFrame, (m, p)
+        Features of the unlabeled target sample.
+
+    See Also
+    --------
+    SETM : the SCAR model (alpha1 = 0, beta1 = 0).
+
+    Examples
+    --------
+    >>> import puinfer as pu
+    >>> df = pu.datasets.load_mobile_pu()
+    >>> res = pu.DETM.from_formula("labeled ~ ram + battery_power + px_height", data=df).fit()
+    >>> round(res.pi, 2) > 0
+    True
+    """
+
+    _restricted = False
+
+
+class SETM(_TiltModel):
+    """Single exponential tilting model: positive-unlabeled data under SCAR (Liu et al.,
+    Remark 2).
+
+    Same interface as :class:`DETM`; fixes ``alpha1 = 0`` and ``beta1 = 0`` (the target positives
+    follow the source distribution).
+    """
+
+    _restricted = True

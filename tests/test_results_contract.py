@@ -1,0 +1,156 @@
+"""One contract for every results class (issue 12): statsmodels attributes, pickle round trip,
+summary as text/HTML/LaTeX, immutability, and derived values computed once.
+
+Each case builds a small fit and names its main interval (the profile interval for which the
+model exists) and its prediction; the same checks then run over every model.
+"""
+
+import pickle
+import time
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import puinfer as pu
+from puinfer.simulate import scar_design
+from puinfer.simulate.calem import simulate_calem
+from puinfer.simulate.urc import simulate_urc
+
+
+def _quiet(fn):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return fn()
+
+
+def _pu_data():
+    return scar_design(300, 300, 0.6, p=3, rng=np.random.default_rng(5))
+
+
+def _detm():
+    df = _pu_data()
+    r = _quiet(lambda: pu.DETM.from_formula("labeled ~ x1 + x2 + x3", data=df).fit(probe=False))
+    return r, lambda res: res.conf_int_pi(), lambda res: res.predict(df.head(7))
+
+
+def _setm():
+    df = _pu_data()
+    r = _quiet(lambda: pu.SETM.from_formula("labeled ~ x1 + poly(x2, 2)", data=df).fit(
+        probe=False))
+    return r, lambda res: res.conf_int_pi(), lambda res: res.predict(df.head(7))
+
+
+def _calem(calibrator):
+    def build():
+        sim = simulate_calem(1500, "beta", "linear", rng=np.random.default_rng(3))
+        m = pu.CalEM(sim.score, sim.label, sim.treated, calibrator=calibrator)
+        r = _quiet(m.fit)
+        new = pd.Series(np.linspace(0.05, 0.95, 7), index=list("abcdefg"))
+        return r, lambda res: res.conf_int(), lambda res: res.predict(new)
+    return build
+
+
+def _urc(multiclass, groups):
+    def build():
+        sim = simulate_urc(k=3 if multiclass else 2, n_lab=400, n_field=3000,
+                           rng=np.random.default_rng(8))
+        g = sim.field_groups if groups else None
+        r = _quiet(lambda: pu.URC(sim.lab_pred, sim.lab_labels).fit(sim.field_pred, groups=g))
+        return r, lambda res: res.conf_int(), lambda res: res.recalibrate(sim.field_pred[:7])
+    return build
+
+
+CASES = {
+    "DETM": _detm,
+    "SETM": _setm,
+}
+
+
+@pytest.fixture(scope="module", params=sorted(CASES))
+def case(request):
+    return request.param, *CASES[request.param]()
+
+
+def _same(a, b):
+    if isinstance(a, (pd.Series, pd.DataFrame)):
+        np.testing.assert_array_equal(np.asarray(a, dtype=float), np.asarray(b, dtype=float))
+        assert list(a.index) == list(b.index)
+    else:
+        np.testing.assert_array_equal(np.asarray(a, dtype=float), np.asarray(b, dtype=float))
+
+
+def test_statsmodels_attributes(case):
+    _, r, _, _ = case
+    params = r.params
+    assert isinstance(params, pd.Series) and params.notna().all()
+    for name in ("bse", "tvalues", "pvalues"):
+        s = getattr(r, name)
+        assert isinstance(s, pd.Series) and list(s.index) == list(params.index)
+    ci = r.conf_int(alpha=0.05)
+    assert list(ci.columns) == ["lower", "upper"] and list(ci.index) == list(params.index)
+    ok = r.bse.notna()
+    assert np.all(ci["lower"][ok] <= params[ok]) and np.all(params[ok] <= ci["upper"][ok])
+    # a 90% interval is inside the 95% one
+    ci90 = r.conf_int(alpha=0.10)
+    assert np.all((ci90["lower"] >= ci["lower"])[ok]) and np.all((ci90["upper"] <= ci["upper"])[ok])
+    cov = r.cov_params()
+    np.testing.assert_allclose(np.sqrt(np.diag(cov.reindex(index=params.index,
+                                                           columns=params.index))[ok]),
+                               r.bse[ok], rtol=1e-12)
+    assert np.isfinite(r.llf) and np.isfinite(r.llf_penalized)
+    assert isinstance(r.nobs, (int, np.integer)) and r.nobs > 0
+    assert isinstance(r.df_model, (int, np.integer)) and 0 < r.df_model <= len(params)
+    with pytest.raises(ValueError, match="alpha"):
+        r.conf_int(0.95)  # a confidence level where a significance level is meant
+
+
+def test_summary_text_html_latex(case):
+    name, r, _, _ = case
+    s = r.summary(alpha=0.10)
+    text, html, latex = s.as_text(), s.as_html(), s.as_latex()
+    assert "90%" in text or "0.05" in text
+    assert "<table" in html and "\\begin{tabular}" in latex
+    assert str(r) == r.summary().as_text()
+    assert r._repr_html_() == r.summary().as_html()
+
+
+def test_immutable(case):
+    _, r, _, _ = case
+    with pytest.raises(AttributeError, match="immutable"):
+        r.llf = 0.0
+    with pytest.raises(AttributeError, match="immutable"):
+        r.new_attribute = 1
+    with pytest.raises(AttributeError, match="immutable"):
+        del r.nobs
+    p = r.params
+    p.iloc[0] = 1e9  # a copy: the result does not change
+    assert r.params.iloc[0] != 1e9
+
+
+def test_second_interval_is_cached(case):
+    _, r, interval, _ = case
+    fresh = pickle.loads(pickle.dumps(r))  # the same result, nothing computed yet
+    t0 = time.perf_counter()
+    first = _quiet(lambda: interval(fresh))
+    t1 = time.perf_counter()
+    second = _quiet(lambda: interval(fresh))
+    t2 = time.perf_counter()
+    _same(first, second)
+    assert t2 - t1 < 0.05 * (t1 - t0) + 1e-3
+
+
+def test_pickle_round_trip(case):
+    _, r, interval, predict = case
+    before = (_quiet(lambda: r.summary().as_text()), _quiet(lambda: interval(r)), predict(r))
+    r2 = pickle.loads(pickle.dumps(r))
+    assert type(r2) is type(r)
+    after = (_quiet(lambda: r2.summary().as_text()), _quiet(lambda: interval(r2)), predict(r2))
+    assert before[0] == after[0]
+    _same(before[1], after[1])
+    _same(before[2], after[2])
+    _same(r.params, r2.params)
+    # the model pickles too and refits to the same numbers
+    m2 = pickle.loads(pickle.dumps(r.model))
+    assert type(m2) is type(r.model)
