@@ -114,7 +114,7 @@ print(f"share of treated visitors whose raw h was clipped into [0, 1]: "
 # they need not be narrower at every knot.
 
 # %%
-ci = res.conf_int(level=0.95)
+ci = res.conf_int(alpha=0.05)
 print(pd.DataFrame({"CalEM": res.params, "CalEM se": res.bse,
                     "baseline": res.baseline.params, "baseline se": res.baseline.bse,
                     "lower": ci["lower"], "upper": ci["upper"]}).round(3))
