@@ -2,9 +2,9 @@
 
 The target of issue 5: the spline calibrator on 1,000,000 treated + 10,000 control rows in
 under 10 s. "build" is the model constructor (validation), "fit" is ``CalEM.fit()`` (basis,
-baseline and biased fits, the fixed point); "summary" additionally computes what is lazy:
-the sandwich standard errors, the pooled fit and the bias LR test. Data from seed 000's
-Section 5.1 design (g1, h1, P = 0.3).
+baseline, biased and pooled fits, the fixed point and the sandwich standard errors: all of the
+estimation); "summary" formats the results (and runs the bias LR test on the stored fits).
+Data from the Section 5.1 design of Sergazinov et al. (g1, h1, P = 0.3).
 
 Usage::
 
@@ -46,7 +46,7 @@ def main(argv=None):
                 t1 = time.perf_counter()
                 r = m.fit()
                 t2 = time.perf_counter()
-                str(r.summary())  # + sandwich SEs, pooled fit and bias test
+                str(r.summary())  # formatting and the bias LR test
                 t3 = time.perf_counter()
             print(f"{cal:<10} {n_t:>9,} {a.control:>8,} {t1 - t0:>8.2f} {t2 - t1:>7.2f} "
                   f"{t2 - t0:>8.2f} {r.convergence.iterations:>5} {str(r.converged):<10} "

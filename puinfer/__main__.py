@@ -43,8 +43,9 @@ def demo_pu() -> None:
 
 
 def demo_calem() -> None:
-    """CalEM on the Hillstrom e-mail data (seed 000, Section 5.2): baseline vs CalEM."""
-    _section("Biased labels: CalEM calibration on the Hillstrom e-mail data (seed 000, Sec. 5.2)")
+    """CalEM on the Hillstrom e-mail data (Sergazinov et al., Section 5.2): baseline vs CalEM."""
+    _section("Biased labels: CalEM calibration on the Hillstrom e-mail data (Sergazinov et al., "
+             "Sec. 5.2)")
     import numpy as np
     import pandas as pd
     import statsmodels.api as sm

@@ -31,7 +31,7 @@ from puinfer import metrics
 from puinfer.models.calibrators import make_calibrator
 
 OUT = Path(__file__).resolve().parent / "results"
-PAPER = pd.DataFrame(  # seed 000, Table 2, Hillstrom columns ("Log-lik." is the log-loss)
+PAPER = pd.DataFrame(  # Sergazinov et al., Table 2, Hillstrom columns ("Log-lik." is the log-loss)
     {"ks": [0.016997, 0.016958, 0.015970, 0.016290, 0.015884],
      "brier": [0.092418, 0.092875, 0.091948, 0.092224, 0.091926],
      "log_loss": [0.326527, 0.343015, 0.324656, 0.325976, 0.324489]},
@@ -125,7 +125,7 @@ def main(argv=None):
             diffs.append({"comparison": f"{em} - {base}", "metric": m, "mean diff": d.mean(),
                           "se": d.std(ddof=1) / np.sqrt(len(d)),
                           "EM better in": f"{int((d < 0).sum())}/{len(d)}"})
-    lines = [f"# Hillstrom (seed 000 Table 2 protocol), {a.reruns} reruns, classifier: {name}"
+    lines = [f"# Hillstrom (Sergazinov et al., Table 2 protocol), {a.reruns} reruns, classifier: {name}"
              f" ({time.time() - t0:.0f} s)", "",
              "Mean over reruns (SE in brackets) beside the paper's Table 2 (Hillstrom):", "",
              "| method | KS | Brier | log-loss | ECE (15 equal-mass bins) | paper KS | paper Brier"

@@ -7,7 +7,7 @@
 # has labels biased upwards, because the e-mail made some customers visit who would not have
 # visited otherwise. Can the biased group still help the calibration?
 #
-# CalEM (Sergazinov et al., seed 000, Algorithm 3) treats the would-be label of a treated
+# CalEM (Sergazinov et al., Algorithm 3) treats the would-be label of a treated
 # customer as missing. Under Assumption 1 (the treatment can only turn a non-visit into a
 # visit) a treated visitor is a natural visitor with probability ``1 - h(score)``, where
 # ``h = (g_eta - g_theta) / g_eta`` compares the calibration curve of the biased labels,
@@ -30,7 +30,7 @@ print(df.groupby("segment")["visit"].agg(["size", "mean"]).round(4))
 # %% [markdown]
 # The e-mail raises the visit rate from about 10.6% to 15-18%: the treated labels are biased.
 #
-# **Protocol (seed 000, Section 5.2).** Split the control customers 90% / 5% / 5% into a
+# **Protocol (Sergazinov et al., Section 5.2).** Split the control customers 90% / 5% / 5% into a
 # training set for the classifier, a small clean calibration set and a test set. The paper
 # used XGBoost; we use scikit-learn's gradient boosting when it is installed and a
 # statsmodels logistic regression otherwise.
@@ -114,7 +114,7 @@ print(f"share of treated visitors whose raw h was clipped into [0, 1]: "
 # they need not be narrower at every knot.
 
 # %%
-ci = res.conf_int(level=0.95)
+ci = res.conf_int(alpha=0.05)
 print(pd.DataFrame({"CalEM": res.params, "CalEM se": res.bse,
                     "baseline": res.baseline.params, "baseline se": res.baseline.bse,
                     "lower": ci["lower"], "upper": ci["upper"]}).round(3))

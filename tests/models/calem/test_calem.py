@@ -1,5 +1,7 @@
-"""CalEM (seed 000, Algorithm 3): exactness, algorithms agreeing, inference, bad input."""
+"""CalEM (Sergazinov et al., Algorithm 3): exactness, algorithms agreeing, inference, bad input,
+pickling and immutability of the results."""
 
+import pickle
 import warnings
 
 import matplotlib.axes
@@ -72,7 +74,7 @@ def test_constant_h_gives_the_baseline(sim):
     """If g_theta / g_eta is constant (here: intercept-only calibrators, so h is constant and
     unclipped), the treated part of the fixed-point equation, (1 - h) sum_t (z - g_eta) x,
     vanishes by g_eta's own score equations: CalEM returns the control-only fit exactly."""
-    from puinfer.models.calibrators import FormulaCalibrator
+    from puinfer.models.calem import FormulaCalibrator
 
     r = CalEM(sim["score"], sim["label"], sim["treated"],
               calibrator=FormulaCalibrator("~ 1")).fit()
@@ -100,12 +102,11 @@ def test_surrogate_loglik_never_decreases(fits, cal):
 
 def test_gradient_of_surrogate_is_fixed_point_residual(fits):
     """F's gradient is the M-step score with the E-step plugged in (checked numerically)."""
-    res = fits["spline"][1]
-    eng = res._state.engine
+    m, res, _ = fits["spline"]
     theta = res.params.to_numpy() + np.random.default_rng(1).normal(0, 0.05, res.params.size)
-    num = np.array([(eng.surrogate(theta + e) - eng.surrogate(theta - e)) / 2e-6
+    num = np.array([(m.loglike(theta + e) - m.loglike(theta - e)) / 2e-6
                     for e in 1e-6 * np.eye(theta.size)])
-    assert_allclose(num, eng.residual(theta), rtol=1e-5, atol=1e-4)
+    assert_allclose(num, m.loglike_gradient(theta), rtol=1e-5, atol=1e-4)
 
 
 @pytest.mark.parametrize("cal", CALIBRATORS)
@@ -124,12 +125,11 @@ def test_squarem_equals_newton(fits, cal):
 
 @pytest.mark.parametrize("cal", ["logistic", "beta", "spline"])
 def test_solution_is_a_fixed_point_and_local_maximum(fits, cal):
-    res = fits[cal][1]
-    eng = res._state.engine
+    m, res, _ = fits[cal]
     theta = res.params.to_numpy()
-    again, _ = eng.mstep(theta)
+    again = m.em_step(theta)
     assert_allclose(again, theta, rtol=1e-8, atol=1e-9)
-    assert np.linalg.eigvalsh(eng.jacobian(theta)).max() < 0
+    assert np.linalg.eigvalsh(m.loglike_hessian(theta)).max() < 0
 
 
 def test_no_bias_data_gives_no_clipping_drift(sim):
@@ -170,7 +170,7 @@ def test_sandwich_reduces_to_glm_covariance_without_treated_information(sim):
     r = CalEM(sim["score"], sim["label"], sim["treated"], calibrator="logistic").fit()
     se = r.bse
     assert np.all(np.isfinite(se)) and np.all(se > 0)
-    ci = r.conf_int(0.9)
+    ci = r.conf_int(0.1)
     assert np.all(ci["lower"] < r.params) and np.all(r.params < ci["upper"])
 
 
@@ -330,7 +330,7 @@ def test_bad_fit_options(sim):
 
 
 def test_from_formula_errors(sim):
-    with pytest.raises(ValueError, match="label column"):
+    with pytest.raises(ValueError, match="nolabel"):
         CalEM.from_formula("nolabel ~ logit(score)", data=sim, treated="treated")
     with pytest.raises(ValueError, match="treated column"):
         CalEM.from_formula("label ~ logit(score)", data=sim, treated="nope")
@@ -346,17 +346,18 @@ def test_expit_consistency(fits, sim):
 
 
 def test_sandwich_bread_is_the_derivative_of_the_stacked_equations(fits):
-    """A = -dU/d(theta, eta) of the sandwich, checked by central differences."""
-    from puinfer.models.calem import _ParametricEngine
+    """A = -dU/d(theta, eta) of the sandwich, checked by central differences (a test of the
+    private engine: the bread is not part of the public API)."""
+    from puinfer.models.calem._engine import ParametricEngine
 
-    res = fits["logistic"][1]
-    eng = res._state.engine
+    m, res, _ = fits["logistic"]
+    eng = m._setup.engine
     theta, eta = res.params.to_numpy(), res.biased.params.to_numpy()
     k = theta.size
 
     def U(v):
         th, et = v[:k], v[k:]
-        e2 = _ParametricEngine(eng.cal, eng.basis, eng.X, eng.nc, eng.y, eng.z, eng.Xt @ et,
+        e2 = ParametricEngine(eng.cal, eng.basis, eng.X, eng.nc, eng.y, eng.z, eng.Xt @ et,
                                None)
         u_eta = eng.Xt.T @ (eng.z - expit(eng.Xt @ et))
         return np.r_[e2.residual(th), u_eta]
@@ -370,3 +371,82 @@ def test_sandwich_bread_is_the_derivative_of_the_stacked_equations(fits):
     A22 = eng.Xt.T @ (eng.Xt * (ge * (1 - ge))[:, None])
     A = np.block([[-ev["J"], A12], [np.zeros((k, k)), A22]])
     assert_allclose(-num, A, rtol=1e-4, atol=1e-3)
+
+
+# -- pickling, immutability, caching --------------------------------------------------------------
+def _pickle_cases(sim, fits):
+    yield from ((cal, fits[cal][0], fits[cal][1]) for cal in CALIBRATORS)
+    m = CalEM.from_formula("label ~ 0 + cr(logit(score), df=4)", data=sim, treated="treated")
+    yield "formula", m, m.fit()
+
+
+def test_pickle_round_trip_every_calibrator(sim, fits):
+    s = sim["score"].iloc[:50]
+    for cal, m, r in _pickle_cases(sim, fits):
+        m2, r2 = pickle.loads(pickle.dumps(m)), pickle.loads(pickle.dumps(r))
+        assert_allclose(r2.predict(s).to_numpy(), r.predict(s).to_numpy(), rtol=0, atol=0)
+        assert_allclose(r2.predict_baseline(s.to_numpy()), r.predict_baseline(s.to_numpy()))
+        assert r2.summary().as_text() == r.summary().as_text(), cal
+        t, t2 = r.test_bias(), r2.test_bias()
+        assert (np.isnan(t.statistic) and np.isnan(t2.statistic)) or t.statistic == t2.statistic
+        if cal != "isotonic":
+            pd.testing.assert_frame_equal(r2.conf_int(), r.conf_int())
+        # the unpickled model fits again to the same numbers
+        assert_allclose(m2.fit().params.to_numpy(), r.params.to_numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_results_are_immutable(fits):
+    r = fits["logistic"][1]
+    with pytest.raises(AttributeError, match="immutable"):
+        r.llf = 0.0
+    with pytest.raises(AttributeError, match="immutable"):
+        r.params = None
+    with pytest.raises(AttributeError):
+        del r.model
+    with pytest.raises(AttributeError, match="immutable"):
+        r.new_attribute = 1
+
+
+def test_derived_values_are_computed_once(fits):
+    r = fits["spline"][1]
+    assert r.summary() is r.summary()
+    assert r.test_bias() is r.test_bias()
+    r.conf_int()
+    bse = r.__dict__["_bse"]
+    pd.testing.assert_frame_equal(r.conf_int(), r.conf_int())
+    assert r.__dict__["_bse"] is bse
+
+
+def test_alpha_is_a_significance_level(fits):
+    r = fits["logistic"][1]
+    with pytest.raises(ValueError):
+        r.conf_int(0.95)
+    with pytest.raises(ValueError):
+        r.summary(alpha=0.95)
+    wide, narrow = r.conf_int(0.01), r.conf_int(0.2)
+    assert np.all(wide["lower"] < narrow["lower"]) and np.all(narrow["upper"] < wide["upper"])
+    assert "0.1" in r.summary(alpha=0.2).as_text()
+
+
+def test_no_covariance_is_said_not_silent(fits, sim):
+    r = fits["isotonic"][1]
+    assert r.bse.isna().all()
+    assert any("no parametric covariance" in msg for _, msg in r.warnings)
+    with pytest.raises(NotImplementedError, match="isotonic"):
+        r.conf_int()
+    with pytest.raises(NotImplementedError, match="isotonic"):
+        r.cov_params()
+    known = fits["logistic"][0].fit(h=0.2)
+    with pytest.raises(NotImplementedError, match="known h"):
+        known.conf_int()
+
+
+def test_bias_test_is_an_lr_test_of_the_pooled_fit(fits):
+    m, r, _ = fits["logistic"]
+    t = r.test_bias()
+    assert t.method.startswith("Likelihood-ratio test")
+    assert_allclose(t.statistic, 2 * (r.baseline.llf + r.biased.llf - r.pooled.llf), rtol=1e-12)
+    assert t.df == 2
+    assert r.df_model == 2 and r.nobs == m.score.size
+    assert r.llf_penalized == r.llf
+    assert not hasattr(r, "aic")  # F is not an observed-data log-likelihood

@@ -7,7 +7,7 @@ import statsmodels.api as sm
 from numpy.testing import assert_allclose
 from scipy import optimize
 
-from puinfer.models.calibrators import (
+from puinfer.models.calem import (
     BetaCalibrator,
     FormulaCalibrator,
     IsotonicCalibrator,

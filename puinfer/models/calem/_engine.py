@@ -1,0 +1,570 @@
+"""Estimation for CalEM: the E- and M-steps, the surrogate log-likelihood and the solvers.
+
+Everything :meth:`CalEM.fit <puinfer.models.calem.CalEM.fit>` computes lives here; it returns a
+:class:`CalEMFit` record from which :class:`~puinfer.models.calem.CalEMResults` is built. The
+algorithms are described in the Notes of ``CalEM.fit``. The optimisers are the shared ones of
+:mod:`puinfer.base.optimize`: Newton ascent on the surrogate ``F`` is
+:func:`~puinfer.base.optimize.newton_maximize` (with CalEM's safeguards as its ``fallback``
+and ``callback`` options) and the accelerated EM map is :func:`~puinfer.base.optimize.squarem`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy.optimize import isotonic_regression
+from scipy.special import expit
+
+from ..._validation import as_float_vector, warn_and_record
+from ...base.optimize import newton_maximize, squarem
+from ...base.results import ConvergenceInfo
+from ...exceptions import ConvergenceWarning
+from .calibrators import FittedCalibrator, logistic_fit, weighted_loglik
+
+METHODS = ("auto", "newton", "em", "squarem")
+
+
+@dataclass(frozen=True)
+class CalEMFit:
+    """Everything :meth:`CalEM.fit` estimated (the record a :class:`CalEMResults` is built from).
+
+    Attributes
+    ----------
+    basis : object
+        The calibrator's basis, learned from all scores.
+    fitted, baseline, biased, pooled : FittedCalibrator
+        The CalEM map ``g_theta``, the control-only fit ``g_theta0``, the fit to the treated
+        rows' biased labels ``g_eta`` and the fit to all rows as if every label were clean.
+    h_raw_treated : numpy.ndarray
+        Unclipped ``(g_eta - g_theta) / g_eta`` on the treated rows.
+    objective_17 : float
+        ``Q(theta_hat | theta_hat)`` (penalised for a penalised spline).
+    surrogate : float
+        The surrogate log-likelihood ``F(theta_hat)`` (penalised for a penalised spline).
+    penalty : float
+        ``theta' P theta / 2`` at the solution (0 without a penalty).
+    cov : numpy.ndarray or None
+        Sandwich covariance of the parameters (None for isotonic or a known ``h``).
+    trace : pandas.DataFrame
+    convergence : ConvergenceInfo
+    method : str
+        ``"newton"``, ``"em"``, ``"squarem"`` or ``"known h"``.
+    warnings : tuple of (str, str)
+    """
+
+    basis: object
+    fitted: FittedCalibrator
+    baseline: FittedCalibrator
+    biased: FittedCalibrator
+    pooled: FittedCalibrator
+    h_raw_treated: np.ndarray
+    objective_17: float
+    surrogate: float
+    penalty: float
+    cov: np.ndarray | None
+    trace: pd.DataFrame
+    convergence: ConvergenceInfo
+    method: str
+    warnings: tuple
+
+
+# ---------------------------------------------------------------------------------------------
+# shared pieces
+# ---------------------------------------------------------------------------------------------
+def soft_labels(z, g_t, g_eta_t):
+    """E-step (eq. (15)-(16)): ``z (1 - h)`` with ``h = clip((g_eta - g)/g_eta, 0, 1)``."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        h_raw = np.where(g_eta_t > 0, (g_eta_t - g_t) / g_eta_t, 0.0)
+    h = np.clip(h_raw, 0.0, 1.0)
+    return z * (1.0 - h), h_raw
+
+
+def _softplus(x):
+    """``log(1 + exp(x))``, stable and faster than ``np.logaddexp(0, x)``."""
+    return np.maximum(x, 0.0) + np.log1p(np.exp(-np.abs(x)))
+
+
+def _surrogate_treated(eta_t, z, eta_e):
+    """Treated rows' part of the surrogate log-likelihood F (see :class:`CalEMResults`)."""
+    log_g, log1m_g = -np.logaddexp(0.0, -eta_t), -np.logaddexp(0.0, eta_t)
+    log_e, log1m_e = -np.logaddexp(0.0, -eta_e), -np.logaddexp(0.0, eta_e)
+    c = 1.0 - 1.0 / np.maximum(expit(eta_e), 1e-300)
+    val = np.where(eta_t < eta_e, c * log1m_g, log_g + c * log1m_e - log_e)
+    return float(np.sum(np.where(z == 1, val, log1m_g)))
+
+
+def known_h_values(h, s_t):
+    """A known treatment effect (constant or function of the score) on the treated scores."""
+    if callable(h):
+        ht = as_float_vector(h(s_t), "h(score)")
+        if ht.size != s_t.size:
+            raise ValueError("h(score) must return one value per score")
+    else:
+        ht = np.full(s_t.size, float(h))
+    if np.any((ht < 0) | (ht > 1)):
+        raise ValueError("h must be in [0, 1]")
+    return ht
+
+
+# ---------------------------------------------------------------------------------------------
+# engines: the E-step, M-step, F and (parametric) its derivatives and the sandwich
+# ---------------------------------------------------------------------------------------------
+class ParametricEngine:
+    """Fixed-point machinery for ``g_theta = expit(B(s)' theta)``.
+
+    Rows are stacked control first, then treated. One call of :meth:`evaluate` makes one pass
+    over the data and returns everything an iteration needs.
+    """
+
+    parametric = True
+
+    def __init__(self, cal, basis, X, nc, y, z, eta_e_t, P):
+        self.cal, self.basis = cal, basis
+        self.X = np.ascontiguousarray(X)
+        self.nc = nc
+        self.y, self.z = y, z
+        self.eta_e_t = eta_e_t
+        self.g_eta_t = expit(eta_e_t)
+        self.P = np.zeros((X.shape[1],) * 2) if P is None else P
+        self.w = np.ones(X.shape[0])
+        self.z1 = z == 1
+        log_e, log1m_e = -_softplus(-eta_e_t), -_softplus(eta_e_t)
+        self._c = 1.0 - 1.0 / np.maximum(self.g_eta_t, 1e-300)   # phi below the kink
+        self._k = self._c * log1m_e - log_e                       # phi's constant above it
+
+    @property
+    def Xc(self):
+        return self.X[:self.nc]
+
+    @property
+    def Xt(self):
+        return self.X[self.nc:]
+
+    def theta_of(self, fitted):
+        return fitted.params.to_numpy()
+
+    def evaluate(self, theta, *, grad=True, jac=False):
+        """F, (17), E-step labels, gradient G of F and (optionally) its Hessian J at theta."""
+        nc = self.nc
+        eta = self.X @ theta
+        log1m = -_softplus(eta)                     # log(1 - g)
+        eta_t, log1m_t = eta[nc:], log1m[nc:]
+        free = self.z1 & (eta_t < self.eta_e_t)     # treated positives with h > 0 (unclipped)
+        pen = 0.5 * theta @ self.P @ theta
+        F = (float(self.y @ eta[:nc] + log1m[:nc].sum())
+             + float(np.where(self.z1, np.where(free, self._c * log1m_t,
+                                                eta_t + log1m_t + self._k), log1m_t).sum())
+             - pen)
+        out = {"F": F, "eta": eta, "free": free, "pen": pen}
+        if grad or jac:
+            p = np.exp(eta + log1m)                 # g
+            pt = p[nc:]
+            a = np.where(free, pt / self.g_eta_t, self.z)   # z min(1, g / g_eta)
+            lab = np.concatenate([self.y, a])
+            out["a"] = a
+            out["Q"] = float(lab @ eta + log1m.sum()) - pen
+            out["G"] = self.X.T @ (lab - p) - self.P @ theta
+            if jac:
+                d = p * (1.0 - p)
+                d[nc:] -= np.where(free, pt * (1.0 - pt) / self.g_eta_t, 0.0)
+                out["J"] = -(self.X.T @ (self.X * d[:, None])) - self.P
+                out["d_q"] = p * (1.0 - p)
+        return out
+
+    def q(self, theta, a):
+        """Objective (17) (penalised as Algorithm 2) at ``theta`` with E-step labels ``a``."""
+        eta = self.X @ theta
+        return weighted_loglik(eta, np.concatenate([self.y, a]), self.w) \
+            - 0.5 * theta @ self.P @ theta
+
+    def estep(self, theta):
+        return soft_labels(self.z, expit(self.Xt @ theta), self.g_eta_t)
+
+    def surrogate(self, theta):
+        """F(theta): the function Algorithm 3 increases at every EM step (an MM algorithm)."""
+        return self.evaluate(theta, grad=False)["F"]
+
+    def penalty_value(self, theta):
+        return float(0.5 * theta @ self.P @ theta)
+
+    def mstep_labels(self, a, start):
+        theta, *_ = logistic_fit(self.X, np.concatenate([self.y, a]), self.w,
+                                 penalty=self.P if np.any(self.P) else None, start=start)
+        return theta
+
+    def mstep(self, theta):
+        a, _ = self.estep(theta)
+        return self.mstep_labels(a, theta), a
+
+    def emap(self, theta):
+        """One iteration of Algorithm 3 (E-step, then M-step)."""
+        return self.mstep(theta)[0]
+
+    def g_treated(self, theta):
+        return expit(self.Xt @ theta)
+
+    def fitted(self, theta):
+        names = self.cal.param_names(self.basis)
+        ev = self.evaluate(theta)
+        n = int(self.X.shape[0])
+        return FittedCalibrator(self.cal, self.basis, pd.Series(theta, index=names),
+                                ev["Q"] + ev["pen"], n, float(n), float(len(theta)), True, 0,
+                                None, [])
+
+    # G(theta) = sum_c (y - g) x + sum_t (z min(1, g/g_eta) - g) x - P theta: the M-step score
+    # with the E-step plugged in; its roots are the fixed points of Algorithm 3.
+    def residual(self, theta):
+        return self.evaluate(theta)["G"]
+
+    def jacobian(self, theta):
+        return self.evaluate(theta, jac=True)["J"]
+
+    def em_direction(self, ev):
+        """``H_Q^{-1} G``: to first order the EM step ``M(theta) - theta`` (one Newton step
+        on (17) from ``theta``)."""
+        HQ = self.X.T @ (self.X * ev["d_q"][:, None]) + self.P
+        return np.linalg.solve(HQ, ev["G"])
+
+    def sandwich(self, theta):
+        """Sandwich covariance of the CalEM fixed point as a stacked M-estimator in (theta, eta).
+
+        Estimating equations: ``U_eta = sum_t (z - g_eta) x`` (the biased fit) and
+        ``U_theta = G(theta, eta)`` (the fixed-point equation). ``cov = A^-1 B A^-T`` with
+        ``A = -dU/d(theta, eta)`` and ``B = sum_j psi_j psi_j'`` over rows.
+        """
+        k = theta.size
+        Xt, Xc, z, y = self.Xt, self.Xc, self.z, self.y
+        ge = self.g_eta_t
+        ev = self.evaluate(theta, jac=True)
+        p = np.exp(ev["eta"] - _softplus(ev["eta"]))
+        pc, pt = p[:self.nc], p[self.nc:]
+        a, free = ev["a"], ev["free"]
+        A = np.zeros((2 * k, 2 * k))
+        A[:k, :k] = -ev["J"]
+        # d U_theta / d eta = sum_t z 1{free} g d(1/g_eta)/d eta x x' = -(...)(1 - g_eta)/g_eta
+        d = np.where(free, pt * (1 - ge) / ge, 0.0)
+        A[:k, k:] = Xt.T @ (Xt * d[:, None])
+        A[k:, k:] = Xt.T @ (Xt * (ge * (1 - ge))[:, None]) + self.P
+        psi_c = Xc * (y - pc)[:, None]
+        psi_t = np.hstack([Xt * (a - pt)[:, None], Xt * (z - ge)[:, None]])
+        B = psi_t.T @ psi_t
+        B[:k, :k] += psi_c.T @ psi_c
+        try:
+            Ainv = np.linalg.inv(A)
+        except np.linalg.LinAlgError:
+            return None
+        return (Ainv @ B @ Ainv.T)[:k, :k]
+
+
+class IsotonicEngine:
+    """EM map for the isotonic calibrator: theta = fitted values at the distinct scores."""
+
+    parametric = False
+
+    def __init__(self, cal, basis, s_c, s_t, y, z, g_eta_t):
+        self.cal, self.basis = cal, basis
+        s = np.concatenate([s_c, s_t])
+        self.xs, self.inv = np.unique(s, return_inverse=True)
+        self.ws = np.bincount(self.inv, minlength=self.xs.size).astype(float)
+        self.nc = s_c.size
+        self.y, self.z, self.g_eta_t = y, z, g_eta_t
+        ge = np.clip(g_eta_t, cal.eps, 1 - cal.eps)
+        self.eta_e_t = np.log(ge) - np.log1p(-ge)
+        self.w = np.ones(s.size)
+
+    def theta_of(self, fitted):
+        return np.interp(self.xs, fitted.params.index.to_numpy(dtype=float),
+                         fitted.params.to_numpy())
+
+    def mstep_labels(self, a, start=None):
+        lab = np.concatenate([self.y, a])
+        ys = np.bincount(self.inv, weights=lab, minlength=self.xs.size) / self.ws
+        return np.clip(isotonic_regression(ys, weights=self.ws, increasing=True).x, 0, 1)
+
+    def estep(self, theta):
+        return soft_labels(self.z, self.g_treated(theta), self.g_eta_t)
+
+    def g_treated(self, theta):
+        return theta[self.inv[self.nc:]]
+
+    def mstep(self, theta):
+        a, _ = self.estep(theta)
+        return self.mstep_labels(a), a
+
+    def emap(self, theta):
+        return self.mstep(theta)[0]
+
+    def penalty_value(self, theta):
+        return 0.0
+
+    def surrogate(self, theta):
+        """F(theta) for the isotonic map (probabilities clipped to [eps, 1 - eps])."""
+        p = np.clip(theta[self.inv], self.cal.eps, 1 - self.cal.eps)
+        eta = np.log(p) - np.log1p(-p)
+        return (weighted_loglik(eta[:self.nc], self.y, self.w[:self.nc])
+                + _surrogate_treated(eta[self.nc:], self.z, self.eta_e_t))
+
+    def q(self, theta, a):
+        p = np.clip(theta[self.inv], self.cal.eps, 1 - self.cal.eps)
+        lab = np.concatenate([self.y, a])
+        return float(np.sum(lab * np.log(p) + (1 - lab) * np.log1p(-p)))
+
+    def fitted(self, theta):
+        a, _ = self.estep(theta)
+        params = pd.Series(theta, index=pd.Index(self.xs, name="score"), name="g")
+        return FittedCalibrator(self.cal, self.basis, params, self.q(theta, a), self.w.size,
+                                float(self.w.size), float(np.unique(theta).size), True, 0,
+                                None, [])
+
+    def sandwich(self, theta):
+        return None
+
+
+@dataclass(frozen=True)
+class Setup:
+    """The parts of a CalEM fit that do not depend on the fit options."""
+
+    engine: ParametricEngine | IsotonicEngine
+    basis: object
+    baseline: FittedCalibrator
+    biased: FittedCalibrator
+    warnings: tuple
+
+
+def setup(model) -> Setup:
+    """Basis from all scores, the control-only fit ``g_theta0``, the biased fit ``g_eta`` and
+    the engine of the fixed-point iteration."""
+    from ... import exceptions as _exc
+
+    cal = model.calibrator
+    s_c, s_t = model.score[~model.treated], model.score[model.treated]
+    y, z = model.label[~model.treated], model.label[model.treated]
+    basis = cal.make_basis(model.score)
+    if cal.parametric:
+        X = cal.design(basis, np.concatenate([s_c, s_t]))
+        nc = s_c.size
+        baseline = cal._fit_design(basis, X[:nc], y, np.ones_like(y))
+        biased = cal._fit_design(basis, X[nc:], z, np.ones_like(z),
+                                 start=baseline.params.to_numpy())
+        engine = ParametricEngine(cal, basis, X, nc, y, z, X[nc:] @ biased.params.to_numpy(),
+                                  cal.penalty(basis))
+    else:
+        baseline = cal._fit_arrays(basis, s_c, y, np.ones_like(y))
+        biased = cal._fit_arrays(basis, s_t, z, np.ones_like(z))
+        engine = IsotonicEngine(cal, basis, s_c, s_t, y, z, biased.predict(s_t))
+    warns = []
+    for f, who in ((baseline, "control"), (biased, "treated")):
+        for cat, msg in f.warnings:
+            warn_and_record(warns, f"{who} fit: {msg}", getattr(_exc, cat, _exc.PuinferWarning))
+    return Setup(engine, basis, baseline, biased, tuple(warns))
+
+
+# ---------------------------------------------------------------------------------------------
+# solvers
+# ---------------------------------------------------------------------------------------------
+def _scale(theta):
+    return 1.0 + float(np.max(np.abs(theta)))
+
+
+def solve_em(engine, theta0, maxiter, tol):
+    """Algorithm 3 itself: ``maxiter`` E- and M-steps at most.
+
+    Each row of the trace holds ``Q(theta_t | theta_t)`` (objective (17) at the current
+    iterate, E-step at the same iterate), ``Q(theta_{t+1} | theta_t)`` (after the M-step;
+    never below the former: the M-step maximises (17)), ``F(theta_t)`` and the step size.
+    """
+    theta = np.asarray(theta0, dtype=float).copy()
+    rows, converged = [], False
+    for _ in range(maxiter):
+        a0, _ = engine.estep(theta)
+        new = engine.mstep_labels(a0, theta)
+        step = float(np.max(np.abs(new - theta)))
+        rows.append((engine.q(theta, a0), engine.q(new, a0), engine.surrogate(theta), step))
+        theta = new
+        if step < tol * _scale(theta):
+            converged = True
+            break
+    trace = _em_trace(rows, engine.surrogate(theta))
+    msg = f"{len(rows)} EM-map evaluations" + ("" if converged else f"; limit {maxiter} reached")
+    return theta, trace, ConvergenceInfo(converged, len(rows), "EM (Algorithm 3)", msg,
+                                         trace["surrogate_llf"].to_numpy())
+
+
+def _em_trace(rows, f_last):
+    rows = rows + [(np.nan, np.nan, f_last, np.nan)]
+    trace = pd.DataFrame(rows, columns=["objective", "objective_after_mstep", "surrogate_llf",
+                                        "step"])
+    trace.index.name = "iteration"
+    return trace
+
+
+def solve_squarem(engine, theta0, maxiter, tol):
+    """The EM map accelerated by :func:`~puinfer.base.optimize.squarem` (scheme S3); the
+    isotonic map's extrapolated fitted values are clipped to [0, 1]. ``maxiter`` counts map
+    evaluations (each SQUAREM iteration takes up to three)."""
+    first = {}  # the first map evaluation of each iteration: M(theta_t) for the trace
+
+    def emap(theta):
+        a, _ = engine.estep(theta)
+        new = engine.mstep_labels(a, theta)
+        first.setdefault("v", (theta, a, new))
+        return new
+
+    rows = []
+
+    def record(x_old, x_new, change):
+        x0, a0, x1 = first.pop("v")
+        rows.append((engine.q(x0, a0), engine.q(x1, a0), engine.surrogate(x0),
+                     float(np.max(np.abs(x_new - x_old)))))
+
+    project = None if engine.parametric else (lambda x: np.clip(x, 0.0, 1.0))
+    theta, info = squarem(emap, theta0, maxiter=max(1, maxiter // 3), tol=tol, relative=True,
+                          project=project, callback=record,
+                          method="SQUAREM-accelerated EM (Algorithm 3)")
+    trace = _em_trace(rows, engine.surrogate(theta))
+    info = ConvergenceInfo(info.converged, info.iterations, info.method, info.message,
+                           trace["surrogate_llf"].to_numpy(), info.grad_norm)
+    return theta, trace, info
+
+
+def solve_newton(engine, theta0, maxiter, tol):
+    """Newton ascent on ``F`` with CalEM's safeguards, certified as a fixed point of
+    Algorithm 3 (and finished by SQUAREM if it stalls on a kink of ``F``'s gradient)."""
+    cache = {}
+
+    def fun(theta, order):
+        if order == 0:
+            return engine.surrogate(theta)
+        ev = engine.evaluate(theta, jac=True)
+        cache["ev"] = ev
+        return ev["F"], ev["G"], ev["J"]
+
+    n_em = []
+    rows = []
+
+    def fallback(theta, f, g, H):
+        step = _fallback_step(engine, theta, f, cache["ev"])
+        if step[1] == "em":
+            n_em.append(1)
+        return step
+
+    def certify(theta, f, step):
+        ev = cache["ev"]
+        rows.append((ev["Q"], f, step.dx, float(np.max(np.abs(ev["G"]))), step.kind))
+        small = step.dx < tol * _scale(theta)
+        # a small damped or EM step: stop if theta is a fixed point (|H_Q^-1 G| tiny); after
+        # a small *full* Newton step the error is of order step^2 (newton_maximize's xtol)
+        return small and not (step.kind == "newton" and step.t == 1.0) and \
+            np.max(np.abs(engine.em_direction(ev))) < 0.01 * tol * _scale(theta)
+
+    ev0 = engine.evaluate(np.asarray(theta0, dtype=float), jac=True)
+    rows.append((ev0["Q"], ev0["F"], np.nan, float(np.max(np.abs(ev0["G"]))), ""))
+    theta, _, _, _, info = newton_maximize(
+        fun, theta0, maxiter=maxiter, tol=0.0, xtol=tol, armijo=1e-4, shrink=0.25,
+        min_step=1e-4, escape_saddles=False, polish=False, fallback=fallback, callback=certify,
+        method="Newton ascent on F (fixed point of Algorithm 3)")
+    trace = pd.DataFrame(rows, columns=["objective", "surrogate_llf", "step", "score_norm",
+                                        "step_kind"])
+    return _certify_fixed_point(engine, theta, trace, info, tol, len(n_em))
+
+
+def _fallback_step(engine, theta, f, ev):
+    """Where no (modified) Newton step raises F: the gradient-EM direction ``H_Q^{-1} G``
+    with step doubling, else an exact EM step of Algorithm 3 (which never lowers F)."""
+    dq = engine.em_direction(ev)
+    best, fbest, t = None, f, 1.0
+    while t <= 1024:
+        c = theta + t * dq
+        fc = engine.surrogate(c)
+        if fc <= fbest:
+            break
+        best, fbest = c, fc
+        t *= 2
+    if best is not None:
+        return best, "gradient-em"
+    return engine.mstep(theta)[0], "em"
+
+
+def _certify_fixed_point(engine, theta, trace, info, tol, n_em):
+    """The EM map must leave the solution in place: ``|M(theta) - theta| ~ |H_Q^{-1} G|``. A
+    solution on a kink of ``G`` (a treated row with ``g = g_eta`` exactly) stalls Newton: it
+    is then finished by the EM map itself, SQUAREM-accelerated."""
+    fp = float(np.max(np.abs(engine.em_direction(engine.evaluate(theta, jac=True)))))
+    msg = f"fixed-point residual |M(theta) - theta| = {fp:.2e}"
+    if n_em:
+        msg += f"; {n_em} safeguarding EM steps"
+    converged, it = info.converged, info.iterations
+    if fp > 10 * tol * _scale(theta):
+        theta, tr2, c2 = solve_squarem(engine, theta, 2000, tol)
+        tr2 = tr2.iloc[:-1].assign(step_kind="squarem")[["objective", "surrogate_llf", "step",
+                                                        "step_kind"]]
+        trace = pd.concat([trace, tr2], ignore_index=True)
+        converged, it = c2.converged, it + c2.iterations
+        fp = float(np.max(np.abs(engine.em_direction(engine.evaluate(theta, jac=True)))))
+        msg = (f"fixed-point residual |M(theta) - theta| = {fp:.2e} after "
+               f"{c2.iterations} SQUAREM polishing steps")
+    if fp > max(1e-6, 100 * tol) * _scale(theta):
+        converged = False
+    trace.index.name = "iteration"
+    conv = ConvergenceInfo(converged, it, info.method, msg, trace["surrogate_llf"].to_numpy(),
+                           float(np.max(np.abs(engine.residual(theta)))))
+    return theta, trace, conv
+
+
+# ---------------------------------------------------------------------------------------------
+# the fit
+# ---------------------------------------------------------------------------------------------
+def check_method(cal, method, tol):
+    """The algorithm ``method="auto"`` stands for, after checking the options."""
+    if method not in METHODS:
+        raise ValueError(f"method must be 'auto', 'newton', 'em' or 'squarem'; got {method!r}")
+    if method == "auto":
+        method = "newton" if cal.parametric else "squarem"
+    if method == "newton" and not cal.parametric:
+        raise ValueError("method='newton' needs a parametric calibrator; use 'squarem' or 'em' "
+                         "for isotonic")
+    if tol <= 0:
+        raise ValueError(f"tol must be positive; got {tol}")
+    return method
+
+
+def _known_h_fit(engine, theta0, a):
+    theta = engine.mstep_labels(a, theta0)
+    q = engine.q(theta, a)
+    conv = ConvergenceInfo(True, 0, "known h: one weighted fit of eq. (17)",
+                           "no iteration needed", np.array([q]))
+    trace = pd.DataFrame({"objective": [q], "step": [np.nan]},
+                         index=pd.Index([0], name="iteration"))
+    return theta, trace, conv
+
+
+def fit_calem(model, *, method, maxiter, tol, h) -> CalEMFit:
+    """All of the estimation of :meth:`CalEM.fit`; see its docstring."""
+    cal = model.calibrator
+    method = check_method(cal, method, tol)
+    st = setup(model)
+    eng, warns = st.engine, list(model.init_warnings) + list(st.warnings)
+    z, s_t = eng.z, model.score[model.treated]
+    theta0 = eng.theta_of(st.baseline)
+    if h is not None:
+        a_known = z * (1.0 - known_h_values(h, s_t))
+        theta, trace, conv = _known_h_fit(eng, theta0, a_known)
+        method = "known h"
+    else:
+        solver = {"newton": solve_newton, "em": solve_em, "squarem": solve_squarem}[method]
+        theta, trace, conv = solver(eng, theta0, maxiter or (100 if method == "newton"
+                                                             else 5000), tol)
+        if not conv.converged:
+            warn_and_record(warns, f"CalEM ({method}) did not converge: {conv.message}",
+                            ConvergenceWarning)
+    a, h_raw = soft_labels(z, eng.g_treated(theta), eng.g_eta_t)
+    if h is not None:
+        a = a_known
+    pooled = cal._fit_arrays(st.basis, model.score, model.label.astype(float),
+                             np.ones(model.score.size))
+    cov = None if h is not None else eng.sandwich(theta)
+    return CalEMFit(st.basis, eng.fitted(theta), st.baseline, st.biased, pooled, h_raw,
+                    float(eng.q(theta, a)), float(eng.surrogate(theta)),
+                    eng.penalty_value(theta), cov, trace, conv, method, tuple(warns))

@@ -1,0 +1,612 @@
+"""Calibrators fitted by a (weighted) logistic likelihood on a classifier score in (0, 1).
+
+A calibrator maps a raw score ``s = f(x)`` to a probability ``g_theta(s) = expit(B(s)' theta)``
+(Sergazinov et al., eqs. (5)-(6)) where ``B`` is a basis of the score:
+
+* ``"logistic"``: basis ``1, logit(s)`` (Platt scaling; Platt 1999);
+* ``"beta"``: basis ``1, log(s), -log(1 - s)`` (beta calibration; Kull et al. 2017);
+* ``"spline"``: natural cubic regression spline of ``logit(s)`` in the cardinal basis, whose
+  parameters are the calibrated log-odds at the knots, with an optional curvature penalty
+  (the GAM of Sergazinov et al., after Gupta et al. 2021);
+* ``"isotonic"``: non-parametric monotone step function (weighted PAVA; Zadrozny & Elkan 2002);
+* a formula: any right-hand side on the score, e.g. ``"~ logit(score)"``.
+
+Every calibrator fits with sample weights and *soft* labels ``y`` in [0, 1] (the M-step of
+CalEM, Sergazinov et al. eq. (17), is such a fit), predicts on new scores and exposes its parameters.
+A calibrator object only holds its specification; :meth:`Calibrator.fit` returns a new
+:class:`FittedCalibrator`.
+
+The fitting core is an exact Newton method on the (penalised) weighted logistic
+log-likelihood ``sum_i w_i {y_i log g_i + (1 - y_i) log(1 - g_i)} - lam/2 theta' P theta``.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+from scipy.special import expit
+
+from ..._validation import as_float_vector, check_unit_interval
+from ...base.optimize import newton_maximize
+from ...exceptions import ConvergenceWarning, SeparationWarning
+
+__all__ = [
+    "Calibrator",
+    "LogisticCalibrator",
+    "BetaCalibrator",
+    "SplineCalibrator",
+    "IsotonicCalibrator",
+    "FormulaCalibrator",
+    "FittedCalibrator",
+    "make_calibrator",
+]
+
+_EPS = 1e-15
+
+
+# ---------------------------------------------------------------------------------------------
+# weighted logistic likelihood with soft labels: the one fitting core
+# ---------------------------------------------------------------------------------------------
+def weighted_loglik(eta, y, w):
+    """``sum w {y log g + (1-y) log(1-g)}`` with ``g = expit(eta)``, computed stably."""
+    # y log g + (1-y) log(1-g) = y*eta - log(1 + exp(eta))
+    return float(np.dot(w, y * eta - np.logaddexp(0.0, eta)))
+
+
+def _logistic_objective(X, y, w, P):
+    """``fun(theta, order)`` for :func:`~puinfer.base.optimize.newton_maximize`: the penalised
+    weighted logistic log-likelihood, its gradient and Hessian."""
+
+    def fun(b, order):
+        eta = X @ b
+        f = weighted_loglik(eta, y, w) - 0.5 * b @ P @ b
+        if order == 0:
+            return f
+        p = expit(eta)
+        g = X.T @ (w * (y - p)) - P @ b
+        H = -((X * (w * p * (1.0 - p))[:, None]).T @ X) - P
+        return f, g, H
+
+    return fun
+
+
+def logistic_fit(X, y, w, *, penalty=None, start=None, maxiter: int = 100, tol: float = 1e-10):
+    """Maximise a penalised weighted logistic log-likelihood with soft labels.
+
+    The objective is ``sum_i w_i {y_i log g_i + (1 - y_i) log(1 - g_i)} - theta' P theta / 2``
+    with ``g = expit(X theta)``; it is concave, so Newton's method
+    (:func:`~puinfer.base.optimize.newton_maximize`) converges from any start.
+
+    Parameters
+    ----------
+    X : ndarray, shape (n, k)
+        Design (basis) matrix.
+    y : ndarray, shape (n,)
+        Labels in [0, 1] (soft labels allowed).
+    w : ndarray, shape (n,)
+        Non-negative weights.
+    penalty : ndarray, shape (k, k), optional
+        Penalty matrix ``P``.
+    start : ndarray, optional
+        Starting parameters (zero otherwise).
+    maxiter : int
+    tol : float
+        Converged after a full Newton step smaller than ``tol * (1 + max |theta|)`` (Newton
+        converges quadratically, so the result is then exact to machine precision), or when
+        the Newton decrement is below ``1e-24`` times the total weight.
+
+    Returns
+    -------
+    theta : ndarray
+    objective : float
+        The penalised objective at ``theta``.
+    information : ndarray
+        Negative Hessian of the penalised objective at ``theta``.
+    info : ConvergenceInfo
+    separated : bool
+        Whether the fitted log-odds exceed 30 (or the parameters 1000) in absolute value.
+    """
+    k = X.shape[1]
+    P = np.zeros((k, k)) if penalty is None else penalty
+    beta = np.zeros(k) if start is None else np.array(start, dtype=float)
+    wsum = max(float(w.sum()), 1.0)
+    theta, f, _, H, info = newton_maximize(
+        _logistic_objective(X, y, w, P), beta, maxiter=maxiter, tol=1e-24 * wsum, xtol=tol,
+        armijo=0.0, slack=1e-12, shrink=0.5, min_step=1e-10, escape_saddles=False,
+        method="Newton (weighted logistic likelihood)")
+    separated = bool(np.max(np.abs(theta), initial=0.0) > 1e3
+                     or np.max(np.abs(X @ theta), initial=0.0) > 30)
+    return theta, f, -H, info, separated
+
+
+# ---------------------------------------------------------------------------------------------
+# fitted calibrator
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class FittedCalibrator:
+    """A calibrator fitted to (score, label, weight) data.
+
+    Attributes
+    ----------
+    calibrator : Calibrator
+        The specification that was fitted.
+    basis : object
+        The learned basis (knots and transforms); reused by :meth:`predict`.
+    params : pandas.Series
+        Fitted parameters (for ``"isotonic"``: the fitted step values at the thresholds).
+    llf : float
+        Weighted log-likelihood at the fit (penalty not included).
+    nobs : int
+        Number of rows fitted.
+    weight_sum : float
+        Total weight.
+    df_model : float
+        Number of parameters (effective degrees of freedom for a penalised spline; number of
+        distinct steps for isotonic).
+    converged : bool
+    iterations : int
+    information : pandas.DataFrame or None
+        Negative Hessian of the penalised objective at the fit (None for isotonic).
+    warnings : list of (str, str)
+    """
+
+    calibrator: Calibrator
+    basis: object
+    params: pd.Series
+    llf: float
+    nobs: int
+    weight_sum: float
+    df_model: float
+    converged: bool
+    iterations: int
+    information: pd.DataFrame | None = None
+    warnings: list = field(default_factory=list)
+
+    def predict(self, score) -> np.ndarray:
+        """Calibrated probability ``g_theta(score)`` for new scores (array in, array out)."""
+        s = self.calibrator._prepare_score(score, "score")
+        return self.calibrator._predict_fitted(self, s)
+
+    def linear_predictor(self, score) -> np.ndarray:
+        """``logit g_theta(score)`` (parametric calibrators only)."""
+        return self.calibrator._eta(self.basis, self.params.to_numpy(),
+                                    self.calibrator._prepare_score(score, "score"))
+
+    @property
+    def bse(self) -> pd.Series:
+        """Model-based standard errors ``sqrt(diag(information^-1))`` (NaN for isotonic)."""
+        if self.information is None:
+            return pd.Series(np.nan, index=self.params.index, name="std err")
+        cov = np.linalg.pinv(self.information.to_numpy())
+        return pd.Series(np.sqrt(np.clip(np.diag(cov), 0, None)), index=self.params.index,
+                         name="std err")
+
+    def __repr__(self):
+        return (f"<FittedCalibrator {self.calibrator.name}: {len(self.params)} parameters, "
+                f"llf={self.llf:.4f}, nobs={self.nobs}>")
+
+
+# ---------------------------------------------------------------------------------------------
+# specifications
+# ---------------------------------------------------------------------------------------------
+class Calibrator:
+    """Base class: a calibration-map specification ``g_theta(s) = expit(B(s)' theta)``.
+
+    Subclasses define :meth:`make_basis` (learn knots etc. from scores) and :meth:`design`
+    (evaluate the basis on scores). :meth:`fit` returns a :class:`FittedCalibrator`.
+
+    Parameters
+    ----------
+    eps : float, default 1e-12
+        Scores are used as ``clip(score, eps, 1 - eps)`` inside the log/logit transforms of
+        parametric calibrators (a numerical guard: scores of exactly 0 or 1 would give
+        infinite log-odds).
+    """
+
+    name = "calibrator"
+    parametric = True
+
+    def __init__(self, *, eps: float = 1e-12):
+        if not 0 < eps < 0.5:
+            raise ValueError(f"eps must be in (0, 0.5); got {eps}")
+        self.eps = float(eps)
+
+    # -- to be provided by subclasses ------------------------------------------------------
+    def make_basis(self, score):
+        """Learn the basis (knots, transforms) from ``score``; returns an opaque basis object."""
+        return None
+
+    def design(self, basis, score) -> np.ndarray:
+        """The basis matrix ``B(score)``."""
+        raise NotImplementedError
+
+    def param_names(self, basis) -> list[str]:
+        """Parameter labels."""
+        raise NotImplementedError
+
+    def penalty(self, basis):
+        """Penalty matrix or None."""
+        return None
+
+    # -- shared ----------------------------------------------------------------------------
+    def _prepare_score(self, score, name) -> np.ndarray:
+        s = check_unit_interval(as_float_vector(score, name), name)
+        return s
+
+    def _clip(self, s):
+        return np.clip(s, self.eps, 1.0 - self.eps)
+
+    def _eta(self, basis, params, s):
+        return self.design(basis, s) @ params
+
+    def _predict_fitted(self, fitted, s):
+        return expit(self._eta(fitted.basis, fitted.params.to_numpy(), s))
+
+    def fit(self, score, y, sample_weight=None, *, basis=None, start=None, maxiter: int = 100,
+            tol: float = 1e-10) -> FittedCalibrator:
+        """Fit by maximum (weighted, possibly penalised) logistic likelihood.
+
+        Parameters
+        ----------
+        score : array_like
+            Scores in [0, 1].
+        y : array_like
+            Labels in [0, 1]; 0/1 labels, or soft labels (expected labels) as CalEM's M-step uses.
+        sample_weight : array_like, optional
+            Non-negative weights (default 1). Integer weights are equivalent to replicating rows.
+        basis : object, optional
+            A basis from :meth:`make_basis`; learned from ``score`` if omitted.
+        start : array_like, optional
+            Starting parameters.
+        maxiter, tol : int, float
+            Newton iteration limits.
+
+        Returns
+        -------
+        FittedCalibrator
+
+        Raises
+        ------
+        ValueError
+            If scores are outside [0, 1], labels outside [0, 1], weights negative or all zero,
+            or the lengths differ.
+        """
+        s, yy, w = _check_fit_inputs(score, y, sample_weight)
+        if basis is None:
+            basis = self.make_basis(s)
+        fitted = self._fit_arrays(basis, s, yy, w, start=start, maxiter=maxiter, tol=tol)
+        from ... import exceptions as _exc
+
+        for cat, msg in fitted.warnings:  # already recorded on the fit; now issue them
+            warnings.warn(msg, getattr(_exc, cat, _exc.PuinferWarning), stacklevel=2)
+        return fitted
+
+    def _fit_design(self, basis, X, y, w, *, start=None, maxiter=100, tol=1e-10):
+        """Fit on a precomputed design ``X = design(basis, s)`` (used inside CalEM)."""
+        rec = []
+        P = self.penalty(basis)
+        _check_design_rank(X, w, self.param_names(basis), P)
+        theta, _, info_mat, conv, separated = logistic_fit(X, y, w, penalty=P, start=start,
+                                                          maxiter=maxiter, tol=tol)
+        names = self.param_names(basis)
+        if separated:
+            rec.append((SeparationWarning.__name__,
+                        f"{self.name} calibrator: fitted log-odds exceed 30 in absolute value; "
+                        "the data are (quasi-)separated in the score"))
+        if not conv.converged:
+            rec.append((ConvergenceWarning.__name__,
+                        f"{self.name} calibrator: Newton did not converge in {maxiter} "
+                        f"iterations ({conv.message})"))
+        llf = weighted_loglik(X @ theta, y, w)
+        df_model = float(X.shape[1])
+        if P is not None and np.any(P):
+            # effective degrees of freedom tr((H + P)^-1 H)
+            df_model = float(np.trace(np.linalg.solve(info_mat, info_mat - P)))
+        return FittedCalibrator(self, basis, pd.Series(theta, index=names), llf, int(len(y)),
+                                float(w.sum()), df_model, conv.converged, conv.iterations,
+                                pd.DataFrame(info_mat, index=names, columns=names), rec)
+
+    def _fit_arrays(self, basis, s, y, w, *, start=None, maxiter=100, tol=1e-10):
+        return self._fit_design(basis, self.design(basis, s), y, w, start=start,
+                                maxiter=maxiter, tol=tol)
+
+    def __repr__(self):
+        return f"{type(self).__name__}()"
+
+
+class LogisticCalibrator(Calibrator):
+    """Logistic (Platt) calibration ``logit g(s) = a + b logit(s)`` (Platt 1999).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> s = rng.uniform(0.01, 0.99, 500); y = rng.binomial(1, s)
+    >>> fit = LogisticCalibrator().fit(s, y)
+    >>> list(fit.params.index)
+    ['Intercept', 'logit(score)']
+    """
+
+    name = "logistic"
+
+    def design(self, basis, score):
+        s = self._clip(score)
+        return np.column_stack([np.ones_like(s), np.log(s) - np.log1p(-s)])
+
+    def param_names(self, basis):
+        return ["Intercept", "logit(score)"]
+
+
+class BetaCalibrator(Calibrator):
+    """Beta calibration ``logit g(s) = c + a log(s) - b log(1 - s)`` (Kull et al. 2017).
+
+    The parameters are reported as ``Intercept`` (c), ``log(score)`` (a) and
+    ``-log(1-score)`` (b). The unconstrained maximum-likelihood fit is used (Kull et al.
+    additionally refit with a or b set to 0 when one is negative; that monotonicity fix is not
+    applied, so that the fit is a plain logistic likelihood as CalEM requires).
+    """
+
+    name = "beta"
+
+    def design(self, basis, score):
+        s = self._clip(score)
+        return np.column_stack([np.ones_like(s), np.log(s), -np.log1p(-s)])
+
+    def param_names(self, basis):
+        return ["Intercept", "log(score)", "-log(1-score)"]
+
+
+@dataclass(frozen=True)
+class _SplineBasis:
+    knots: np.ndarray
+    design: object  # puinfer.formula.Design
+
+
+class SplineCalibrator(Calibrator):
+    """Natural cubic regression spline of ``logit(score)`` (the GAM calibrator of Sergazinov et al.).
+
+    ``logit g(s) = sum_j theta_j b_j(logit s)`` with the cardinal natural-cubic basis of
+    patsy's ``cr()`` (linear beyond the boundary knots), knots at equally spaced quantiles of
+    ``logit(score)`` in the fitting data. With the cardinal basis ``theta_j`` is the calibrated
+    log-odds at knot ``j``, so the parameters are directly interpretable.
+
+    Parameters
+    ----------
+    df : int, default 5
+        Number of knots = number of parameters (at least 2; ``df=2`` is Platt scaling).
+    lam : float, default 0
+        Curvature penalty ``lam/2 * sum_j (second divided difference of theta at knot j)^2``,
+        a discrete version of the GAM penalty ``integral s''(t)^2 dt``. ``0`` for an
+        unpenalised regression spline.
+    knots : array_like, optional
+        Knots on the logit scale (overrides ``df``).
+    eps : float, default 1e-12
+        See :class:`Calibrator`.
+    """
+
+    name = "spline"
+
+    def __init__(self, df: int = 5, *, lam: float = 0.0, knots=None, eps: float = 1e-12):
+        super().__init__(eps=eps)
+        if int(df) != df or df < 2:
+            raise ValueError(f"df must be an integer >= 2; got {df}")
+        if lam < 0:
+            raise ValueError(f"lam must be >= 0; got {lam}")
+        self.df = int(df)
+        self.lam = float(lam)
+        self.knots = None if knots is None else np.sort(as_float_vector(knots, "knots"))
+        if self.knots is not None and self.knots.size < 2:
+            raise ValueError("knots: need at least 2 knots")
+
+    def make_basis(self, score):
+        from ...formula import build_design
+
+        s = self._clip(np.asarray(score, dtype=float))
+        if self.knots is not None:
+            k = self.knots
+        else:
+            x = np.log(s) - np.log1p(-s)
+            k = np.unique(np.quantile(x, np.linspace(0.0, 1.0, self.df)))
+            if k.size < self.df:
+                raise ValueError(f"spline calibrator: only {k.size} distinct knots from the "
+                                 f"scores for df={self.df}; lower df")
+        if k.size == 2:  # a natural cubic spline with two knots is linear: no patsy needed
+            return _SplineBasis(k, None)
+        inner = ", ".join(repr(float(v)) for v in k[1:-1])
+        inner = f"({inner},)" if k.size == 3 else f"({inner})"
+        formula = (f"~ 0 + cr(x, knots={inner}, lower_bound={float(k[0])!r}, "
+                   f"upper_bound={float(k[-1])!r})")
+        d = build_design(formula, pd.DataFrame({"x": np.log(s[:2]) - np.log1p(-s[:2])}))
+        return _SplineBasis(k, d)
+
+    def design(self, basis, score):
+        s = self._clip(score)
+        x = np.log(s) - np.log1p(-s)
+        if basis.design is None:
+            k0, k1 = basis.knots
+            u = (x - k0) / (k1 - k0)
+            return np.column_stack([1.0 - u, u])
+        return basis.design.transform(pd.DataFrame({"x": x})).to_numpy()
+
+    def param_names(self, basis):
+        return [f"s({v:.4g})" for v in basis.knots]
+
+    def penalty(self, basis):
+        if self.lam == 0:
+            return None
+        k = basis.knots
+        m = k.size
+        if m < 3:
+            return None
+        D = np.zeros((m - 2, m))
+        for j in range(m - 2):  # loop over knots (a handful), not rows
+            h1, h2 = k[j + 1] - k[j], k[j + 2] - k[j + 1]
+            D[j, j:j + 3] = [1 / h1, -(1 / h1 + 1 / h2), 1 / h2]
+        return self.lam * D.T @ D
+
+    def __repr__(self):
+        return f"SplineCalibrator(df={self.df}, lam={self.lam})"
+
+
+class FormulaCalibrator(Calibrator):
+    """A calibrator given by a right-hand-side formula on the score, e.g. ``"~ logit(score)"``.
+
+    Parameters
+    ----------
+    formula : str
+        Right-hand side (a left-hand side is ignored) in the score column ``score_name``;
+        ``logit``, ``poly``, ``cr``/``bs`` (splines) and numpy are available.
+    score_name : str, default "score"
+        Name of the score variable in the formula.
+    eps : float
+        Scores are clipped to ``[eps, 1 - eps]`` before the formula is evaluated.
+    """
+
+    name = "formula"
+
+    def __init__(self, formula: str, *, score_name: str = "score", eps: float = 1e-12):
+        super().__init__(eps=eps)
+        if not isinstance(formula, str) or "~" not in formula:
+            raise ValueError(f"formula must be a string like '~ logit(score)'; got {formula!r}")
+        self.formula = "~" + formula.split("~", 1)[1]
+        self.score_name = score_name
+        self.name = f"formula {self.formula.strip()}"
+
+    def make_basis(self, score):
+        from ...formula import build_design
+
+        s = self._clip(np.asarray(score, dtype=float))
+        return build_design(self.formula, pd.DataFrame({self.score_name: s}), require_lhs=False)
+
+    def design(self, basis, score):
+        s = self._clip(score)
+        return basis.transform(pd.DataFrame({self.score_name: s})).to_numpy()
+
+    def param_names(self, basis):
+        return basis.exog_names
+
+    def __repr__(self):
+        return f"FormulaCalibrator({self.formula!r})"
+
+
+@dataclass(frozen=True)
+class _IsoBasis:
+    pass
+
+
+class IsotonicCalibrator(Calibrator):
+    """Weighted isotonic regression (pool-adjacent-violators) of the label on the score.
+
+    The fit is the non-decreasing step function maximising the weighted (soft-label)
+    logistic — equivalently least-squares — likelihood (Zadrozny & Elkan 2002; both criteria
+    share the PAVA solution). Ties in the score are pooled. Predictions between fitted scores
+    interpolate linearly, and are constant beyond the range. Fitted values are computed with
+    :func:`scipy.optimize.isotonic_regression` (scipy >= 1.12).
+
+    Parameters
+    ----------
+    eps : float, default 1e-12
+        Probabilities used in log-likelihoods are clipped to ``[eps, 1 - eps]`` (isotonic fits
+        are 0 or 1 on blocks with a single class).
+    """
+
+    name = "isotonic"
+    parametric = False
+
+    def make_basis(self, score):
+        return _IsoBasis()
+
+    def param_names(self, basis):  # pragma: no cover - not used
+        return []
+
+    def _fit_arrays(self, basis, s, y, w, *, start=None, maxiter=100, tol=1e-10):
+        from scipy.optimize import isotonic_regression
+
+        xs, inv = np.unique(s, return_inverse=True)
+        ws = np.bincount(inv, weights=w, minlength=xs.size)
+        ys = np.bincount(inv, weights=w * y, minlength=xs.size)
+        pos = ws > 0
+        xs, ys, ws = xs[pos], ys[pos] / ws[pos], ws[pos]
+        fitted = isotonic_regression(ys, weights=ws, increasing=True).x
+        fitted = np.clip(fitted, 0.0, 1.0)
+        params = pd.Series(fitted, index=pd.Index(xs, name="score"), name="g")
+        p = np.clip(np.interp(s, xs, fitted), self.eps, 1 - self.eps)
+        llf = float(np.dot(w, y * np.log(p) + (1 - y) * np.log1p(-p)))
+        n_steps = float(np.unique(fitted).size)
+        return FittedCalibrator(self, basis, params, llf, int(len(y)), float(w.sum()), n_steps,
+                                True, 1, None, [])
+
+    def _predict_fitted(self, fitted, s):
+        return np.interp(s, fitted.params.index.to_numpy(dtype=float), fitted.params.to_numpy())
+
+    def __repr__(self):
+        return "IsotonicCalibrator()"
+
+
+def _check_design_rank(X, w, names, P):
+    """``ValueError`` naming the columns of a singular (weighted) design."""
+    G = X.T @ (X * w[:, None])
+    if P is not None:
+        G = G + P
+    d = np.sqrt(np.clip(np.diag(G), 0, None))
+    if np.any(d == 0):
+        bad = [names[j] for j in np.flatnonzero(d == 0)]
+        raise ValueError(f"calibrator design: column(s) {bad} are zero on the data")
+    C = G / np.outer(d, d)
+    lam, V = np.linalg.eigh(C)
+    if lam[0] < 1e-12 * lam[-1]:
+        v = V[:, 0]
+        bad = [names[j] for j in np.flatnonzero(np.abs(v) > 1e-3 * np.abs(v).max())]
+        raise ValueError(f"calibrator design is singular: columns {bad} are collinear on the "
+                         "data (too few distinct scores for this calibrator?)")
+
+
+def _check_fit_inputs(score, y, sample_weight):
+    s = check_unit_interval(as_float_vector(score, "score"), "score")
+    yy = as_float_vector(y, "y")
+    if yy.size != s.size:
+        raise ValueError(f"score and y have different lengths ({s.size} and {yy.size})")
+    if np.any((yy < 0) | (yy > 1)):
+        raise ValueError("y must be 0/1 labels (or soft labels in [0, 1])")
+    if sample_weight is None:
+        w = np.ones_like(s)
+    else:
+        w = as_float_vector(sample_weight, "sample_weight")
+        if w.size != s.size:
+            raise ValueError(f"sample_weight has length {w.size}, score has {s.size}")
+        if np.any(w < 0):
+            raise ValueError("sample_weight must be non-negative")
+        if not np.any(w > 0):
+            raise ValueError("sample_weight: all weights are zero")
+    return s, yy, w
+
+
+_REGISTRY = {
+    "logistic": LogisticCalibrator,
+    "platt": LogisticCalibrator,
+    "beta": BetaCalibrator,
+    "spline": SplineCalibrator,
+    "gam": SplineCalibrator,
+    "isotonic": IsotonicCalibrator,
+}
+
+
+def make_calibrator(spec, **kwargs) -> Calibrator:
+    """Turn a name (``"logistic"``/``"platt"``, ``"beta"``, ``"spline"``/``"gam"``,
+    ``"isotonic"``), a formula string (``"~ logit(score)"``) or a :class:`Calibrator` into a
+    :class:`Calibrator`. ``kwargs`` go to the constructor (e.g. ``df=6`` for the spline)."""
+    if isinstance(spec, Calibrator):
+        if kwargs:
+            raise ValueError("calibrator options are given to the Calibrator object itself")
+        return spec
+    if isinstance(spec, str):
+        if "~" in spec:
+            return FormulaCalibrator(spec, **kwargs)
+        key = spec.lower()
+        if key in _REGISTRY:
+            return _REGISTRY[key](**kwargs)
+    raise ValueError(f"calibrator must be one of {sorted(_REGISTRY)}, a formula such as "
+                     f"'~ logit(score)', or a Calibrator object; got {spec!r}")

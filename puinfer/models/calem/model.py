@@ -1,0 +1,308 @@
+"""The CalEM model: validated data and options; :meth:`CalEM.fit` does the estimation."""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from ..._validation import as_float_vector, check_binary, warn_and_record
+from ...base.model import Model
+from ...exceptions import AssumptionWarning, ClippingWarning
+from ...formula import Design, _used_columns
+from ._engine import fit_calem, setup
+from .calibrators import Calibrator, FormulaCalibrator, make_calibrator
+
+__all__ = ["CalEM"]
+
+
+class CalEM(Model):
+    """Calibration with a small clean (control) set and a large biased (treated) set.
+
+    A classifier's score ``s`` in (0, 1) is observed on a small **control** set with clean
+    labels ``y`` and on a large **treated** set with labels ``z`` that the treatment can only
+    turn from 0 into 1 (Assumption 1, eq. (8)): ``P(Y = 0 | Z = 1, x) = h(x)``,
+    ``P(Y = 0 | Z = 0, x) = 1``. CalEM (Algorithm 3 of Sergazinov et al.) estimates the clean
+    calibration map ``g_theta`` from both sets.
+
+    Parameters
+    ----------
+    score : array_like
+        Classifier scores in [0, 1] for all rows (control and treated).
+    label : array_like of 0/1
+        The clean label ``y`` on control rows, the biased label ``z`` on treated rows.
+    treated : array_like of 0/1 or bool
+        1 (True) for treated rows (biased labels), 0 for control rows (clean labels).
+    calibrator : str or Calibrator, default "spline"
+        ``"logistic"`` (Platt), ``"beta"``, ``"spline"`` (natural cubic spline of
+        ``logit(score)``), ``"isotonic"``, a right-hand-side formula in ``score`` such as
+        ``"~ logit(score)"``, or a :class:`~puinfer.models.calem.Calibrator`.
+    eps : float, default 1e-6
+        Scores of exactly 0 or 1 are clipped to ``[eps, 1 - eps]`` (with a
+        :class:`~puinfer.exceptions.ClippingWarning`) because the calibrators work on the
+        log-odds of the score.
+    **calibrator_options
+        Options of a named calibrator, e.g. ``df=6`` or ``lam=1.0`` for ``"spline"``.
+
+    Raises
+    ------
+    ValueError
+        If a score lies outside [0, 1], a label or treatment indicator is not 0/1, the
+        lengths differ, the control or the treated group is empty or has no positive labels,
+        or the treated share of positives is clearly (one-sided two-proportion z-test,
+        p < 1e-4) *below* the control's -- Assumption 1 (treatment only turns negatives into
+        positives) is then contradicted by the data. A lower treated share that is not
+        significant at that level gives an :class:`~puinfer.exceptions.AssumptionWarning`.
+
+    Notes
+    -----
+    The basis of the calibrator (e.g. the spline knots) is learned once from the scores of
+    *all* rows, so that the control-only fit, the biased fit ``g_eta`` and the CalEM fit use
+    the same family of curves (needed for :meth:`CalEMResults.test_bias`).
+
+    A model pickles; it holds its data and options, never a fit.
+
+    References
+    ----------
+    Sergazinov, R., Chen, R., Ji, C., Wu, J., Cociorva, D. and Brunzell, H. Improving Model
+    Probability Calibration by Integration of Large Data Sources with Biased Labels,
+    Algorithm 3 and Appendix A.2.
+
+    Examples
+    --------
+    >>> import numpy as np, puinfer as pu
+    >>> rng = np.random.default_rng(0)
+    >>> s = rng.uniform(0.02, 0.98, 3000); treated = rng.random(3000) < 0.8
+    >>> y = rng.binomial(1, s); z = np.where(y == 1, 1, rng.binomial(1, 0.2 * s))
+    >>> res = pu.CalEM(s, np.where(treated, z, y), treated, calibrator="logistic").fit()
+    >>> bool(res.converged)
+    True
+    """
+
+    exog_names = ["score"]
+
+    def __init__(self, score, label, treated, *, calibrator="spline", eps: float = 1e-6,
+                 **calibrator_options):
+        self.index = score.index if isinstance(score, pd.Series) else None
+        s = as_float_vector(score, "score")
+        lab = check_binary(label, "label")
+        tr = check_binary(treated, "treated").astype(bool)
+        if not (s.size == lab.size == tr.size):
+            raise ValueError(f"score, label and treated must have the same length; got "
+                             f"{s.size}, {lab.size} and {tr.size}")
+        bad = (s < 0) | (s > 1)
+        if bad.any():
+            raise ValueError(f"score must be in [0, 1]; {int(bad.sum())} value(s) are not "
+                             f"(e.g. {s[bad][:3].tolist()})")
+        self.calibrator: Calibrator = make_calibrator(calibrator, **calibrator_options)
+        if not 0 < eps < 0.5:
+            raise ValueError(f"eps must be in (0, 0.5); got {eps}")
+        self.eps = float(eps)
+        self.init_warnings: list = []
+        edge = (s == 0) | (s == 1)
+        if edge.any():
+            warn_and_record(self.init_warnings,
+                            f"{int(edge.sum())} score(s) equal to 0 or 1 were clipped to "
+                            f"[{self.eps:g}, 1 - {self.eps:g}]", ClippingWarning)
+            s = np.clip(s, self.eps, 1 - self.eps)
+        self.score, self.label, self.treated = s, lab, tr
+        self.n_control, self.n_treated = int((~tr).sum()), int(tr.sum())
+        self._check_groups()
+        self.score_name = "score"
+
+    def _check_groups(self):
+        n_c, n_t = self.n_control, self.n_treated
+        if n_c == 0:
+            raise ValueError("treated: the control group is empty (no row has treated == 0)")
+        if n_t == 0:
+            raise ValueError("treated: the treated group is empty (no row has treated == 1)")
+        y, z = self.label[~self.treated], self.label[self.treated]
+        if y.sum() == 0 or y.sum() == n_c:
+            raise ValueError(f"label: the control group has only one class "
+                             f"({int(y.sum())} positives of {n_c}); nothing to calibrate")
+        if z.sum() == 0:
+            raise ValueError("label: the treated group has no positive labels")
+        self._check_assumption1(y, z)
+
+    def _check_assumption1(self, y, z):
+        pc, pt = y.mean(), z.mean()
+        if pt >= pc:
+            return
+        pool = (y.sum() + z.sum()) / (y.size + z.size)
+        se = np.sqrt(pool * (1 - pool) * (1 / y.size + 1 / z.size))
+        p = float(stats.norm.cdf((pt - pc) / se))
+        msg = (f"the treated share of positives ({pt:.4f}) is below the control's ({pc:.4f}); "
+               f"Assumption 1 of CalEM (treatment only turns negatives into positives, so "
+               f"P(Z = 1 | x) >= P(Y = 1 | x)) ")
+        if p < 1e-4:
+            raise ValueError(msg + f"is violated (one-sided z-test p = {p:.2g}). Check that "
+                             "'treated' marks the biased-label rows.")
+        warn_and_record(self.init_warnings, msg + f"is in doubt (one-sided z-test p = {p:.2g})",
+                        AssumptionWarning)
+
+    # -- formula ---------------------------------------------------------------------------------
+    @classmethod
+    def from_formula(cls, formula: str, data: pd.DataFrame, *, treated, score: str | None = None,
+                     eps: float = 1e-6):
+        """Specify CalEM by a formula ``"label ~ <calibration map in the score>"``.
+
+        Parameters
+        ----------
+        formula : str
+            E.g. ``"y ~ logit(score)"`` (Platt), ``"y ~ np.log(score) + np.log1p(-score)"``
+            (beta), ``"y ~ 0 + cr(logit(score), df=5)"`` (natural cubic spline). The left-hand
+            side is the 0/1 label (clean on control rows, biased on treated rows).
+        data : pandas.DataFrame
+            The data; not modified.
+        treated : str or array_like
+            Column name (or values) of the 0/1 treatment indicator.
+        score : str, optional
+            The score column; inferred when the right-hand side names exactly one column.
+        eps : float
+            Clipping of scores equal to 0 or 1 (see :class:`CalEM`).
+
+        Returns
+        -------
+        CalEM
+            Its calibrator is a :class:`~puinfer.models.calem.FormulaCalibrator` with the
+            right-hand side; the formula's basis (e.g. spline knots) is learned from the
+            (clipped) scores of all rows when the model is fitted.
+        """
+        return super().from_formula(formula, data, treated=treated, score=score, eps=eps)
+
+    @classmethod
+    def _from_design(cls, design: Design, data: pd.DataFrame, *, treated, score=None,
+                     eps=1e-6):
+        if score is None:
+            cols = _used_columns(design.rhs, data)
+            if len(cols) != 1:
+                raise ValueError(f"formula: cannot tell which column is the score (found "
+                                 f"{cols}); pass score='column'")
+            score = cols[0]
+        if score not in data.columns:
+            raise ValueError(f"score column {score!r} is not in data")
+        if isinstance(treated, str) and treated not in data.columns:
+            raise ValueError(f"treated column {treated!r} is not in data")
+        tr = data[treated] if isinstance(treated, str) else treated
+        cal = FormulaCalibrator("~" + design.rhs, score_name=score)
+        model = cls(data[score], design.y, tr, calibrator=cal, eps=eps)
+        model.score_name = score
+        model.design = design
+        return model
+
+    # -- estimation ------------------------------------------------------------------------------
+    def fit(self, *, method: str = "auto", maxiter: int | None = None, tol: float = 1e-8,
+            h=None):
+        """Run CalEM (Algorithm 3) and return a :class:`CalEMResults`.
+
+        Parameters
+        ----------
+        method : {"auto", "newton", "em", "squarem"}, default "auto"
+            The algorithm that finds the fixed point of Algorithm 3 (see Notes). ``"auto"``:
+            Newton for parametric calibrators, SQUAREM for isotonic. All reach the same fixed
+            point (tested).
+        maxiter : int, optional
+            Iteration limit: Newton iterations (default 100); EM steps (``"em"``) or EM-map
+            evaluations (``"squarem"``, up to three per iteration); default 5000.
+        tol : float, default 1e-8
+            Stop when ``max |theta_{t+1} - theta_t| < tol * (1 + max |theta_{t+1}|)`` (see
+            Notes for Newton's fixed-point certificate).
+        h : float or callable, optional
+            A *known* treatment-effect curve: a constant in [0, 1] or a function of the score.
+            Then there is nothing to iterate: one weighted fit of eq. (17) with this ``h``.
+            ``h=0`` (no bias) gives the calibrator fitted on the pooled data.
+
+        Returns
+        -------
+        CalEMResults
+            Built once from everything estimated here: the CalEM map, the control-only fit
+            ``g_theta0``, the biased fit ``g_eta``, the pooled fit (for
+            :meth:`CalEMResults.test_bias`) and the sandwich covariance.
+
+        Raises
+        ------
+        ValueError
+            For an unknown ``method``, ``"newton"`` with the isotonic calibrator, ``tol <= 0``
+            or an ``h`` outside [0, 1].
+
+        Notes
+        -----
+        Algorithm 3 fits ``g_theta0`` on the control rows and ``g_eta`` on the treated rows,
+        sets ``h = (g_eta - g_theta) / g_eta`` (eq. (15), clipped to [0, 1]) and maximises the
+        expected complete-data log-likelihood (17)
+
+            Q(theta | theta_t) = sum_control l(y; g_theta)
+                               + sum_treated (1 - h_t) l(z; g_theta) + h_t l(0; g_theta),
+
+        a weighted logistic likelihood, until theta stops moving. Because ``z`` is 0/1, the
+        two treated terms are one soft-label term ``l(z (1 - h_t); g_theta)``: the M-step is a
+        single weighted logistic fit on control + treated rows with labels
+        ``(y, z (1 - h_t))`` -- exactly the fit on the paper's tripled data set D* (tested
+        against statsmodels on D*). The basis is learned from all scores; the M-step starts
+        from the current ``theta`` and is solved by Newton's method
+        (:func:`~puinfer.base.optimize.newton_maximize`), as are the three calibrator fits.
+
+        ``"em"`` iterates Algorithm 3 exactly. Its rate is about ``N / (n + N)``, slow when
+        the treated set dominates. Algorithm 3 is an MM algorithm for the surrogate
+        log-likelihood ``F`` (see :class:`CalEMResults`), whose stationary points are its
+        fixed points, so ``"newton"`` (parametric calibrators) maximises ``F`` directly with
+        :func:`~puinfer.base.optimize.newton_maximize`: Newton steps where ``F`` is locally
+        concave, modified (absolute-eigenvalue, "saddle-free") Newton steps elsewhere, each
+        with Armijo backtracking (factor 1/4, down to step 1e-4); where neither raises ``F``,
+        the ``fallback`` tries the gradient-EM direction ``H_Q^{-1} G`` with step doubling
+        and, as the last resort, an exact EM step (which never lowers ``F``). It stops after a
+        small full Newton step, or (its ``callback``) after a small damped step at which the
+        EM map leaves ``theta`` in place (``|H_Q^{-1} G| < 0.01 tol (1 + |theta|)``).
+        The solution is then certified as a fixed point of Algorithm 3; a solution on a kink
+        of ``F``'s gradient (a treated row with ``g_theta = g_eta`` exactly) stalls Newton
+        and is finished by SQUAREM. ``"squarem"`` accelerates the EM map
+        (:func:`~puinfer.base.optimize.squarem`, Varadhan and Roland 2008, scheme S3; the
+        extrapolated isotonic fitted values are projected on [0, 1]).
+
+        The sandwich covariance of the stacked estimating equations of ``(theta, eta)`` is
+        computed here (parametric calibrators, ``h`` estimated).
+        """
+        from .results import CalEMResults
+
+        return CalEMResults(self, fit_calem(self, method=method, maxiter=maxiter, tol=tol, h=h))
+
+    # -- the surrogate log-likelihood (for checks and diagnostics) ------------------------------
+    @functools.cached_property
+    def _setup(self):
+        return setup(self)
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state.pop("_setup", None)  # rebuilt on demand; holds the basis matrix
+        return state
+
+    def _parametric_engine(self):
+        eng = self._setup.engine
+        if not eng.parametric:
+            raise NotImplementedError("the isotonic surrogate log-likelihood has no derivatives")
+        return eng
+
+    def loglike(self, params) -> float:
+        """The surrogate log-likelihood ``F(params)`` that Algorithm 3 increases (penalised
+        for a penalised spline), with ``g_eta`` the biased fit; see :class:`CalEMResults`."""
+        return self._setup.engine.surrogate(np.asarray(params, dtype=float))
+
+    def loglike_gradient(self, params) -> np.ndarray:
+        """Gradient of :meth:`loglike`: the M-step score with the E-step plugged in (its roots
+        are the fixed points of Algorithm 3). Parametric calibrators only."""
+        return self._parametric_engine().residual(np.asarray(params, dtype=float))
+
+    def loglike_hessian(self, params) -> np.ndarray:
+        """Hessian of :meth:`loglike` (where it exists). Parametric calibrators only."""
+        return self._parametric_engine().jacobian(np.asarray(params, dtype=float))
+
+    def em_step(self, params) -> np.ndarray:
+        """One iteration of Algorithm 3 (E-step, M-step) from ``params`` (for isotonic: the
+        fitted values at the distinct scores)."""
+        return self._setup.engine.emap(np.asarray(params, dtype=float))
+
+    def __repr__(self):
+        return (f"CalEM({self.calibrator!r}, n_control={self.n_control}, "
+                f"n_treated={self.n_treated})")

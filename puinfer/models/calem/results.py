@@ -1,0 +1,415 @@
+"""Results of a CalEM fit: immutable, built once from the :class:`~._engine.CalEMFit` record."""
+
+from __future__ import annotations
+
+from functools import cached_property
+
+import numpy as np
+import pandas as pd
+
+from ..._validation import as_float_vector, check_alpha
+from ...base.results import LikelihoodResults, data_fingerprint, readonly
+from ...inference.hypothesis import HypothesisTestResult, lr_test
+from ...summary import Summary, coef_table
+from ._engine import CalEMFit
+from .calibrators import FittedCalibrator
+
+__all__ = ["CalEMResults"]
+
+_NO_COV_ISOTONIC = ("isotonic calibration has no parametric covariance: bse are NaN and "
+                    "conf_int/cov_params are not available")
+_NO_COV_KNOWN_H = ("a fit with a known h has no sandwich covariance: bse are NaN and "
+                   "conf_int/cov_params are not available")
+
+
+# ---------------------------------------------------------------------------------------------
+# the two fits compared by test_bias
+# ---------------------------------------------------------------------------------------------
+class _CurvesResults(LikelihoodResults):
+    """Calibration curves fitted by maximum likelihood to all rows, one curve per group
+    (restricted: one curve for control and treated; full: one each). Used by
+    :meth:`CalEMResults.test_bias` through :func:`puinfer.lr_test`."""
+
+    llf_kind = "calibrator log-likelihood of all labels"
+
+    def __init__(self, cal, basis, fits: tuple, fingerprint: str, name: str):
+        P = cal.penalty(basis)
+        self.fits = fits
+        self.model_name = name
+        self.llf = float(sum(f.llf for f in fits))
+        pen = 0.0 if P is None else sum(0.5 * f.params.to_numpy() @ P @ f.params.to_numpy()
+                                        for f in fits)
+        self._llf_penalized = self.llf - float(pen)
+        self.penalized = P is not None and bool(np.any(P))
+        self.df_model = float(sum(f.df_model for f in fits))
+        self.nobs = int(sum(f.nobs for f in fits))
+        self.data_fingerprint = fingerprint
+        self._params = pd.concat([f.params for f in fits], ignore_index=True)
+        self._cov = None
+
+    @property
+    def llf_penalized(self) -> float:
+        """Sum of the fits' maximised (penalised, for a penalised spline) objectives."""
+        return self._llf_penalized
+
+    @property
+    def objective(self) -> float:
+        """The maximised objective, as :func:`puinfer.lr_test` reads it (``llf_penalized``)."""
+        return self._llf_penalized
+
+    def is_nested_in(self, other) -> bool:
+        return isinstance(other, _CurvesResults) and len(self.fits) < len(other.fits)
+
+
+# ---------------------------------------------------------------------------------------------
+# CalEM results
+# ---------------------------------------------------------------------------------------------
+class _CurvesMixin:
+    """Predictions, treatment effect, metrics and plots of the three calibration curves."""
+
+    def _score_in(self, score):
+        if score is None:
+            return self.model.score, self.model.index
+        idx = score.index if isinstance(score, pd.Series) else None
+        s = as_float_vector(score, "score")
+        bad = (s < 0) | (s > 1)
+        if bad.any():
+            raise ValueError(f"score must be in [0, 1]; {int(bad.sum())} value(s) are not")
+        return s, idx
+
+    @staticmethod
+    def _out(values, idx, name):
+        return pd.Series(values, index=idx, name=name) if idx is not None else values
+
+    def predict(self, score=None):
+        """Calibrated probability ``g_theta_hat(score)`` (default: the model's scores).
+
+        A pandas Series in gives a Series (same index) out; an array gives an array.
+        """
+        s, idx = self._score_in(score)
+        return self._out(self.calibrator.predict(s), idx, "calem")
+
+    def predict_baseline(self, score=None):
+        """The control-only calibration ``g_theta0(score)``."""
+        s, idx = self._score_in(score)
+        return self._out(self.baseline.predict(s), idx, "baseline")
+
+    def predict_biased(self, score=None):
+        """The biased-label calibration ``g_eta(score)``."""
+        s, idx = self._score_in(score)
+        return self._out(self.biased.predict(s), idx, "biased")
+
+    def treatment_effect(self, score=None, *, clip: bool = True):
+        """Estimated ``h(score) = (g_eta - g_theta)/g_eta`` (eq. (15)), the probability that a
+        treated positive would have been negative without treatment; clipped to [0, 1] unless
+        ``clip=False``."""
+        s, idx = self._score_in(score)
+        ge = self.biased.predict(s)
+        g = self.calibrator.predict(s)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            h = np.where(ge > 0, (ge - g) / ge, 0.0)
+        if clip:
+            h = np.clip(h, 0, 1)
+        return self._out(h, idx, "h")
+
+    def metrics(self, score, y, *, n_bins: int = 15) -> pd.DataFrame:
+        """Brier, log-loss, KS error and ECE of the baseline, ``g_eta`` and CalEM on labelled
+        data (e.g. a held-out control set): one row per calibrator."""
+        from ...metrics import compare_calibration
+
+        s, _ = self._score_in(score)
+        return compare_calibration(y, {"baseline": self.baseline.predict(s),
+                                       "biased (g_eta)": self.biased.predict(s),
+                                       "CalEM": self.calibrator.predict(s)}, n_bins=n_bins)
+
+    def plot_reliability(self, score=None, y=None, *, n_bins: int = 10, ax=None):
+        """Reliability diagram of the baseline and CalEM on ``(score, y)``.
+
+        Defaults to the control rows (in-sample: optimistic for the baseline); pass held-out
+        clean data for an honest comparison. Returns the Axes.
+        """
+        from ...metrics import plot_reliability
+
+        if (score is None) != (y is None):
+            raise ValueError("give both score and y, or neither (control rows)")
+        if score is None:
+            s = self.model.score[~self.model.treated]
+            y = self.model.label[~self.model.treated]
+        else:
+            s, _ = self._score_in(score)
+        ax = plot_reliability(y, self.baseline.predict(s), n_bins=n_bins, ax=ax,
+                              label="baseline (control only)")
+        plot_reliability(y, self.calibrator.predict(s), n_bins=n_bins, ax=ax, label="CalEM")
+        ax.set_title("Reliability: baseline vs CalEM")
+        return ax
+
+    def _grid(self, n_points):
+        q = np.quantile(self.model.score, [0.005, 0.995])
+        return np.linspace(q[0], q[1], n_points)
+
+    def plot_calibration(self, *, ax=None, n_points: int = 200):
+        """The three calibration curves (baseline, ``g_eta``, CalEM) against the score."""
+        from ...plotting import get_ax
+
+        ax = get_ax(ax)
+        s = self._grid(n_points)
+        ax.plot(s, self.baseline.predict(s), label="baseline (control only)")
+        ax.plot(s, self.biased.predict(s), ls="--", label="g_eta (biased labels)")
+        ax.plot(s, self.calibrator.predict(s), lw=2, label="CalEM")
+        ax.set_xlabel("score")
+        ax.set_ylabel("calibrated probability")
+        ax.legend()
+        return ax
+
+    def plot_treatment_effect(self, *, ax=None, n_points: int = 200):
+        """The estimated treatment-effect curve ``h(score)``."""
+        from ...plotting import get_ax
+
+        ax = get_ax(ax)
+        s = self._grid(n_points)
+        ax.plot(s, self.treatment_effect(s), color="C3")
+        ax.set_ylim(-0.02, 1.02)
+        ax.set_xlabel("score")
+        ax.set_ylabel("h(score) = P(Y = 0 | Z = 1, score)")
+        return ax
+
+
+class CalEMResults(_CurvesMixin, LikelihoodResults):
+    """Results of :meth:`CalEM.fit`: immutable, picklable, built once by ``fit``.
+
+    The calibrated map ``g_theta`` (:meth:`predict`), the control-only fit (:attr:`baseline`),
+    the fit to the biased labels ``g_eta`` (:attr:`biased`), the treatment-effect curve ``h``
+    (:meth:`treatment_effect`), the iteration trace, convergence, the likelihood-ratio test of
+    "treated labels carry no bias" (:meth:`test_bias`), metrics and plots.
+
+    Attributes
+    ----------
+    params : pandas.Series
+        The calibrator's parameters (for isotonic: the fitted values at the distinct scores).
+    llf : float
+        The surrogate log-likelihood ``F(theta_hat)`` (below), without the spline penalty.
+    llf_penalized : float
+        ``F(theta_hat)`` minus the curvature penalty ``lam/2 theta' P theta`` of a penalised
+        spline: the objective that was maximised (equal to ``llf`` without a penalty).
+    objective_17 : float
+        Objective (17) at the fixed point, ``Q(theta_hat | theta_hat)``, the expected
+        complete-data log-likelihood (penalised for a penalised spline).
+    nobs : int
+    df_model : float
+        Number of free parameters (isotonic: number of distinct fitted levels).
+
+    Notes
+    -----
+    The surrogate log-likelihood ``F(theta)`` is the function Algorithm 3 increases at every
+    iteration:
+
+        F(theta) = sum_control l(y; g) + sum_{treated, z=0} log(1 - g)
+                   + sum_{treated, z=1} phi(g; g_eta),
+        phi(g; e) = (1 - 1/e) log(1 - g)                          if g < e,
+                    log g + (1 - 1/e) log(1 - e) - log e            if g >= e.
+
+    ``F`` is continuously differentiable, its gradient is the M-step score with the E-step
+    plugged in (so the fixed points of Algorithm 3 are its stationary points), and
+    ``F(theta) - Q(theta | theta_t)`` is minimised at ``theta = theta_t`` row by row, so
+    every EM step satisfies ``F(theta_{t+1}) - F(theta_t) >= Q(theta_{t+1} | theta_t) -
+    Q(theta_t | theta_t) >= 0``: Algorithm 3 is an MM algorithm for ``F`` (this makes the
+    ascent of Appendix A.1 exact rather than conditional on assumption (3)). The sequence of
+    (17) values ``Q(theta_t | theta_t)`` itself need not increase, because the E-step labels
+    change between iterations. Neither quantity is an observed-data log-likelihood, so
+    CalEM results have no AIC/BIC.
+
+    Standard errors (parametric calibrators) are the sandwich of the stacked estimating
+    equations of ``(theta, eta)``; the naive inverse Hessian of (17) would ignore both the
+    missing information and the estimated ``g_eta``. The estimating equation has a kink where
+    ``h`` reaches 0 (``g_theta = g_eta``); when many treated rows sit there the estimator is
+    not asymptotically normal there and the sandwich is only a rough guide (a Monte-Carlo test
+    checks it where ``h`` is interior). Isotonic fits and fits with a known ``h`` have no
+    covariance: ``bse`` is NaN (the reason is recorded in :attr:`warnings`) and
+    :meth:`conf_int` / :meth:`cov_params` raise ``NotImplementedError``.
+
+    Where the treated set helps. With ``h`` strictly inside (0, 1) the treated part of the
+    fixed-point equation is ``sum_t (1 - h_j)(z_j - g_eta_j) x_j``; ``g_eta``'s own score
+    equations make ``sum_t (z_j - g_eta_j) x_j = 0``, so the treated rows contribute only
+    through the *variation* of ``1 - h`` across rows (if ``h`` is constant, CalEM returns the
+    control-only fit exactly -- tested) and through the rows where ``h`` is clipped at 0,
+    whose positives count as clean positives. This is eq. (9): under Assumption 1 alone the
+    biased labels bound the clean curve from above (``g <= g_eta``) but do not identify it
+    where ``h > 0``. The gains of Table 1 of Sergazinov et al. come from the regions where
+    ``h`` is near 0.
+    """
+
+    model_name = "CalEM"
+    llf_kind = "CalEM surrogate log-likelihood F"
+
+    def __init__(self, model, fit: CalEMFit):
+        self.model = model
+        self.basis = fit.basis
+        self.method = fit.method
+        self.convergence = fit.convergence
+        self.calibrator: FittedCalibrator = fit.fitted
+        self.baseline: FittedCalibrator = fit.baseline
+        self.biased: FittedCalibrator = fit.biased
+        self.pooled: FittedCalibrator = fit.pooled
+        self.objective_17 = fit.objective_17
+        self.llf = fit.surrogate + fit.penalty
+        self._llf_penalized = fit.surrogate
+        self.nobs = int(model.score.size)
+        self.df_model = float(fit.fitted.df_model)
+        self.data_fingerprint = data_fingerprint(model.score, model.label, model.treated)
+        self._params = fit.fitted.params.rename("coef" if model.calibrator.parametric else "g")
+        self._cov = None if fit.cov is None else pd.DataFrame(
+            fit.cov, index=self._params.index, columns=self._params.index)
+        self._no_cov_reason = None if fit.cov is not None else (
+            _NO_COV_ISOTONIC if not model.calibrator.parametric else _NO_COV_KNOWN_H)
+        warns = list(fit.warnings)
+        if self._no_cov_reason is not None:
+            warns.append(("NoCovariance", self._no_cov_reason))
+        self.warnings = tuple(warns)
+        self._trace = fit.trace
+        self._h_raw = readonly(fit.h_raw_treated)
+
+    # -- estimates ---------------------------------------------------------------------------
+    @property
+    def llf_penalized(self) -> float:
+        """``F(theta_hat)`` including the spline penalty: the maximised objective."""
+        return self._llf_penalized
+
+    def cov_params(self) -> pd.DataFrame:
+        """Sandwich covariance of the parameters (parametric calibrators, ``h`` estimated).
+
+        Raises
+        ------
+        NotImplementedError
+            For isotonic calibration or a fit with a known ``h`` (no covariance exists).
+        """
+        if self._cov is None:
+            raise NotImplementedError(self._no_cov_reason)
+        return self._cov.copy()
+
+    def conf_int(self, alpha: float = 0.05) -> pd.DataFrame:
+        """Wald intervals ``estimate -/+ z_{1 - alpha/2} se`` (sandwich SEs), level ``1 - alpha``.
+
+        Raises
+        ------
+        ValueError
+            If ``alpha`` is not in (0, 0.5] (e.g. 0.95 given as a confidence level).
+        NotImplementedError
+            For isotonic calibration or a fit with a known ``h`` (no covariance exists).
+        """
+        alpha = check_alpha(alpha)
+        if self._cov is None:
+            raise NotImplementedError(self._no_cov_reason)
+        return super().conf_int(alpha)
+
+    @property
+    def trace(self) -> pd.DataFrame:
+        """The iteration trace: objective (17) at each iterate, surrogate ``F``, step size."""
+        return self._trace.copy()
+
+    @cached_property
+    def share_clipped(self) -> float:
+        """Share of treated rows whose raw ``h = (g_eta - g)/g_eta`` fell outside [0, 1]."""
+        return float(np.mean((self._h_raw < 0) | (self._h_raw > 1)))
+
+    @cached_property
+    def _zpos(self):
+        return self.model.label[self.model.treated] == 1
+
+    @cached_property
+    def share_clipped_positives(self) -> float:
+        """As :attr:`share_clipped`, among treated rows with ``z = 1`` (the only ones affected)."""
+        h = self._h_raw[self._zpos]
+        return float(np.mean((h < 0) | (h > 1))) if h.size else float("nan")
+
+    @cached_property
+    def mean_h_treated_positives(self) -> float:
+        """Mean estimated ``h`` over treated positives: the share of their positives
+        attributed to the treatment."""
+        h = np.clip(self._h_raw[self._zpos], 0, 1)
+        return float(h.mean()) if h.size else float("nan")
+
+    @property
+    def n_control(self) -> int:
+        """Number of control rows (clean labels)."""
+        return self.model.n_control
+
+    @property
+    def n_treated(self) -> int:
+        """Number of treated rows (biased labels)."""
+        return self.model.n_treated
+
+    # -- inference ---------------------------------------------------------------------------
+    def test_bias(self) -> HypothesisTestResult:
+        """Likelihood-ratio test that the treated labels carry no bias.
+
+        H0: control and treated labels follow one calibration curve (``h = 0``; the pooled
+        fit); the alternative fits separate curves ``g_theta0`` (control) and ``g_eta``
+        (treated) of the same family. ``LR = 2 {l_c(theta0) + l_t(eta) - l_pooled}``,
+        chi-square with ``k`` (number of parameters) degrees of freedom, computed by
+        :func:`puinfer.lr_test`. For a penalised spline the penalised objectives and the
+        effective degrees of freedom are used (approximate); for isotonic calibration there is
+        no chi-square reference and the result is marked invalid. Computed once (cached).
+        """
+        return self._bias_test
+
+    @cached_property
+    def _bias_test(self) -> HypothesisTestResult:
+        null = "treated labels carry no bias (one calibration curve for control and treated)"
+        cal = self.model.calibrator
+        if not cal.parametric:
+            return HypothesisTestResult.invalid(
+                "isotonic calibration has no chi-square reference distribution; use a "
+                "parametric calibrator", null=null,
+                method="Likelihood-ratio test of no label bias")
+        restricted = _CurvesResults(cal, self.basis, (self.pooled,), self.data_fingerprint,
+                                    "one calibration curve for control and treated (no bias)")
+        full = _CurvesResults(cal, self.basis, (self.baseline, self.biased),
+                              self.data_fingerprint, "separate control and treated curves")
+        t = lr_test(restricted, full)
+        if full.penalized:
+            t.extra["note"] = "penalised spline: effective degrees of freedom (approximate)"
+        return t
+
+    # -- presentation ------------------------------------------------------------------------
+    def summary(self, alpha: float = 0.05) -> Summary:
+        """Calibrator, sample sizes, coefficients (sandwich SEs), h, convergence, bias test.
+
+        The summary at the default ``alpha`` is built once and cached.
+        """
+        alpha = check_alpha(alpha)
+        return self._default_summary if alpha == 0.05 else self._build_summary(alpha)
+
+    @cached_property
+    def _default_summary(self) -> Summary:
+        return self._build_summary(0.05)
+
+    def _build_summary(self, alpha: float) -> Summary:
+        m = self.model
+        s = Summary("CalEM: calibration with clean control and biased treated labels")
+        for key, value in (
+                ("Calibrator", m.calibrator.name if m.formula is None else m.formula),
+                ("Control rows (clean y)", m.n_control), ("Treated rows (biased z)", m.n_treated),
+                ("Positives: control", f"{m.label[~m.treated].mean():.4f}"),
+                ("Positives: treated", f"{m.label[m.treated].mean():.4f}"),
+                ("Objective (17)", self.objective_17), ("Surrogate log-lik. F", self.llf),
+                ("Mean h (treated z=1)", self.mean_h_treated_positives),
+                ("Share h clipped", self.share_clipped), ("Method", self.method)):
+            s.add_info(key, value)
+        if m.calibrator.parametric:
+            tab = coef_table(self._params, self.bse if self._cov is not None else None,
+                             level=1 - alpha)
+            tab.insert(1, "baseline", self.baseline.params.reindex(self._params.index))
+            s.add_table("CalEM parameters (sandwich standard errors, approximate where h is "
+                        "clipped at 0; 'baseline' = control-only fit)", tab)
+        else:
+            s.add_note(f"Isotonic calibration: {len(self._params)} fitted values, "
+                       f"{int(self.df_model)} distinct levels")
+        s.add_note(self.convergence.line())
+        s.add_note(str(self.test_bias()).replace("\n", "; "))
+        for cat, msg in self.warnings:
+            s.add_note(f"Warning ({cat}): {msg}")
+        return s
+
+    def __repr__(self):
+        return (f"<CalEMResults: {self.model.calibrator.name}, n_control={self.n_control}, "
+                f"n_treated={self.n_treated}, converged={self.converged}>")
