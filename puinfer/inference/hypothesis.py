@@ -114,8 +114,8 @@ def lr_test(restricted, full, *, tol: float = 1e-6) -> HypothesisTestResult:
     Returns
     -------
     HypothesisTestResult
-        ``statistic = 2 (full.objective - restricted.objective)`` (the maximised
-        log-likelihoods: ``llf`` unless a penalty was applied), ``df = full.df_model -
+        ``statistic = 2 (full.llf_penalized - restricted.llf_penalized)`` (the maximised
+        log-likelihoods: ``llf`` unless a penalty or prior was applied), ``df = full.df_model -
         restricted.df_model``.
 
     Raises
@@ -143,16 +143,16 @@ def lr_test(restricted, full, *, tol: float = 1e-6) -> HypothesisTestResult:
     if df <= 0:
         raise ValueError(f"lr_test: the full model must have more free parameters than the "
                          f"restricted one (got {full.df_model} and {restricted.df_model})")
-    stat = 2.0 * (full.objective - restricted.objective)
+    stat = 2.0 * (full.llf_penalized - restricted.llf_penalized)
     if stat < 0:
-        if stat < -2 * tol * max(1.0, abs(full.objective)):
+        if stat < -2 * tol * max(1.0, abs(full.llf_penalized)):
             raise ValueError(f"lr_test: the restricted log-likelihood exceeds the full one by "
                              f"{-stat / 2:.3g}; the full model did not reach its maximum")
         stat = 0.0
     return chi2_test(stat, df, null=f"{restricted.model_name} (restricted) holds",
                      method=f"Likelihood-ratio test: {restricted.model_name} vs {full.model_name}",
                      extra={"maximised log-likelihoods (restricted, full)":
-                            f"{restricted.objective:.4f}, {full.objective:.4f}"})
+                            f"{restricted.llf_penalized:.4f}, {full.llf_penalized:.4f}"})
 
 
 def chisq_gof(observed, expected, ddof: int = 0, *, statistic: str = "pearson",
