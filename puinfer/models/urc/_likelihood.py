@@ -39,7 +39,7 @@ from ...base.results import ConvergenceInfo
 from ...inference.hypothesis import chisq_gof
 
 __all__ = ["Data", "Constraint", "Estimate", "FitOptions", "objective", "em_step",
-           "grad_hess", "tangent", "maximize", "ProfileLoglik", "approx_se",
+           "grad_hess", "tangent", "maximize", "ProfileLoglik", "profile_loglik", "approx_se",
            "base_rate_cov", "gof_test", "group_fits", "BOUNDARY", "ROW_TOL"]
 
 ROW_TOL = 1e-6        # rows of class probabilities must sum to 1 within this
