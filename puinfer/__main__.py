@@ -83,14 +83,15 @@ def demo_calem() -> None:
 
 
 def demo_urc() -> None:
-    """URC on the bundled UCI Spambase data: spam shares of three mailboxes (seed 003)."""
+    """URC on the bundled UCI Spambase data: spam shares of three mailboxes (Ziegler and Czyż,
+    "Unsupervised Recalibration")."""
     import numpy as np
 
     from . import URC
     from .simulate.urc import spambase_lab_field
 
     _section("URC: spam base rates in three mailboxes from a classifier's predictions "
-             "(seed 003, UCI Spambase)")
+             "(Ziegler and Czyż, UCI Spambase)")
     d = spambase_lab_field(seed=42)
     print("A logistic classifier trained and calibrated on balanced e-mails (lab: 200 spam + "
           "200 non-spam) is applied to three mailboxes whose spam shares are 5%, 15%, 40%.")

@@ -1,4 +1,5 @@
-"""Monte-Carlo studies of URC (seed 003): interval coverage, test sizes, power of the GOF test.
+"""Monte-Carlo studies of URC (Ziegler and Czyż, "Unsupervised Recalibration"): interval
+coverage, test sizes, power of the GOF test.
 
 Design (:func:`puinfer.simulate.urc.simulate_urc`): a binary classifier that is the Bayes
 classifier of a Gaussian score model calibrated on a balanced lab set (separation ``delta``; at
@@ -59,7 +60,7 @@ def mc_se(p, reps):
     return float(np.sqrt(max(p * (1 - p), 1e-12) / reps))
 
 
-def coverage_cell(n_lab, n_field, rate, reps, rng, delta=1.5, level=0.95):
+def coverage_cell(n_lab, n_field, rate, reps, rng, delta=1.5, alpha=0.05):
     rows = []
     for _ in range(reps):
         s = simulate_urc(n_lab=n_lab, n_field=n_field, lab_base_rates=0.5,
@@ -69,7 +70,7 @@ def coverage_cell(n_lab, n_field, rate, reps, rng, delta=1.5, level=0.95):
             m = URC(s.lab_pred, s.lab_y)
             for lik in LIKS:
                 r = m.fit(s.field_pred, likelihood=lik)
-                lo, hi = r.conf_int(level).iloc[0]
+                lo, hi = r.conf_int(alpha).iloc[0]
                 rows.append(dict(likelihood=lik, est=r.base_rate.iloc[0], lower=lo, upper=hi,
                                  cover=lo <= rate <= hi, naive=r.naive.iloc[0, 1]))
     df = pd.DataFrame(rows)

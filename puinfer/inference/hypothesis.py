@@ -115,7 +115,7 @@ def lr_test(restricted, full, *, tol: float = 1e-6) -> HypothesisTestResult:
     -------
     HypothesisTestResult
         ``statistic = 2 (full.llf_penalized - restricted.llf_penalized)`` (the maximised
-        log-likelihoods: ``llf`` unless a penalty was applied), ``df = full.df_model -
+        log-likelihoods: ``llf`` unless a penalty or prior was applied), ``df = full.df_model -
         restricted.df_model``.
 
     Raises

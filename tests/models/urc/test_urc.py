@@ -1,4 +1,5 @@
-"""URC (seed 003): partition, exact maximum likelihood, profile intervals, tests, recalibration."""
+"""URC (Ziegler and Czyż, "Unsupervised Recalibration"): partition, exact maximum likelihood,
+profile intervals, tests, recalibration, immutable and picklable results."""
 
 import warnings
 
@@ -161,7 +162,7 @@ def test_map_matches_scipy(sim):
     res = pu.URC(sim.lab_pred, sim.lab_y).fit(sim.field_pred, prior_strength=50)
     L, F = _counts(res)
     P, M, obj = ref_fit(L, F, True, strength=50)
-    assert res.objective == pytest.approx(obj, abs=1e-6)
+    assert res.llf_penalized == pytest.approx(obj, abs=1e-6)
     assert_allclose(res.base_rates.to_numpy(), P, atol=2e-5)
     ml = pu.URC(sim.lab_pred, sim.lab_y).fit(sim.field_pred)
     # the prior pulls towards the lab base rate 0.5
@@ -193,7 +194,7 @@ def test_multiclass_matches_scipy():
 def test_profile_interval_invariants(fits, lik):
     res = fits[lik]
     prof = res.profile()
-    ci = res.conf_int(0.95)
+    ci = res.conf_int(0.05)
     lo, hi = ci.iloc[0]
     est = res.base_rate.iloc[0]
     assert lo < est < hi
@@ -225,17 +226,17 @@ def test_bse_equals_profile_curvature(fits, lik):
     h = 1e-4
     d2 = (prof.loglik(est + h) - 2 * prof.loglik(est) + prof.loglik(est - h)) / h ** 2
     assert res.bse.iloc[0] == pytest.approx(1 / np.sqrt(-d2), rel=1e-3)
-    wald = res.conf_int(method="wald").iloc[0]
+    wald = res.conf_int(kind="wald").iloc[0]
     assert wald["upper"] - est == pytest.approx(stats.norm.ppf(0.975) * res.bse.iloc[0])
-    with pytest.raises(ValueError, match="method"):
-        res.conf_int(method="bootstrap")
+    with pytest.raises(ValueError, match="kind"):
+        res.conf_int(kind="bootstrap")
 
 
 def test_wald_close_to_profile_in_large_samples():
     s = simulate_urc(n_lab=20000, n_field=[40000, 40000], field_base_rate=[0.2, 0.4],
                      rng=np.random.default_rng(10))
     res = pu.URC(s.lab_pred, s.lab_y).fit(s.field_pred, groups=s.field_group)
-    assert_allclose(res.conf_int(method="wald").to_numpy(), res.conf_int().to_numpy(),
+    assert_allclose(res.conf_int(kind="wald").to_numpy(), res.conf_int().to_numpy(),
                     atol=1e-3)
 
 
@@ -301,8 +302,8 @@ def test_gof_df_and_value(sim_groups, lik):
     m = pu.URC(sim_groups.lab_pred, sim_groups.lab_y)
     res = m.fit(sim_groups.field_pred, groups=sim_groups.field_group, likelihood=lik)
     G, A, k = 3, 4, 2
-    for method in ("pearson", "lr"):
-        t = res.gof(method)
+    for statistic in ("pearson", "lr"):
+        t = res.gof(statistic)
         assert t.df == G * (A - k)
     L, F = _counts(res)
     P, M = res.base_rates.to_numpy(), res.M.to_numpy()
@@ -329,9 +330,7 @@ def test_gof_lr_equals_deviance(fits):
 def test_lr_test_generic_agrees(fits):
     res = fits["joint"]
     t = res.test_no_shift()
-    from puinfer.models.urc import _Constraint
-
-    restricted = res._restricted(_Constraint("rows", value=np.array([0.5, 0.5])))
+    restricted = res.fit_no_shift(0.5)
     assert pu.lr_test(restricted, res).statistic == pytest.approx(t.statistic, rel=1e-12)
     with pytest.raises(ValueError):
         pu.lr_test(res, restricted)
@@ -476,7 +475,7 @@ def test_bad_fit_input(sim):
         m.fit([0.2, 0.3], prior_strength=-1)
     with pytest.raises(ValueError, match="n_bins"):
         pu.URC(sim.lab_pred, sim.lab_y, n_bins=1)
-    with pytest.raises(ValueError, match="level"):
+    with pytest.raises(ValueError, match="alpha"):
         m.fit(sim.field_pred[:100]).conf_int(1.5)
 
 
@@ -500,7 +499,7 @@ def test_results_touch_everything(gfit):
 
     r = gfit
     for attr in ("base_rates", "base_rate", "naive", "lab_base_rates", "M", "observed", "fitted",
-                 "n_field", "params", "groups", "llf", "objective", "nobs", "df_model", "aic",
+                 "n_field", "params", "groups", "llf", "llf_penalized", "nobs", "df_model", "aic",
                  "bic", "converged", "convergence", "warnings", "likelihood", "prior_strength"):
         getattr(r, attr)
     assert isinstance(r.params, pd.Series) and r.params.index.names == ["group", "class"]
@@ -584,3 +583,115 @@ def test_small_coverage_study():
             cover[lik] += lo <= 0.2 <= hi
     assert cover["joint"] / reps >= 0.85
     assert cover["fixed"] / reps <= 0.6
+
+
+# ---- immutable, picklable, cached results (issue 12) -----------------------------------------
+def _multiclass_fit():
+    s = simulate_urc(n_lab=600, n_field=3000, lab_base_rates=[1 / 3, 1 / 3, 1 / 3],
+                     field_base_rate=[0.5, 0.3, 0.2], separation=1.5,
+                     rng=np.random.default_rng(5))
+    return pu.URC(s.lab_pred, s.lab_y).fit(s.field_pred), s
+
+
+def _check_round_trip(res, pred, groups=None):
+    import pickle
+
+    back = pickle.loads(pickle.dumps(res))
+    assert_allclose(back.params.to_numpy(), res.params.to_numpy(), rtol=0, atol=0)
+    assert back.llf == res.llf and back.llf_penalized == res.llf_penalized
+    assert_allclose(back.conf_int().to_numpy(), res.conf_int().to_numpy(), rtol=1e-10)
+    assert "profile-likelihood" in str(back.summary())
+    assert back.test_no_shift().statistic == pytest.approx(res.test_no_shift().statistic,
+                                                           rel=1e-10)
+    assert back.gof().statistic == pytest.approx(res.gof().statistic, rel=1e-12)
+    eq = back.test_equal_base_rates()
+    if len(res.groups) > 1:
+        assert eq.statistic == pytest.approx(res.test_equal_base_rates().statistic, rel=1e-10)
+    else:
+        assert eq.invalid_reason is not None
+    assert_allclose(back.recalibrate(pred, groups=groups), res.recalibrate(pred, groups=groups))
+    m2 = pickle.loads(pickle.dumps(res.model))
+    assert_allclose(m2.M.to_numpy(), res.model.M.to_numpy())
+    return back
+
+
+@pytest.mark.parametrize("case", ["binary", "multiclass", "groups"])
+def test_pickle_round_trip_before_and_after_conf_int(case, sim, sim_groups):
+    import pickle
+
+    if case == "binary":
+        res, pred, groups = (pu.URC(sim.lab_pred, sim.lab_y).fit(sim.field_pred),
+                             sim.field_pred, None)
+    elif case == "multiclass":
+        res, s = _multiclass_fit()
+        pred, groups = s.field_pred, None
+    else:
+        res = pu.URC(sim_groups.lab_pred, sim_groups.lab_y).fit(
+            sim_groups.field_pred, groups=sim_groups.field_group)
+        pred, groups = sim_groups.field_pred, sim_groups.field_group
+    fresh = pickle.loads(pickle.dumps(res))           # before anything was cached
+    _check_round_trip(fresh, pred, groups)
+    res.conf_int()
+    str(res.summary())
+    back = _check_round_trip(res, pred, groups)       # after: profiles and tests cached
+    # the cached profile came along and still evaluates (its loglik_at pickled)
+    prof = back.profile(group=back.groups[0], cls=back.model.classes[-1])
+    assert prof.statistic(prof.estimate) == pytest.approx(0.0, abs=1e-7)
+    assert "_profile_ci" in back.__dict__
+
+
+def test_results_are_immutable(fits):
+    res = fits["joint"]
+    with pytest.raises(AttributeError):
+        res.llf = 0.0
+    with pytest.raises(AttributeError):
+        res.base_rates = None
+    with pytest.raises(AttributeError):
+        del res.model
+    with pytest.raises(ValueError):  # arrays handed out are copies or read-only
+        res._P[0, 0] = 0.5
+    p = res.base_rates
+    p.iloc[0, 0] = 0.99
+    assert res.base_rates.iloc[0, 0] != 0.99
+
+
+def test_conf_int_served_from_cache(sim):
+    import time
+
+    res = pu.URC(sim.lab_pred, sim.lab_y).fit(sim.field_pred)
+    t0 = time.perf_counter()
+    first = res.conf_int()
+    t1 = time.perf_counter()
+    second = res.conf_int()
+    t2 = time.perf_counter()
+    pd.testing.assert_frame_equal(first, second)
+    assert res.__dict__["_profile_ci"] is res.__dict__["_profile_ci"]
+    assert t2 - t1 < (t1 - t0) / 5
+    assert res.profile() is res.profile()
+    assert res.fit_no_shift() is res.fit_no_shift()
+
+
+def test_conf_int_refuses_confidence_level(fits):
+    with pytest.raises(ValueError, match="alpha"):
+        fits["joint"].conf_int(0.95)
+    with pytest.raises(ValueError, match="alpha"):
+        fits["joint"].summary(alpha=0.95)
+
+
+def test_statsmodels_attributes(fits, sim):
+    res = fits["joint"]
+    assert res.df_model == 1 + 2 * 3
+    assert res.aic == pytest.approx(-2 * res.llf + 2 * res.df_model)
+    assert res.bic == pytest.approx(-2 * res.llf + np.log(res.nobs) * res.df_model)
+    assert res.llf_penalized == res.llf  # no prior
+    assert_allclose(res.tvalues, res.params / res.bse)
+    assert res.cov_params().shape == (1, 1)
+    r50 = pu.URC(sim.lab_pred, sim.lab_y).fit(sim.field_pred, prior_strength=50)
+    pi = r50.lab_base_rates.to_numpy()
+    assert r50.llf_penalized == pytest.approx(
+        r50.llf + 50 * np.sum(pi * np.log(r50.base_rates.to_numpy()[0])), rel=1e-12)
+    with pytest.raises(ValueError, match="statistic"):
+        res.gof(statistic="wald")
+    restricted = res.fit_no_shift()
+    assert restricted.is_nested_in(res) and not res.is_nested_in(restricted)
+    assert restricted.df_model == res.df_model - 1

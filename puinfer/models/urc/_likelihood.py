@@ -1,0 +1,600 @@
+"""URC likelihood and estimation: counts, constraints, objective, EM map, Newton, profiles.
+
+Everything here works on the ``k x |A|`` lab and ``G x |A|`` field histograms only, so its cost
+does not depend on the number of predictions. The results class calls these functions; it
+contains no optimisation code itself.
+
+Notes
+-----
+The joint log-likelihood (Ziegler and Czyż, "Unsupervised Recalibration", with the lab counts
+treated as data) is
+
+    l(p, M) = sum_{i,a} L[i,a] log M[i,a] + sum_{g,a} F[g,a] log (sum_i p_g[i] M[i,a]) + const,
+
+and the fixed likelihood (the paper's eq. (13)) drops the first sum and fixes ``M`` at its lab
+estimate ``L[i, a] / n_i``. A Dirichlet prior ``Dir(1 + s pi_lab)`` on each ``p_g`` adds
+``s sum_i pi_lab[i] log p_g[i]``.
+
+:func:`maximize` runs EM (the latent class of every field item) accelerated by SQUAREM
+(:func:`puinfer.base.optimize.squarem`, scheme S3, with the monotonicity safeguard and
+backtracking of the extrapolation into the positive orthant), then Newton's method on the
+active face of the simplices (:func:`puinfer.base.optimize.newton_maximize` with a sparse
+tangent basis; a component at 0 is released when its KKT condition fails). EM alone crawls
+along the ridge of the joint likelihood when the lab sample is small (its rate is then close
+to 1); Newton converges quadratically from EM's neighbourhood of the maximum. Warm-started
+fits (profiles, restricted fits) try Newton first.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import linalg, sparse, special
+
+from ...base.optimize import newton_maximize, squarem
+from ...base.results import ConvergenceInfo
+from ...inference.hypothesis import chisq_gof
+
+__all__ = ["Data", "Constraint", "Estimate", "FitOptions", "objective", "em_step",
+           "grad_hess", "tangent", "maximize", "ProfileLoglik", "profile_loglik", "approx_se",
+           "base_rate_cov", "gof_test", "group_fits", "BOUNDARY", "ROW_TOL"]
+
+ROW_TOL = 1e-6        # rows of class probabilities must sum to 1 within this
+BOUNDARY = 1e-6       # base rates closer than this to 0 or 1 are on the boundary
+_FREE_MIN = 1e-10     # components below this are treated as on the boundary by Newton
+_NEWTON_MAX_DIM = 1500  # dense Newton up to this many free parameters
+_NEWTON_MAXITER = 50
+_EM_FIRST = 100       # EM cycles before Newton takes over
+
+
+# ---------------------------------------------------------------------------------------------
+# Records
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Data:
+    """The counts and the likelihood's options.
+
+    Attributes
+    ----------
+    L : numpy.ndarray
+        ``k x |A|`` lab counts.
+    F : numpy.ndarray
+        ``G x |A|`` field counts.
+    pi_lab : numpy.ndarray
+        Lab base rates (``k``).
+    joint : bool
+        Joint (lab + field) likelihood with ``M`` free, else ``M`` fixed at the lab estimate.
+    strength : float
+        Dirichlet prior strength (pseudo-counts); 0 is maximum likelihood.
+    """
+
+    L: np.ndarray
+    F: np.ndarray
+    pi_lab: np.ndarray
+    joint: bool
+    strength: float
+
+    @functools.cached_property
+    def M_lab(self) -> np.ndarray:
+        """The lab estimate of ``M_A`` (eq. (9))."""
+        return self.L / self.L.sum(axis=1, keepdims=True)
+
+    @functools.cached_property
+    def const(self) -> float:
+        """Log multinomial coefficients (lab ones only for the joint likelihood)."""
+        F = self.F
+        c = float(np.sum(special.gammaln(F.sum(axis=1) + 1)) - np.sum(special.gammaln(F + 1)))
+        if self.joint:
+            L = self.L
+            c += float(np.sum(special.gammaln(L.sum(axis=1) + 1)) - np.sum(special.gammaln(L + 1)))
+        return c
+
+    def group(self, g: int) -> Data:
+        """The same data with group ``g``'s field histogram only."""
+        return dataclasses.replace(self, F=self.F[g:g + 1])
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """What is held fixed.
+
+    ``kind``: ``"free"`` (nothing), ``"rows"`` (every ``p_g`` equals ``value``), ``"equal"`` (one
+    ``p`` shared by all groups) or ``"entry"`` (``p_group[cls] = v``).
+    """
+
+    kind: str = "free"
+    value: np.ndarray | None = None
+    group: int = -1
+    cls: int = -1
+    v: float = float("nan")
+
+
+@dataclass(frozen=True)
+class FitOptions:
+    """Options of :func:`maximize`: EM cycles (``maxiter``) and the EM tolerance (``tol``)."""
+
+    maxiter: int = 5000
+    tol: float = 1e-10
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A maximum of the objective: base rates ``P`` (G x k), ``M`` (k x |A|), the objective
+    (without the multinomial constants) and how the optimiser finished."""
+
+    P: np.ndarray
+    M: np.ndarray
+    objective: float
+    convergence: ConvergenceInfo
+
+
+# ---------------------------------------------------------------------------------------------
+# Objective, EM map, derivatives
+# ---------------------------------------------------------------------------------------------
+def _xlogy_sum(x, y):
+    """sum x log y with 0 log 0 = 0 and -inf where x > 0 = y."""
+    pos = x > 0
+    yy = y[pos]
+    if np.any(yy <= 0):
+        return -np.inf
+    return float(np.sum(x[pos] * np.log(yy)))
+
+
+def objective(P, M, d: Data) -> float:
+    """Log-likelihood (without the multinomial constants) plus the log Dirichlet prior."""
+    val = _xlogy_sum(d.F, P @ M)
+    if d.joint:
+        val += _xlogy_sum(d.L, M)
+    if d.strength > 0:
+        val += _xlogy_sum(np.broadcast_to(d.strength * d.pi_lab, P.shape), P)
+    return val
+
+
+def _fix_entry(c, j, v):
+    """Maximise sum_i c_i log p_i subject to p_j = v, sum p = 1."""
+    out = np.array(c, dtype=float)
+    out[j] = 0.0
+    s = out.sum()
+    k = out.size
+    if s > 0:
+        out *= (1.0 - v) / s
+    else:
+        out[:] = (1.0 - v) / (k - 1)
+    out[j] = v
+    return out
+
+
+def em_step(P, M, d: Data, con: Constraint):
+    """One EM step: E-step (split each field count over the classes in proportion to
+    ``p_g[i] M[i, a]``), M-step (class shares under the constraint; ``M`` from the lab counts
+    plus the expected field counts of each class under the joint likelihood)."""
+    Q = P @ M
+    with np.errstate(divide="ignore", invalid="ignore"):
+        R = np.where(d.F > 0, d.F / Q, 0.0)
+    C = P * (R @ M.T)                          # expected field class counts, G x k
+    if d.strength > 0:
+        C = C + d.strength * d.pi_lab
+    if con.kind == "free":
+        Pn = C / C.sum(axis=1, keepdims=True)
+    elif con.kind == "equal":
+        c = C.sum(axis=0)
+        Pn = np.broadcast_to(c / c.sum(), P.shape).copy()
+    elif con.kind == "rows":
+        Pn = P
+    else:  # entry
+        Pn = C / C.sum(axis=1, keepdims=True)
+        Pn[con.group] = _fix_entry(C[con.group], con.cls, con.v)
+    if d.joint:
+        D = M * (P.T @ R) + d.L
+        Mn = D / D.sum(axis=1, keepdims=True)
+    else:
+        Mn = M
+    return Pn, Mn
+
+
+def grad_hess(P, M, d: Data):
+    """Gradient and Hessian of the objective in ``theta = (vec P, vec M)`` (unconstrained)."""
+    G, k = P.shape
+    A = M.shape[1]
+    Q = P @ M
+    with np.errstate(divide="ignore", invalid="ignore"):
+        W = np.where(d.F > 0, d.F / Q, 0.0)
+        W2 = np.where(d.F > 0, d.F / Q ** 2, 0.0)
+    gP = W @ M.T
+    HPP = -np.einsum("ia,ga,ja->gij", M, W2, M)
+    if d.strength > 0:
+        sp = d.strength * d.pi_lab
+        with np.errstate(divide="ignore", invalid="ignore"):
+            gP = gP + np.where(sp > 0, sp / P, 0.0)
+            HPP[:, np.arange(k), np.arange(k)] -= np.where(sp > 0, sp / P ** 2, 0.0)
+    n = G * k + k * A
+    H = np.zeros((n, n))
+    r = (np.arange(G)[:, None, None] * k + np.arange(k)[None, :, None])
+    c = (np.arange(G)[:, None, None] * k + np.arange(k)[None, None, :])
+    H[r, c] = HPP
+    if d.joint:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            gM = P.T @ W + np.where(d.L > 0, d.L / M, 0.0)
+            lab2 = np.where(d.L > 0, d.L / M ** 2, 0.0)
+        HPM = (np.eye(k)[None, :, :, None] * W[:, None, None, :]
+               - M[None, :, None, :] * P[:, None, :, None] * W2[:, None, None, :])
+        T1 = -np.einsum("gi,gj,ga->iaj", P, P, W2)
+        HMM = np.einsum("iaj,ab->iajb", T1, np.eye(A))
+        HMM[np.arange(k)[:, None], np.arange(A)[None, :], np.arange(k)[:, None],
+            np.arange(A)[None, :]] -= lab2
+        H[:G * k, G * k:] = HPM.reshape(G * k, k * A)
+        H[G * k:, :G * k] = H[:G * k, G * k:].T
+        H[G * k:, G * k:] = HMM.reshape(k * A, k * A)
+    else:
+        gM = np.zeros_like(M)
+    return np.concatenate([gP.ravel(), gM.ravel()]), H
+
+
+# ---------------------------------------------------------------------------------------------
+# The tangent space of the constraints (the active face of the simplices)
+# ---------------------------------------------------------------------------------------------
+def _simplex_columns(V, Gr, allowed, offsets):
+    """Tangent columns of a stack of simplex blocks (vectorised over the blocks).
+
+    ``V``, ``Gr``, ``allowed``: (n_blocks, m) values, gradients and which components may move;
+    ``offsets``: (n_blocks, n_copies) positions of each block in theta (several copies when
+    blocks share their values, as for equal base rates). A component at (numerically) zero is
+    released only if its gradient exceeds the Lagrange multiplier of its simplex (the largest
+    gradient among the free components): the KKT condition. Each column moves mass from the
+    largest free component of its block to one other free component.
+    Returns (rows, cols, vals) of the nonzeros and the number of columns."""
+    nb, m = V.shape
+    free = allowed & (V > _FREE_MIN)
+    lam = np.where(free, Gr, -np.inf).max(axis=1, initial=-np.inf)
+    release = allowed & ~free & (Gr > (lam + 1e-9 * (1.0 + np.abs(lam)))[:, None])
+    free = free | release
+    last = np.argmax(np.where(free, V, -np.inf), axis=1)
+    move = free.copy()
+    move[np.arange(nb), last] = False
+    move &= free.sum(axis=1, keepdims=True) >= 2
+    b, i = np.nonzero(move)
+    ncol = b.size
+    col = np.arange(ncol)
+    ncopy = offsets.shape[1]
+    rows = np.concatenate([(offsets[b] + i[:, None]).ravel(),
+                           (offsets[b] + last[b][:, None]).ravel()])
+    cols = np.concatenate([np.repeat(col, ncopy), np.repeat(col, ncopy)])
+    vals = np.concatenate([np.ones(ncol * ncopy), -np.ones(ncol * ncopy)])
+    return rows, cols, vals, ncol
+
+
+def tangent(P, M, d: Data, con: Constraint, grad):
+    """Basis of the feasible directions (simplex constraints, fixed entries, the active set),
+    as a sparse matrix ``T`` (n_theta x n_free), or None when there are too many free
+    parameters for the dense Newton step."""
+    G, k = P.shape
+    A = M.shape[1]
+    n = G * k + k * A
+    parts = []
+    gP = grad[:G * k].reshape(G, k)
+    if con.kind in ("free", "entry"):
+        allowed = np.ones((G, k), dtype=bool)
+        if con.kind == "entry":
+            allowed[con.group, con.cls] = False
+        parts.append(_simplex_columns(P, gP, allowed, (np.arange(G) * k)[:, None]))
+    elif con.kind == "equal":
+        parts.append(_simplex_columns(P[:1], gP.sum(axis=0, keepdims=True),
+                                      np.ones((1, k), dtype=bool),
+                                      (np.arange(G) * k)[None, :]))
+    if d.joint:
+        gM = grad[G * k:].reshape(k, A)
+        parts.append(_simplex_columns(M, gM, np.ones((k, A), dtype=bool),
+                                      (G * k + np.arange(k) * A)[:, None]))
+    rows, cols, vals, ncol = [], [], [], 0
+    for r, c, v, nc in parts:
+        rows.append(r)
+        cols.append(c + ncol)
+        vals.append(v)
+        ncol += nc
+    if ncol > _NEWTON_MAX_DIM:
+        return None
+    if ncol == 0:
+        return sparse.csr_matrix((n, 0))
+    return sparse.csr_matrix((np.concatenate(vals), (np.concatenate(rows),
+                                                     np.concatenate(cols))), shape=(n, ncol))
+
+
+def _reduced(T, grad, H):
+    """Gradient and negative Hessian on the tangent space, ``T' g`` and ``-T' H T``."""
+    Tt = T.T.tocsr()
+    return Tt @ grad, -(Tt @ np.asarray(Tt @ H).T)
+
+
+# ---------------------------------------------------------------------------------------------
+# The optimisation problem in theta = (vec P, vec M), for squarem and newton_maximize
+# ---------------------------------------------------------------------------------------------
+class _Problem:
+    """The objective, EM map, tangent space and feasibility in ``theta`` for the shared
+    optimisers. Feasibility keeps every component non-negative and the components that are
+    positive at the current iterate positive (``threshold``: what counts as positive); the
+    current iterate is tracked through the optimisers' callbacks."""
+
+    def __init__(self, d: Data, con: Constraint, G: int, k: int, A: int):
+        self.d, self.con, self.G, self.k, self.A = d, con, G, k, A
+        self.pos = None
+        self.threshold = 0.0
+        self.last_T = None
+        self.last_gH = None
+        self.gnorm = np.nan
+
+    def unpack(self, t):
+        Gk = self.G * self.k
+        return t[:Gk].reshape(self.G, self.k), t[Gk:].reshape(self.k, self.A)
+
+    @staticmethod
+    def pack(P, M):
+        return np.concatenate([P.ravel(), M.ravel()])
+
+    def emap(self, t):
+        return self.pack(*em_step(*self.unpack(t), self.d, self.con))
+
+    def objective(self, t):
+        return objective(*self.unpack(t), self.d)
+
+    def fun(self, t, order):
+        P, M = self.unpack(t)
+        f = objective(P, M, self.d)
+        if order == 0:
+            return f
+        g, H = grad_hess(P, M, self.d)
+        self.last_gH = (g, H)
+        return f, g, H
+
+    def tangent(self, t, g):
+        T = tangent(*self.unpack(t), self.d, self.con, g)
+        if T is not None:
+            self.last_T = T
+            self.gnorm = float(np.max(np.abs(T.T @ g))) if T.shape[1] else 0.0
+        return T
+
+    def track(self, t, threshold):
+        self.pos = t > threshold
+        self.threshold = threshold
+
+    def feasible(self, t):
+        return bool(np.all(t[self.pos] > 0) and np.all(t >= 0))
+
+    def em_moved(self, t_old, t_new, change):
+        self.track(t_new, self.threshold)
+
+    def newton_moved(self, t, f, step):
+        self.track(t, self.threshold)
+
+    def decrement(self):
+        """Newton decrement at the last point where the Hessian was evaluated."""
+        (g, H), T = self.last_gH, self.last_T
+        gr, Hr = _reduced(T, g, H)
+        try:
+            return float(gr @ linalg.cho_solve(linalg.cho_factor(Hr, lower=True), gr))
+        except linalg.LinAlgError:
+            return np.inf
+
+
+def _em(P0, M0, prob: _Problem, maxiter, tol):
+    """SQUAREM-accelerated EM from ``(P0, M0)``. Returns P, M, objective, ConvergenceInfo."""
+    t0 = prob.pack(P0, M0)
+    prob.track(t0, 0.0)
+    t, info = squarem(prob.emap, t0, objective=prob.objective, maxiter=maxiter, tol=tol,
+                      feasible=prob.feasible, callback=prob.em_moved)
+    P, M = prob.unpack(t)
+    return P.copy(), M.copy(), float(info.trace[-1]), info
+
+
+def _newton(P0, M0, prob: _Problem):
+    """Newton on the active face from ``(P0, M0)`` (exact; quadratic convergence).
+
+    Stops when the Newton decrement ``g' H^{-1} g`` (twice the predicted gain) is below 1e-10 or
+    the rounding noise of the objective (``1e-14 |f|``); a failed line search counts as
+    converged when the decrement is below ``max(1e-6, 1e-11 |f|)``. Returns P, M, f, success,
+    iterations, trace (without the start), the max-norm of the reduced gradient."""
+    t0 = prob.pack(P0, M0)
+    prob.track(t0, _FREE_MIN)
+    prob.gnorm = np.nan
+    t, f, _, _, info = newton_maximize(
+        prob.fun, t0, maxiter=_NEWTON_MAXITER, tol=1e-10, ftol_rel=1e-14, armijo=0.0,
+        slack=1e-14, min_step=1e-10, modify=False, escape_saddles=False, polish=False,
+        tangent=prob.tangent, feasible=prob.feasible, callback=prob.newton_moved,
+        method="Newton (active face)")
+    ok = info.converged
+    if not ok and info.message == "line search failed":
+        ok = prob.decrement() < max(1e-6, 1e-11 * abs(f))
+    P, M = prob.unpack(t)
+    return P, M, f, ok, info.iterations, list(info.trace[1:]), prob.gnorm
+
+
+def _initial(d: Data, con: Constraint, start):
+    """Starting values satisfying the constraint (a least-squares start when ``start`` is
+    None: the solution of ``M' p = v_g`` (Lemma 7), clipped and shrunk to the lab rates)."""
+    if start is None:
+        M0 = d.M_lab.copy()
+        v = d.F / np.maximum(d.F.sum(axis=1, keepdims=True), 1)
+        sol, *_ = np.linalg.lstsq(M0.T, v.T, rcond=None)
+        P0 = np.clip(sol.T, 0.02, None)
+        P0 = P0 / P0.sum(axis=1, keepdims=True)
+        P0 = 0.5 * P0 + 0.5 * d.pi_lab  # shrink towards the lab rates: a safe interior start
+    else:
+        P0, M0 = (np.array(a, dtype=float) for a in start)
+    if con.kind == "rows":
+        P0 = np.broadcast_to(con.value, P0.shape).copy()
+    elif con.kind == "equal":
+        w = d.F.sum(axis=1)
+        P0 = np.broadcast_to((w @ P0) / w.sum(), P0.shape).copy()
+    elif con.kind == "entry":
+        P0[con.group] = _fix_entry(P0[con.group], con.cls, con.v)
+    if not d.joint:
+        M0 = d.M_lab.copy()
+    return P0, M0
+
+
+def maximize(d: Data, con: Constraint = Constraint(), start=None,
+             options: FitOptions = FitOptions()) -> Estimate:
+    """Maximise the objective under ``con``.
+
+    EM (SQUAREM) to the neighbourhood of the maximum, then Newton on the active face; EM
+    continues if Newton cannot be used (too many free parameters, an indefinite Hessian). With
+    a warm ``start`` ``(P, M)`` (profiles, restricted fits) Newton is tried first.
+    """
+    P0, M0 = _initial(d, con, start)
+    prob = _Problem(d, con, P0.shape[0], P0.shape[1], M0.shape[1])
+    if start is not None:
+        f0 = objective(P0, M0, d)
+        if np.isfinite(f0):
+            P, M, f, ok, nit, ntrace, gnorm = _newton(P0, M0, prob)
+            if ok:
+                conv = ConvergenceInfo(True, nit, "Newton (warm start)", "",
+                                       np.asarray([f0, *ntrace]), gnorm)
+                return Estimate(P, M, f, conv)
+    n_em = min(options.maxiter, _EM_FIRST)
+    P, M, f, info = _em(P0, M0, prob, n_em, options.tol)
+    trace = list(info.trace)
+    iters = info.iterations
+    ok, gnorm = False, np.nan
+    if np.isfinite(f):
+        P, M, f, ok, nit, ntrace, gnorm = _newton(P, M, prob)
+        trace += ntrace
+        iters += nit
+    if ok:
+        conv = ConvergenceInfo(True, iters, "EM (SQUAREM) + Newton", "", np.asarray(trace), gnorm)
+        return Estimate(P, M, f, conv)
+    if not info.converged and options.maxiter > n_em:
+        P, M, f, info = _em(P, M, prob, options.maxiter - n_em, options.tol)
+        trace += list(info.trace[1:])
+        iters += info.iterations
+    conv = ConvergenceInfo(info.converged, iters, "EM (SQUAREM)", info.message,
+                           np.asarray(trace), info.grad_norm)
+    return Estimate(P, M, f, conv)
+
+
+# ---------------------------------------------------------------------------------------------
+# Inference helpers
+# ---------------------------------------------------------------------------------------------
+class ProfileLoglik:
+    """The profile log-likelihood of ``p_g[j]`` as a picklable callable
+    (``ProfileLoglik(...).loglik_at`` is what :class:`~puinfer.inference.Profile` calls).
+
+    Each evaluation is a constrained fit warm-started at the previous one (the profile is
+    evaluated outwards from the estimate), retried from the unrestricted maximum if it does not
+    converge. Under the fixed likelihood the groups are independent, so ``data`` may hold group
+    ``g`` alone and ``offset`` adds the other groups' maximised objective.
+
+    Parameters
+    ----------
+    data : Data
+    group, cls : int
+        Positions of the parameter in ``P`` (``group`` within ``data``).
+    estimate : Estimate
+        The unrestricted maximum (restricted to ``data``'s groups).
+    offset : float
+        Added to every objective (the multinomial constants, the other groups).
+    options : FitOptions
+    """
+
+    def __init__(self, data: Data, group: int, cls: int, estimate: Estimate, offset: float,
+                 options: FitOptions):
+        self.data, self.group, self.cls, self.offset = data, group, cls, offset
+        self.options = options
+        self.mode = (estimate.P, estimate.M)
+        self.start = self.mode
+
+    def loglik_at(self, v: float) -> float:
+        """Maximised objective with ``p_group[cls] = v`` (-1e300 where the data are impossible)."""
+        con = Constraint("entry", group=self.group, cls=self.cls, v=float(v))
+        f = maximize(self.data, con, start=self.start, options=self.options)
+        if not f.convergence.converged:  # retry from the unrestricted maximum
+            f2 = maximize(self.data, con, start=self.mode, options=self.options)
+            if f2.objective > f.objective:
+                f = f2
+        if np.isfinite(f.objective):
+            self.start = (f.P, f.M)
+            return f.objective + self.offset
+        return -1e300  # the data are impossible at this value (R is "infinite")
+
+
+def profile_loglik(d: Data, est: Estimate, g: int, j: int, llf_penalized: float,
+                   options: FitOptions) -> ProfileLoglik:
+    """The :class:`ProfileLoglik` of ``p_g[j]`` (whole data under the joint likelihood; group
+    ``g`` alone under the fixed one, the others keeping their maximum)."""
+    if d.joint:
+        return ProfileLoglik(d, g, j, est, d.const, options)
+    dg = d.group(g)
+    est_g = dataclasses.replace(est, P=est.P[g:g + 1])
+    offset = llf_penalized - objective(est_g.P, est.M, dg)
+    return ProfileLoglik(dg, 0, j, est_g, offset, options)
+
+
+def approx_se(P, M, F, j) -> float:
+    """Standard error of ``p[j]`` (one group's rates ``P``, counts ``F``) from the fixed-M
+    information: a first bracketing step for the profile."""
+    q = P @ M
+    ok = q > 0
+    w = np.delete(P, j)
+    rest = np.delete(M, j, axis=0)
+    w = w / w.sum() if w.sum() > 0 else np.full(w.size, 1.0 / w.size)
+    dq = M[j, ok] - w @ rest[:, ok]  # d q / d p_j, the others scaled proportionally
+    info = float(np.sum(F[ok] * dq ** 2 / q[ok] ** 2))
+    return float(min(0.25, 1.0 / np.sqrt(info))) if info > 0 else 0.05
+
+
+def base_rate_cov(est: Estimate, d: Data, idx) -> np.ndarray | None:
+    """Inverse observed information of the base rates ``P.flat[idx]`` (None if unavailable).
+
+    The Hessian of the objective in ``(p, M_A)`` is projected on the simplex constraints
+    (every other parameter, ``M_A`` included under the joint likelihood, is profiled out by the
+    inverse); estimates on the boundary get NaN."""
+    P, M = est.P, est.M
+    grad, H = grad_hess(P, M, d)
+    T = tangent(P, M, d, Constraint(), grad)
+    if T is None or T.shape[1] == 0:
+        return None
+    _, Hr = _reduced(T, grad, H)
+    try:
+        chol = linalg.cho_factor(Hr, lower=True)
+    except linalg.LinAlgError:
+        return None
+    Ts = T[idx].toarray()                       # rows of theta for the base rates
+    cov = Ts @ linalg.cho_solve(chol, Ts.T)
+    p = P.ravel()[idx]
+    at_b = (p < BOUNDARY) | (p > 1 - BOUNDARY)
+    cov[at_b, :] = np.nan
+    cov[:, at_b] = np.nan
+    return cov
+
+
+def group_fits(d: Data, est: Estimate, options: FitOptions) -> list:
+    """Per group: the data of that group alone and its maximum (refitted with ``M`` under the
+    joint likelihood; the group's rows of the estimate under the fixed one)."""
+    out = []
+    for g in range(d.F.shape[0]):
+        dg = d.group(g)
+        if d.joint:
+            eg = maximize(dg, Constraint(), start=(est.P[g:g + 1], est.M), options=options)
+        else:
+            eg = dataclasses.replace(est, P=est.P[g:g + 1])
+        out.append((dg, eg))
+    return out
+
+
+def gof_test(d: Data, P, M, statistic: str, null: str):
+    """Chi-square goodness of fit of the fitted histograms (see ``URCResults.gof``)."""
+    k = P.shape[1]
+    G, A = d.F.shape
+    E = d.F.sum(axis=1, keepdims=True) * (P @ M)
+    if d.joint:
+        obs = np.vstack([d.L, d.F])
+        exp = np.vstack([d.L.sum(axis=1, keepdims=True) * M, E])
+        ddof = k * (A - 1) + G * (k - 1)
+    else:
+        obs, exp, ddof = d.F, E, G * (k - 1)
+    t = chisq_gof(obs, exp, ddof=ddof, statistic=statistic, null=null)
+    if t.invalid_reason:
+        return t
+    return dataclasses.replace(t, method=f"URC {t.method} ({'joint' if d.joint else 'fixed'}"
+                               " likelihood)")

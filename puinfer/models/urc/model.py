@@ -1,0 +1,377 @@
+"""The URC model: validated lab predictions and labels, the partition, and ``fit()``."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from ..._validation import warn_and_record
+from ...base.model import Model
+from ...exceptions import (
+    BoundaryWarning,
+    ConvergenceWarning,
+    EmptyBinWarning,
+    IllConditionedWarning,
+)
+from . import _likelihood as lik
+from .partition import Partition, build_partition
+from .results import URCFitRecord, URCResults
+
+__all__ = ["URC"]
+
+
+def _validate_pred(pred, name, k=None, binary=None):
+    """Return (array, binary, class names or None). Binary: vector of P(Y = 1)."""
+    names = None
+    if isinstance(pred, pd.DataFrame):
+        if not all(pd.api.types.is_numeric_dtype(pred[c]) for c in pred.columns):
+            raise ValueError(f"{name}: non-numeric column(s)")
+        names = list(pred.columns)
+        arr = pred.to_numpy(dtype=float, copy=True)
+    else:
+        try:
+            arr = np.array(pred, dtype=float, copy=True)
+        except (TypeError, ValueError):
+            raise ValueError(f"{name} must be numeric predicted probabilities") from None
+    if arr.ndim == 2 and arr.shape[1] == 1:
+        arr = arr[:, 0]
+    if arr.ndim == 2 and arr.shape[1] == 2:
+        arr = arr[:, 1]  # binary given as two columns: keep P(class 1)
+    if arr.ndim not in (1, 2):
+        raise ValueError(f"{name} must be a vector of binary probabilities or an (n, k) matrix "
+                         f"of class probabilities; got {arr.ndim} dimensions")
+    if arr.shape[0] == 0:
+        raise ValueError(f"{name} is empty")
+    if np.isnan(arr).any():
+        raise ValueError(f"{name}: {int(np.isnan(arr).sum())} missing value(s)")
+    bad = ~((arr >= 0) & (arr <= 1))
+    if bad.any():
+        raise ValueError(f"{name} must be probabilities in [0, 1]; {int(bad.sum())} value(s) are "
+                         f"not (e.g. {arr[bad].ravel()[:3].tolist()})")
+    is_binary = arr.ndim == 1
+    if not is_binary:
+        rs = arr.sum(axis=1)
+        off = np.abs(rs - 1) > lik.ROW_TOL
+        if off.any():
+            raise ValueError(f"{name}: rows must sum to 1; {int(off.sum())} do not (e.g. row "
+                             f"{int(np.flatnonzero(off)[0])} sums to {rs[off][0]:.6g})")
+    if binary is not None and is_binary != binary:
+        want = "a vector of binary probabilities" if binary else "an (n, k) matrix"
+        raise ValueError(f"{name} must be {want} like the lab predictions")
+    if k is not None and not is_binary and arr.shape[1] != k:
+        raise ValueError(f"{name} has {arr.shape[1]} columns; the lab predictions have {k}")
+    return arr, is_binary, names
+
+
+def _binary_codes(labels) -> np.ndarray:
+    y = labels.astype(float) if isinstance(labels, pd.Series) and labels.dtype == bool \
+        else labels
+    try:
+        arr = np.array(y, dtype=float, copy=True).ravel()
+    except (TypeError, ValueError):
+        raise ValueError("lab_labels must be 0/1 for a binary classifier") from None
+    if np.isnan(arr).any():
+        raise ValueError("lab_labels has missing values")
+    bad = (arr != 0) & (arr != 1)
+    if bad.any():
+        raise ValueError(f"lab_labels must be 0/1; found {np.unique(arr[bad])[:5].tolist()}")
+    return arr.astype(np.intp)
+
+
+def _class_codes(labels, classes) -> np.ndarray:
+    lab = pd.Series(np.asarray(labels).ravel())
+    if lab.isna().any():
+        raise ValueError("lab_labels has missing values")
+    idx = pd.Index(classes).get_indexer(lab)
+    if np.any(idx < 0):
+        raise ValueError(f"lab_labels: value(s) {lab[idx < 0].unique()[:5].tolist()} are "
+                         f"not among the classes {classes}")
+    return idx.astype(np.intp)
+
+
+def _field_groups(groups, N):
+    """Group codes and the group index (``"all"`` without groups)."""
+    if groups is None:
+        return np.zeros(N, dtype=np.intp), pd.Index(["all"], name="group")
+    gser = groups if isinstance(groups, pd.Series) else pd.Series(np.asarray(groups))
+    if len(gser) != N:
+        raise ValueError(f"groups has {len(gser)} entries; field_pred has {N} rows")
+    if gser.isna().any():
+        raise ValueError(f"groups has {int(gser.isna().sum())} missing value(s)")
+    codes, uniq = pd.factorize(gser, sort=True)
+    return codes.astype(np.intp), pd.Index(uniq, name=gser.name if gser.name is not None
+                                           else "group")
+
+
+def _naive(pred, codes, G, Ng, binary, k):
+    """Mean prediction per group and class (the naive estimator of Theorem 5)."""
+    if binary:
+        m1 = np.bincount(codes, weights=pred, minlength=G) / Ng
+        return np.column_stack([1 - m1, m1])
+    return np.column_stack([np.bincount(codes, weights=pred[:, j], minlength=G)
+                            for j in range(k)]) / Ng[:, None]
+
+
+class URC(Model):
+    """Unsupervised recalibration: estimate field base rates from a classifier's predictions.
+
+    The method of Ziegler and Czyż, "Unsupervised Recalibration": a classifier calibrated on a
+    labelled **lab** set is applied to unlabelled **field** data whose class base rates may
+    differ. Under the consistency assumption (Axiom 2: the distribution of the predictions
+    within each class is the same in lab and field) the field histogram of the predictions over
+    a partition ``A`` satisfies ``v_A = M_A' p`` (Lemma 7), where
+    ``M_A[i, a] = P_lab(C in A_a | Y = i)`` (eq. (9)). URC estimates ``p`` by maximum likelihood
+    of the multinomial field histogram (Definition 8), per subpopulation for local URC
+    (Algorithm 1), and recalibrates the predictions with Lemma 3.
+
+    Parameters
+    ----------
+    lab_pred : array_like or pandas.DataFrame
+        The classifier's predictions on the labelled lab set: a vector of ``P(Y = 1)`` for a
+        binary classifier (an ``(n, 2)`` matrix is reduced to its second column), or an
+        ``(n, k)`` matrix of class probabilities whose rows sum to 1. The classifier is assumed
+        calibrated on the lab population (eq. (1) of the paper).
+    lab_labels : array_like
+        True classes of the lab items: 0/1 for binary; for ``k`` classes integer codes
+        ``0..k-1`` or, when ``lab_pred`` is a DataFrame, its column names.
+    n_bins : int, optional
+        Binary: the number of intervals of equal lab probability ``|A|`` (eq. (11)); default 4,
+        as the paper recommends. Multiclass: the number of such intervals within each
+        predicted class (arg max), ``|A| = k n_bins``; default 2.
+
+    Attributes
+    ----------
+    partition : Partition
+    classes : list
+    n_classes : int
+    condition_number : float
+        Of the lab ``M_A``.
+    lab_separation_pvalue : float
+        Chi-square test that the classes have the same lab histogram.
+    warnings : tuple of (str, str)
+        Warnings raised while building the partition.
+
+    Warns
+    -----
+    IllConditionedWarning
+        When the condition number of the lab ``M_A`` exceeds 10 (about AUC 0.56 for a binary
+        classifier with four cells) or a chi-square test cannot tell the classes' lab histograms
+        apart (p > 0.01): the base rates are then weakly identified (Lemma 7).
+    EmptyBinWarning
+        When raw bins hold no lab prediction (they are merged) or a class has no lab prediction
+        in some cell (``M_A`` has a zero there).
+
+    Notes
+    -----
+    Requires every class to occur in the lab set and ``|A| >= k``; the goodness-of-fit test has
+    ``|A| - k`` degrees of freedom per group, so ``|A| > k`` is needed to test Axiom 2. URC has
+    no formula interface (its data are predictions, not a design); it subclasses
+    :class:`~puinfer.base.model.Model` for the common shape (data in, ``fit()`` out).
+
+    Examples
+    --------
+    >>> import numpy as np, puinfer as pu
+    >>> from puinfer.simulate.urc import simulate_urc
+    >>> sim = simulate_urc(n_lab=400, n_field=5000, field_base_rate=0.2,
+    ...                    rng=np.random.default_rng(1))
+    >>> res = pu.URC(sim.lab_pred, sim.lab_y).fit(sim.field_pred)
+    >>> round(float(res.base_rate.iloc[0]), 2)  # doctest: +SKIP
+    0.2
+    """
+
+    _formula_lhs = None
+
+    def __init__(self, lab_pred, lab_labels, n_bins: int | None = None):
+        pred, binary, names = _validate_pred(lab_pred, "lab_pred")
+        self._binary = binary
+        if binary:
+            classes = list(names[-2:]) if names is not None and len(names) >= 2 else [0, 1]
+        else:
+            classes = names if names is not None else list(range(pred.shape[1]))
+        self.classes = classes
+        self.n_classes = k = len(classes)
+        codes = self._codes(lab_labels, pred.shape[0])
+        if n_bins is None:
+            n_bins = 4 if binary else 2
+        if int(n_bins) != n_bins or n_bins < (k if binary else 1):
+            raise ValueError(f"n_bins must be an integer >= {k if binary else 1}; got {n_bins}")
+        record: list = []
+        self.partition: Partition = build_partition(pred, k, int(n_bins), binary, record)
+        A = self.partition.n_cells
+        if A < k:
+            raise ValueError(f"the partition has |A| = {A} cells (after merging empty bins) for "
+                             f"{k} classes; URC needs |A| >= k (more distinct lab predictions or "
+                             "more bins)")
+        cells = self.partition.assign(pred)
+        L = np.bincount(codes * A + cells, minlength=k * A).reshape(k, A).astype(float)
+        self._L = L
+        self._n_lab = pred.shape[0]
+        zero = np.argwhere(L == 0)
+        if zero.size:
+            which = ", ".join(f"class {classes[i]} in cell {a + 1}" for i, a in zero[:4])
+            warn_and_record(record, f"{len(zero)} lab histogram cell(s) are empty ({which}"
+                            f"{', ...' if len(zero) > 4 else ''}): M_A has zeros there, an "
+                            "estimate on the boundary; consider fewer bins", EmptyBinWarning)
+        self._check_identification(record)
+        self.warnings = tuple(record)
+
+    def _check_identification(self, record):
+        """Condition number of the lab ``M_A`` and a chi-square test of homogeneity of the
+        rows of the lab counts (are the classes' lab histograms distinguishable at all?)."""
+        L, k = self._L, self.n_classes
+        sv = np.linalg.svd(L / L.sum(axis=1, keepdims=True), compute_uv=False)
+        self.condition_number = float(sv[0] / sv[-1]) if sv[-1] > 0 else np.inf
+        E = np.outer(L.sum(axis=1), L.sum(axis=0)) / L.sum()
+        keep = E.sum(axis=0) > 0
+        X2 = float(np.sum((L[:, keep] - E[:, keep]) ** 2 / E[:, keep]))
+        self.lab_separation_pvalue = float(stats.chi2.sf(X2, (k - 1) * (keep.sum() - 1)))
+        if self.condition_number > 10 or self.lab_separation_pvalue > 0.01:
+            warn_and_record(record, f"M_A is ill-conditioned (condition number "
+                            f"{self.condition_number:.3g}; lab test that the classes have the "
+                            f"same prediction histogram: p = {self.lab_separation_pvalue:.3g}): "
+                            "the predictions separate the classes poorly, so the base rates are "
+                            "weakly identified and their intervals wide", IllConditionedWarning,
+                            stacklevel=4)
+
+    @classmethod
+    def _from_design(cls, design, data, **kwargs):
+        raise NotImplementedError("URC has no formula interface: pass the lab predictions and "
+                                  "labels, URC(lab_pred, lab_labels)")
+
+    def _codes(self, labels, n):
+        if self._binary and self.classes == [0, 1]:
+            codes = _binary_codes(labels)
+        else:
+            codes = _class_codes(labels, self.classes)
+        if codes.shape[0] != n:
+            raise ValueError(f"lab_labels has {codes.shape[0]} entries; lab_pred has {n} rows")
+        missing = [self.classes[i] for i in range(self.n_classes) if not np.any(codes == i)]
+        if missing:
+            raise ValueError(f"lab_labels: class(es) {missing} have no lab items; URC needs every "
+                             "class in the lab set")
+        return codes
+
+    # -- lab summaries --------------------------------------------------------------------------
+    @property
+    def lab_counts(self) -> pd.DataFrame:
+        """Lab histogram: classes (rows) by cells (columns)."""
+        return pd.DataFrame(self._L.copy(), index=pd.Index(self.classes, name="class"),
+                            columns=pd.Index(self.partition.labels, name="cell"))
+
+    @property
+    def M(self) -> pd.DataFrame:
+        """Lab estimate of ``M_A`` (eq. (9))."""
+        return self.lab_counts.div(self._L.sum(axis=1), axis=0)
+
+    @property
+    def lab_base_rates(self) -> pd.Series:
+        """Class shares in the lab set."""
+        n = self._L.sum(axis=1)
+        return pd.Series(n / n.sum(), index=pd.Index(self.classes, name="class"),
+                         name="lab base rate")
+
+    @property
+    def n_lab(self) -> int:
+        """Number of lab items."""
+        return self._n_lab
+
+    def assign(self, pred) -> np.ndarray:
+        """Cell (0-based) of each prediction in ``pred``."""
+        arr, _, _ = _validate_pred(pred, "pred", k=self.n_classes, binary=self._binary)
+        return self.partition.assign(arr)
+
+    # -- fitting --------------------------------------------------------------------------------
+    def fit(self, field_pred, groups=None, *, likelihood: str = "joint",
+            prior_strength: float = 0.0, maxiter: int = 5000, tol: float = 1e-10
+            ) -> URCResults:
+        """Estimate the field base rates (Definition 8), per group when ``groups`` is given.
+
+        Parameters
+        ----------
+        field_pred : array_like or pandas.DataFrame
+            Predictions on the field data, in the same form as ``lab_pred``.
+        groups : array_like, optional
+            A subpopulation label per field item (local URC, Algorithm 1 of the paper).
+        likelihood : {"joint", "fixed"}
+            ``"joint"`` (default): lab and field histograms in one likelihood with ``M_A`` free,
+            so intervals and tests carry the lab set's uncertainty. ``"fixed"`` (alias
+            ``"paper"``): ``M_A`` fixed at its lab estimate (eq. (13)).
+        prior_strength : float
+            Strength ``s >= 0`` (in pseudo-observations per group) of a Dirichlet prior
+            ``Dir(1 + s pi_lab)`` on each group's base rates, centred (its mode) at the lab base
+            rates ``pi_lab``: the regulariser of Remark 11 in clean form (its log density is
+            ``-s KL(pi_lab || p)`` up to a constant). ``0`` gives maximum likelihood; ``s > 0``
+            the MAP estimate (Theorem 10, part 3).
+        maxiter, tol : int, float
+            EM iterations (SQUAREM cycles) and the convergence tolerance on the largest
+            parameter change.
+
+        Returns
+        -------
+        URCResults
+
+        Raises
+        ------
+        ValueError
+            For predictions outside [0, 1], missing values, a shape unlike the lab's, groups of
+            the wrong length or with missing values, an unknown likelihood, or a negative
+            ``prior_strength``.
+
+        Warns
+        -----
+        ConvergenceWarning
+            When the optimiser did not converge.
+        BoundaryWarning
+            When a base rate is estimated at 0 or 1.
+
+        Notes
+        -----
+        The fit works on the ``k x |A|`` lab and ``G x |A|`` field histograms only (binning is
+        ``np.searchsorted`` + ``np.bincount``): EM accelerated by SQUAREM, finished by Newton's
+        method on the active face of the simplices (see ``puinfer.models.urc._likelihood``).
+        Intervals, profiles and the restricted fits of the tests are computed when first asked
+        for, and cached in the (immutable) results.
+        """
+        if likelihood == "paper":
+            likelihood = "fixed"
+        if likelihood not in ("joint", "fixed"):
+            raise ValueError(f"likelihood must be 'joint' or 'fixed' (alias 'paper'); got "
+                             f"{likelihood!r}")
+        s = float(prior_strength)
+        if not (np.isfinite(s) and s >= 0):
+            raise ValueError(f"prior_strength must be a non-negative number; got {prior_strength}")
+        pred, _, _ = _validate_pred(field_pred, "field_pred", k=self.n_classes,
+                                    binary=self._binary)
+        codes, gindex = _field_groups(groups, pred.shape[0])
+        G, A = len(gindex), self.partition.n_cells
+        cells = self.partition.assign(pred)
+        F = np.bincount(codes * A + cells, minlength=G * A).reshape(G, A).astype(float)
+        naive = _naive(pred, codes, G, F.sum(axis=1), self._binary, self.n_classes)
+        L = self._L
+        d = lik.Data(L, F, L.sum(axis=1) / L.sum(), likelihood == "joint", s)
+        options = lik.FitOptions(maxiter=maxiter, tol=tol)
+        est = lik.maximize(d, lik.Constraint(), options=options)
+        record = list(self.warnings)
+        self._check_fit(est, gindex, record)
+        return URCResults(URCFitRecord(self, d, est, gindex, naive, lik.Constraint(), options,
+                                       tuple(record)))
+
+    def _check_fit(self, est, gindex, record):
+        """Warn about non-convergence and base rates on the boundary."""
+        if not est.convergence.converged:
+            warn_and_record(record, f"URC did not converge: {est.convergence.message}",
+                            ConvergenceWarning, stacklevel=4)
+        at_b = (est.P < lik.BOUNDARY) | (est.P > 1 - lik.BOUNDARY)
+        if np.any(at_b):
+            gi, ci = np.nonzero(at_b)
+            which = ", ".join(f"{gindex[g]}/{self.classes[c]}"
+                              for g, c in zip(gi[:4], ci[:4], strict=True))
+            warn_and_record(record, f"base rate(s) at the boundary 0 or 1 (group/class: "
+                            f"{which}): profile intervals are one-sided there and the chi-square "
+                            "approximations of the tests are unreliable", BoundaryWarning,
+                            stacklevel=4)
+
+    def __repr__(self):
+        return (f"<URC: {self.n_classes} classes, |A| = {self.partition.n_cells} cells, "
+                f"{self.n_lab} lab items>")

@@ -1,0 +1,150 @@
+"""The partition of the prediction space into cells (eq. (11) of Ziegler and Czyż).
+
+A :class:`Partition` is built once from the lab predictions by :func:`build_partition`; it
+assigns any prediction to a cell by ``np.searchsorted``, so binning costs ``O(n log |A|)``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..._validation import warn_and_record
+from ...exceptions import EmptyBinWarning
+
+__all__ = ["Partition", "build_partition"]
+
+
+@dataclass(frozen=True)
+class Partition:
+    """A partition of the prediction space into cells, built from the lab predictions.
+
+    Binary (``kind="quantile"``): ``n_bins`` intervals of equal lab probability (eq. (11) of
+    Ziegler and Czyż, "Unsupervised Recalibration"): a prediction ``c`` is in interval ``a``
+    (1-based) when ``(a - 1)/m < F_lab(c) <= a/m``, ``F_lab`` being the empirical CDF of the
+    lab predictions; equivalently ``a - 1 = #{j : c >= t_j}`` with cut points
+    ``t_j = c_(floor(j n / m) + 1)``.
+
+    Multiclass (``kind="argmax-quantile"``): the predicted class (arg max) crossed with
+    ``n_bins`` intervals of equal lab probability of that class's predicted probability among
+    the lab items predicted as that class: ``k * n_bins`` raw cells.
+
+    Raw cells that hold no lab item are merged into the nearest non-empty cell (by index), with
+    an :class:`~puinfer.exceptions.EmptyBinWarning`.
+
+    Attributes
+    ----------
+    kind : str
+        ``"quantile"`` (binary) or ``"argmax-quantile"`` (multiclass).
+    n_bins : int
+        Intervals per predicted class.
+    edges : tuple of numpy.ndarray
+        Cut points (one array per predicted class for the multiclass scheme).
+    cell_of_raw : numpy.ndarray
+        Map from raw bin to cell.
+    labels : tuple of str
+        A label per cell.
+    """
+
+    kind: str
+    n_bins: int
+    edges: tuple
+    cell_of_raw: np.ndarray
+    labels: tuple
+
+    @property
+    def n_cells(self) -> int:
+        """Number of cells ``|A|``."""
+        return len(self.labels)
+
+    def raw_bins(self, pred: np.ndarray) -> np.ndarray:
+        """Raw bin of each prediction (validated array: vector for binary, (n, k) matrix)."""
+        if self.kind == "quantile":
+            return np.searchsorted(self.edges[0], pred, side="right")
+        am = np.argmax(pred, axis=1)
+        top = np.take_along_axis(pred, am[:, None], axis=1)[:, 0]
+        raw = am * self.n_bins
+        for j, e in enumerate(self.edges):
+            mask = am == j
+            raw[mask] += np.searchsorted(e, top[mask], side="right")
+        return raw
+
+    def assign(self, pred: np.ndarray) -> np.ndarray:
+        """Cell index (0-based) of each prediction."""
+        return self.cell_of_raw[self.raw_bins(pred)]
+
+
+def _quantile_edges(sorted_vals: np.ndarray, m: int) -> np.ndarray:
+    n = sorted_vals.size
+    if n == 0:
+        return np.full(m - 1, np.inf)
+    idx = np.minimum((np.arange(1, m) * n) // m, n - 1)
+    return sorted_vals[idx]
+
+
+def _raw_partition(pred: np.ndarray, k: int, n_bins: int, binary: bool) -> Partition:
+    """The partition before merging empty bins."""
+    if binary:
+        edges = (_quantile_edges(np.sort(pred), n_bins),)
+        kind = "quantile"
+        bounds = np.concatenate([[0.0], edges[0], [1.0]])
+        raw_labels = [f"[{bounds[a]:.4g}, {bounds[a + 1]:.4g}" + ("]" if a == n_bins - 1 else ")")
+                      for a in range(n_bins)]
+    else:
+        am = np.argmax(pred, axis=1)
+        top = np.take_along_axis(pred, am[:, None], axis=1)[:, 0]
+        edges = tuple(_quantile_edges(np.sort(top[am == j]), n_bins) for j in range(k))
+        kind = "argmax-quantile"
+        raw_labels = []
+        for j in range(k):
+            b = np.concatenate([[0.0], edges[j], [1.0]])
+            for a in range(n_bins):
+                raw_labels.append(f"argmax={j}, [{b[a]:.3g}, {b[a + 1]:.3g}"
+                                  + ("]" if a == n_bins - 1 else ")"))
+    return Partition(kind, n_bins, edges, np.arange(len(raw_labels)), tuple(raw_labels))
+
+
+def build_partition(pred: np.ndarray, k: int, n_bins: int, binary: bool,
+                    record: list) -> Partition:
+    """Build the partition from the (validated) lab predictions.
+
+    Parameters
+    ----------
+    pred : numpy.ndarray
+        Lab predictions: a vector of ``P(Y = 1)`` (binary) or an ``(n, k)`` matrix.
+    k : int
+        Number of classes.
+    n_bins : int
+        Intervals of equal lab probability (per predicted class for multiclass).
+    binary : bool
+    record : list
+        Receives ``(category, message)`` of an :class:`EmptyBinWarning` (also issued).
+
+    Returns
+    -------
+    Partition
+    """
+    part = _raw_partition(pred, k, n_bins, binary)
+    raw_labels = part.labels
+    n_raw = len(raw_labels)
+    lab_tot = np.bincount(part.raw_bins(pred), minlength=n_raw)
+    nonempty = np.flatnonzero(lab_tot > 0)
+    if nonempty.size == n_raw:
+        return part
+    empty = np.flatnonzero(lab_tot == 0)
+    # nearest non-empty raw bin (ties: the lower one)
+    pos = np.searchsorted(nonempty, empty)
+    lo = nonempty[np.clip(pos - 1, 0, nonempty.size - 1)]
+    hi = nonempty[np.clip(pos, 0, nonempty.size - 1)]
+    target = np.where(np.abs(empty - lo) <= np.abs(hi - empty), lo, hi)
+    full = np.arange(n_raw)
+    full[empty] = target
+    cell_of_raw = np.searchsorted(nonempty, full)
+    labels = tuple(" + ".join(raw_labels[r] for r in np.flatnonzero(full == ne))
+                   for ne in nonempty)
+    warn_and_record(record, f"{empty.size} of {n_raw} bins hold no lab predictions (ties or "
+                    "an empty predicted class); they were merged into their nearest "
+                    f"neighbours, leaving |A| = {nonempty.size} cells", EmptyBinWarning,
+                    stacklevel=4)
+    return Partition(part.kind, n_bins, part.edges, cell_of_raw, labels)

@@ -1,0 +1,604 @@
+"""Results of a URC fit: immutable; intervals, profiles and tests cached on first use."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..._validation import check_alpha
+from ...base.results import (
+    ConvergenceInfo,
+    InformationCriteria,
+    LikelihoodResults,
+    data_fingerprint,
+    readonly,
+)
+from ...inference.hypothesis import HypothesisTestResult, lr_test
+from ...inference.profile import Profile
+from ...prior_shift import adjust_prior
+from ...summary import Summary
+from . import _likelihood as lik
+
+__all__ = ["URCResults", "URCFitRecord"]
+
+_GOF_NULL = "Axiom 2 (consistency): the field histograms are mixtures M_A' p of the lab ones"
+_MODEL_NAMES = {"free": "URC", "equal": "URC (equal base rates)",
+                "rows": "URC (base rates fixed)", "entry": "URC (one base rate fixed)"}
+
+
+@dataclass(frozen=True)
+class URCFitRecord:
+    """Everything :meth:`URC.fit` hands to :class:`URCResults`.
+
+    Attributes
+    ----------
+    model : URC
+    data : Data
+        The lab and field histograms and the likelihood's options.
+    estimate : Estimate
+        The maximum: base rates ``P``, ``M_A``, the objective and convergence.
+    groups : pandas.Index
+    naive : numpy.ndarray
+        Mean prediction per group and class.
+    constraint : Constraint
+        What was held fixed (nothing for the fit of :meth:`URC.fit`).
+    options : FitOptions
+        Used again by profiles and restricted fits.
+    warnings : tuple of (str, str)
+    """
+
+    model: Any
+    data: lik.Data
+    estimate: lik.Estimate
+    groups: pd.Index
+    naive: np.ndarray
+    constraint: lik.Constraint
+    options: lik.FitOptions
+    warnings: tuple = ()
+
+
+def _null_rates(value, pi_lab, k):
+    """The base rates of the no-shift null and their description."""
+    if value is None:
+        return pi_lab.copy(), "the lab base rates"
+    arr = np.atleast_1d(np.asarray(value, dtype=float))
+    if k == 2 and arr.size == 1:
+        arr = np.array([1 - arr[0], arr[0]])
+    if arr.shape != (k,) or np.any(arr < 0) or np.any(arr > 1) \
+            or abs(arr.sum() - 1) > lik.ROW_TOL:
+        raise ValueError(f"value must be a base rate in [0, 1] (binary) or {k} class "
+                         "shares summing to 1")
+    return arr, (f"{arr[1]:.4g}" if k == 2 else str(np.round(arr, 4).tolist()))
+
+
+def _tests_table(tests, several_groups) -> pd.DataFrame:
+    index = ["no shift (= lab rates)", "equal across groups", "goodness of fit (Axiom 2)"]
+    if not several_groups:
+        index.pop(1)
+    return pd.DataFrame({"statistic": [t.statistic for t in tests],
+                         "df": [int(t.df) if np.isfinite(t.df) else t.df for t in tests],
+                         "p-value": [t.pvalue for t in tests]}, index=index)
+
+
+class URCResults(InformationCriteria, LikelihoodResults):
+    """Results of :meth:`URC.fit`: field base rates, profile intervals, tests, recalibration.
+
+    Built once from a :class:`URCFitRecord`; immutable (setting an attribute raises
+    ``AttributeError``) and picklable. The covariance, the profiles, the profile intervals at
+    ``alpha=0.05`` and the restricted fits of the tests are computed on first use and cached.
+
+    Attributes
+    ----------
+    model : URC
+    likelihood : str
+        ``"joint"`` or ``"fixed"``.
+    prior_strength : float
+        Dirichlet prior strength (0: maximum likelihood).
+    llf : float
+        The log-likelihood of the counts at the estimate (with the multinomial coefficients).
+    llf_penalized : float
+        The maximised objective: ``llf`` plus the log Dirichlet prior when
+        ``prior_strength > 0`` (used by the likelihood-ratio tests and the profiles).
+    nobs : int
+        Field items, plus lab items under the joint likelihood.
+    df_model : int
+        Number of free parameters (base rates, and ``M_A`` under the joint likelihood).
+    constraint : Constraint
+        What was held fixed (restricted fits of the tests only).
+    convergence : ConvergenceInfo
+    warnings : tuple of (str, str)
+        ``(category, message)`` of every warning raised for this fit (and by the model).
+    """
+
+    def __init__(self, record: URCFitRecord):
+        d, est, con = record.data, record.estimate, record.constraint
+        self.model = record.model
+        self._record = record
+        self._d = d
+        self._P = readonly(est.P.copy())
+        self._Mhat = readonly(est.M.copy())
+        self._groups = record.groups
+        self.constraint = con
+        self.likelihood = "joint" if d.joint else "fixed"
+        self.prior_strength = d.strength
+        k, (G, A) = self.model.n_classes, d.F.shape
+        self._llf_penalized = est.objective + d.const
+        self.llf = lik.objective(est.P, est.M, dataclasses.replace(d, strength=0.0)) + d.const
+        self.llf_kind = (f"URC multinomial log-likelihood ({self.likelihood})"
+                         + (f" + Dirichlet log prior (strength {d.strength:g})"
+                            if d.strength > 0 else ""))
+        self.nobs = int(d.F.sum() + (d.L.sum() if d.joint else 0))
+        n_p = {"free": G * (k - 1), "equal": k - 1, "rows": 0, "entry": G * (k - 1) - 1}
+        self.df_model = n_p[con.kind] + (k * (A - 1) if d.joint else 0)
+        self.data_fingerprint = data_fingerprint(d.L, d.F, [d.strength])
+        self.model_name = _MODEL_NAMES[con.kind]
+        self.convergence: ConvergenceInfo = est.convergence
+        self.warnings = tuple(record.warnings)
+
+    @property
+    def llf_penalized(self) -> float:
+        """The maximised objective (``llf`` plus the log prior when regularised)."""
+        return self._llf_penalized
+
+    # -- estimates ------------------------------------------------------------------------------
+    @property
+    def groups(self) -> pd.Index:
+        """The field groups (``"all"`` when no groups were given)."""
+        return self._groups.copy()
+
+    def _frame(self, values, index, columns) -> pd.DataFrame:
+        return pd.DataFrame(np.array(values), index=index, columns=columns)
+
+    @property
+    def _class_index(self) -> pd.Index:
+        return pd.Index(self.model.classes, name="class")
+
+    @property
+    def _cell_index(self) -> pd.Index:
+        return pd.Index(self.model.partition.labels, name="cell")
+
+    @property
+    def base_rates(self) -> pd.DataFrame:
+        """Estimated field base rates: groups (rows) by classes (columns)."""
+        return self._frame(self._P, self.groups, self._class_index)
+
+    @property
+    def base_rate(self) -> pd.Series:
+        """Binary classifiers: the estimated field base rate ``P(Y = 1)`` per group."""
+        if self.model.n_classes != 2:
+            raise AttributeError("base_rate is for binary classifiers; use base_rates")
+        return pd.Series(np.array(self._P[:, 1]), index=self.groups, name="base rate")
+
+    @property
+    def naive(self) -> pd.DataFrame:
+        """The naive estimator (mean prediction per group and class; biased, Theorem 5)."""
+        return self._frame(self._record.naive, self.groups, self._class_index)
+
+    @property
+    def lab_base_rates(self) -> pd.Series:
+        """Class shares in the lab set."""
+        return self.model.lab_base_rates
+
+    @property
+    def M(self) -> pd.DataFrame:
+        """``M_A`` at the estimate (the lab estimate for the fixed likelihood)."""
+        return self._frame(self._Mhat, self._class_index, self._cell_index)
+
+    @property
+    def observed(self) -> pd.DataFrame:
+        """Field histogram: groups (rows) by cells (columns)."""
+        return self._frame(self._d.F, self.groups, self._cell_index)
+
+    @property
+    def fitted(self) -> pd.DataFrame:
+        """Fitted field histogram ``N_g M_A' p_g``."""
+        E = self._d.F.sum(axis=1, keepdims=True) * (self._P @ self._Mhat)
+        return self._frame(E, self.groups, self._cell_index)
+
+    @property
+    def n_field(self) -> pd.Series:
+        """Number of field predictions per group."""
+        return pd.Series(self._d.F.sum(axis=1).astype(int), index=self.groups, name="n_field")
+
+    @functools.cached_property
+    def _free_index(self) -> tuple:
+        """(group, class) positions of the parameters; binary: class 1 only."""
+        k = self.model.n_classes
+        cls = [1] if k == 2 else list(range(k))
+        return tuple((g, j) for g in range(len(self._groups)) for j in cls)
+
+    @functools.cached_property
+    def _params(self) -> pd.Series:
+        idx = self._free_index
+        return pd.Series([self._P[g, j] for g, j in idx],
+                         index=pd.MultiIndex.from_tuples(
+                             [(self._groups[g], self.model.classes[j]) for g, j in idx],
+                             names=["group", "class"]), name="base rate")
+
+    @property
+    def params(self) -> pd.Series:
+        """Base rates as a Series indexed by (group, class); binary: class 1 only."""
+        return self._params.copy()
+
+    @functools.cached_property
+    def _cov(self) -> pd.DataFrame | None:
+        """Inverse observed information of the base rates (None for restricted fits)."""
+        if self.constraint.kind != "free":
+            return None
+        k = self.model.n_classes
+        cov = lik.base_rate_cov(self._record.estimate, self._d,
+                                [g * k + j for g, j in self._free_index])
+        if cov is None:
+            return None
+        return pd.DataFrame(cov, index=self._params.index, columns=self._params.index)
+
+    # -- profile likelihood ---------------------------------------------------------------------
+    def _group_pos(self, group):
+        if group is None:
+            if len(self._groups) > 1:
+                raise ValueError("group: several groups were fitted; name one")
+            return 0
+        pos = self._groups.get_indexer([group])[0]
+        if pos < 0:
+            raise ValueError(f"group {group!r} is not among the fitted groups")
+        return pos
+
+    def _class_pos(self, cls):
+        if cls is None:
+            if self.model.n_classes == 2:
+                return 1
+            raise ValueError("cls: name the class to profile")
+        pos = pd.Index(self.model.classes).get_indexer([cls])[0]
+        if pos < 0:
+            raise ValueError(f"cls {cls!r} is not among the classes {self.model.classes}")
+        return pos
+
+    @functools.cached_property
+    def _profiles(self) -> dict:
+        """A :class:`Profile` per (group, class) position (evaluated lazily, cached)."""
+        rec, P, out = self._record, self._P, {}
+        for g in range(P.shape[0]):
+            for j in range(P.shape[1]):
+                ll = lik.profile_loglik(self._d, rec.estimate, g, j, self.llf_penalized,
+                                        rec.options)
+                step = lik.approx_se(P[g], self._Mhat, self._d.F[g], j)
+                out[g, j] = Profile(f"p[{self._groups[g]}, {self.model.classes[j]}]", P[g, j],
+                                    self.llf_penalized, ll.loglik_at, bounds=(0.0, 1.0),
+                                    step=step)
+        return out
+
+    def profile(self, group=None, cls=None) -> Profile:
+        """Profile likelihood of the base rate of class ``cls`` in ``group``.
+
+        Every other parameter (the other base rates of the group, re-normalised; the other
+        groups' base rates; ``M_A`` under the joint likelihood) is re-maximised at each value.
+
+        Parameters
+        ----------
+        group : label, optional
+            Needed when several groups were fitted.
+        cls : label, optional
+            Needed for more than two classes; binary: class 1.
+
+        Returns
+        -------
+        Profile
+            The same object on every call (its evaluations are cached).
+        """
+        if self.constraint.kind != "free":
+            raise ValueError("profiles are available for the unrestricted fit only")
+        return self._profiles[self._group_pos(group), self._class_pos(cls)]
+
+    def _profile_intervals(self, alpha: float) -> pd.DataFrame:
+        rows = [self.profile(self._groups[g], self.model.classes[j]).conf_int(alpha)
+                for g, j in self._free_index]
+        return pd.DataFrame({"lower": [r["lower"] for r in rows],
+                             "upper": [r["upper"] for r in rows]}, index=self._params.index)
+
+    @functools.cached_property
+    def _profile_ci(self) -> pd.DataFrame:
+        """Profile intervals at the default ``alpha = 0.05``."""
+        return self._profile_intervals(0.05)
+
+    def conf_int(self, alpha: float = 0.05, kind: str = "profile") -> pd.DataFrame:
+        """Confidence intervals for the base rates: profile likelihood (default) or Wald.
+
+        Rows are (group, class); binary classifiers give class 1 only.
+
+        Parameters
+        ----------
+        alpha : float
+            Significance level in (0, 0.5]: the intervals have level ``1 - alpha``.
+        kind : {"profile", "wald"}
+            Profile: the limits solve ``R(v) = chi2_{1, 1 - alpha}`` by root-finding; a limit
+            at 0 or 1 is one-sided (the profile never reaches the cut-off). Wald:
+            ``estimate -/+ z se`` with ``se`` from the observed information (``bse``), which
+            can leave [0, 1]. (``"bootstrap"`` is not available for URC.)
+
+        Returns
+        -------
+        pandas.DataFrame
+            Columns ``lower`` and ``upper``.
+
+        Notes
+        -----
+        The intervals at ``alpha = 0.05`` are cached; other levels reuse the cached profile
+        evaluations.
+        """
+        alpha = check_alpha(alpha)
+        if kind == "wald":
+            return super().conf_int(alpha)
+        if kind != "profile":
+            raise ValueError(f"kind must be 'profile' or 'wald' for URC; got {kind!r}")
+        if alpha == 0.05:
+            return self._profile_ci.copy()
+        return self._profile_intervals(alpha)
+
+    # -- restricted fits and tests --------------------------------------------------------------
+    def _restricted(self, con: lik.Constraint) -> URCResults:
+        rec = self._record
+        est = lik.maximize(rec.data, con, start=(rec.estimate.P, rec.estimate.M),
+                           options=rec.options)
+        return URCResults(dataclasses.replace(rec, estimate=est, constraint=con,
+                                              warnings=tuple(self.model.warnings)))
+
+    @functools.cached_property
+    def _no_shift_fit(self) -> URCResults:
+        return self._restricted(lik.Constraint("rows", value=self._d.pi_lab.copy()))
+
+    @functools.cached_property
+    def _equal_fit(self) -> URCResults:
+        return self._restricted(lik.Constraint("equal"))
+
+    def fit_no_shift(self, value=None) -> URCResults:
+        """The fit with every group's base rates fixed at ``value`` (the null of
+        :meth:`test_no_shift`; ``M_A`` re-maximised under the joint likelihood).
+
+        Parameters
+        ----------
+        value : float or array_like, optional
+            Default the lab base rates. Binary: ``P(Y = 1)``; multiclass: class shares.
+
+        Returns
+        -------
+        URCResults
+            A restricted fit, nested in this one (for :func:`puinfer.lr_test`).
+        """
+        if value is None:
+            return self._no_shift_fit
+        val, _ = _null_rates(value, self._d.pi_lab, self.model.n_classes)
+        return self._restricted(lik.Constraint("rows", value=val))
+
+    def fit_equal_base_rates(self) -> URCResults:
+        """The fit with one set of base rates shared by all groups (the null of
+        :meth:`test_equal_base_rates`), nested in this one."""
+        return self._equal_fit
+
+    def is_nested_in(self, other) -> bool:
+        """Restricted URC fits are nested in the free fit on the same data and likelihood."""
+        order = {"rows": 0, "equal": 1, "free": 2}
+        return (isinstance(other, URCResults)
+                and other.data_fingerprint == self.data_fingerprint
+                and other.llf_kind == self.llf_kind
+                and self.constraint.kind in order and other.constraint.kind in order
+                and order[self.constraint.kind] < order[other.constraint.kind])
+
+    def _lr(self, restricted, null, method) -> HypothesisTestResult:
+        t = lr_test(restricted, self)
+        extra = {**t.extra, "likelihood": self.likelihood}
+        if np.any((self._P < lik.BOUNDARY) | (self._P > 1 - lik.BOUNDARY)):
+            extra["note"] = "an estimate is on the boundary; the chi-square reference is approximate"
+        return dataclasses.replace(t, null=null, method=method, extra=extra)
+
+    def test_no_shift(self, value=None) -> HypothesisTestResult:
+        """Likelihood-ratio test that every group's field base rates equal ``value``.
+
+        Parameters
+        ----------
+        value : float or array_like, optional
+            The base rates under the null; default the lab base rates (no prior shift).
+            Binary: ``P(Y = 1)``; multiclass: a vector over the classes summing to 1.
+
+        Returns
+        -------
+        HypothesisTestResult
+            ``2 (llf - llf_0)`` against chi-square with ``G (k - 1)`` degrees of freedom (under
+            the joint likelihood ``M_A`` is re-maximised under the null).
+        """
+        _, what = _null_rates(value, self._d.pi_lab, self.model.n_classes)
+        return self._lr(self.fit_no_shift(value),
+                        f"the field base rates of every group equal {what}",
+                        "URC likelihood-ratio test of no prior shift")
+
+    def test_equal_base_rates(self) -> HypothesisTestResult:
+        """Likelihood-ratio test that all groups share one set of base rates.
+
+        Returns
+        -------
+        HypothesisTestResult
+            Chi-square with ``(G - 1)(k - 1)`` degrees of freedom; invalid for a single group.
+        """
+        null = "all groups share the same field base rates"
+        method = "URC likelihood-ratio test of equal base rates across groups"
+        if len(self._groups) < 2:
+            return HypothesisTestResult.invalid("only one group was fitted", null=null,
+                                                method=method)
+        return self._lr(self._equal_fit, null, method)
+
+    @functools.cached_property
+    def _group_fits(self) -> list:
+        return lik.group_fits(self._d, self._record.estimate, self._record.options)
+
+    def gof(self, statistic: str = "pearson", by_group: bool = False):
+        """Chi-square goodness of fit of the fitted histograms: a test of Axiom 2.
+
+        Parameters
+        ----------
+        statistic : {"pearson", "lr"}
+            Pearson's X^2 or the likelihood-ratio G^2 (the deviance).
+        by_group : bool
+            If True, a DataFrame with one test per group (each on ``|A| - k`` degrees of
+            freedom); under the joint likelihood each group's test refits the lab histograms
+            with that group's field histogram alone.
+
+        Returns
+        -------
+        HypothesisTestResult or pandas.DataFrame
+
+        Notes
+        -----
+        Fixed likelihood: the field cells are compared with ``N_g M_A' p_g``; ``G |A|`` cells,
+        ``G`` multinomial totals and ``G (k - 1)`` fitted base rates leave ``G (|A| - k)``
+        degrees of freedom. Joint likelihood: the lab cells (against ``n_i M_A[i, :]``) are part
+        of the data; ``(k + G) |A|`` cells, ``k + G`` totals and ``k (|A| - 1) + G (k - 1)``
+        parameters leave again ``G (|A| - k)`` degrees of freedom (the lab histograms alone are
+        saturated by ``M_A``). The fixed-likelihood test ignores the sampling error of the lab
+        estimate of ``M_A`` and over-rejects when the lab set is small; the joint one accounts
+        for it. With ``prior_strength > 0`` the fitted values are MAP estimates and the
+        reference distribution is approximate.
+        """
+        if statistic not in ("pearson", "lr"):
+            raise ValueError(f"statistic must be 'pearson' or 'lr'; got {statistic!r}")
+        if not by_group:
+            return lik.gof_test(self._d, self._P, self._Mhat, statistic, _GOF_NULL)
+        rows = []
+        for dg, eg in self._group_fits:
+            t = lik.gof_test(dg, eg.P, eg.M, statistic, _GOF_NULL)
+            rows.append({"statistic": t.statistic, "df": t.df, "p-value": t.pvalue})
+        return pd.DataFrame(rows, index=self.groups)
+
+    # -- recalibration --------------------------------------------------------------------------
+    def recalibrate(self, pred, groups=None, *, old_prior=None):
+        """Recalibrate predictions to the estimated field base rates (Lemma 3, Algorithm 1).
+
+        Parameters
+        ----------
+        pred : array_like, pandas.Series or pandas.DataFrame
+            Predictions of the same classifier (vector of ``P(Y = 1)`` or an (n, k) matrix).
+        groups : array_like, optional
+            Group of each prediction; required when several groups were fitted. Each row is
+            recalibrated with its group's estimated base rates.
+        old_prior : float or array_like, optional
+            The base rates the classifier is calibrated for; default the lab base rates.
+
+        Returns
+        -------
+        same type as ``pred``
+            ``P_field(Y | C)`` by eqs. (5)-(6).
+        """
+        k, P = self.model.n_classes, np.array(self._P)
+        if groups is None:
+            if len(self._groups) > 1:
+                raise ValueError("groups: several groups were fitted; give each prediction's "
+                                 "group")
+            newp = P[0]
+        else:
+            g = pd.Index(self._groups).get_indexer(np.asarray(groups).ravel())
+            if np.any(g < 0):
+                bad = pd.unique(np.asarray(groups).ravel()[g < 0])[:5].tolist()
+                raise ValueError(f"groups: {bad} were not among the fitted groups")
+            newp = P[g]
+        old = self._d.pi_lab if old_prior is None else old_prior
+        if k == 2:
+            old1 = float(old[1] if np.ndim(old) else old)
+            if np.ndim(pred) == 2 and np.shape(pred)[1] == 2:  # both class columns given
+                return adjust_prior(pred, [1 - old1, old1], newp)
+            return adjust_prior(pred, old1, newp[..., 1])
+        return adjust_prior(pred, old, newp)
+
+    # -- presentation ---------------------------------------------------------------------------
+    def _table(self, alpha=0.05) -> pd.DataFrame:
+        ci = self.conf_int(alpha)
+        pidx = self._params.index
+        return pd.DataFrame({
+            "estimate": self.params,
+            "std err": self.bse,
+            f"[{alpha / 2:.3g}": ci["lower"],
+            f"{1 - alpha / 2:.3g}]": ci["upper"],
+            "naive": self.naive.stack().reindex(pidx).to_numpy(),
+            "lab": self.lab_base_rates.reindex(pidx.get_level_values("class")).to_numpy(),
+        }, index=pidx)
+
+    def summary(self, alpha: float = 0.05) -> Summary:
+        """Base rates with profile intervals, the naive estimator, the tests and convergence.
+
+        Parameters
+        ----------
+        alpha : float
+            Significance level of the intervals (level ``1 - alpha``).
+
+        Returns
+        -------
+        Summary
+        """
+        alpha = check_alpha(alpha)
+        m = self.model
+        s = Summary("Unsupervised recalibration (URC): field base rates")
+        for key, value in [
+                ("Likelihood", "joint (lab + field)" if self._d.joint else "fixed M_A (paper)"),
+                ("Classes", m.n_classes), ("Cells |A|", m.partition.n_cells),
+                ("Partition", m.partition.kind), ("Lab n", m.n_lab),
+                ("Field N", int(self._d.F.sum())), ("Groups", len(self._groups)),
+                ("Prior strength", self.prior_strength), ("Log-likelihood", self.llf)]:
+            s.add_info(key, value)
+        if self.prior_strength > 0:
+            s.add_info("Log-posterior", self.llf_penalized)
+        s.add_info("cond(M_A)", m.condition_number)
+        s.add_info("Converged", self.converged)
+        s.add_table(f"Base rates ({1 - alpha:.0%} profile-likelihood intervals)",
+                    self._table(alpha))
+        several = len(self._groups) > 1
+        tests = [self.test_no_shift()] + ([self.test_equal_base_rates()] if several else [])
+        s.add_table("Likelihood-ratio and chi-square tests",
+                    _tests_table(tests + [self.gof()], several))
+        s.add_note(self.convergence.line())
+        if self.prior_strength > 0:
+            s.add_note("With a prior the estimates are MAP; intervals and tests use the "
+                       "penalised log-likelihood (approximate).")
+        for cat, msg in self.warnings:
+            s.add_note(f"{cat}: {msg}")
+        return s
+
+    def plot_histogram(self, group=None, ax=None):
+        """Observed field histogram against the fitted one (and the no-shift expectation).
+
+        Returns
+        -------
+        matplotlib.axes.Axes
+        """
+        from ...plotting import get_ax
+
+        ax = get_ax(ax)
+        g = self._group_pos(group)
+        F = self._d.F[g]
+        x = np.arange(F.size)
+        ax.bar(x, F / F.sum(), width=0.7, color="lightgrey", edgecolor="grey", label="observed")
+        ax.plot(x, self._P[g] @ self._Mhat, "o-", color="tab:blue", label="fitted $M_A' \\hat p$")
+        ax.plot(x, self._d.pi_lab @ self._d.M_lab, "s--", color="tab:red",
+                label="no shift (lab base rates)")
+        ax.set_xticks(x)
+        ax.set_xticklabels([str(i + 1) for i in x])
+        ax.set_xlabel("cell of the partition")
+        ax.set_ylabel("share of field predictions")
+        ax.set_title(f"URC histogram: {self._groups[g]}")
+        ax.legend(fontsize="small")
+        return ax
+
+    def plot_profile(self, group=None, cls=None, alpha: float = 0.05, ax=None,
+                     true_value=None):
+        """Profile likelihood-ratio curve of a base rate with the cut-off and the interval.
+
+        Returns
+        -------
+        matplotlib.axes.Axes
+        """
+        return self.profile(group, cls).plot(ax=ax, alpha=alpha, true_value=true_value)
+
+    def __repr__(self):
+        return (f"<URCResults: {len(self._groups)} group(s), {self.model.n_classes} classes, "
+                f"likelihood={self.likelihood}, llf={self.llf:.4f}>")
