@@ -127,29 +127,13 @@ def newton_maximize(fun: Callable, x0, *, maxiter: int = 200, tol: float = 1e-10
     f, g, H = fun(x, 2)
     if not np.isfinite(f):
         raise ValueError("the starting values are infeasible (objective is not finite)")
-    trace = [f]
-    converged = False
+    trace, converged, it = [f], False, 0
     message = "maximum number of iterations reached"
-    it = 0
     for it in range(1, maxiter + 1):
-        if tangent is None:
-            T, gr, Hr = None, g, H
-        else:
-            T = tangent(x, g)
-            if T is None:
-                message = "too many free parameters for a Newton step"
-                it -= 1
-                break
-            if T.shape[1] == 0:
-                converged, message = True, "no free parameters"
-                it -= 1
-                break
-            Tt = T.T
-            gr = np.asarray(Tt @ g).ravel()
-            Hr = np.asarray(Tt @ np.asarray(Tt @ H).T)
-        d, newton = _ascent_direction(gr, Hr, modify)
+        T, gr, Hr, stop = _reduce(tangent, x, g, H)
+        d, newton = (None, False) if stop else _ascent_direction(gr, Hr, modify)
         if d is None:
-            message = "Hessian not negative definite"
+            converged, message = stop or (False, "Hessian not negative definite")
             it -= 1
             break
         dec = float(gr @ d)
@@ -160,41 +144,28 @@ def newton_maximize(fun: Callable, x0, *, maxiter: int = 200, tol: float = 1e-10
             # tilt that no data point weighs), where we stop
             x_esc = _escape_saddle(fun, x, f, H)
             if x_esc is not None:
-                x = x_esc
-                f, g, H = fun(x, 2)
+                x, (f, g, H) = x_esc, fun(x_esc, 2)
                 trace.append(f)
                 continue
         dx_full = d if T is None else np.asarray(T @ d).ravel()
         if dec < thresh:
-            converged = True
+            converged, it = True, it - 1
             message = "" if newton else "Hessian singular at the solution (flat directions)"
-            it -= 1
             if newton and polish:
-                x_new = x + dx_full
-                if feasible is None or feasible(x_new):
-                    f_new, g_new, H_new = fun(x_new, 2)
-                    if np.isfinite(f_new) and f_new >= f:
-                        x, f, g, H = x_new, f_new, g_new, H_new
-                        trace.append(f)
+                x, f, g, H = _polish(fun, x, f, g, H, dx_full, feasible, trace)
             break
-        t = 1.0
-        while t >= min_step:
-            x_new = x + t * dx_full
-            if feasible is None or feasible(x_new):
-                f_new = fun(x_new, 0)
-                if np.isfinite(f_new) and f_new >= f + armijo * t * dec - slack * abs(f):
-                    break
-            t *= shrink
+        t, x_new = _line_search(fun, x, f, dx_full, dec, feasible, armijo, slack, shrink,
+                                min_step)
         kind = "newton" if newton else "modified"
         if t < min_step:
             out = fallback(x, f, g, H) if fallback is not None else None
             if out is None:
                 # no step increases f: we are at the maximum to floating-point precision if
                 # the predicted gain is negligible relative to |f|
-                if newton and dec < 1e3 * np.finfo(float).eps * max(1.0, abs(f)):
-                    converged, message = True, "stopped at floating-point precision"
-                else:
-                    message = "line search failed"
+                at_eps = newton and dec < 1e3 * np.finfo(float).eps * max(1.0, abs(f))
+                converged = bool(at_eps)
+                message = "stopped at floating-point precision" if at_eps else \
+                    "line search failed"
                 break
             x_new, kind = out
             t = float("nan")
@@ -202,17 +173,56 @@ def newton_maximize(fun: Callable, x0, *, maxiter: int = 200, tol: float = 1e-10
         x = x_new
         f, g, H = fun(x, 2)
         trace.append(f)
-        if callback is not None and callback(x, f, _Step(kind, t, dec, dx)):
-            converged, message = True, ""
-            break
-        if xtol is not None and t == 1.0 and kind == "newton" and \
-                dx <= xtol * (1.0 + float(np.max(np.abs(x), initial=0.0))):
+        # a model's own certificate (callback), or a full Newton step below xtol
+        if (callback is not None and callback(x, f, _Step(kind, t, dec, dx))) or (
+                xtol is not None and t == 1.0 and kind == "newton"
+                and dx <= xtol * (1.0 + float(np.max(np.abs(x), initial=0.0)))):
             converged, message = True, ""
             break
     grad_norm = float(np.max(np.abs(g))) if g.size else 0.0
     info = ConvergenceInfo(converged=converged, iterations=it, method=method, message=message,
                            trace=np.asarray(trace), grad_norm=grad_norm)
     return x, f, g, H, info
+
+
+def _reduce(tangent, x, g, H):
+    """Gradient and Hessian on the tangent space ``T`` at ``x`` (the full ones without
+    ``tangent``); ``stop = (converged, message)`` when no Newton step can be taken."""
+    if tangent is None:
+        return None, g, H, None
+    T = tangent(x, g)
+    if T is None:
+        return None, None, None, (False, "too many free parameters for a Newton step")
+    if T.shape[1] == 0:
+        return None, None, None, (True, "no free parameters")
+    Tt = T.T
+    return T, np.asarray(Tt @ g).ravel(), np.asarray(Tt @ np.asarray(Tt @ H).T), None
+
+
+def _line_search(fun, x, f, dx, dec, feasible, armijo, slack, shrink, min_step):
+    """Backtrack from the full step ``dx`` until the Armijo condition holds at a feasible
+    point; returns ``(t, x + t dx)`` (``t < min_step``: no acceptable step)."""
+    t = 1.0
+    while t >= min_step:
+        x_new = x + t * dx
+        if feasible is None or feasible(x_new):
+            f_new = fun(x_new, 0)
+            if np.isfinite(f_new) and f_new >= f + armijo * t * dec - slack * abs(f):
+                break
+        t *= shrink
+    return t, x_new
+
+
+def _polish(fun, x, f, g, H, dx, feasible, trace):
+    """One last full Newton step, kept if feasible and ``f`` does not drop (appended to
+    ``trace``)."""
+    x_new = x + dx
+    if feasible is None or feasible(x_new):
+        f_new, g_new, H_new = fun(x_new, 2)
+        if np.isfinite(f_new) and f_new >= f:
+            trace.append(f_new)
+            return x_new, f_new, g_new, H_new
+    return x, f, g, H
 
 
 def squarem(emap: Callable, x0, *, objective: Callable | None = None, maxiter: int = 500,
