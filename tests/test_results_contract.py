@@ -32,39 +32,58 @@ def _pu_data():
 def _detm():
     df = _pu_data()
     r = _quiet(lambda: pu.DETM.from_formula("labeled ~ x1 + x2 + x3", data=df).fit(probe=False))
-    return r, lambda res: res.conf_int_pi(), lambda res: res.predict(df.head(7))
+    return (r, lambda res: res.conf_int_pi(), lambda res: res.predict(df.head(7)),
+            lambda m: m.fit(probe=False))
 
 
 def _setm():
     df = _pu_data()
     r = _quiet(lambda: pu.SETM.from_formula("labeled ~ x1 + poly(x2, 2)", data=df).fit(
         probe=False))
-    return r, lambda res: res.conf_int_pi(), lambda res: res.predict(df.head(7))
+    return (r, lambda res: res.conf_int_pi(), lambda res: res.predict(df.head(7)),
+            lambda m: m.fit(probe=False))
 
 
 def _calem(calibrator):
     def build():
-        sim = simulate_calem(1500, "beta", "linear", rng=np.random.default_rng(3))
+        sim = simulate_calem(1500, rng=np.random.default_rng(3))
         m = pu.CalEM(sim.score, sim.label, sim.treated, calibrator=calibrator)
         r = _quiet(m.fit)
         new = pd.Series(np.linspace(0.05, 0.95, 7), index=list("abcdefg"))
-        return r, lambda res: res.conf_int(), lambda res: res.predict(new)
+        # isotonic has no covariance: its cached derived value is the summary (with the test)
+        derived = ((lambda res: res.summary().as_text()) if calibrator == "isotonic"
+                   else (lambda res: res.conf_int()))
+        return r, derived, lambda res: res.predict(new), lambda m: m.fit()
     return build
 
 
 def _urc(multiclass, groups):
     def build():
-        sim = simulate_urc(k=3 if multiclass else 2, n_lab=400, n_field=3000,
-                           rng=np.random.default_rng(8))
-        g = sim.field_groups if groups else None
-        r = _quiet(lambda: pu.URC(sim.lab_pred, sim.lab_labels).fit(sim.field_pred, groups=g))
-        return r, lambda res: res.conf_int(), lambda res: res.recalibrate(sim.field_pred[:7])
+        if multiclass:
+            sim = simulate_urc(400, 3000, lab_base_rates=[0.3, 0.3, 0.4],
+                               field_base_rate=[0.5, 0.3, 0.2], rng=np.random.default_rng(8))
+        elif groups:
+            sim = simulate_urc(400, [1500, 1500], field_base_rate=[0.2, 0.4],
+                               rng=np.random.default_rng(8))
+        else:
+            sim = simulate_urc(400, 3000, rng=np.random.default_rng(8))
+        g = sim.field_group if groups else None
+        r = _quiet(lambda: pu.URC(sim.lab_pred, sim.lab_y).fit(sim.field_pred, groups=g))
+        g7 = None if g is None else g[:7]
+        return (r, lambda res: res.conf_int(),
+                lambda res: res.recalibrate(sim.field_pred[:7], groups=g7),
+                lambda m: m.fit(sim.field_pred, groups=g))
     return build
 
 
 CASES = {
     "DETM": _detm,
     "SETM": _setm,
+    **{f"CalEM-{c}": _calem(c) for c in ("logistic", "beta", "spline", "isotonic",
+                                          "~ logit(score)")},
+    "URC-binary": _urc(False, False),
+    "URC-groups": _urc(False, True),
+    "URC-multiclass": _urc(True, False),
 }
 
 
@@ -74,7 +93,9 @@ def case(request):
 
 
 def _same(a, b):
-    if isinstance(a, (pd.Series, pd.DataFrame)):
+    if isinstance(a, str):
+        assert a == b
+    elif isinstance(a, (pd.Series, pd.DataFrame)):
         np.testing.assert_array_equal(np.asarray(a, dtype=float), np.asarray(b, dtype=float))
         assert list(a.index) == list(b.index)
     else:
@@ -82,12 +103,23 @@ def _same(a, b):
 
 
 def test_statsmodels_attributes(case):
-    _, r, _, _ = case
+    _, r, *_ = case
     params = r.params
     assert isinstance(params, pd.Series) and params.notna().all()
     for name in ("bse", "tvalues", "pvalues"):
         s = getattr(r, name)
         assert isinstance(s, pd.Series) and list(s.index) == list(params.index)
+    assert np.isfinite(r.llf) and np.isfinite(r.llf_penalized)
+    assert isinstance(r.nobs, (int, np.integer)) and r.nobs > 0
+    # the number of free parameters (URC's joint likelihood also counts its nuisance
+    # class-conditional bin probabilities, which params does not show)
+    assert isinstance(r.df_model, (int, np.integer)) and r.df_model > 0
+    if r.bse.isna().all():  # no covariance (isotonic CalEM): said, not NaN intervals
+        with pytest.raises(NotImplementedError, match="covariance"):
+            r.conf_int()
+        with pytest.raises(NotImplementedError, match="covariance"):
+            r.cov_params()
+        return
     ci = r.conf_int(alpha=0.05)
     assert list(ci.columns) == ["lower", "upper"] and list(ci.index) == list(params.index)
     ok = r.bse.notna()
@@ -99,25 +131,24 @@ def test_statsmodels_attributes(case):
     np.testing.assert_allclose(np.sqrt(np.diag(cov.reindex(index=params.index,
                                                            columns=params.index))[ok]),
                                r.bse[ok], rtol=1e-12)
-    assert np.isfinite(r.llf) and np.isfinite(r.llf_penalized)
-    assert isinstance(r.nobs, (int, np.integer)) and r.nobs > 0
-    assert isinstance(r.df_model, (int, np.integer)) and 0 < r.df_model <= len(params)
     with pytest.raises(ValueError, match="alpha"):
         r.conf_int(0.95)  # a confidence level where a significance level is meant
 
 
 def test_summary_text_html_latex(case):
-    name, r, _, _ = case
+    _, r, *_ = case
     s = r.summary(alpha=0.10)
     text, html, latex = s.as_text(), s.as_html(), s.as_latex()
-    assert "90%" in text or "0.05" in text
+    if r.bse.notna().any():  # a coefficient table with intervals at the level asked for
+        assert "[0.05" in text and "0.95]" in text
+        assert "[0.025" not in text
     assert "<table" in html and "\\begin{tabular}" in latex
     assert str(r) == r.summary().as_text()
     assert r._repr_html_() == r.summary().as_html()
 
 
 def test_immutable(case):
-    _, r, _, _ = case
+    _, r, *_ = case
     with pytest.raises(AttributeError, match="immutable"):
         r.llf = 0.0
     with pytest.raises(AttributeError, match="immutable"):
@@ -130,19 +161,27 @@ def test_immutable(case):
 
 
 def test_second_interval_is_cached(case):
-    _, r, interval, _ = case
+    _, r, interval, *_ = case
     fresh = pickle.loads(pickle.dumps(r))  # the same result, nothing computed yet
     t0 = time.perf_counter()
     first = _quiet(lambda: interval(fresh))
     t1 = time.perf_counter()
     second = _quiet(lambda: interval(fresh))
-    t2 = time.perf_counter()
     _same(first, second)
-    assert t2 - t1 < 0.05 * (t1 - t0) + 1e-3
+    # the best of a few repeats (a cached value costs microseconds; one call can meet the
+    # garbage collector); the absolute floor covers Wald intervals, cheap either way
+    repeat = min(_timed(lambda: _quiet(lambda: interval(fresh))) for _ in range(5))
+    assert repeat < 0.05 * (t1 - t0) + 1e-3
+
+
+def _timed(fn):
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
 
 
 def test_pickle_round_trip(case):
-    _, r, interval, predict = case
+    _, r, interval, predict, refit = case
     before = (_quiet(lambda: r.summary().as_text()), _quiet(lambda: interval(r)), predict(r))
     r2 = pickle.loads(pickle.dumps(r))
     assert type(r2) is type(r)
@@ -154,3 +193,4 @@ def test_pickle_round_trip(case):
     # the model pickles too and refits to the same numbers
     m2 = pickle.loads(pickle.dumps(r.model))
     assert type(m2) is type(r.model)
+    _same(_quiet(lambda: refit(m2)).params, r.params)

@@ -52,11 +52,6 @@ class _CurvesResults(LikelihoodResults):
         """Sum of the fits' maximised (penalised, for a penalised spline) objectives."""
         return self._llf_penalized
 
-    @property
-    def objective(self) -> float:
-        """The maximised objective, as :func:`puinfer.lr_test` reads it (``llf_penalized``)."""
-        return self._llf_penalized
-
     def is_nested_in(self, other) -> bool:
         return isinstance(other, _CurvesResults) and len(self.fits) < len(other.fits)
 
@@ -195,8 +190,11 @@ class CalEMResults(_CurvesMixin, LikelihoodResults):
         Objective (17) at the fixed point, ``Q(theta_hat | theta_hat)``, the expected
         complete-data log-likelihood (penalised for a penalised spline).
     nobs : int
-    df_model : float
+    df_model : int
         Number of free parameters (isotonic: number of distinct fitted levels).
+    edf : float
+        Effective degrees of freedom ``tr((H + P)^{-1} H)``; equal to ``df_model`` unless the
+        spline is penalised (``lam > 0``).
 
     Notes
     -----
@@ -254,7 +252,10 @@ class CalEMResults(_CurvesMixin, LikelihoodResults):
         self.llf = fit.surrogate + fit.penalty
         self._llf_penalized = fit.surrogate
         self.nobs = int(model.score.size)
-        self.df_model = float(fit.fitted.df_model)
+        # edf: tr((H + P)^-1 H) for a penalised spline, the number of levels for isotonic
+        self.edf = float(fit.fitted.df_model)
+        self.df_model = (len(fit.fitted.params) if model.calibrator.parametric
+                         else int(round(self.edf)))
         self.data_fingerprint = data_fingerprint(model.score, model.label, model.treated)
         self._params = fit.fitted.params.rename("coef" if model.calibrator.parametric else "g")
         self._cov = None if fit.cov is None else pd.DataFrame(
