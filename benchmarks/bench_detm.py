@@ -1,4 +1,4 @@
-"""Speed and memory of DETM/SETM (seed 004 designs, p = 15 unless stated).
+"""Speed and memory of DETM/SETM (Liu et al. designs, p = 15 unless stated).
 
     python benchmarks/bench_detm.py            # full table (includes n = m = 500,000)
     python benchmarks/bench_detm.py --quick    # small sizes only

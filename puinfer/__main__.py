@@ -10,7 +10,7 @@ def _section(title: str) -> None:
 
 
 def demo_pu() -> None:
-    """SETM and DETM on the Mobile Phone PU split (seed 004, Section 5.2)."""
+    """SETM and DETM on the Mobile Phone PU split (Liu et al., Section 5.2)."""
     import warnings
 
     import numpy as np
@@ -18,7 +18,7 @@ def demo_pu() -> None:
     from . import DETM, SETM
     from .datasets import MOBILE_FEATURES, load_mobile_pu
 
-    _section("PU data: SETM and DETM on the Mobile Phone data (seed 004, Section 5.2)")
+    _section("PU data: SETM and DETM on the Mobile Phone data (Liu et al., Section 5.2)")
     df = load_mobile_pu()
     print("Source: 500 phones of price class 2 (labeled positives); target: 1500 unlabeled phones "
           "of classes 0, 1 (positives) and 3 (negatives); true pi = 2/3.\n")

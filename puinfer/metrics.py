@@ -1,7 +1,7 @@
 """Calibration metrics for binary probability forecasts.
 
 Brier score, log-loss, the Kolmogorov-Smirnov calibration error of Gupta et al. (2021) as
-seed 000 (Table 2) uses it, the expected calibration error (ECE) with equal-mass bins, and the
+Sergazinov et al. (Table 2) uses it, the expected calibration error (ECE) with equal-mass bins, and the
 reliability curve with exact binomial (Clopper-Pearson) intervals. All functions take labels
 first and probabilities second (as scikit-learn), never modify their inputs, and are vectorised.
 
@@ -12,7 +12,7 @@ Gupta, K. et al. (2021). Calibration of neural networks using splines. ICLR.
 Naeini, M. P., Cooper, G. and Hauskrecht, M. (2015). Obtaining well calibrated probabilities
 using Bayesian binning. AAAI.
 Sergazinov, R. et al. Improving model probability calibration by integration of large data
-sources with biased labels (seed 000), Section 5.2 and Table 2.
+sources with biased labels (Sergazinov et al.), Section 5.2 and Table 2.
 """
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ def brier_score(y, p) -> float:
 def log_loss(y, p, *, eps: float = 1e-15) -> float:
     """Log-loss ``-mean(y log p + (1 - y) log(1 - p))`` (lower is better).
 
-    This is the "Log-lik." column of seed 000's Table 2 (a mean negative log-likelihood).
+    This is the "Log-lik." column of Sergazinov et al.'s Table 2 (a mean negative log-likelihood).
     Probabilities are clipped to ``[eps, 1 - eps]`` so that a confident wrong forecast gives a
     large but finite loss.
     """

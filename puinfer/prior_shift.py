@@ -1,8 +1,8 @@
 """Exact corrections of predicted probabilities for a change of class priors.
 
-* :func:`adjust_prior` -- Lemma 3 of Ziegler & Czyz, *Unsupervised Recalibration* (seed 003):
+* :func:`adjust_prior` -- Lemma 3 of Ziegler & Czyz, *Unsupervised Recalibration*:
   reweight each class probability by ``new_prior / old_prior`` and renormalise.
-* :func:`downsampling_correction` -- Haupt, *Recalibration after Negative Sampling* (seed 002):
+* :func:`downsampling_correction` -- Haupt, *Recalibration after Negative Sampling*:
   ``p = p' / (p' + (1 - p') / w)`` for a model trained with negatives kept at rate ``w``.
 
 Both are closed-form, vectorised and exact (no clipping, no logit round trip); both accept numpy
@@ -108,7 +108,7 @@ def _prior(value, name, k, *, n=None, open_=False):
 
 
 def adjust_prior(prob, old_prior, new_prior):
-    """Recalibrate predicted probabilities for a change of class priors (Lemma 3 of seed 003).
+    """Recalibrate predicted probabilities for a change of class priors (Lemma 3 of Ziegler and Czyż).
 
     Parameters
     ----------
@@ -128,7 +128,7 @@ def adjust_prior(prob, old_prior, new_prior):
     -------
     same type as ``prob``
         ``P_new(Y = i | x) = p_i r_i / sum_j p_j r_j`` with ``r_i = new_prior_i / old_prior_i``
-        (eqs. (5)-(6) of seed 003). pandas inputs keep their index and columns.
+        (eqs. (5)-(6) of Ziegler and Czyż). pandas inputs keep their index and columns.
 
     Raises
     ------
@@ -148,7 +148,7 @@ def adjust_prior(prob, old_prior, new_prior):
     priors, ``logit p_new = logit p + logit new_prior - logit old_prior``; it is computed here in
     the ratio form ``p w1 / (p w1 + (1 - p) w0)``, with ``w1 = new (1 - old)``,
     ``w0 = (1 - new) old``, which is exact at ``p = 0`` and ``p = 1`` and round-trips
-    (old -> new -> old) to machine precision. The assumption (Axiom 2 of seed 003) is that the
+    (old -> new -> old) to machine precision. The assumption (Axiom 2 of Ziegler and Czyż) is that the
     class-conditional distributions of the features are the same under both priors.
 
     References
@@ -199,7 +199,7 @@ def adjust_prior(prob, old_prior, new_prior):
 
 
 def downsampling_correction(prob, w=None, *, base_rate=None, sampled_base_rate=None):
-    """Correct the predictions of a model trained on negatively down-sampled data (seed 002).
+    """Correct the predictions of a model trained on negatively down-sampled data (Haupt).
 
     Parameters
     ----------
@@ -209,13 +209,13 @@ def downsampling_correction(prob, w=None, *, base_rate=None, sampled_base_rate=N
         The rate at which negatives were kept, in (0, 1].
     base_rate, sampled_base_rate : float, optional
         Instead of ``w``: the base rate ``b`` of positives in the original data and ``b'`` in the
-        down-sampled training data; then ``w = b/(1-b) * (1-b')/b'`` (seed 002, formula 1),
+        down-sampled training data; then ``w = b/(1-b) * (1-b')/b'`` (Haupt, formula 1),
         which must lie in (0, 1] (i.e. ``b' >= b``).
 
     Returns
     -------
     same type as ``prob``
-        ``p = p' / (p' + (1 - p') / w)`` (seed 002, formula 2), computed as
+        ``p = p' / (p' + (1 - p') / w)`` (Haupt, formula 2), computed as
         ``w p' / (w p' + 1 - p')``.
 
     Raises
@@ -226,7 +226,7 @@ def downsampling_correction(prob, w=None, *, base_rate=None, sampled_base_rate=N
 
     Notes
     -----
-    This is Lemma 3 of seed 003 with ``old_prior = b'`` and ``new_prior = b``:
+    This is Lemma 3 of Ziegler and Czyż with ``old_prior = b'`` and ``new_prior = b``:
     ``downsampling_correction(p, base_rate=b, sampled_base_rate=b')`` equals
     ``adjust_prior(p, b', b)``.
 

@@ -1,4 +1,4 @@
-"""Seed 000, Section 5.2 / Table 2 (Hillstrom columns): CalEM on the MineThatData e-mail data.
+"""Sergazinov et al., Section 5.2 / Table 2 (Hillstrom columns): CalEM on the MineThatData e-mail data.
 
 Protocol: control = "No E-Mail" customers, treated = the two e-mail arms, outcome ``visit``.
 The control rows are split at random 90% / 5% / 5% into training, calibration and test sets.

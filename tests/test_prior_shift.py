@@ -1,4 +1,4 @@
-"""Exact prior-shift corrections: Lemma 3 of seed 003 and the down-sampling correction of seed 002."""
+"""Exact prior-shift corrections: Lemma 3 of Ziegler and Czyż and the down-sampling correction of Haupt."""
 
 import warnings
 
@@ -105,7 +105,7 @@ def test_undefined_rows_warn_and_nan():
     assert np.isnan(out[0]) and out[1] == 0.0
 
 
-# ---- down-sampling correction (seed 002) --------------------------------------------------
+# ---- down-sampling correction (Haupt) --------------------------------------------------
 def test_downsampling_formula(probs):
     w = 1 / 9
     expected = probs / (probs + (1 - probs) / w)

@@ -3,7 +3,7 @@
 #
 # SCAR (selected completely at random) says the labeled positives are a random sample of all
 # positives: `p_t(x | y=1) = p_s(x | y=1)`. Most PU methods assume it. Under the double
-# exponential tilting model (seed 004) the assumption is the restriction SETM of DETM, and the
+# exponential tilting model (Liu et al.) the assumption is the restriction SETM of DETM, and the
 # empirical likelihood ratio `R_N = 2{l(DETM) - l(SETM)}` is asymptotically `chi2_p` under SCAR
 # (Theorem 3a). The mixture proportion gets a profile-likelihood interval
 # `{pi : R*(pi) <= chi2_1(0.95)}` (Theorem 3b).
@@ -21,7 +21,7 @@ FAST = os.environ.get("PUINFER_VIGNETTE_TEST") == "1"
 formula = "labeled ~ " + " + ".join(f"x{j}" for j in range(1, 16))
 
 # %% [markdown]
-# ## Simulated data: one SCAR and one SAR sample (seed 004, Section 5.1)
+# ## Simulated data: one SCAR and one SAR sample (Liu et al., Section 5.1)
 #
 # Source positives `N(0, I_15)`; target negatives `N(1, I_15)`; target positives `N(0, I)` (SCAR)
 # or `N((1_7, 0_8), I)` (SAR); `pi = 0.3`, `n = m = 1000`.
@@ -55,7 +55,7 @@ for name, res in fits.items():
 # *smoothed*: resampled rows are jittered with a Gaussian kernel (Silverman's bandwidth, in
 # units of the source covariance) and the target negatives are tilted so that the resampling
 # world is exactly a SETM with the fitted pi. The plain EL bootstrap (`smooth=0`) repeats rows
-# and then reproduces `chi2_p` rather than the heavier small-sample law of `R_N`. In seed 004's
+# and then reproduces `chi2_p` rather than the heavier small-sample law of `R_N`. In Liu et al.'s
 # design at n = 1000 the smoothed bootstrap rejects 3.7% of SCAR samples at 5%, and 4.8% with
 # skewed (gamma) features where `chi2_p` rejects 11% (`studies/detm_studies.py bootsmooth`):
 
@@ -88,7 +88,7 @@ fig.tight_layout()
 fig.savefig("detm_profiles.png", dpi=100)
 
 # %% [markdown]
-# ## The Mobile Phone data (seed 004, Section 5.2)
+# ## The Mobile Phone data (Liu et al., Section 5.2)
 #
 # The paper reports `R_N = 1218.628` (`chi2_20`, p = 0) and the interval `[0.6425, 0.6903]`
 # for `pi` (truth 2/3), with the labelling that puts `pi` near 2/3: choose it with

@@ -6,7 +6,7 @@
 # and which target rows are they? And are the labeled positives representative of the target
 # positives (SCAR), or were they *selected at random* given features (SAR)?
 #
-# **The data** (seed 004, Section 5.2): 2000 phones with 20 specification features and a price
+# **The data** (Liu et al., Section 5.2): 2000 phones with 20 specification features and a price
 # class 0-3. Class 2 plays the labeled positives (n = 500). The target (m = 1500) holds classes
 # 0 and 1 (positives, 1000) and class 3 (negatives, 500), so `pi = 2/3`, and the target
 # positives are *cheaper* than the labeled ones: the data are SAR by construction.

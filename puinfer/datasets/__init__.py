@@ -45,7 +45,7 @@ def load_mobile_price() -> pd.DataFrame:
 
 
 def load_mobile_pu() -> pd.DataFrame:
-    """The positive-unlabeled split of the Mobile Phone data used in seed 004, Section 5.2.
+    """The positive-unlabeled split of the Mobile Phone data used in Liu et al., Section 5.2.
 
     Class 2 is the labeled **source** positive sample (n = 500); classes 0 and 1 are the target
     positives (low-end phones, 1000) and class 3 the target negatives (500), so that the

@@ -48,7 +48,7 @@ class Profile:
 
     Notes
     -----
-    The statistic is ``R(v) = 2 {llf_max - loglik_at(v)}`` (seed 004, eq. of Theorem 3b), and
+    The statistic is ``R(v) = 2 {llf_max - loglik_at(v)}`` (Liu et al., eq. of Theorem 3b), and
     the level-``L`` interval is ``{v : R(v) <= chi2_{1, L}}``.
     """
 
@@ -176,7 +176,7 @@ class Profile:
         return pd.DataFrame({"value": grid, "R": [values[g] for g in grid]})
 
     def plot(self, ax=None, alpha: float = 0.05, true_value: float | None = None, n: int = 41):
-        """Plot ``R(value)`` with the chi-square cut-off and the interval (as seed 004, Fig. 5).
+        """Plot ``R(value)`` with the chi-square cut-off and the interval (as Liu et al., Fig. 5).
 
         Returns
         -------

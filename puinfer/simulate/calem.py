@@ -1,4 +1,4 @@
-"""Simulation design of seed 000, Section 5.1 (CalEM, Table 1).
+"""Simulation design of Sergazinov et al., Section 5.1 (CalEM, Table 1).
 
     p_i ~ Beta(alpha, beta),  z_i ~ Bernoulli(p_i),
     p~_i = p_i - h(p_i) p_i,  y_i | z_i = 0 -> 0,  y_i | z_i = 1 ~ Bernoulli(1 - h(p_i)),
@@ -61,7 +61,7 @@ def beta_params(event_prob: float) -> tuple[float, float]:
 def simulate_calem(n: int = 10_000, *, event_prob: float = 0.5, miscalibration: str = "g1",
                    transition: str = "h1", clean_share: float = 0.1,
                    rng: np.random.Generator) -> pd.DataFrame:
-    """Draw one data set of seed 000's Section 5.1 design.
+    """Draw one data set of Sergazinov et al.'s Section 5.1 design.
 
     Parameters
     ----------

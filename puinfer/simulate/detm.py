@@ -1,4 +1,4 @@
-"""Simulation designs of seed 004, Section 5.1 (positive-unlabeled data, p = 15)."""
+"""Simulation designs of Liu et al., Section 5.1 (positive-unlabeled data, p = 15)."""
 
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ def pu_normal(n: int, m: int, pi: float, mu_source, mu_target_pos, mu_target_neg
 
 def scar_design(n: int, m: int, pi: float, *, n_shift: int = 0, p: int = 15,
                 rng=None) -> pd.DataFrame:
-    """Seed 004's Table 1 design: source N(0, I), target positives N(mu3, I), negatives N(1, I).
+    """Liu et al.'s Table 1 design: source N(0, I), target positives N(mu3, I), negatives N(1, I).
 
     ``mu3`` has ``n_shift`` leading ones (0 gives SCAR data; Table 1 uses 0..7 with pi = 0.75).
     """
@@ -56,7 +56,7 @@ def scar_design(n: int, m: int, pi: float, *, n_shift: int = 0, p: int = 15,
 
 
 def sar_design(n: int, m: int, pi: float, *, p: int = 15, rng=None) -> pd.DataFrame:
-    """Seed 004's SAR design of Table 2 / Figure 3: target positives N((1_7, 0_8), I).
+    """Liu et al.'s SAR design of Table 2 / Figure 3: target positives N((1_7, 0_8), I).
 
     For ``p`` other than 15 the first ``round(7 p / 15)`` coordinates are shifted.
     """

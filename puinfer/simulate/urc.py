@@ -1,4 +1,4 @@
-"""Simulated lab and field predictions for unsupervised recalibration (seed 003).
+"""Simulated lab and field predictions for unsupervised recalibration (Ziegler and Czyż).
 
 The classifier is the exact Bayes classifier of a Gaussian model calibrated on the lab
 population, so Axiom 2 (consistency) holds by construction unless ``field_scale``/``field_shift``

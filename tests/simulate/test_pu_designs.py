@@ -1,4 +1,4 @@
-"""Seed 004, Section 5.1 designs."""
+"""Liu et al., Section 5.1 designs."""
 
 import numpy as np
 import pytest

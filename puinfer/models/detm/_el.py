@@ -1,6 +1,6 @@
-"""Empirical-likelihood core of the exponential tilting models (seed 004, Section 3).
+"""Empirical-likelihood core of the exponential tilting models (Liu et al., Section 3).
 
-Notation (seed 004): source sample ``x_1..x_n`` from ``p_s(x|y=1)``, target ``x_{n+1..N}`` from
+Notation (Liu et al.): source sample ``x_1..x_n`` from ``p_s(x|y=1)``, target ``x_{n+1..N}`` from
 ``pi p_t(x|y=1) + (1-pi) p_t(x|y=0)``, tilts ``w_t(x) = exp(alpha_t + x'beta_t)``, t = 1, 2.
 Everything here works on the *standardised* design ``Z`` (columns centred and scaled on the
 pooled sample); the model module converts to the user's scale.

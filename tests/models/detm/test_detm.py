@@ -1,4 +1,4 @@
-"""DETM / SETM estimation (seed 004, Sections 2-3): exactness, invariance, bad input."""
+"""DETM / SETM estimation (Liu et al., Sections 2-3): exactness, invariance, bad input."""
 
 import warnings
 
@@ -307,7 +307,7 @@ class TestSeparation:
         assert np.all(np.isfinite(rr.params))
 
     def test_ridge_binding_when_the_unpenalised_maximum_does_not_exist(self):
-        # seed 004's own SCAR design at n = m = 1000, p = 15: in this sample the unpenalised
+        # Liu et al.'s own SCAR design at n = m = 1000, p = 15: in this sample the unpenalised
         # log-EL has no maximum (a few target points can be split off from the source),
         # so the ridge defines the estimate and the fit must say so
         df = scar_design(1000, 1000, 0.75, rng=np.random.default_rng([1, 1000, 0, 0]))
@@ -400,7 +400,7 @@ class TestBadInput:
 
 
 def test_table2_small_version():
-    """A small version of seed 004's Table 2 (the full study: studies/detm_studies.py table2).
+    """A small version of Liu et al.'s Table 2 (the full study: studies/detm_studies.py table2).
 
     Reference: Table 2, n = 1000, SAR data, DETM, pi = 0.3: mean 0.307, SD 0.061. With 6
     replicates the mean must lie within 4 Monte-Carlo standard errors of the paper's mean.

@@ -1,4 +1,4 @@
-"""DETM/SETM inference (seed 004, Section 4.1): SCAR test, profile interval for pi, SEs."""
+"""DETM/SETM inference (Liu et al., Section 4.1): SCAR test, profile interval for pi, SEs."""
 
 import warnings
 
@@ -139,7 +139,7 @@ class TestScarTest:
             pu.lr_test(1.0, detm)
 
     def test_mobile_phone_against_paper(self, mobile):
-        # seed 004, Section 5.2: pi-hat = 0.667, 95% ELR interval [0.6425, 0.6903], true 2/3.
+        # Liu et al., Section 5.2: pi-hat = 0.667, 95% ELR interval [0.6425, 0.6903], true 2/3.
         _, detm, _ = mobile
         assert detm.pi == pytest.approx(2 / 3, abs=5e-4)
         ci = detm.conf_int_pi(0.05)
