@@ -1,7 +1,7 @@
 """DETM and SETM: exponential tilting models for positive-unlabeled data.
 
-Liu, Yeh, Zhang, Tian and Li, *Positive-unlabeled learning under the selected-at-random
-assumption* (the PU paper of this package; see ``../shared/seeds/README.md``). The source sample
+Liu, Yeh, Zhang, Tian and Li, *Positive and Unlabeled Data: Model, Estimation, Inference,
+and Classification*. The source sample
 holds labeled positives ``x ~ p_s(x | y=1)``; the unlabeled target sample holds
 ``x ~ pi p_t(x | y=1) + (1 - pi) p_t(x | y=0)``. The double exponential tilting model (DETM,
 eq. (4)) writes both target components as exponential tilts of the source density,
