@@ -3,7 +3,8 @@
 Liu, Yeh, Zhang, Tian and Li, *Positive and Unlabeled Data: Model, Estimation, Inference,
 and Classification*. The source sample holds labeled positives ``x ~ p_s(x | y=1)``; the
 unlabeled target sample holds ``x ~ pi p_t(x | y=1) + (1 - pi) p_t(x | y=0)``. The double
-exponential tilting model (DETM, eq. (4)) writes both target components as exponential tilts of the source density,
+exponential tilting model (DETM, eq. (4)) writes both target components as exponential tilts
+of the source density,
 
     log p_t(x|y=1)/p_s(x|y=1) = alpha1 + T(x)'beta1,
     log p_t(x|y=0)/p_s(x|y=1) = alpha2 + T(x)'beta2,
