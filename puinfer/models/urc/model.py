@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pandas as pd
 from scipy import stats
@@ -356,6 +358,14 @@ class URC(Model):
         self._check_fit(est, gindex, record)
         return URCResults(URCFitRecord(self, d, est, gindex, naive, lik.Constraint(), options,
                                        tuple(record)))
+
+    def _fit_constrained(self, record: URCFitRecord, con: lik.Constraint) -> URCResults:
+        """The fit of ``record``'s data under the constraint ``con`` (the null of a test),
+        started from the free estimate; called by the results when a test first needs it."""
+        est = lik.maximize(record.data, con, start=(record.estimate.P, record.estimate.M),
+                           options=record.options)
+        return URCResults(dataclasses.replace(record, estimate=est, constraint=con,
+                                              warnings=tuple(self.warnings)))
 
     def _check_fit(self, est, gindex, record):
         """Warn about non-convergence and base rates on the boundary."""

@@ -341,11 +341,7 @@ class URCResults(InformationCriteria, LikelihoodResults):
 
     # -- restricted fits and tests --------------------------------------------------------------
     def _restricted(self, con: lik.Constraint) -> URCResults:
-        rec = self._record
-        est = lik.maximize(rec.data, con, start=(rec.estimate.P, rec.estimate.M),
-                           options=rec.options)
-        return URCResults(dataclasses.replace(rec, estimate=est, constraint=con,
-                                              warnings=tuple(self.model.warnings)))
+        return self.model._fit_constrained(self._record, con)
 
     @functools.cached_property
     def _no_shift_fit(self) -> URCResults:
