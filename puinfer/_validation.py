@@ -16,7 +16,6 @@ __all__ = [
     "as_float_vector",
     "check_binary",
     "check_unit_interval",
-    "check_level",
     "check_alpha",
     "check_full_rank",
     "warn_and_record",
@@ -116,17 +115,6 @@ def check_unit_interval(p, name: str, *, open_: bool = False) -> np.ndarray:
         raise ValueError(f"{name} must be {what}; {int(bad.sum())} value(s) are not "
                          f"(e.g. {arr[bad].ravel()[:3].tolist()})")
     return arr
-
-
-def check_level(level: float) -> float:
-    """Validate a confidence level in (0, 1)."""
-    try:
-        level = float(level)
-    except (TypeError, ValueError):
-        raise TypeError(f"level must be a number in (0, 1); got {level!r}") from None
-    if not 0 < level < 1:
-        raise ValueError(f"level must be in (0, 1), e.g. 0.95; got {level}")
-    return level
 
 
 def check_alpha(alpha: float, name: str = "alpha") -> float:

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from ._validation import check_binary, check_level, check_unit_interval
+from ._validation import check_alpha, check_binary, check_unit_interval
 from .plotting import get_ax
 
 __all__ = [
@@ -133,7 +133,7 @@ def ece(y, p, *, n_bins: int = 15, strategy: str = "quantile") -> float:
 
 
 def reliability_curve(y, p, *, n_bins: int = 10, strategy: str = "quantile",
-                      level: float = 0.95) -> pd.DataFrame:
+                      alpha: float = 0.05) -> pd.DataFrame:
     """Reliability (calibration) curve with exact binomial confidence intervals.
 
     Parameters
@@ -143,8 +143,9 @@ def reliability_curve(y, p, *, n_bins: int = 10, strategy: str = "quantile",
     n_bins : int, default 10
     strategy : {"quantile", "uniform"}, default "quantile"
         Equal-mass or equal-width bins.
-    level : float, default 0.95
-        Confidence level of the Clopper-Pearson interval for the observed rate in each bin.
+    alpha : float, default 0.05
+        Significance level: the Clopper-Pearson interval for the observed rate in each bin has
+        level ``1 - alpha``.
 
     Returns
     -------
@@ -153,7 +154,7 @@ def reliability_curve(y, p, *, n_bins: int = 10, strategy: str = "quantile",
         positives), ``lower``, ``upper``.
     """
     yy, pp = _check(y, p)
-    level = check_level(level)
+    a = check_alpha(alpha)
     if int(n_bins) != n_bins or n_bins < 1:
         raise ValueError(f"n_bins must be a positive integer; got {n_bins}")
     b = _bin_index(pp, int(n_bins), strategy)
@@ -162,7 +163,6 @@ def reliability_curve(y, p, *, n_bins: int = 10, strategy: str = "quantile",
     sp = np.bincount(b, weights=pp, minlength=n_bins)
     keep = cnt > 0
     cnt, k, sp = cnt[keep], k[keep], sp[keep]
-    a = 1 - level
     with np.errstate(invalid="ignore"):
         lo = np.where(k > 0, stats.beta.ppf(a / 2, k, cnt - k + 1), 0.0)
         hi = np.where(k < cnt, stats.beta.ppf(1 - a / 2, k + 1, cnt - k), 1.0)
@@ -185,7 +185,7 @@ def compare_calibration(y, forecasts: dict, *, n_bins: int = 15) -> pd.DataFrame
                          for name, p in forecasts.items()}).T
 
 
-def plot_reliability(y, p, *, n_bins: int = 10, strategy: str = "quantile", level: float = 0.95,
+def plot_reliability(y, p, *, n_bins: int = 10, strategy: str = "quantile", alpha: float = 0.05,
                      label=None, ax=None, **kwargs):
     """Reliability diagram: observed rate (with binomial intervals) against mean forecast.
 
@@ -193,7 +193,7 @@ def plot_reliability(y, p, *, n_bins: int = 10, strategy: str = "quantile", leve
     ----------
     y, p : array_like
         Labels and forecasts.
-    n_bins, strategy, level
+    n_bins, strategy, alpha
         As :func:`reliability_curve`.
     label : str, optional
         Legend label.
@@ -206,7 +206,7 @@ def plot_reliability(y, p, *, n_bins: int = 10, strategy: str = "quantile", leve
     matplotlib.axes.Axes
     """
     ax = get_ax(ax)
-    rc = reliability_curve(y, p, n_bins=n_bins, strategy=strategy, level=level)
+    rc = reliability_curve(y, p, n_bins=n_bins, strategy=strategy, alpha=alpha)
     yerr = np.vstack([rc["observed"] - rc["lower"], rc["upper"] - rc["observed"]])
     kwargs.setdefault("marker", "o")
     kwargs.setdefault("capsize", 3)

@@ -63,7 +63,7 @@ def test_ece_equal_mass_by_hand():
 
 def test_reliability_curve_equal_mass_and_exact_intervals(forecast):
     y, p = forecast
-    rc = metrics.reliability_curve(y, p, n_bins=8, level=0.9)
+    rc = metrics.reliability_curve(y, p, n_bins=8, alpha=0.1)
     assert rc["n"].sum() == y.size
     assert rc["n"].max() - rc["n"].min() <= 1
     for _, row in rc.iterrows():
@@ -108,5 +108,5 @@ def test_bad_bins():
         metrics.ece([0, 1], [0.2, 0.3], n_bins=0)
     with pytest.raises(ValueError, match="strategy"):
         metrics.ece([0, 1], [0.2, 0.3], strategy="kmeans")
-    with pytest.raises(ValueError, match="level"):
-        metrics.reliability_curve([0, 1], [0.2, 0.3], level=95)
+    with pytest.raises(ValueError, match="alpha"):
+        metrics.reliability_curve([0, 1], [0.2, 0.3], alpha=0.95)
