@@ -1,0 +1,52 @@
+"""The alignment rule (puinfer._align): pandas inputs matched on their index, never by position."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from puinfer._align import align_rows, drop_missing
+
+
+def test_series_are_matched_on_their_index():
+    a = pd.Series([1.0, 2.0, 3.0], index=[10, 20, 30])
+    b = pd.Series([30.0, 10.0, 20.0], index=[30, 10, 20])  # same labels, shuffled
+    out, idx = align_rows({"a": a, "b": b})
+    assert list(idx) == [10, 20, 30]
+    assert out["b"].tolist() == [10.0, 20.0, 30.0]
+    assert b.tolist() == [30.0, 10.0, 20.0]  # input untouched
+
+
+def test_arrays_follow_the_reference_order_by_position():
+    a = pd.Series([1.0, 2.0], index=["x", "y"])
+    out, idx = align_rows({"arr": np.array([5.0, 6.0]), "a": a})
+    assert list(idx) == ["x", "y"] and out["arr"].tolist() == [5.0, 6.0]
+    with pytest.raises(ValueError, match="arr has 3 rows but a has 2"):
+        align_rows({"a": a, "arr": [1, 2, 3]})
+
+
+def test_refused_when_labels_differ_or_repeat():
+    a = pd.Series([1.0, 2.0], index=[0, 1])
+    with pytest.raises(ValueError, match="b and a have different index labels"):
+        align_rows({"a": a, "b": pd.Series([1.0, 2.0], index=[1, 2])})
+    with pytest.raises(ValueError, match="duplicate"):
+        align_rows({"a": pd.Series([1.0, 2.0], index=[0, 0]), "b": a})
+    with pytest.raises(ValueError, match="b and a"):
+        align_rows({"a": a, "b": pd.Series([1.0, 2.0, 3.0], index=[0, 1, 2])})
+
+
+def test_no_pandas_means_positions():
+    out, idx = align_rows({"a": [1, 2], "b": np.zeros(2), "c": None})
+    assert idx is None and out["c"] is None
+    with pytest.raises(ValueError, match="b has 3 rows but a has 2"):
+        align_rows({"a": [1, 2], "b": np.zeros(3)})
+
+
+def test_drop_missing():
+    a = pd.Series([1.0, np.nan, 3.0], index=[5, 6, 7])
+    b = pd.DataFrame({"u": [1.0, 2.0, None], "v": ["p", "q", "r"]}, index=[5, 6, 7])
+    out, idx, n = drop_missing({"a": a, "b": b}, a.index, "drop")
+    assert n == 2 and list(idx) == [5] and out["b"]["v"].tolist() == ["p"]
+    same, idx2, n0 = drop_missing({"a": a}, a.index, "raise")
+    assert n0 == 0 and same["a"] is a and idx2 is a.index
+    with pytest.raises(ValueError, match="missing must be"):
+        drop_missing({"a": a}, None, "omit")
