@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
+from scipy import linalg
 
 from .results import ConvergenceInfo
 
@@ -23,8 +24,9 @@ def _ascent_direction(g: np.ndarray, H: np.ndarray, modify: bool = True):
     modified Newton direction with the eigenvalues of ``H`` replaced by ``-max(|ev|, eps)``
     (always ascent), or None."""
     try:
-        L = np.linalg.cholesky(-H)
-        d = np.linalg.solve(L.T, np.linalg.solve(L, g))
+        # LAPACK potrf + potrs: the two triangular solves, not two general LU solves
+        d = linalg.cho_solve(linalg.cho_factor(-H, lower=True, check_finite=False), g,
+                             check_finite=False)
         return d, True
     except np.linalg.LinAlgError:
         if not modify:
