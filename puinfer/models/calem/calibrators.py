@@ -60,9 +60,16 @@ def _logistic_objective(X, y, w, P):
     """``fun(theta, order)`` for :func:`~puinfer.base.optimize.newton_maximize`: the penalised
     weighted logistic log-likelihood, its gradient and Hessian."""
 
+    last = {}  # the line search's accepted point is evaluated again with derivatives
+
     def fun(b, order):
-        eta = X @ b
-        f = weighted_loglik(eta, y, w) - 0.5 * b @ P @ b
+        key = b.tobytes()
+        if last.get("key") == key:
+            eta, f = last["eta"], last["f"]
+        else:
+            eta = X @ b
+            f = weighted_loglik(eta, y, w) - 0.5 * b @ P @ b
+            last.update(key=key, eta=eta, f=f)
         if order == 0:
             return f
         p = expit(eta)
