@@ -96,15 +96,36 @@ def _surrogate_treated(eta_t, z, eta_e):
 
 
 def known_h_values(h, s_t):
-    """A known treatment effect (constant or function of the score) on the treated scores."""
+    """A known treatment effect (constant or function of the score) on the treated scores.
+
+    Raises ``ValueError``/``TypeError`` naming ``h`` for a value that is not a number in
+    [0, 1] (NaN, infinite, a string, a sequence) or a function that does not return one such
+    number per score.
+    """
     if callable(h):
         ht = as_float_vector(h(s_t), "h(score)")
         if ht.size != s_t.size:
-            raise ValueError("h(score) must return one value per score")
+            raise ValueError(f"h(score) must return one value per score; got {ht.size} "
+                             f"values for {s_t.size} scores")
+        what = "h(score)"
     else:
-        ht = np.full(s_t.size, float(h))
-    if np.any((ht < 0) | (ht > 1)):
-        raise ValueError("h must be in [0, 1]")
+        msg = f"h must be one number in [0, 1] or a function of the score; got {h!r}"
+        if isinstance(h, (bool, np.bool_, str, bytes)):
+            raise TypeError(msg)
+        try:
+            h0 = np.asarray(h, dtype=float)
+        except (TypeError, ValueError):
+            raise TypeError(msg) from None
+        if h0.ndim != 0:
+            raise TypeError(msg)
+        if not np.isfinite(h0):
+            raise ValueError(f"h must be a number in [0, 1]; got {float(h0)}")
+        ht = np.full(s_t.size, float(h0))
+        what = "h"
+    bad = (ht < 0) | (ht > 1)
+    if np.any(bad):
+        raise ValueError(f"{what} must be in [0, 1]; {int(bad.sum())} value(s) are not "
+                         f"(e.g. {ht[bad][:3].tolist()})")
     return ht
 
 
@@ -131,6 +152,7 @@ class ParametricEngine:
         self.w = np.ones(X.shape[0])
         self.z1 = z == 1
         log_e, log1m_e = -_softplus(-eta_e_t), -_softplus(eta_e_t)
+        self._log_e = log_e
         self._c = 1.0 - 1.0 / np.maximum(self.g_eta_t, 1e-300)   # phi below the kink
         self._k = self._c * log1m_e - log_e                       # phi's constant above it
 
@@ -154,24 +176,32 @@ class ParametricEngine:
         free = self.z1 & (eta_t < self.eta_e_t)     # treated positives with h > 0 (unclipped)
         pen = 0.5 * theta @ self.P @ theta
         F = (float(self.y @ eta[:nc] + log1m[:nc].sum())
-             + float(np.where(self.z1, np.where(free, self._c * log1m_t,
+             # c log(1 - g) only where it is used: elsewhere c (~ -1/g_eta) can overflow it
+             + float(np.where(self.z1, np.where(free, self._c * np.where(free, log1m_t, 0.0),
                                                 eta_t + log1m_t + self._k), log1m_t).sum())
              - pen)
         out = {"F": F, "eta": eta, "free": free, "pen": pen}
         if grad or jac:
             p = np.exp(eta + log1m)                 # g
             pt = p[nc:]
-            a = np.where(free, pt / self.g_eta_t, self.z)   # z min(1, g / g_eta)
+            # g / g_eta on the log scale: g_eta can underflow to 0 on separated data
+            ratio = self._ratio(eta_t, log1m_t, free)
+            a = np.where(free, ratio, self.z)       # z min(1, g / g_eta)
             lab = np.concatenate([self.y, a])
             out["a"] = a
             out["Q"] = float(lab @ eta + log1m.sum()) - pen
             out["G"] = self.X.T @ (lab - p) - self.P @ theta
             if jac:
                 d = p * (1.0 - p)
-                d[nc:] -= np.where(free, pt * (1.0 - pt) / self.g_eta_t, 0.0)
+                d[nc:] -= np.where(free, ratio * (1.0 - pt), 0.0)
                 out["J"] = -(self.X.T @ (self.X * d[:, None])) - self.P
                 out["d_q"] = p * (1.0 - p)
         return out
+
+    def _ratio(self, eta_t, log1m_t, free):
+        """``g / g_eta`` on the rows where ``g < g_eta`` (``free``; 0 elsewhere), as
+        ``exp(log g - log g_eta)``: exact where ``g_eta`` underflows to 0."""
+        return np.exp(np.where(free, np.minimum(eta_t + log1m_t - self._log_e, 0.0), -np.inf))
 
     def q(self, theta, a):
         """Objective (17) (penalised as Algorithm 2) at ``theta`` with E-step labels ``a``."""
@@ -225,7 +255,11 @@ class ParametricEngine:
         """``H_Q^{-1} G``: to first order the EM step ``M(theta) - theta`` (one Newton step
         on (17) from ``theta``)."""
         HQ = self.X.T @ (self.X * ev["d_q"][:, None]) + self.P
-        return np.linalg.solve(HQ, ev["G"])
+        try:
+            return np.linalg.solve(HQ, ev["G"])
+        except np.linalg.LinAlgError:
+            # every fitted probability is 0 or 1 (diverging, separated fit): least squares
+            return np.linalg.lstsq(HQ, ev["G"], rcond=None)[0]
 
     def sandwich(self, theta):
         """Sandwich covariance of the CalEM fixed point as a stacked M-estimator in (theta, eta).
@@ -244,7 +278,7 @@ class ParametricEngine:
         A = np.zeros((2 * k, 2 * k))
         A[:k, :k] = -ev["J"]
         # d U_theta / d eta = sum_t z 1{free} g d(1/g_eta)/d eta x x' = -(...)(1 - g_eta)/g_eta
-        d = np.where(free, pt * (1 - ge) / ge, 0.0)
+        d = self._ratio(ev["eta"][self.nc:], -_softplus(ev["eta"][self.nc:]), free) * (1 - ge)
         A[:k, k:] = Xt.T @ (Xt * d[:, None])
         A[k:, k:] = Xt.T @ (Xt * (ge * (1 - ge))[:, None]) + self.P
         psi_c = Xc * (y - pc)[:, None]
@@ -333,6 +367,17 @@ class Setup:
     warnings: tuple
 
 
+def _fit_set(who, cal, basis, X, lab, start=None):
+    """The calibrator fitted to one set (control or treated); errors name the set."""
+    try:
+        return cal._fit_design(basis, X, lab, np.ones_like(lab), start=start)
+    except np.linalg.LinAlgError as exc:
+        raise ValueError(f"{who} set: the {cal.name} calibrator cannot be fitted ({exc}); "
+                         "too few rows or distinct scores?") from None
+    except ValueError as exc:
+        raise ValueError(f"{who} set: {exc}") from None
+
+
 def setup(model) -> Setup:
     """Basis from all scores, the control-only fit ``g_theta0``, the biased fit ``g_eta`` and
     the engine of the fixed-point iteration."""
@@ -345,9 +390,15 @@ def setup(model) -> Setup:
     if cal.parametric:
         X = cal.design(basis, np.concatenate([s_c, s_t]))
         nc = s_c.size
-        baseline = cal._fit_design(basis, X[:nc], y, np.ones_like(y))
-        biased = cal._fit_design(basis, X[nc:], z, np.ones_like(z),
-                                 start=baseline.params.to_numpy())
+        k = X.shape[1]
+        for who, m in (("control", nc), ("treated", s_t.size)):
+            if m <= k:
+                raise ValueError(
+                    f"treated: the {who} set has {m} row(s) for the {cal.name} calibrator's "
+                    f"{k} parameters; each set needs more rows than parameters (more data, or "
+                    "a calibrator with fewer parameters)")
+        baseline = _fit_set("control", cal, basis, X[:nc], y)
+        biased = _fit_set("treated", cal, basis, X[nc:], z, start=baseline.params.to_numpy())
         engine = ParametricEngine(cal, basis, X, nc, y, z, X[nc:] @ biased.params.to_numpy(),
                                   cal.penalty(basis))
     else:
