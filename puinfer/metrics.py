@@ -303,14 +303,17 @@ def compare_calibration(y, forecasts: dict, *, n_bins: int = 15) -> pd.DataFrame
     _one_per_row(y, "y")
     names = {f"forecasts[{k!r}]": k for k in forecasts}
     for arg, k in names.items():
-        _one_per_row(forecasts[k], "p")
+        try:
+            _one_per_row(forecasts[k], "p")
+        except ValueError as exc:  # name the forecast
+            raise ValueError(f"{arg}: {exc}") from None
     args, _ = align_rows({"y": y, **{arg: forecasts[k] for arg, k in names.items()}})
     rows = {}
     for arg, k in names.items():
         try:
             rows[k] = _metrics(*_check(args["y"], args[arg]), n_bins)
-        except ValueError as exc:  # name the forecast
-            raise ValueError(f"forecasts[{k!r}]: {exc}") from None
+        except ValueError as exc:
+            raise ValueError(f"{arg}: {exc}") from None
     return pd.DataFrame(rows).T
 
 
