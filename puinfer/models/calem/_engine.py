@@ -365,6 +365,21 @@ class Setup:
     baseline: FittedCalibrator
     biased: FittedCalibrator
     warnings: tuple
+    #: the engine's rows: control scores ``s_c`` then treated scores ``s_t``, each in the
+    #: canonical order; the treated rows are ``model.score[model.treated][order_t]``
+    order_t: np.ndarray
+    s_c: np.ndarray
+    s_t: np.ndarray
+
+
+def canonical_rows(model):
+    """Control and treated rows, each sorted by (score, label): every sum of the fit then
+    runs in one order whatever the order of the caller's rows, so the estimates depend only
+    on the data, not on how the rows were shuffled (bit for bit)."""
+    s_c, s_t = model.score[~model.treated], model.score[model.treated]
+    y, z = model.label[~model.treated], model.label[model.treated]
+    oc, ot = np.lexsort((y, s_c)), np.lexsort((z, s_t))
+    return s_c[oc], s_t[ot], y[oc], z[ot], ot
 
 
 def _fit_set(who, cal, basis, X, lab, start=None):
@@ -384,9 +399,8 @@ def setup(model) -> Setup:
     from ... import exceptions as _exc
 
     cal = model.calibrator
-    s_c, s_t = model.score[~model.treated], model.score[model.treated]
-    y, z = model.label[~model.treated], model.label[model.treated]
-    basis = cal.make_basis(model.score)
+    s_c, s_t, y, z, order_t = canonical_rows(model)
+    basis = cal.make_basis(np.sort(model.score))
     if cal.parametric:
         X = cal.design(basis, np.concatenate([s_c, s_t]))
         nc = s_c.size
@@ -409,7 +423,7 @@ def setup(model) -> Setup:
     for f, who in ((baseline, "control"), (biased, "treated")):
         for cat, msg in f.warnings:
             warn_and_record(warns, f"{who} fit: {msg}", getattr(_exc, cat, _exc.PuinferWarning))
-    return Setup(engine, basis, baseline, biased, tuple(warns))
+    return Setup(engine, basis, baseline, biased, tuple(warns), order_t, s_c, s_t)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -597,7 +611,7 @@ def fit_calem(model, *, method, maxiter, tol, h) -> CalEMFit:
     method = check_method(cal, method, tol)
     st = setup(model)
     eng, warns = st.engine, list(model.init_warnings) + list(st.warnings)
-    z, s_t = eng.z, model.score[model.treated]
+    z, s_t = eng.z, st.s_t
     theta0 = eng.theta_of(st.baseline)
     if h is not None:
         a_known = z * (1.0 - known_h_values(h, s_t))
@@ -613,9 +627,12 @@ def fit_calem(model, *, method, maxiter, tol, h) -> CalEMFit:
     a, h_raw = soft_labels(z, eng.g_treated(theta), eng.g_eta_t)
     if h is not None:
         a = a_known
-    pooled = cal._fit_arrays(st.basis, model.score, model.label.astype(float),
+    pooled = cal._fit_arrays(st.basis, np.concatenate([st.s_c, st.s_t]),
+                             np.concatenate([eng.y, z]).astype(float),
                              np.ones(model.score.size))
     cov = None if h is not None else eng.sandwich(theta)
-    return CalEMFit(st.basis, eng.fitted(theta), st.baseline, st.biased, pooled, h_raw,
+    h_model = np.empty_like(h_raw)
+    h_model[st.order_t] = h_raw  # back to the model's order of the treated rows
+    return CalEMFit(st.basis, eng.fitted(theta), st.baseline, st.biased, pooled, h_model,
                     float(eng.q(theta, a)), float(eng.surrogate(theta)),
                     eng.penalty_value(theta), cov, trace, conv, method, tuple(warns))

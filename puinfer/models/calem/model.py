@@ -227,9 +227,16 @@ class CalEM(Model):
                                  f"got {treated!r}")
             tr = align_rows({"data": data, "treated": treated})[0]["treated"]
         n_dropped = 0
-        if missing == "drop":
-            cols = _used_columns(formula, data) + ([score] if score is not None else [])
-            miss = data[list(dict.fromkeys(cols))].isna().any(axis=1).to_numpy() \
+        cols = list(dict.fromkeys(_used_columns(formula, data)
+                                  + ([score] if score is not None else [])))
+        if missing == "raise":
+            na = data[cols].isna().sum()
+            if na.any():
+                bad = {str(c): int(v) for c, v in na.items() if v}
+                raise ValueError(f"data: missing values in column(s) {bad} (number missing); "
+                                 "pass missing='drop' to drop those rows")
+        else:
+            miss = data[cols].isna().any(axis=1).to_numpy() \
                 | pd.isna(np.asarray(tr, dtype=object)).reshape(len(data), -1).any(axis=1)
             if miss.any():
                 n_dropped = int(miss.sum())
