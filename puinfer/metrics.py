@@ -46,6 +46,7 @@ __all__ = [
 ]
 
 STRATEGIES = ("quantile", "uniform")
+MAX_BINS = 10**7
 
 
 def _one_per_row(x, name):
@@ -87,6 +88,9 @@ def _check_n_bins(n_bins):
         raise TypeError(f"n_bins must be a positive integer; got {n_bins!r}")
     if not np.isfinite(n_bins) or int(n_bins) != n_bins or n_bins < 1:
         raise ValueError(f"n_bins must be a positive integer; got {n_bins}")
+    if n_bins > MAX_BINS:
+        raise ValueError(f"n_bins must be a positive integer of at most {MAX_BINS:g}; got "
+                         f"{n_bins:g}")
     return int(n_bins)
 
 
@@ -102,8 +106,12 @@ def _brier(yy, pp):
 
 
 def _log_loss(yy, pp, eps):
-    q = np.clip(pp, eps, 1 - eps)
-    return float(-np.mean(yy * np.log(q) + (1 - yy) * np.log1p(-q)))
+    # log p and log(1 - p) with both clipped below at eps; 1 - p is exact for p >= 0.5 and
+    # log1p accurate below, so an eps smaller than the float spacing at 1 still works
+    log_p = np.log(np.maximum(pp, eps))
+    log_1mp = np.where(pp >= 0.5, np.log(np.maximum(1.0 - pp, eps)),
+                       np.log1p(-np.minimum(pp, 0.5)))
+    return float(-np.mean(yy * log_p + (1 - yy) * log_1mp))
 
 
 def _ks(yy, pp):
@@ -122,10 +130,16 @@ def _bin_index(pp, n_bins, strategy):
     return np.minimum((pp * n_bins).astype(int), n_bins - 1)
 
 
+def _bin_sums(yy, pp, n_bins, strategy):
+    """Non-empty bins: their numbers, counts, sums of labels and of forecasts (the bins are
+    compacted first, so memory does not grow with ``n_bins``)."""
+    ids, b = np.unique(_bin_index(pp, n_bins, strategy), return_inverse=True)
+    cnt = np.bincount(b).astype(float)
+    return ids, cnt, np.bincount(b, weights=yy), np.bincount(b, weights=pp)
+
+
 def _ece(yy, pp, n_bins, strategy):
-    b = _bin_index(pp, n_bins, strategy)
-    sy = np.bincount(b, weights=yy, minlength=n_bins)
-    sp = np.bincount(b, weights=pp, minlength=n_bins)
+    _, _, sy, sp = _bin_sums(yy, pp, n_bins, strategy)
     return float(np.sum(np.abs(sy - sp)) / yy.size)
 
 
@@ -208,7 +222,7 @@ def ece(y, p, *, n_bins: int = 15, strategy: str = "quantile") -> float:
     y, p : array_like or pandas.Series
         Labels and forecasts, as :func:`brier_score` (pandas aligned on the index).
     n_bins : int, default 15
-        Number of bins.
+        Number of bins (at most 10^7).
     strategy : {"quantile", "uniform"}, default "quantile"
         ``"quantile"`` gives equal-mass bins (Nixon et al. 2019's adaptive ECE); ``"uniform"``
         equal-width bins on [0, 1].
@@ -252,12 +266,7 @@ def reliability_curve(y, p, *, n_bins: int = 10, strategy: str = "quantile",
     n_bins = _check_n_bins(n_bins)
     strategy = _check_strategy(strategy)
     yy, pp = _check(y, p)
-    b = _bin_index(pp, n_bins, strategy)
-    cnt = np.bincount(b, minlength=n_bins).astype(float)
-    k = np.bincount(b, weights=yy, minlength=n_bins)
-    sp = np.bincount(b, weights=pp, minlength=n_bins)
-    keep = cnt > 0
-    cnt, k, sp = cnt[keep], k[keep], sp[keep]
+    ids, cnt, k, sp = _bin_sums(yy, pp, n_bins, strategy)
     # the beta quantiles are only evaluated where their parameters are positive
     lo, hi = np.zeros_like(cnt), np.ones_like(cnt)
     pos, notall = k > 0, k < cnt
@@ -265,7 +274,7 @@ def reliability_curve(y, p, *, n_bins: int = 10, strategy: str = "quantile",
     hi[notall] = stats.beta.ppf(1 - a / 2, k[notall] + 1, cnt[notall] - k[notall])
     return pd.DataFrame({"n": cnt.astype(int), "mean_predicted": sp / cnt, "observed": k / cnt,
                          "lower": lo, "upper": hi},
-                        index=pd.Index(np.flatnonzero(keep), name="bin"))
+                        index=pd.Index(ids, name="bin"))
 
 
 def _metrics(yy, pp, n_bins):

@@ -129,17 +129,23 @@ def _match_classes(prob, prior, name):
 
 def _match_prior_rows(prob, prior):
     """Per-row priors (binary: a length-n vector; multiclass: an (n, k) matrix) are matched to
-    ``prob``'s rows by the package's alignment rule (pandas on the index, arrays by position)."""
-    if isinstance(prob, pd.DataFrame):
-        if isinstance(prior, pd.DataFrame):
-            prior = _match_classes(prob, prior.T, "new_prior").T  # columns by name
-            return align_rows({"prob": prob, "new_prior": prior})[0]["new_prior"]
-        if isinstance(prior, pd.Series):  # one prior per class
-            return _match_classes(prob, prior, "new_prior")
+    ``prob``'s rows by the package's alignment rule (pandas on the index, arrays by position);
+    a Series of class priors for a DataFrame ``prob`` is matched on its column names."""
+    if not isinstance(prior, (pd.Series, pd.DataFrame)):
         return prior
-    if isinstance(prob, pd.Series) and isinstance(prior, pd.Series):
-        return align_rows({"prob": prob, "new_prior": prior})[0]["new_prior"]
-    return prior
+    if isinstance(prior, pd.Series) and np.ndim(prob) == 2:  # one prior per class
+        return _match_classes(prob, prior, "new_prior")
+    if isinstance(prior, pd.DataFrame) and isinstance(prob, pd.DataFrame):
+        cols = prob.columns
+        if (prior.columns.has_duplicates or len(prior.columns) != len(cols)
+                or not prior.columns.isin(cols).all()):
+            raise ValueError(f"new_prior has columns {list(prior.columns)[:5]} but prob has "
+                             f"{list(cols)[:5]}: class priors are matched to prob's columns "
+                             "by name")
+        prior = prior[cols]
+    if np.ndim(prob) == 0:
+        return prior
+    return align_rows({"prob": prob, "new_prior": prior})[0]["new_prior"]
 
 
 def adjust_prior(prob, old_prior, new_prior):

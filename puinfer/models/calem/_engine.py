@@ -590,7 +590,9 @@ def check_method(cal, method, tol):
     if method == "newton" and not cal.parametric:
         raise ValueError("method='newton' needs a parametric calibrator; use 'squarem' or 'em' "
                          "for isotonic")
-    if tol <= 0:
+    if isinstance(tol, (bool, np.bool_)) or not isinstance(tol, (int, float, np.number)):
+        raise TypeError(f"tol must be a positive number; got {tol!r}")
+    if not (np.isfinite(tol) and tol > 0):
         raise ValueError(f"tol must be positive; got {tol}")
     return method
 
@@ -609,6 +611,11 @@ def fit_calem(model, *, method, maxiter, tol, h) -> CalEMFit:
     """All of the estimation of :meth:`CalEM.fit`; see its docstring."""
     cal = model.calibrator
     method = check_method(cal, method, tol)
+    if maxiter is not None and (isinstance(maxiter, (bool, np.bool_))
+                                or not isinstance(maxiter, (int, np.integer)) or maxiter < 1):
+        raise ValueError(f"maxiter must be a positive integer (or None); got {maxiter!r}")
+    if h is not None and not callable(h):
+        known_h_values(h, np.zeros(1))  # refuse a bad h before the (costly) setup
     st = setup(model)
     eng, warns = st.engine, list(model.init_warnings) + list(st.warnings)
     z, s_t = eng.z, st.s_t

@@ -346,7 +346,7 @@ class CalEMResults(_CurvesMixin, LikelihoodResults):
     def mean_h_treated_positives(self) -> float:
         """Mean estimated ``h`` over treated positives: the share of their positives
         attributed to the treatment."""
-        h = np.clip(self._h_raw[self._zpos], 0, 1)
+        h = np.sort(np.clip(self._h_raw[self._zpos], 0, 1))  # sorted: free of the row order
         return float(h.mean()) if h.size else float("nan")
 
     @property
