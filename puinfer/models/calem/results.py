@@ -69,7 +69,7 @@ class _CurvesMixin:
     def _score_in(self, score):
         if score is None:
             return self.model.score, self.model.index
-        idx = score.index if isinstance(score, pd.Series) else None
+        idx = score.index if isinstance(score, (pd.Series, pd.DataFrame)) else None
         s = as_float_vector(score, "score")
         bad = (s < 0) | (s > 1)
         if bad.any():
