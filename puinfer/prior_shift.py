@@ -16,6 +16,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
+from ._align import align_rows
 from .exceptions import BoundaryWarning
 
 __all__ = ["adjust_prior", "downsampling_correction"]
@@ -67,9 +68,11 @@ def _as_prob_array(prob, name="prob"):
     return arr, wrap
 
 
-def _prior(value, name, k, *, n=None, open_=False):
-    """Validate a prior: binary (k = 1) a scalar or per-row vector in [0, 1] ((0, 1) if open_);
-    multiclass a length-k vector or (n, k) matrix on the simplex."""
+def _prior(value, name, k, *, n=None, open_=False, per_row=True):
+    """Validate a prior: binary (k = 1) a scalar or (``per_row``) a per-row vector in [0, 1]
+    ((0, 1) if open_); multiclass a length-k vector or (n, k) matrix on the simplex."""
+    if value is None or isinstance(value, (str, bytes)):
+        raise ValueError(f"{name} must be numeric; got {value!r}")
     try:
         arr = np.array(value.to_numpy() if isinstance(value, (pd.Series, pd.DataFrame)) else value,
                        dtype=float, copy=True)
@@ -79,9 +82,15 @@ def _prior(value, name, k, *, n=None, open_=False):
         raise ValueError(f"{name} has missing values")
     lo_ok = arr > 0 if open_ else arr >= 0
     if not np.all(lo_ok & (arr <= 1)):
-        raise ValueError(f"{name} must be in {'(0, 1]' if open_ else '[0, 1]'}; got "
+        rng = ("(0, 1)" if k == 1 else "(0, 1]") if open_ else "[0, 1]"
+        raise ValueError(f"{name} must be in {rng}; got "
                          f"{arr.ravel()[~(lo_ok & (arr <= 1)).ravel()][:3].tolist()}")
     if k == 1:
+        if arr.ndim != 0 and not per_row:
+            raise ValueError(
+                f"{name}: for binary probabilities give P(Y = 1) as one number in (0, 1); got "
+                f"{arr.size} values {arr.ravel()[:3].tolist()} (for class priors "
+                f"[P(Y = 0), P(Y = 1)] pass the second; they must sum to 1)")
         if arr.ndim == 0:
             if open_ and arr >= 1:
                 raise ValueError(f"{name} must be strictly between 0 and 1 (a binary prior of 1 "
@@ -107,6 +116,38 @@ def _prior(value, name, k, *, n=None, open_=False):
     return arr
 
 
+def _match_classes(prob, prior, name):
+    """A pandas Series of class priors is matched to a DataFrame ``prob``'s columns by name."""
+    if not (isinstance(prior, pd.Series) and isinstance(prob, pd.DataFrame)):
+        return prior
+    cols = prob.columns
+    if prior.index.has_duplicates or len(prior) != len(cols) or not prior.index.isin(cols).all():
+        raise ValueError(f"{name} is indexed by {list(prior.index)[:5]} but prob's columns are "
+                         f"{list(cols)[:5]}: class priors are matched to prob's columns by name")
+    return prior.reindex(cols)
+
+
+def _match_prior_rows(prob, prior):
+    """Per-row priors (binary: a length-n vector; multiclass: an (n, k) matrix) are matched to
+    ``prob``'s rows by the package's alignment rule (pandas on the index, arrays by position);
+    a Series of class priors for a DataFrame ``prob`` is matched on its column names."""
+    if not isinstance(prior, (pd.Series, pd.DataFrame)):
+        return prior
+    if isinstance(prior, pd.Series) and np.ndim(prob) == 2:  # one prior per class
+        return _match_classes(prob, prior, "new_prior")
+    if isinstance(prior, pd.DataFrame) and isinstance(prob, pd.DataFrame):
+        cols = prob.columns
+        if (prior.columns.has_duplicates or len(prior.columns) != len(cols)
+                or not prior.columns.isin(cols).all()):
+            raise ValueError(f"new_prior has columns {list(prior.columns)[:5]} but prob has "
+                             f"{list(cols)[:5]}: class priors are matched to prob's columns "
+                             "by name")
+        prior = prior[cols]
+    if np.ndim(prob) == 0:
+        return prior
+    return align_rows({"prob": prob, "new_prior": prior})[0]["new_prior"]
+
+
 def adjust_prior(prob, old_prior, new_prior):
     """Recalibrate predicted probabilities for a change of class priors (Lemma 3 of Ziegler and Czyż).
 
@@ -116,25 +157,32 @@ def adjust_prior(prob, old_prior, new_prior):
         Either a vector of binary probabilities ``P_old(Y = 1 | x)`` (shape ``(n,)``), or an
         ``(n, k)`` matrix of class probabilities whose rows sum to 1.
     old_prior : float or array_like
-        The class prior the probabilities were calibrated under. Binary: ``P_old(Y = 1)``, a
-        float strictly inside (0, 1). Multiclass: a length-``k`` vector on the simplex with
-        strictly positive entries.
+        The class prior the probabilities were calibrated under. Binary: ``P_old(Y = 1)``, one
+        number strictly inside (0, 1) (a vector is refused). Multiclass: a length-``k`` vector
+        on the simplex with strictly positive entries.
     new_prior : float or array_like
         The class prior to recalibrate to. Binary: a float in [0, 1] or a length-``n`` vector
         (one prior per row, e.g. per subpopulation). Multiclass: a length-``k`` vector or an
         ``(n, k)`` matrix on the simplex.
 
+        pandas inputs are matched, never taken by position: per-row priors (a Series, or a
+        DataFrame) on ``prob``'s index, class priors (a Series, or a DataFrame's columns) on
+        ``prob``'s column names; labels that differ are refused. Arrays are matched by
+        position.
+
     Returns
     -------
     same type as ``prob``
         ``P_new(Y = i | x) = p_i r_i / sum_j p_j r_j`` with ``r_i = new_prior_i / old_prior_i``
-        (eqs. (5)-(6) of Ziegler and Czyż). pandas inputs keep their index and columns.
+        (eqs. (5)-(6) of Ziegler and Czyż). A pandas ``prob`` gives the same kind of object
+        with its index and columns.
 
     Raises
     ------
     ValueError
         If ``prob`` is outside [0, 1], has missing values or rows not summing to 1; if a prior
-        is outside its range, does not sum to 1 or has the wrong length.
+        is missing, outside its range, does not sum to 1, has the wrong length, or its pandas
+        labels do not match ``prob``'s; each message names the argument.
 
     Warns
     -----
@@ -161,10 +209,12 @@ def adjust_prior(prob, old_prior, new_prior):
     >>> pu.adjust_prior(np.array([0.5, 0.9]), old_prior=0.5, new_prior=0.2)
     array([0.2       , 0.69230769])
     """
+    new_prior = _match_prior_rows(prob, new_prior)
+    old_prior = _match_classes(prob, old_prior, "old_prior")
     arr, wrap = _as_prob_array(prob, "prob")
     if arr.ndim == 1:
         n = arr.shape[0]
-        old = _prior(old_prior, "old_prior", 1, n=n, open_=True)
+        old = _prior(old_prior, "old_prior", 1, n=n, open_=True, per_row=False)
         new = _prior(new_prior, "new_prior", 1, n=n)
         w1 = new * (1.0 - old)
         w0 = (1.0 - new) * old
@@ -196,6 +246,15 @@ def adjust_prior(prob, old_prior, new_prior):
                       "with new prior 0; their recalibrated probability is undefined (NaN)",
                       BoundaryWarning, stacklevel=2)
     return wrap(out)
+
+
+def _number(v, name):
+    if isinstance(v, (bool, np.bool_, str, bytes)) or np.ndim(v) != 0:
+        raise TypeError(f"{name} must be one number; got {v!r}")
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be one number; got {v!r}") from None
 
 
 def downsampling_correction(prob, w=None, *, base_rate=None, sampled_base_rate=None):
@@ -244,8 +303,8 @@ def downsampling_correction(prob, w=None, *, base_rate=None, sampled_base_rate=N
     if w is None:
         if base_rate is None or sampled_base_rate is None:
             raise ValueError("give w, or both base_rate and sampled_base_rate")
-        b = float(base_rate)
-        bs = float(sampled_base_rate)
+        b = _number(base_rate, "base_rate")
+        bs = _number(sampled_base_rate, "sampled_base_rate")
         for nm, v in (("base_rate", b), ("sampled_base_rate", bs)):
             if not 0 < v < 1:
                 raise ValueError(f"{nm} must be strictly between 0 and 1; got {v}")
@@ -255,7 +314,7 @@ def downsampling_correction(prob, w=None, *, base_rate=None, sampled_base_rate=N
                              " down-sampling negatives cannot lower the base rate")
         w = min(w, 1.0)
     else:
-        w = float(w)
+        w = _number(w, "w")
         if not 0 < w <= 1:
             raise ValueError(f"w (the rate at which negatives were kept) must be in (0, 1]; got {w}")
     num = w * arr

@@ -1,7 +1,10 @@
 """Calibration metrics against hand computations and brute-force definitions."""
 
+import warnings
+
 import matplotlib.axes
 import numpy as np
+import pandas as pd
 import pytest
 from numpy.testing import assert_allclose
 from scipy import stats
@@ -110,3 +113,130 @@ def test_bad_bins():
         metrics.ece([0, 1], [0.2, 0.3], strategy="kmeans")
     with pytest.raises(ValueError, match="alpha"):
         metrics.reliability_curve([0, 1], [0.2, 0.3], alpha=0.95)
+
+
+# -- issue 13: alignment, ties, shapes, options ---------------------------------------------------
+@pytest.fixture(scope="module")
+def indexed(forecast):
+    y, p = forecast
+    idx = pd.Index(np.arange(500, 500 + y.size), name="id")
+    perm = np.random.default_rng(3).permutation(y.size)
+    return pd.Series(y, idx), pd.Series(p, idx), perm
+
+
+@pytest.mark.parametrize("fn", [metrics.brier_score, metrics.log_loss, metrics.ks_error,
+                                metrics.ece, metrics.calibration_metrics])
+def test_series_are_aligned_on_the_index(indexed, forecast, fn):
+    Y, P, perm = indexed
+    ref = fn(*forecast)
+    got = fn(Y.iloc[perm], P)  # shuffled labels: matched on the index, not by position
+    if isinstance(ref, pd.Series):
+        pd.testing.assert_series_equal(got, ref)
+    else:
+        assert got == ref
+
+
+def test_reliability_and_compare_are_aligned(indexed, forecast):
+    Y, P, perm = indexed
+    y, p = forecast
+    pd.testing.assert_frame_equal(metrics.reliability_curve(Y.iloc[perm], P),
+                                  metrics.reliability_curve(y, p))
+    tab = metrics.compare_calibration(Y.iloc[perm], {"a": P, "b": (0.5 * P).iloc[perm[::-1]]})
+    ref = metrics.compare_calibration(y, {"a": p, "b": 0.5 * p})
+    pd.testing.assert_frame_equal(tab, ref)
+
+
+def test_misaligned_series_refused(indexed):
+    Y, P, _ = indexed
+    with pytest.raises(ValueError, match="p and y have different index labels"):
+        metrics.brier_score(Y, pd.Series(P.to_numpy()))
+    with pytest.raises(ValueError, match=r"forecasts\['b'\] and y have different index"):
+        metrics.compare_calibration(Y, {"a": P, "b": pd.Series(P.to_numpy())})
+    with pytest.raises(ValueError, match="p has 3 rows but y has 400"):
+        metrics.ece(Y, [0.1, 0.2, 0.3])
+
+
+@pytest.mark.parametrize("fn", [metrics.brier_score, metrics.log_loss, metrics.ks_error,
+                                metrics.ece, metrics.reliability_curve,
+                                metrics.calibration_metrics])
+def test_class_probability_matrix_refused(forecast, fn):
+    y, p = forecast
+    with pytest.raises(ValueError, match=r"p must be 1-D probabilities of the positive class; "
+                                         r"got shape \(400, 2\) \(pass p\[:, 1\]"):
+        fn(y, np.column_stack([1 - p, p]))
+    with pytest.raises(ValueError, match=r"p must be 1-D .* got shape \(400, 2\)"):
+        fn(y, pd.DataFrame({"neg": 1 - p, "pos": p}))
+    assert np.all(np.asarray(fn(y, p[:, None]) == fn(y, p)))  # a column vector is unambiguous
+
+
+def test_ties_share_a_bin_whatever_the_row_order():
+    p = np.full(4, 0.5)
+    for y in ([0, 0, 1, 1], [0, 1, 0, 1], [1, 1, 0, 0]):
+        assert metrics.ece(y, p, n_bins=2) == 0.0
+        rc = metrics.reliability_curve(y, p, n_bins=2)
+        assert rc["n"].tolist() == [4] and rc["observed"].tolist() == [0.5]
+    # ties straddling a boundary go to the bin of the first tied forecast
+    p = np.array([0.1, 0.2, 0.2, 0.2, 0.3, 0.4])
+    rc = metrics.reliability_curve([0, 0, 1, 0, 1, 1], p, n_bins=3)
+    # ranks strictly below: 0, 1, 1, 1, 4, 5 -> bins floor(r * 3 / 6) = 0, 0, 0, 0, 2, 2
+    assert rc["n"].tolist() == [4, 2] and rc.index.tolist() == [0, 2]
+    assert_allclose(rc["mean_predicted"], [0.175, 0.35], rtol=1e-14)
+
+
+def test_metrics_do_not_depend_on_row_order(forecast):
+    y, p = forecast
+    p = np.round(p, 2)  # many ties
+    perm = np.random.default_rng(5).permutation(y.size)
+    pd.testing.assert_series_equal(metrics.calibration_metrics(y[perm], p[perm]),
+                                   metrics.calibration_metrics(y, p))
+    pd.testing.assert_frame_equal(metrics.reliability_curve(y[perm], p[perm]),
+                                  metrics.reliability_curve(y, p))
+
+
+@pytest.mark.parametrize("eps", [0.7, 0.5, 0.0, -1.0, np.nan])
+def test_log_loss_eps_must_be_small(eps):
+    with pytest.raises(ValueError, match=r"eps must be in \(0, 0.5\)"):
+        metrics.log_loss([0, 1], [0.2, 0.7], eps=eps)
+    with pytest.raises(TypeError, match="eps must be a small positive number"):
+        metrics.log_loss([0, 1], [0.2, 0.7], eps="1e-15")
+
+
+@pytest.mark.parametrize("n_bins, exc", [(0, ValueError), (2.5, ValueError), (np.nan, ValueError),
+                                         (np.inf, ValueError), ("a", TypeError),
+                                         (True, TypeError), (None, TypeError)])
+def test_n_bins_named(n_bins, exc):
+    for fn in (metrics.ece, metrics.reliability_curve, metrics.calibration_metrics):
+        with pytest.raises(exc, match="n_bins must be a positive integer"):
+            fn([0, 1], [0.2, 0.3], n_bins=n_bins)
+
+
+@pytest.mark.parametrize("y, p, match", [
+    (1, [0.5], "y must hold one value per row"),
+    ([1], 0.5, "p must hold one value per row"),
+    ([0, 1], [0.5, np.inf], "p must be in"),
+    ([0, 1], [0.5, np.nan], "p: 1 missing"),
+    ([0, np.nan], [0.5, 0.5], "y: 1 missing"),
+    ([[0, 1], [1, 0]], [0.5, 0.5], r"y must be 1-D 0/1 labels; got shape \(2, 2\)"),
+    ([], [], "y is empty"),
+])
+def test_bad_rows_named(y, p, match):
+    with pytest.raises(ValueError, match=match):
+        metrics.brier_score(y, p)
+
+
+def test_compare_calibration_bad_forecasts(forecast):
+    y, p = forecast
+    with pytest.raises(TypeError, match="forecasts must be a dict"):
+        metrics.compare_calibration(y, [p])
+    with pytest.raises(ValueError, match=r"forecasts\['bad'\]: p must be in"):
+        metrics.compare_calibration(y, {"ok": p, "bad": p + 1})
+
+
+def test_edge_inputs_no_numpy_warnings():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        metrics.calibration_metrics([0, 1, 1, 0], [0.0, 1.0, 0.0, 1.0])
+        metrics.reliability_curve([1, 1, 1, 1], [0.2, 0.3, 0.9, 1.0])
+        metrics.reliability_curve([0, 0, 0], [0.0, 0.0, 0.0], strategy="uniform")
+        metrics.log_loss([0, 1], [1.0, 0.0], eps=1e-300)
+        metrics.ece([1], [0.3])

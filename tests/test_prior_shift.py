@@ -160,3 +160,66 @@ def test_no_warnings_on_ordinary_input(probs):
         warnings.simplefilter("error")
         pu.adjust_prior(probs, 0.5, 0.2)
         pu.downsampling_correction(probs, 0.3)
+
+
+# -- issue 13: alignment and priors that cannot be right -------------------------------------------
+def test_per_row_new_prior_series_aligned_on_prob_index(probs):
+    idx = pd.Index(np.arange(7000, 7000 + probs.size))
+    P = pd.Series(probs, idx, name="p")
+    new = pd.Series(np.random.default_rng(2).uniform(0.05, 0.95, probs.size), idx)
+    perm = np.random.default_rng(3).permutation(probs.size)
+    out = pu.adjust_prior(P, 0.3, new.iloc[perm])
+    assert out.index.equals(idx) and out.name == "p"
+    assert np.array_equal(out.to_numpy(), pu.adjust_prior(probs, 0.3, new.to_numpy()))
+    with pytest.raises(ValueError, match="new_prior and prob have different index labels"):
+        pu.adjust_prior(P, 0.3, pd.Series(new.to_numpy()))
+
+
+def test_multiclass_priors_matched_by_class_name(probmat):
+    cols = ["cat", "dog", "eel"]
+    df = pd.DataFrame(probmat, columns=cols, index=np.arange(100, 100 + len(probmat)))
+    old = pd.Series([0.2, 0.3, 0.5], index=cols)
+    new = pd.Series([0.6, 0.3, 0.1], index=cols)
+    ref = pu.adjust_prior(df, old, new)
+    shuffled = pu.adjust_prior(df, old[["eel", "cat", "dog"]], new[["dog", "eel", "cat"]])
+    pd.testing.assert_frame_equal(shuffled, ref)
+    assert list(ref.columns) == cols and ref.index.equals(df.index)
+    with pytest.raises(ValueError, match="old_prior is indexed by .* prob's columns are"):
+        pu.adjust_prior(df, pd.Series([0.2, 0.3, 0.5], index=["a", "b", "c"]), new)
+    # per-row priors as a DataFrame: rows on the index, columns on the names
+    rowp = pd.DataFrame(np.tile([0.6, 0.3, 0.1], (len(df), 1)), index=df.index, columns=cols)
+    perm = np.random.default_rng(4).permutation(len(df))
+    out = pu.adjust_prior(df, old, rowp.iloc[perm][["eel", "dog", "cat"]])
+    pd.testing.assert_frame_equal(out, ref)
+
+
+@pytest.mark.parametrize("old", [[0.2, 0.3], [0.7, 0.3], np.array([0.4, 0.4])])
+def test_binary_old_prior_must_be_one_number(old):
+    with pytest.raises(ValueError, match=r"old_prior: for binary probabilities give P\(Y = 1\) "
+                                         "as one number"):
+        pu.adjust_prior(np.array([0.4, 0.6]), old, 0.5)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(old_prior=np.nan, new_prior=0.5), "old_prior has missing values"),
+    (dict(old_prior=0.3, new_prior=np.nan), "new_prior has missing values"),
+    (dict(old_prior=0.3, new_prior=[0.5, np.nan]), "new_prior has missing values"),
+    (dict(old_prior=1.5, new_prior=0.5), r"old_prior must be in \(0, 1\)"),
+    (dict(old_prior=0.3, new_prior=-0.1), r"new_prior must be in \[0, 1\]"),
+    (dict(old_prior=0.3, new_prior=np.inf), r"new_prior must be in \[0, 1\]"),
+    (dict(old_prior="0.3", new_prior=0.5), "old_prior must be numeric"),
+    (dict(old_prior=None, new_prior=0.5), "old_prior must be numeric"),
+])
+def test_bad_priors_named(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        pu.adjust_prior(np.array([0.4, 0.6]), **kwargs)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(w="0.5"), "w must be one number"),
+    (dict(w=[0.5]), "w must be one number"),
+    (dict(base_rate="a", sampled_base_rate=0.5), "base_rate must be one number"),
+])
+def test_downsampling_non_numbers_named(kwargs, match):
+    with pytest.raises(TypeError, match=match):
+        pu.downsampling_correction([0.3, 0.5], **kwargs)

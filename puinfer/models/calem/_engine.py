@@ -96,15 +96,36 @@ def _surrogate_treated(eta_t, z, eta_e):
 
 
 def known_h_values(h, s_t):
-    """A known treatment effect (constant or function of the score) on the treated scores."""
+    """A known treatment effect (constant or function of the score) on the treated scores.
+
+    Raises ``ValueError``/``TypeError`` naming ``h`` for a value that is not a number in
+    [0, 1] (NaN, infinite, a string, a sequence) or a function that does not return one such
+    number per score.
+    """
     if callable(h):
         ht = as_float_vector(h(s_t), "h(score)")
         if ht.size != s_t.size:
-            raise ValueError("h(score) must return one value per score")
+            raise ValueError(f"h(score) must return one value per score; got {ht.size} "
+                             f"values for {s_t.size} scores")
+        what = "h(score)"
     else:
-        ht = np.full(s_t.size, float(h))
-    if np.any((ht < 0) | (ht > 1)):
-        raise ValueError("h must be in [0, 1]")
+        msg = f"h must be one number in [0, 1] or a function of the score; got {h!r}"
+        if isinstance(h, (bool, np.bool_, str, bytes)):
+            raise TypeError(msg)
+        try:
+            h0 = np.asarray(h, dtype=float)
+        except (TypeError, ValueError):
+            raise TypeError(msg) from None
+        if h0.ndim != 0:
+            raise TypeError(msg)
+        if not np.isfinite(h0):
+            raise ValueError(f"h must be a number in [0, 1]; got {float(h0)}")
+        ht = np.full(s_t.size, float(h0))
+        what = "h"
+    bad = (ht < 0) | (ht > 1)
+    if np.any(bad):
+        raise ValueError(f"{what} must be in [0, 1]; {int(bad.sum())} value(s) are not "
+                         f"(e.g. {ht[bad][:3].tolist()})")
     return ht
 
 
@@ -131,6 +152,7 @@ class ParametricEngine:
         self.w = np.ones(X.shape[0])
         self.z1 = z == 1
         log_e, log1m_e = -_softplus(-eta_e_t), -_softplus(eta_e_t)
+        self._log_e = log_e
         self._c = 1.0 - 1.0 / np.maximum(self.g_eta_t, 1e-300)   # phi below the kink
         self._k = self._c * log1m_e - log_e                       # phi's constant above it
 
@@ -154,24 +176,32 @@ class ParametricEngine:
         free = self.z1 & (eta_t < self.eta_e_t)     # treated positives with h > 0 (unclipped)
         pen = 0.5 * theta @ self.P @ theta
         F = (float(self.y @ eta[:nc] + log1m[:nc].sum())
-             + float(np.where(self.z1, np.where(free, self._c * log1m_t,
+             # c log(1 - g) only where it is used: elsewhere c (~ -1/g_eta) can overflow it
+             + float(np.where(self.z1, np.where(free, self._c * np.where(free, log1m_t, 0.0),
                                                 eta_t + log1m_t + self._k), log1m_t).sum())
              - pen)
         out = {"F": F, "eta": eta, "free": free, "pen": pen}
         if grad or jac:
             p = np.exp(eta + log1m)                 # g
             pt = p[nc:]
-            a = np.where(free, pt / self.g_eta_t, self.z)   # z min(1, g / g_eta)
+            # g / g_eta on the log scale: g_eta can underflow to 0 on separated data
+            ratio = self._ratio(eta_t, log1m_t, free)
+            a = np.where(free, ratio, self.z)       # z min(1, g / g_eta)
             lab = np.concatenate([self.y, a])
             out["a"] = a
             out["Q"] = float(lab @ eta + log1m.sum()) - pen
             out["G"] = self.X.T @ (lab - p) - self.P @ theta
             if jac:
                 d = p * (1.0 - p)
-                d[nc:] -= np.where(free, pt * (1.0 - pt) / self.g_eta_t, 0.0)
+                d[nc:] -= np.where(free, ratio * (1.0 - pt), 0.0)
                 out["J"] = -(self.X.T @ (self.X * d[:, None])) - self.P
                 out["d_q"] = p * (1.0 - p)
         return out
+
+    def _ratio(self, eta_t, log1m_t, free):
+        """``g / g_eta`` on the rows where ``g < g_eta`` (``free``; 0 elsewhere), as
+        ``exp(log g - log g_eta)``: exact where ``g_eta`` underflows to 0."""
+        return np.exp(np.where(free, np.minimum(eta_t + log1m_t - self._log_e, 0.0), -np.inf))
 
     def q(self, theta, a):
         """Objective (17) (penalised as Algorithm 2) at ``theta`` with E-step labels ``a``."""
@@ -225,7 +255,11 @@ class ParametricEngine:
         """``H_Q^{-1} G``: to first order the EM step ``M(theta) - theta`` (one Newton step
         on (17) from ``theta``)."""
         HQ = self.X.T @ (self.X * ev["d_q"][:, None]) + self.P
-        return np.linalg.solve(HQ, ev["G"])
+        try:
+            return np.linalg.solve(HQ, ev["G"])
+        except np.linalg.LinAlgError:
+            # every fitted probability is 0 or 1 (diverging, separated fit): least squares
+            return np.linalg.lstsq(HQ, ev["G"], rcond=None)[0]
 
     def sandwich(self, theta):
         """Sandwich covariance of the CalEM fixed point as a stacked M-estimator in (theta, eta).
@@ -244,7 +278,7 @@ class ParametricEngine:
         A = np.zeros((2 * k, 2 * k))
         A[:k, :k] = -ev["J"]
         # d U_theta / d eta = sum_t z 1{free} g d(1/g_eta)/d eta x x' = -(...)(1 - g_eta)/g_eta
-        d = np.where(free, pt * (1 - ge) / ge, 0.0)
+        d = self._ratio(ev["eta"][self.nc:], -_softplus(ev["eta"][self.nc:]), free) * (1 - ge)
         A[:k, k:] = Xt.T @ (Xt * d[:, None])
         A[k:, k:] = Xt.T @ (Xt * (ge * (1 - ge))[:, None]) + self.P
         psi_c = Xc * (y - pc)[:, None]
@@ -331,6 +365,32 @@ class Setup:
     baseline: FittedCalibrator
     biased: FittedCalibrator
     warnings: tuple
+    #: the engine's rows: control scores ``s_c`` then treated scores ``s_t``, each in the
+    #: canonical order; the treated rows are ``model.score[model.treated][order_t]``
+    order_t: np.ndarray
+    s_c: np.ndarray
+    s_t: np.ndarray
+
+
+def canonical_rows(model):
+    """Control and treated rows, each sorted by (score, label): every sum of the fit then
+    runs in one order whatever the order of the caller's rows, so the estimates depend only
+    on the data, not on how the rows were shuffled (bit for bit)."""
+    s_c, s_t = model.score[~model.treated], model.score[model.treated]
+    y, z = model.label[~model.treated], model.label[model.treated]
+    oc, ot = np.lexsort((y, s_c)), np.lexsort((z, s_t))
+    return s_c[oc], s_t[ot], y[oc], z[ot], ot
+
+
+def _fit_set(who, cal, basis, X, lab, start=None):
+    """The calibrator fitted to one set (control or treated); errors name the set."""
+    try:
+        return cal._fit_design(basis, X, lab, np.ones_like(lab), start=start)
+    except np.linalg.LinAlgError as exc:
+        raise ValueError(f"{who} set: the {cal.name} calibrator cannot be fitted ({exc}); "
+                         "too few rows or distinct scores?") from None
+    except ValueError as exc:
+        raise ValueError(f"{who} set: {exc}") from None
 
 
 def setup(model) -> Setup:
@@ -339,15 +399,20 @@ def setup(model) -> Setup:
     from ... import exceptions as _exc
 
     cal = model.calibrator
-    s_c, s_t = model.score[~model.treated], model.score[model.treated]
-    y, z = model.label[~model.treated], model.label[model.treated]
-    basis = cal.make_basis(model.score)
+    s_c, s_t, y, z, order_t = canonical_rows(model)
+    basis = cal.make_basis(np.sort(model.score))
     if cal.parametric:
         X = cal.design(basis, np.concatenate([s_c, s_t]))
         nc = s_c.size
-        baseline = cal._fit_design(basis, X[:nc], y, np.ones_like(y))
-        biased = cal._fit_design(basis, X[nc:], z, np.ones_like(z),
-                                 start=baseline.params.to_numpy())
+        k = X.shape[1]
+        for who, m in (("control", nc), ("treated", s_t.size)):
+            if m <= k:
+                raise ValueError(
+                    f"treated: the {who} set has {m} row(s) for the {cal.name} calibrator's "
+                    f"{k} parameters; each set needs more rows than parameters (more data, or "
+                    "a calibrator with fewer parameters)")
+        baseline = _fit_set("control", cal, basis, X[:nc], y)
+        biased = _fit_set("treated", cal, basis, X[nc:], z, start=baseline.params.to_numpy())
         engine = ParametricEngine(cal, basis, X, nc, y, z, X[nc:] @ biased.params.to_numpy(),
                                   cal.penalty(basis))
     else:
@@ -358,7 +423,7 @@ def setup(model) -> Setup:
     for f, who in ((baseline, "control"), (biased, "treated")):
         for cat, msg in f.warnings:
             warn_and_record(warns, f"{who} fit: {msg}", getattr(_exc, cat, _exc.PuinferWarning))
-    return Setup(engine, basis, baseline, biased, tuple(warns))
+    return Setup(engine, basis, baseline, biased, tuple(warns), order_t, s_c, s_t)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -525,7 +590,9 @@ def check_method(cal, method, tol):
     if method == "newton" and not cal.parametric:
         raise ValueError("method='newton' needs a parametric calibrator; use 'squarem' or 'em' "
                          "for isotonic")
-    if tol <= 0:
+    if isinstance(tol, (bool, np.bool_)) or not isinstance(tol, (int, float, np.number)):
+        raise TypeError(f"tol must be a positive number; got {tol!r}")
+    if not (np.isfinite(tol) and tol > 0):
         raise ValueError(f"tol must be positive; got {tol}")
     return method
 
@@ -544,9 +611,14 @@ def fit_calem(model, *, method, maxiter, tol, h) -> CalEMFit:
     """All of the estimation of :meth:`CalEM.fit`; see its docstring."""
     cal = model.calibrator
     method = check_method(cal, method, tol)
+    if maxiter is not None and (isinstance(maxiter, (bool, np.bool_))
+                                or not isinstance(maxiter, (int, np.integer)) or maxiter < 1):
+        raise ValueError(f"maxiter must be a positive integer (or None); got {maxiter!r}")
+    if h is not None and not callable(h):
+        known_h_values(h, np.zeros(1))  # refuse a bad h before the (costly) setup
     st = setup(model)
     eng, warns = st.engine, list(model.init_warnings) + list(st.warnings)
-    z, s_t = eng.z, model.score[model.treated]
+    z, s_t = eng.z, st.s_t
     theta0 = eng.theta_of(st.baseline)
     if h is not None:
         a_known = z * (1.0 - known_h_values(h, s_t))
@@ -562,9 +634,12 @@ def fit_calem(model, *, method, maxiter, tol, h) -> CalEMFit:
     a, h_raw = soft_labels(z, eng.g_treated(theta), eng.g_eta_t)
     if h is not None:
         a = a_known
-    pooled = cal._fit_arrays(st.basis, model.score, model.label.astype(float),
+    pooled = cal._fit_arrays(st.basis, np.concatenate([st.s_c, st.s_t]),
+                             np.concatenate([eng.y, z]).astype(float),
                              np.ones(model.score.size))
     cov = None if h is not None else eng.sandwich(theta)
-    return CalEMFit(st.basis, eng.fitted(theta), st.baseline, st.biased, pooled, h_raw,
+    h_model = np.empty_like(h_raw)
+    h_model[st.order_t] = h_raw  # back to the model's order of the treated rows
+    return CalEMFit(st.basis, eng.fitted(theta), st.baseline, st.biased, pooled, h_model,
                     float(eng.q(theta, a)), float(eng.surrogate(theta)),
                     eng.penalty_value(theta), cov, trace, conv, method, tuple(warns))

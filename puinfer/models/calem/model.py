@@ -8,14 +8,20 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from ..._align import align_rows, check_missing_option, drop_missing
 from ..._validation import as_float_vector, check_binary, warn_and_record
 from ...base.model import Model
 from ...exceptions import AssumptionWarning, ClippingWarning
-from ...formula import Design, _used_columns
+from ...formula import Design, _used_columns, build_design
 from ._engine import fit_calem, setup
 from .calibrators import Calibrator, FormulaCalibrator, make_calibrator
 
 __all__ = ["CalEM"]
+
+
+def _is_scalar(v) -> bool:
+    return v is None or isinstance(v, (str, bytes)) or np.isscalar(v) or \
+        (isinstance(v, np.ndarray) and v.ndim == 0)
 
 
 class CalEM(Model):
@@ -29,12 +35,16 @@ class CalEM(Model):
 
     Parameters
     ----------
-    score : array_like
+    score : array_like or pandas.Series
         Classifier scores in [0, 1] for all rows (control and treated).
-    label : array_like of 0/1
+    label : array_like or pandas.Series of 0/1
         The clean label ``y`` on control rows, the biased label ``z`` on treated rows.
-    treated : array_like of 0/1 or bool
+    treated : array_like or pandas.Series of 0/1 or bool
         1 (True) for treated rows (biased labels), 0 for control rows (clean labels).
+
+        pandas inputs are aligned on their index (never by position) and refused if their
+        labels differ; arrays are matched by position. Outputs (e.g. ``predict()``) carry the
+        index of the first pandas argument (see :mod:`puinfer._align`).
     calibrator : str or Calibrator, default "spline"
         ``"logistic"`` (Platt), ``"beta"``, ``"spline"`` (natural cubic spline of
         ``logit(score)``), ``"isotonic"``, a right-hand-side formula in ``score`` such as
@@ -43,6 +53,10 @@ class CalEM(Model):
         Scores of exactly 0 or 1 are clipped to ``[eps, 1 - eps]`` (with a
         :class:`~puinfer.exceptions.ClippingWarning`) because the calibrators work on the
         log-odds of the score.
+    missing : {"raise", "drop"}, default "raise"
+        Rows with a missing value in ``score``, ``label`` or ``treated``: ``"raise"`` refuses
+        them (naming the argument), ``"drop"`` drops them; the number dropped is
+        :attr:`n_dropped` and is shown in the results' ``summary()``.
     **calibrator_options
         Options of a named calibrator, e.g. ``df=6`` or ``lam=1.0`` for ``"spline"``.
 
@@ -50,7 +64,8 @@ class CalEM(Model):
     ------
     ValueError
         If a score lies outside [0, 1], a label or treatment indicator is not 0/1, the
-        lengths differ, the control or the treated group is empty or has no positive labels,
+        lengths differ or pandas indexes do not match, the control or the treated group is
+        empty or has no positive labels,
         or the treated share of positives is clearly (one-sided two-proportion z-test,
         p < 1e-4) *below* the control's -- Assumption 1 (treatment only turns negatives into
         positives) is then contradicted by the data. A lower treated share that is not
@@ -83,12 +98,25 @@ class CalEM(Model):
 
     exog_names = ["score"]
 
+    #: rows dropped for missing values (``missing="drop"``); 0 otherwise
+    n_dropped: int = 0
+    #: the ``missing=`` option
+    missing: str = "raise"
+    #: the index of the rows (the first pandas argument's, after alignment and drops), or None
+    index: pd.Index | None = None
+
     def __init__(self, score, label, treated, *, calibrator="spline", eps: float = 1e-6,
-                 **calibrator_options):
-        self.index = score.index if isinstance(score, pd.Series) else None
-        s = as_float_vector(score, "score")
-        lab = check_binary(label, "label")
-        tr = check_binary(treated, "treated").astype(bool)
+                 missing: str = "raise", **calibrator_options):
+        self.missing = check_missing_option(missing)
+        for name, v in (("score", score), ("label", label), ("treated", treated)):
+            if _is_scalar(v):
+                raise ValueError(f"{name} must hold one value per row; got {v!r}")
+        args, index = align_rows({"score": score, "label": label, "treated": treated})
+        args, index, self.n_dropped = drop_missing(args, index, missing)
+        self.index = index
+        s = as_float_vector(args["score"], "score")
+        lab = check_binary(args["label"], "label")
+        tr = check_binary(args["treated"], "treated").astype(bool)
         if not (s.size == lab.size == tr.size):
             raise ValueError(f"score, label and treated must have the same length; got "
                              f"{s.size}, {lab.size} and {tr.size}")
@@ -97,7 +125,11 @@ class CalEM(Model):
             raise ValueError(f"score must be in [0, 1]; {int(bad.sum())} value(s) are not "
                              f"(e.g. {s[bad][:3].tolist()})")
         self.calibrator: Calibrator = make_calibrator(calibrator, **calibrator_options)
-        if not 0 < eps < 0.5:
+        try:
+            eps_ok = 0 < eps < 0.5
+        except TypeError:
+            raise TypeError(f"eps must be a number in (0, 0.5); got {eps!r}") from None
+        if not eps_ok:
             raise ValueError(f"eps must be in (0, 0.5); got {eps}")
         self.eps = float(eps)
         self.init_warnings: list = []
@@ -145,7 +177,7 @@ class CalEM(Model):
     # -- formula ---------------------------------------------------------------------------------
     @classmethod
     def from_formula(cls, formula: str, data: pd.DataFrame, *, treated, score: str | None = None,
-                     eps: float = 1e-6):
+                     eps: float = 1e-6, missing: str = "raise"):
         """Specify CalEM by a formula ``"label ~ <calibration map in the score>"``.
 
         Parameters
@@ -157,24 +189,67 @@ class CalEM(Model):
         data : pandas.DataFrame
             The data; not modified.
         treated : str or array_like
-            Column name (or values) of the 0/1 treatment indicator.
+            Column name (or values) of the 0/1 treatment indicator. A pandas Series is aligned
+            on ``data``'s index (refused if the labels differ); an array is matched by position.
         score : str, optional
             The score column; inferred when the right-hand side names exactly one column.
         eps : float
             Clipping of scores equal to 0 or 1 (see :class:`CalEM`).
+        missing : {"raise", "drop"}, default "raise"
+            Rows with a missing value in a column the formula uses or in ``treated``:
+            ``"raise"`` refuses them (naming the column), ``"drop"`` drops them and records the
+            number in :attr:`n_dropped` (shown in ``summary()``).
 
         Returns
         -------
         CalEM
             Its calibrator is a :class:`~puinfer.models.calem.FormulaCalibrator` with the
             right-hand side; the formula's basis (e.g. spline knots) is learned from the
-            (clipped) scores of all rows when the model is fitted.
+            (clipped) scores of all rows when the model is fitted. Outputs carry ``data``'s
+            index.
         """
-        return super().from_formula(formula, data, treated=treated, score=score, eps=eps)
+        check_missing_option(missing)
+        if isinstance(data, dict):
+            data = pd.DataFrame(data)
+        if not isinstance(data, pd.DataFrame):
+            raise TypeError(f"data must be a pandas DataFrame; got {type(data).__name__}")
+        if not isinstance(formula, str):
+            raise TypeError("formula must be a string")
+        if score is not None and score not in data.columns:
+            raise ValueError(f"score column {score!r} is not in data")
+        if isinstance(treated, str):
+            if treated not in data.columns:
+                raise ValueError(f"treated column {treated!r} is not in data")
+            tr = data[treated]
+        else:
+            if _is_scalar(treated):
+                raise ValueError(f"treated must be a column name or one value per row of data; "
+                                 f"got {treated!r}")
+            tr = align_rows({"data": data, "treated": treated})[0]["treated"]
+        n_dropped = 0
+        cols = list(dict.fromkeys(_used_columns(formula, data)
+                                  + ([score] if score is not None else [])))
+        if missing == "raise":
+            na = data[cols].isna().sum()
+            if na.any():
+                bad = {str(c): int(v) for c, v in na.items() if v}
+                raise ValueError(f"data: missing values in column(s) {bad} (number missing); "
+                                 "pass missing='drop' to drop those rows")
+        else:
+            miss = data[cols].isna().any(axis=1).to_numpy() \
+                | pd.isna(np.asarray(tr, dtype=object)).reshape(len(data), -1).any(axis=1)
+            if miss.any():
+                n_dropped = int(miss.sum())
+                data = data[~miss]
+                tr = tr[~miss] if isinstance(tr, pd.Series) else np.asarray(tr)[~miss]
+        design = build_design(formula, data, require_lhs=cls._formula_lhs)
+        model = cls._from_design(design, data, treated=tr, score=score, eps=eps, missing=missing)
+        model.n_dropped = n_dropped
+        return model
 
     @classmethod
     def _from_design(cls, design: Design, data: pd.DataFrame, *, treated, score=None,
-                     eps=1e-6):
+                     eps=1e-6, missing="raise"):
         if score is None:
             cols = _used_columns(design.rhs, data)
             if len(cols) != 1:
@@ -187,7 +262,7 @@ class CalEM(Model):
             raise ValueError(f"treated column {treated!r} is not in data")
         tr = data[treated] if isinstance(treated, str) else treated
         cal = FormulaCalibrator("~" + design.rhs, score_name=score)
-        model = cls(data[score], design.y, tr, calibrator=cal, eps=eps)
+        model = cls(data[score], design.y, tr, calibrator=cal, eps=eps, missing=missing)
         model.score_name = score
         model.design = design
         return model

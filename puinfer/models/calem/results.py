@@ -7,6 +7,7 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
+from ..._align import align_rows
 from ..._validation import as_float_vector, check_alpha
 from ...base.results import LikelihoodResults, data_fingerprint, readonly
 from ...inference.hypothesis import HypothesisTestResult, lr_test
@@ -20,6 +21,9 @@ _NO_COV_ISOTONIC = ("isotonic calibration has no parametric covariance: bse are 
                     "conf_int/cov_params are not available")
 _NO_COV_KNOWN_H = ("a fit with a known h has no sandwich covariance: bse are NaN and "
                    "conf_int/cov_params are not available")
+_NO_COV_SINGULAR = ("the sandwich covariance does not exist (singular derivative of the "
+                    "estimating equations; separated data?): bse are NaN and "
+                    "conf_int/cov_params are not available")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -65,7 +69,7 @@ class _CurvesMixin:
     def _score_in(self, score):
         if score is None:
             return self.model.score, self.model.index
-        idx = score.index if isinstance(score, pd.Series) else None
+        idx = score.index if isinstance(score, (pd.Series, pd.DataFrame)) else None
         s = as_float_vector(score, "score")
         bad = (s < 0) | (s > 1)
         if bad.any():
@@ -79,7 +83,9 @@ class _CurvesMixin:
     def predict(self, score=None):
         """Calibrated probability ``g_theta_hat(score)`` (default: the model's scores).
 
-        A pandas Series in gives a Series (same index) out; an array gives an array.
+        A pandas Series in gives a Series (same index) out; an array gives an array. Without
+        ``score``: the model's rows, as a Series with their index if the model was given
+        pandas inputs.
         """
         s, idx = self._score_in(score)
         return self._out(self.calibrator.predict(s), idx, "calem")
@@ -109,10 +115,16 @@ class _CurvesMixin:
 
     def metrics(self, score, y, *, n_bins: int = 15) -> pd.DataFrame:
         """Brier, log-loss, KS error and ECE of the baseline, ``g_eta`` and CalEM on labelled
-        data (e.g. a held-out control set): one row per calibrator."""
+        data (e.g. a held-out control set): one row per calibrator.
+
+        pandas ``score`` and ``y`` are aligned on their index (refused if the labels differ);
+        arrays are matched by position.
+        """
         from ...metrics import compare_calibration
 
-        s, _ = self._score_in(score)
+        args, _ = align_rows({"score": score, "y": y})
+        s, _ = self._score_in(args["score"])
+        y = args["y"]
         return compare_calibration(y, {"baseline": self.baseline.predict(s),
                                        "biased (g_eta)": self.biased.predict(s),
                                        "CalEM": self.calibrator.predict(s)}, n_bins=n_bins)
@@ -121,7 +133,8 @@ class _CurvesMixin:
         """Reliability diagram of the baseline and CalEM on ``(score, y)``.
 
         Defaults to the control rows (in-sample: optimistic for the baseline); pass held-out
-        clean data for an honest comparison. Returns the Axes.
+        clean data for an honest comparison (pandas ``score`` and ``y`` are aligned on their
+        index). Returns the Axes.
         """
         from ...metrics import plot_reliability
 
@@ -131,7 +144,9 @@ class _CurvesMixin:
             s = self.model.score[~self.model.treated]
             y = self.model.label[~self.model.treated]
         else:
-            s, _ = self._score_in(score)
+            args, _ = align_rows({"score": score, "y": y})
+            s, _ = self._score_in(args["score"])
+            y = args["y"]
         ax = plot_reliability(y, self.baseline.predict(s), n_bins=n_bins, ax=ax,
                               label="baseline (control only)")
         plot_reliability(y, self.calibrator.predict(s), n_bins=n_bins, ax=ax, label="CalEM")
@@ -190,6 +205,9 @@ class CalEMResults(_CurvesMixin, LikelihoodResults):
         Objective (17) at the fixed point, ``Q(theta_hat | theta_hat)``, the expected
         complete-data log-likelihood (penalised for a penalised spline).
     nobs : int
+        Rows used (after ``missing="drop"``).
+    n_dropped : int
+        Rows dropped for missing values (``missing="drop"``; 0 otherwise).
     df_model : int
         Number of free parameters (isotonic: number of distinct fitted levels).
     edf : float
@@ -261,7 +279,9 @@ class CalEMResults(_CurvesMixin, LikelihoodResults):
         self._cov = None if fit.cov is None else pd.DataFrame(
             fit.cov, index=self._params.index, columns=self._params.index)
         self._no_cov_reason = None if fit.cov is not None else (
-            _NO_COV_ISOTONIC if not model.calibrator.parametric else _NO_COV_KNOWN_H)
+            _NO_COV_ISOTONIC if not model.calibrator.parametric
+            else _NO_COV_KNOWN_H if fit.method == "known h" else _NO_COV_SINGULAR)
+        self.n_dropped = int(model.n_dropped)
         warns = list(fit.warnings)
         if self._no_cov_reason is not None:
             warns.append(("NoCovariance", self._no_cov_reason))
@@ -326,7 +346,7 @@ class CalEMResults(_CurvesMixin, LikelihoodResults):
     def mean_h_treated_positives(self) -> float:
         """Mean estimated ``h`` over treated positives: the share of their positives
         attributed to the treatment."""
-        h = np.clip(self._h_raw[self._zpos], 0, 1)
+        h = np.sort(np.clip(self._h_raw[self._zpos], 0, 1))  # sorted: free of the row order
         return float(h.mean()) if h.size else float("nan")
 
     @property
@@ -362,11 +382,22 @@ class CalEMResults(_CurvesMixin, LikelihoodResults):
                 "isotonic calibration has no chi-square reference distribution; use a "
                 "parametric calibrator", null=null,
                 method="Likelihood-ratio test of no label bias")
+        method = "Likelihood-ratio test of no label bias"
+        unconverged = [who for who, f in (("control", self.baseline), ("treated", self.biased),
+                                          ("pooled", self.pooled)) if not f.converged]
+        if unconverged:
+            return HypothesisTestResult.invalid(
+                f"the {', '.join(unconverged)} calibrator fit(s) did not converge (separated "
+                "data?), so the likelihood ratio is not at its maximum", null=null,
+                method=method)
         restricted = _CurvesResults(cal, self.basis, (self.pooled,), self.data_fingerprint,
                                     "one calibration curve for control and treated (no bias)")
         full = _CurvesResults(cal, self.basis, (self.baseline, self.biased),
                               self.data_fingerprint, "separate control and treated curves")
-        t = lr_test(restricted, full)
+        try:
+            t = lr_test(restricted, full)
+        except ValueError as exc:  # a fit short of its maximum (separated data)
+            return HypothesisTestResult.invalid(str(exc), null=null, method=method)
         if full.penalized:
             t.extra["note"] = "penalised spline: effective degrees of freedom (approximate)"
         return t
@@ -396,6 +427,8 @@ class CalEMResults(_CurvesMixin, LikelihoodResults):
                 ("Mean h (treated z=1)", self.mean_h_treated_positives),
                 ("Share h clipped", self.share_clipped), ("Method", self.method)):
             s.add_info(key, value)
+        if m.missing == "drop":
+            s.add_info("Rows dropped (missing='drop')", self.n_dropped)
         if m.calibrator.parametric:
             tab = coef_table(self._params, self.bse if self._cov is not None else None,
                              level=1 - alpha)

@@ -1,0 +1,225 @@
+"""CalEM and awkward input (issue 13): pandas alignment, missing=, validation of h, tiny sets,
+separated data without numpy warnings, results without a covariance."""
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from numpy.testing import assert_array_equal
+
+import puinfer as pu
+from puinfer.models.calem import CalEM
+
+
+def _toy(n=600, seed=0):
+    rng = np.random.default_rng(seed)
+    s = rng.uniform(0.02, 0.98, n)
+    tr = (rng.random(n) < 0.7).astype(int)
+    y = rng.binomial(1, s)
+    z = np.where(y == 1, 1, rng.binomial(1, 0.3 * s))
+    return s, np.where(tr == 1, z, y), tr
+
+
+@pytest.fixture(scope="module")
+def toy():
+    s, lab, tr = _toy()
+    idx = pd.Index(np.arange(1000, 1000 + s.size), name="id")
+    perm = np.random.default_rng(1).permutation(s.size)
+    return dict(s=s, lab=lab, tr=tr, idx=idx, perm=perm,
+                S=pd.Series(s, idx), L=pd.Series(lab, idx), T=pd.Series(tr, idx))
+
+
+@pytest.fixture(scope="module")
+def ref(toy):
+    return CalEM(toy["s"], toy["lab"], toy["tr"], calibrator="logistic").fit()
+
+
+# -- alignment --------------------------------------------------------------------------------------
+@pytest.mark.parametrize("shuffle", ["label", "treated", "both"])
+def test_series_are_aligned_on_the_index(toy, ref, shuffle):
+    p = toy["perm"]
+    L = toy["L"].iloc[p] if shuffle in ("label", "both") else toy["L"]
+    T = toy["T"].iloc[p] if shuffle in ("treated", "both") else toy["T"]
+    r = CalEM(toy["S"], L, T, calibrator="logistic").fit()
+    # the reference (score) keeps its order: the same data in the same order, exactly
+    assert_array_equal(r.params.to_numpy(), ref.params.to_numpy())
+    assert r.predict().index.equals(toy["idx"])
+
+
+def test_outputs_carry_the_reference_index(toy, ref):
+    p = toy["perm"]
+    r = CalEM(toy["S"].iloc[p], toy["L"], toy["T"], calibrator="logistic").fit()
+    pred = r.predict()
+    assert pred.index.equals(toy["idx"][p])
+    # the fit runs on the rows in one canonical order: shuffling every row changes nothing,
+    # and label by label the predictions are those of the unshuffled fit
+    assert_array_equal(r.params.to_numpy(), ref.params.to_numpy())
+    assert_array_equal(pred.sort_index().to_numpy(), ref.predict(toy["s"]))
+    new = toy["S"].iloc[:5][::-1]
+    assert r.predict(new).index.equals(new.index)
+    assert r.treatment_effect(new).index.equals(new.index)
+    # an array label/treated with a Series score: by position, outputs carry the score's index
+    r2 = CalEM(toy["S"], toy["lab"], toy["tr"], calibrator="logistic").fit()
+    assert r2.predict().index.equals(toy["idx"])
+
+
+def test_misaligned_index_refused(toy):
+    other = pd.Series(toy["lab"])  # RangeIndex 0..n-1, not the score's labels
+    with pytest.raises(ValueError, match="label and score have different index labels"):
+        CalEM(toy["S"], other, toy["T"])
+    with pytest.raises(ValueError, match="treated has 5 rows but score has 600"):
+        CalEM(toy["S"], toy["L"], toy["tr"][:5])
+    dup = toy["S"].copy()
+    dup.index = np.r_[toy["idx"][:-1], toy["idx"][0]]
+    with pytest.raises(ValueError, match="score: duplicate index labels"):
+        CalEM(dup, toy["L"], toy["T"])
+    with pytest.raises(ValueError, match="label must hold one value per row"):
+        CalEM(toy["S"], 1, toy["T"])
+
+
+def test_from_formula_aligns_treated_on_data_index(toy):
+    df = pd.DataFrame({"y": toy["lab"], "score": toy["s"], "t": toy["tr"]}, index=toy["idx"])
+    ref = CalEM.from_formula("y ~ logit(score)", df, treated="t").fit()
+    r = CalEM.from_formula("y ~ logit(score)", df, treated=toy["T"].iloc[toy["perm"]]).fit()
+    assert_array_equal(r.params.to_numpy(), ref.params.to_numpy())
+    assert r.predict().index.equals(toy["idx"])
+    with pytest.raises(ValueError, match="treated and data have different index labels"):
+        CalEM.from_formula("y ~ logit(score)", df, treated=pd.Series(toy["tr"]))
+    # an array is matched by position
+    r2 = CalEM.from_formula("y ~ logit(score)", df, treated=toy["tr"]).fit()
+    assert_array_equal(r2.params.to_numpy(), ref.params.to_numpy())
+
+
+def test_results_metrics_align_score_and_y(toy, ref):
+    p = toy["perm"]
+    a = ref.metrics(toy["S"], toy["L"])
+    b = ref.metrics(toy["S"], toy["L"].iloc[p])
+    pd.testing.assert_frame_equal(a, b)
+    with pytest.raises(ValueError, match="different index labels"):
+        ref.metrics(toy["S"], pd.Series(toy["lab"]))
+
+
+# -- missing= -------------------------------------------------------------------------------------
+def test_missing_raise_and_drop(toy):
+    S = toy["S"].copy()
+    S.iloc[[3, 8]] = np.nan
+    T = toy["T"].astype("Int64")
+    T.iloc[20] = pd.NA
+    with pytest.raises(ValueError, match="score: 2 missing"):
+        CalEM(S, toy["L"], toy["T"])
+    m = CalEM(S, toy["L"], T, calibrator="logistic", missing="drop")
+    assert m.n_dropped == 3 and m.n_control + m.n_treated == S.size - 3
+    r = m.fit()
+    keep = ~(S.isna() | T.isna()).to_numpy()
+    ref = CalEM(toy["s"][keep], toy["lab"][keep], toy["tr"][keep], calibrator="logistic").fit()
+    assert_array_equal(r.params.to_numpy(), ref.params.to_numpy())
+    assert r.n_dropped == 3 and r.nobs == S.size - 3
+    assert r.predict().index.equals(toy["idx"][keep])
+    assert "Rows dropped (missing='drop'): 3" in str(r.summary())
+    with pytest.raises(ValueError, match="missing must be 'raise' or 'drop'"):
+        CalEM(S, toy["L"], T, missing="omit")
+
+
+def test_from_formula_missing(toy):
+    df = pd.DataFrame({"y": toy["lab"].astype(float), "score": toy["s"],
+                       "t": toy["tr"].astype(float), "unused": np.nan}, index=toy["idx"])
+    df.iloc[[3, 7], 1] = np.nan
+    df.iloc[11, 0] = np.nan
+    df.iloc[20, 2] = np.nan
+    with pytest.raises(ValueError, match=r"data: missing values in column\(s\) \{'y': 1, "
+                                         r"'score': 2\}.*missing='drop'"):
+        CalEM.from_formula("y ~ logit(score)", df, treated="t")
+    m = CalEM.from_formula("y ~ logit(score)", df, treated="t", missing="drop")
+    assert m.n_dropped == 4  # the column the formula does not use is ignored
+    r = m.fit()
+    assert "Rows dropped (missing='drop'): 4" in str(r.summary())
+    assert len(r.predict()) == len(df) - 4
+
+
+# -- validation -----------------------------------------------------------------------------------
+@pytest.mark.parametrize("h, exc, match", [
+    (np.nan, ValueError, r"h must be a number in \[0, 1\]; got nan"),
+    (np.inf, ValueError, r"h must be a number in \[0, 1\]; got inf"),
+    (-0.1, ValueError, r"h must be in \[0, 1\]"),
+    ("0.5", TypeError, "h must be one number in"),
+    ([0.1, 0.2], TypeError, "h must be one number in"),
+    (lambda s: np.full_like(s, np.nan), ValueError, r"h\(score\): .* missing"),
+    (lambda s: s[:3], ValueError, r"h\(score\) must return one value per score"),
+    (lambda s: 2 * s, ValueError, r"h\(score\) must be in \[0, 1\]"),
+])
+def test_bad_known_h(toy, h, exc, match):
+    m = CalEM(toy["s"], toy["lab"], toy["tr"], calibrator="logistic")
+    with pytest.raises(exc, match=match):
+        m.fit(h=h)
+
+
+@pytest.mark.parametrize("cal, lab, tr, match", [
+    ("logistic", [0, 1, 1, 0, 1], [0, 0, 1, 1, 1],
+     "the control set has 2 row.s. for the logistic calibrator's 2 parameters"),
+    ("logistic", [0, 1, 0, 1, 1], [0, 0, 0, 1, 1],
+     "the treated set has 2 row.s. for the logistic calibrator's 2 parameters"),
+    ("beta", [0, 1, 0, 1, 1], [0, 0, 0, 1, 1],
+     "the control set has 3 row.s. for the beta calibrator's 3 parameters"),
+])
+def test_tiny_sets_give_a_clear_error(cal, lab, tr, match):
+    m = CalEM([0.1, 0.4, 0.6, 0.8, 0.9], lab, tr, calibrator=cal)
+    with pytest.raises(ValueError, match=match):
+        m.fit()
+
+
+def test_singular_set_design_names_the_set():
+    s = np.r_[np.full(6, 0.3), np.linspace(0.1, 0.9, 30)]
+    lab = np.r_[0, 1, 0, 1, 0, 1, (np.linspace(0.1, 0.9, 30) > 0.4).astype(int)]
+    tr = np.r_[np.zeros(6), np.ones(30)]
+    with pytest.raises(ValueError, match="control set: calibrator design is singular"):
+        CalEM(s, lab, tr, calibrator="logistic").fit()
+
+
+# -- numerical edge cases ------------------------------------------------------------------------
+@pytest.mark.parametrize("cal", ["logistic", "beta", "spline", "isotonic"])
+def test_separated_data_no_numpy_warnings(cal):
+    """g_eta underflows to 0 on separated data: the E-step ratio g / g_eta and the surrogate
+    are computed on the log scale (no 0/0, no overflow), the fit records its warnings, and the
+    bias test is invalid with the reason instead of raising."""
+    rng = np.random.default_rng(0)
+    s = rng.uniform(0.02, 0.98, 600)
+    tr = rng.random(600) < 0.7
+    lab = np.where(tr, (s > 0.3).astype(int), (s > 0.5).astype(int))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        warnings.simplefilter("ignore", pu.exceptions.PuinferWarning)
+        r = CalEM(s, lab, tr, calibrator=cal).fit()
+        text = str(r.summary())
+        r.predict(), r.treatment_effect(np.linspace(0, 1, 11))
+    assert np.all(np.isfinite(r.params))
+    if cal != "isotonic":
+        assert any(c == "SeparationWarning" for c, _ in r.warnings)
+        assert "bias" in text
+
+
+def test_edge_scores_all_one_labels_no_numpy_warnings():
+    s, lab, tr = _toy()
+    s[:5], s[5:10] = 0.0, 1.0
+    lab1 = np.where(tr == 1, 1, lab)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        warnings.simplefilter("ignore", pu.exceptions.PuinferWarning)
+        for cal in ("logistic", "spline", "isotonic"):
+            for labels in (lab, lab1):
+                for method in (("auto", "em", "squarem") if cal != "isotonic" else ("auto",)):
+                    r = CalEM(s, labels, tr, calibrator=cal).fit(method=method, maxiter=300)
+                    str(r.summary())
+            CalEM(s, lab, tr, calibrator=cal).fit(h=1.0)
+            CalEM(s, lab, tr, calibrator=cal).fit(h=0.0)
+
+
+def test_isotonic_has_no_covariance_and_says_so(toy):
+    r = CalEM(toy["s"], toy["lab"], toy["tr"], calibrator="isotonic").fit()
+    with pytest.raises(NotImplementedError, match="isotonic calibration has no parametric"):
+        r.conf_int()
+    with pytest.raises(NotImplementedError, match="isotonic"):
+        r.cov_params()
+    assert r.bse.isna().all()
+    assert [c for c, _ in r.warnings] == ["NoCovariance"]
+    assert "NoCovariance" in str(r.summary())
