@@ -35,12 +35,12 @@ def _is_pandas(x) -> bool:
     return isinstance(x, (pd.Series, pd.DataFrame))
 
 
-def _length(x) -> int:
+def _length(x, name: str) -> int:
     if _is_pandas(x):
         return len(x)
     arr = np.asarray(x, dtype=object) if not isinstance(x, np.ndarray) else x
     if arr.ndim == 0:
-        raise ValueError("a scalar was given where one value per row is expected")
+        raise ValueError(f"{name}: a single value was given where one value per row is expected")
     return arr.shape[0]
 
 
@@ -94,7 +94,7 @@ def align_rows(args: Mapping[str, object]) -> tuple[dict[str, object], pd.Index 
                     "on their index, never by position")
             out[k] = v.reindex(ref_index)
         else:
-            m = _length(v)
+            m = _length(v, k)
             if n is None:
                 n, ref_name = m, ref_name or k
             elif m != n:
@@ -140,7 +140,8 @@ def drop_missing(args: Mapping[str, object], index: pd.Index | None, missing: st
     present = {k: v for k, v in args.items() if v is not None}
     if missing == "raise" or not present:
         return dict(args), index, 0
-    miss = np.zeros(_length(next(iter(present.values()))), dtype=bool)
+    first = next(iter(present))
+    miss = np.zeros(_length(present[first], first), dtype=bool)
     for v in present.values():
         miss |= _row_missing(v)
     if not miss.any():

@@ -50,3 +50,8 @@ def test_drop_missing():
     assert n0 == 0 and same["a"] is a and idx2 is a.index
     with pytest.raises(ValueError, match="missing must be"):
         drop_missing({"a": a}, None, "omit")
+
+
+def test_a_single_value_is_named():
+    with pytest.raises(ValueError, match="b: a single value"):
+        align_rows({"a": [1.0, 2.0], "b": 3.0})
