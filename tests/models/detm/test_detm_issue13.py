@@ -139,11 +139,15 @@ def _direct_max(data, c, restricted):
     k = (p + 1 if restricted else 2 * p + 2) + 1
     g = np.random.default_rng(0)
     best = -np.inf
-    for _ in range(20):
-        u0 = g.normal(size=k)
-        u0[-1] = g.normal(scale=3.0)
+    for lpi in (-6.0, -3.0, -1.0, 0.0, 1.0, 3.0):
+        # feasible starts: opposite moderate slopes (both constraints can hold), pi over (0, 1)
+        u0 = g.normal(scale=0.1, size=k)
+        if not restricted:
+            u0[1:p + 1] -= 0.5
+        u0[k - 1 - p:k - 1] += 0.5
+        u0[-1] = lpi
         res = optimize.minimize(negf, u0, method="Nelder-Mead",
-                                options=dict(maxiter=20000, maxfev=20000, xatol=1e-10,
+                                options=dict(maxiter=5000, maxfev=5000, xatol=1e-10,
                                              fatol=1e-12))
         res = optimize.minimize(negf, res.x, method="BFGS")
         best = max(best, -res.fun)
