@@ -165,9 +165,10 @@ class Design:
         newdata = _as_frame(newdata, "newdata")
         newdata, _ = _clean(newdata, _used_columns(self.rhs, newdata), "newdata", "raise")
         try:
-            (X,) = patsy.build_design_matrices([self._info()], newdata,
-                                               NA_action=patsy.NAAction(NA_types=[]),
-                                               return_type="dataframe")
+            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # see build_design
+                (X,) = patsy.build_design_matrices([self._info()], newdata,
+                                                   NA_action=patsy.NAAction(NA_types=[]),
+                                                   return_type="dataframe")
         except patsy.PatsyError as exc:
             raise ValueError(f"cannot evaluate formula {self.formula!r} on newdata: {exc}") from None
         _check_finite(X, "newdata")
@@ -298,12 +299,16 @@ def build_design(formula: str, data, *, require_lhs: bool | None = None,
     # instead of silently dropping rows.
     na = patsy.NAAction(NA_types=[])
     try:
-        if has_lhs:
-            y, X = patsy.dmatrices(formula, data, eval_env=env, NA_action=na, return_type="dataframe")
-        else:
-            rhs = formula.split("~", 1)[-1]
-            X = patsy.dmatrix(rhs, data, eval_env=env, NA_action=na, return_type="dataframe")
-            y = None
+        # a transform outside its domain (np.log(0)) gives inf/NaN: named by _check_finite
+        # below rather than leaked as a numpy RuntimeWarning
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            if has_lhs:
+                y, X = patsy.dmatrices(formula, data, eval_env=env, NA_action=na,
+                                       return_type="dataframe")
+            else:
+                rhs = formula.split("~", 1)[-1]
+                X = patsy.dmatrix(rhs, data, eval_env=env, NA_action=na, return_type="dataframe")
+                y = None
     except patsy.PatsyError as exc:
         raise ValueError(f"cannot evaluate formula {formula!r}: {exc}") from None
     except NameError as exc:

@@ -105,8 +105,11 @@ class TiltResults(LikelihoodResults):
         """Posterior ``P_t(y=1 | x)`` of the approximate Bayes classifier (Section 4.2).
 
         ``phi(x) = pi w1(x) / {pi w1(x) + (1 - pi) w2(x)}``. With ``newdata=None`` the target
-        rows are used, with their index (the caller's, for a formula or DataFrame fit). A
-        DataFrame ``newdata`` gives a Series on its index, an array an array.
+        rows are used, with their index (the caller's, for a formula or DataFrame fit: so
+        ``df.loc[df.labeled == 0, "post"] = res.predict()`` fills exactly the target rows;
+        rows dropped by ``missing="drop"`` are absent). A DataFrame ``newdata`` gives a Series
+        on its index and in its order (columns matched by name, or through the formula), an
+        array an array. Missing values in ``newdata`` are refused, naming the column.
         """
         m = self.model
         if newdata is None:
@@ -116,8 +119,10 @@ class TiltResults(LikelihoodResults):
         X, index = m.exog(newdata)
         Z = (X - m.data.mean) / m.data.sd
         a1, b1, a2, b2 = _el.split(self._fit.theta, m.data.p)
-        with np.errstate(divide="ignore"):
-            lo = (np.log(self.pi) + a1 + Z @ b1) - (np.log1p(-self.pi) + a2 + Z @ b2)
+        # one linear predictor (no inf - inf for extreme rows); log(0) at pi-hat = 0 and an
+        # overflowing row give +-inf, which expit maps to 0 or 1
+        with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+            lo = (np.log(self.pi) - np.log1p(-self.pi) + (a1 - a2)) + Z @ (b1 - b2)
         out = expit(lo)
         if isinstance(newdata, (pd.DataFrame, dict)) and index is not None:
             return pd.Series(out, index=index, name="P(y=1|x)")
