@@ -231,8 +231,8 @@ def check_scale(X: np.ndarray, names: list[str], name: str) -> None:
             what = f"values up to {big[j]:.3g}" if big[j] > SCALE_LIMIT else \
                 f"a spread (sd) of {sd[j]:.3g}"
             raise ValueError(f"{name}: column {nm!r} has {what}: its scale is the problem, not "
-                             "collinearity; rescale it (e.g. divide by a power of 10) so that "
-                             "its values are of moderate size")
+                             "collinearity; rescale it (multiply or divide by a power of 10) "
+                             "so that its values are of moderate size")
 
 
 def check_full_rank(X: np.ndarray, names: list[str], name: str, *, tol: float = 1e-10) -> None:
