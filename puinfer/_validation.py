@@ -18,6 +18,10 @@ __all__ = [
     "check_unit_interval",
     "check_alpha",
     "check_full_rank",
+    "check_feature_columns",
+    "check_scale",
+    "check_rng",
+    "check_int",
     "warn_and_record",
 ]
 
@@ -28,21 +32,81 @@ def _names_of(x, k):
     return [f"x{j + 1}" for j in range(k)]
 
 
+def _is_nullable_numeric(dtype) -> bool:
+    """pandas' nullable extension dtypes (Int64, Float64, boolean, ...): numeric with pd.NA."""
+    return isinstance(dtype, pd.api.extensions.ExtensionDtype) and \
+        pd.api.types.is_numeric_dtype(dtype) and not isinstance(dtype, pd.CategoricalDtype)
+
+
+def _numbers_as_text(col: pd.Series) -> bool:
+    """Whether an object/string column holds only numbers written as text (e.g. "1.5")."""
+    vals = col.dropna()
+    if len(vals) == 0 or not all(isinstance(v, str) for v in vals):
+        return False
+    return bool(pd.to_numeric(vals, errors="coerce").notna().all())
+
+
+def check_feature_columns(df: pd.DataFrame, name: str, columns=None, *,
+                          numeric: bool = True) -> None:
+    """Refuse DataFrame columns that would silently be misread as features.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+    name : str
+        The argument's name, for the message.
+    columns : list, optional
+        The columns to check (default: all).
+    numeric : bool
+        ``True`` (arrays of features): every column must be numeric (nullable ``Int64`` /
+        ``Float64`` / ``boolean`` count as numeric, their ``pd.NA`` as missing). ``False``
+        (formulas): categorical and text columns are allowed (they become dummies), but not
+        numbers stored as text.
+
+    Raises
+    ------
+    ValueError
+        Naming the column: duplicate column names, datetime/timedelta/period columns, numbers
+        stored as text, or (``numeric=True``) other non-numeric columns.
+    """
+    cols = list(df.columns) if columns is None else list(columns)
+    dup = sorted({str(c) for c in df.columns[df.columns.duplicated()] if c in cols})
+    if dup:
+        raise ValueError(f"{name}: duplicate column name(s) {dup}; each column must have a "
+                         "unique name (rename or drop the duplicates)")
+    for c in cols:
+        col = df[c]
+        dt = col.dtype
+        if pd.api.types.is_datetime64_any_dtype(dt) or pd.api.types.is_timedelta64_dtype(dt) \
+                or isinstance(dt, pd.PeriodDtype):
+            raise ValueError(f"{name}: column {str(c)!r} is a date/time ({dt}), not a number; "
+                             "convert it (e.g. to days since a reference date, or to a "
+                             "category)")
+        if (pd.api.types.is_object_dtype(dt) or pd.api.types.is_string_dtype(dt)) \
+                and not isinstance(dt, pd.CategoricalDtype) and _numbers_as_text(col):
+            raise ValueError(f"{name}: column {str(c)!r} holds numbers stored as text; convert "
+                             "with pd.to_numeric (or to a pandas Categorical if they are labels)")
+        if numeric and not pd.api.types.is_numeric_dtype(dt) and not pd.api.types.is_bool_dtype(dt):
+            raise ValueError(f"{name}: non-numeric column {str(c)!r} ({dt}); encode it or use a "
+                             "formula")
+
+
 def as_float_matrix(x, name: str) -> tuple[np.ndarray, list[str]]:
     """Return ``x`` as a new 2-D float array and its column names.
 
-    Raises ``ValueError`` for non-numeric columns, missing or infinite values, or an empty
-    array, naming the offending column.
+    Raises ``ValueError`` for non-numeric columns (naming datetimes and numbers stored as
+    text), duplicate column names, missing (NaN, None, ``pd.NA``) or infinite values, or an
+    empty array, naming the offending column. Nullable ``Int64``/``Float64``/``boolean``
+    columns are numeric.
     """
     if isinstance(x, pd.Series):
         x = x.to_frame()
     names = None
     if isinstance(x, pd.DataFrame):
         names = [str(c) for c in x.columns]
-        nonnum = [str(c) for c in x.columns if not pd.api.types.is_numeric_dtype(x[c])]
-        if nonnum:
-            raise ValueError(f"{name}: non-numeric column(s) {nonnum}; encode them or use a formula")
-        arr = x.to_numpy(dtype=float, copy=True)
+        check_feature_columns(x, name)
+        # pd.NA -> NaN (then refused below as missing, naming the column)
+        arr = x.to_numpy(dtype=float, na_value=np.nan, copy=True)
     else:
         try:
             arr = np.array(x, dtype=float, copy=True)
@@ -123,6 +187,8 @@ def check_alpha(alpha: float, name: str = "alpha") -> float:
     Values above 0.5 are refused: they almost always come from passing a confidence level
     (0.95) where a significance level (0.05) is meant, which would silently give a 5% interval.
     """
+    if isinstance(alpha, (bool, np.bool_, str, bytes)):
+        raise TypeError(f"{name} must be a number in (0, 0.5], e.g. 0.05; got {alpha!r}")
     try:
         a = float(alpha)
     except (TypeError, ValueError):
@@ -135,19 +201,55 @@ def check_alpha(alpha: float, name: str = "alpha") -> float:
     return a
 
 
+#: columns whose values (or spread) lie outside 10^-LIM..10^LIM are refused: squares and
+#: products of such values (variances, covariances, standard errors on the user's scale)
+#: under- or overflow in double precision.
+SCALE_LIMIT = 1e150
+
+
+def robust_sd(X: np.ndarray) -> np.ndarray:
+    """Column standard deviations computed without overflow or underflow (each column is
+    divided by its largest absolute value first)."""
+    X = np.asarray(X, dtype=float)
+    scale = np.max(np.abs(X), axis=0) if X.size else np.zeros(X.shape[1])
+    scale = np.where(scale > 0, scale, 1.0)
+    return (X / scale).std(axis=0) * scale
+
+
+def check_scale(X: np.ndarray, names: list[str], name: str) -> None:
+    """Refuse feature columns on an extreme scale, naming them.
+
+    A column whose magnitude exceeds 1e150, or whose spread is non-zero but below 1e-150,
+    cannot be handled in double precision (its variance and its coefficient's variance
+    under- or overflow): ``ValueError`` saying to rescale it.
+    """
+    X = np.asarray(X, dtype=float)
+    big = np.max(np.abs(X), axis=0)
+    sd = robust_sd(X)
+    for j, nm in enumerate(names):
+        if big[j] > SCALE_LIMIT or 0 < sd[j] < 1 / SCALE_LIMIT:
+            what = f"values up to {big[j]:.3g}" if big[j] > SCALE_LIMIT else \
+                f"a spread (sd) of {sd[j]:.3g}"
+            raise ValueError(f"{name}: column {nm!r} has {what}: its scale is the problem, not "
+                             "collinearity; rescale it (multiply or divide by a power of 10) "
+                             "so that its values are of moderate size")
+
+
 def check_full_rank(X: np.ndarray, names: list[str], name: str, *, tol: float = 1e-10) -> None:
     """Raise ``ValueError`` naming constant or collinear columns of ``X``.
 
     An intercept column (all ones, named ``Intercept``) is allowed once and is not counted as
-    a constant feature.
+    a constant feature. Columns are standardised without overflow, so that the scale of a
+    column is never reported as collinearity (see :func:`check_scale` for extreme scales).
     """
     n, k = X.shape
     if n <= k:
         raise ValueError(f"{name}: {n} rows for {k} columns; need more rows than parameters")
-    sd = X.std(axis=0)
-    const = [names[j] for j in range(k) if sd[j] == 0 and names[j] != "Intercept"]
+    const = [names[j] for j in range(k) if np.ptp(X[:, j]) == 0 and names[j] != "Intercept"]
     if const:
         raise ValueError(f"{name}: constant column(s) {const} (zero variance); drop them")
+    check_scale(X, names, name)
+    sd = robust_sd(X)
     Z = (X - X.mean(axis=0)) / np.where(sd > 0, sd, 1.0)
     Z = Z[:, sd > 0]
     if Z.shape[1] == 0:
@@ -160,6 +262,33 @@ def check_full_rank(X: np.ndarray, names: list[str], name: str, *, tol: float = 
         kept = [names[j] for j in np.flatnonzero(sd > 0)]
         involved = [kept[j] for j in np.flatnonzero(np.abs(v) > 1e-6 * np.abs(v).max())]
         raise ValueError(f"{name}: collinear columns {involved} (the design is singular); drop one")
+
+
+def check_int(value, name: str, *, minimum: int | None = None) -> int:
+    """Return ``value`` as an int; ``TypeError`` if it is not an integer (bools, floats with a
+    fraction, strings are refused), ``ValueError`` if below ``minimum``."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer, float,
+                                                                      np.floating)):
+        raise TypeError(f"{name} must be an integer; got {value!r}")
+    if isinstance(value, (float, np.floating)) and not (np.isfinite(value)
+                                                         and float(value).is_integer()):
+        raise TypeError(f"{name} must be an integer; got {value!r}")
+    value = int(value)
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}; got {value}")
+    return value
+
+
+def check_rng(rng, name: str = "rng") -> np.random.Generator:
+    """``numpy.random.default_rng(rng)`` for ``None``, an int seed or a Generator; else
+    ``TypeError`` saying what is accepted."""
+    if rng is None or isinstance(rng, np.random.Generator):
+        return np.random.default_rng(rng)
+    if isinstance(rng, (int, np.integer)) and not isinstance(rng, (bool, np.bool_)):
+        if rng < 0:
+            raise ValueError(f"{name} must be a non-negative int seed; got {rng}")
+        return np.random.default_rng(int(rng))
+    raise TypeError(f"{name} must be an int seed or numpy.random.Generator; got {rng!r}")
 
 
 def warn_and_record(record: list, message: str, category, stacklevel: int = 3) -> None:

@@ -14,6 +14,9 @@ import numpy as np
 import pandas as pd
 import patsy
 
+from ._align import check_missing_option
+from ._validation import _is_nullable_numeric, check_feature_columns
+
 __all__ = ["Design", "build_design", "logit", "expit", "poly", "FORMULA_NAMESPACE"]
 
 
@@ -101,6 +104,12 @@ class Design:
         The right-hand side design (columns named by the formula terms).
     has_intercept : bool
         Whether ``X`` contains the intercept column ``"Intercept"``.
+    n_dropped : int
+        Rows of ``data`` dropped for a missing value in a column the formula uses
+        (``missing="drop"``; 0 with ``missing="raise"``).
+    kept : numpy.ndarray of bool or None
+        Which rows of ``data`` (by position) the design holds; None when none was dropped.
+        ``X`` and ``y`` carry the kept rows' index.
     """
 
     formula: str
@@ -111,6 +120,8 @@ class Design:
     #: the data columns the formula reads (rows as fitted): the learned state of the
     #: formula's stateful transforms (centring, ``poly``, splines) is rebuilt from them
     _source: pd.DataFrame | None = field(repr=False, compare=False, default=None)
+    n_dropped: int = 0
+    kept: np.ndarray | None = field(repr=False, compare=False, default=None)
 
     @property
     def exog_names(self) -> list[str]:
@@ -145,12 +156,19 @@ class Design:
         return self._rhs_info
 
     def transform(self, newdata) -> pd.DataFrame:
-        """Build the right-hand side design for new data with the fitted stateful transforms."""
+        """Build the right-hand side design for new data with the fitted stateful transforms.
+
+        The rows keep ``newdata``'s index (and order). Missing values in a used column are
+        refused (naming the column), whatever ``missing`` was at fit time: a prediction is
+        needed for every row asked for.
+        """
         newdata = _as_frame(newdata, "newdata")
+        newdata, _ = _clean(newdata, _used_columns(self.rhs, newdata), "newdata", "raise")
         try:
-            (X,) = patsy.build_design_matrices([self._info()], newdata,
-                                               NA_action=patsy.NAAction(NA_types=[]),
-                                               return_type="dataframe")
+            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # see build_design
+                (X,) = patsy.build_design_matrices([self._info()], newdata,
+                                                   NA_action=patsy.NAAction(NA_types=[]),
+                                                   return_type="dataframe")
         except patsy.PatsyError as exc:
             raise ValueError(f"cannot evaluate formula {self.formula!r} on newdata: {exc}") from None
         _check_finite(X, "newdata")
@@ -179,6 +197,44 @@ def _used_columns(formula: str, data: pd.DataFrame) -> list:
     return [c for c in data.columns if c in words]
 
 
+def _clean(data: pd.DataFrame, used: list, what: str, missing: str
+           ) -> tuple[pd.DataFrame, np.ndarray | None]:
+    """Check the columns a formula uses and apply ``missing``.
+
+    Refuses (``ValueError`` naming the column) duplicate names, dates/times and numbers stored
+    as text; nullable numeric columns (``Int64``, ``Float64``, ``boolean``) become numpy
+    columns with ``pd.NA`` as missing. ``missing="raise"`` refuses missing values in a used
+    column, naming it; ``"drop"`` drops those rows. Returns the (new) frame and the boolean
+    mask of kept rows (None if none was dropped). ``data`` is not modified.
+    """
+    check_feature_columns(data, what, used, numeric=False)
+    if not used:
+        return data, None
+    sub = data[used]
+    miss = sub.isna()
+    keep = None
+    if miss.to_numpy().any():
+        if missing == "raise":
+            cols = [str(c) for c in used if miss[c].any()]
+            counts = [int(miss[c].sum()) for c in used if miss[c].any()]
+            raise ValueError(f"{what}: missing values in column(s) {cols} ({counts} row(s)); "
+                             "rows are never dropped silently: fill them, or pass "
+                             "missing='drop' to drop those rows")
+        keep = ~miss.any(axis=1).to_numpy()
+        data = data[keep]
+    conv = {}
+    for c in used:
+        dt = data[c].dtype
+        if _is_nullable_numeric(dt):
+            # patsy does not understand pandas' nullable dtypes: plain numpy columns
+            conv[c] = data[c].to_numpy(dtype=bool if pd.api.types.is_bool_dtype(dt) else float)
+    if conv:
+        data = data.copy(deep=False)  # a new frame: the caller's is not modified
+        for c, v in conv.items():
+            data[c] = v
+    return data, keep
+
+
 def _as_frame(data, name):
     if isinstance(data, pd.DataFrame):
         return data
@@ -194,8 +250,12 @@ def _check_finite(X: pd.DataFrame, what: str):
         raise ValueError(f"{what}: missing or non-finite values in design column(s) {cols}")
 
 
-def build_design(formula: str, data, *, require_lhs: bool | None = None) -> Design:
+def build_design(formula: str, data, *, require_lhs: bool | None = None,
+                 missing: str = "raise") -> Design:
     """Evaluate ``formula`` on ``data`` and return a :class:`Design`.
+
+    The design's rows carry ``data``'s index, in ``data``'s order (the package's alignment
+    rule, :mod:`puinfer._align`: outputs carry the caller's index).
 
     Parameters
     ----------
@@ -206,6 +266,10 @@ def build_design(formula: str, data, *, require_lhs: bool | None = None) -> Desi
         The data. It is not modified.
     require_lhs : bool, optional
         ``True`` to demand a left-hand side, ``False`` to forbid one, ``None`` for either.
+    missing : {"raise", "drop"}
+        Missing values (NaN, None, ``pd.NA``) in a column the formula uses (either side):
+        ``"raise"`` (default) refuses them, naming the column; ``"drop"`` drops those rows
+        (R's ``na.action = na.omit``), recorded in ``Design.n_dropped`` and ``Design.kept``.
 
     Returns
     -------
@@ -214,12 +278,17 @@ def build_design(formula: str, data, *, require_lhs: bool | None = None) -> Desi
     Raises
     ------
     ValueError
-        If the formula cannot be evaluated, names a missing column, or a used column has
-        missing values (rows are never dropped silently).
+        If the formula cannot be evaluated or names a missing column; if a used column is a
+        date/time, holds numbers stored as text, or has a duplicated name; or if a used
+        column has missing values with ``missing="raise"`` (rows are never dropped
+        silently). Nullable ``Int64``/``Float64``/``boolean`` columns are numeric, their
+        ``pd.NA`` missing.
     """
+    check_missing_option(missing)
     data = _as_frame(data, "data")
     if not isinstance(formula, str):
         raise TypeError("formula must be a string")
+    data, keep = _clean(data, _used_columns(formula, data), "data", missing)
     has_lhs = "~" in formula and formula.split("~", 1)[0].strip() != ""
     if require_lhs is True and not has_lhs:
         raise ValueError(f"formula {formula!r} needs a left-hand side (the response)")
@@ -230,12 +299,16 @@ def build_design(formula: str, data, *, require_lhs: bool | None = None) -> Desi
     # instead of silently dropping rows.
     na = patsy.NAAction(NA_types=[])
     try:
-        if has_lhs:
-            y, X = patsy.dmatrices(formula, data, eval_env=env, NA_action=na, return_type="dataframe")
-        else:
-            rhs = formula.split("~", 1)[-1]
-            X = patsy.dmatrix(rhs, data, eval_env=env, NA_action=na, return_type="dataframe")
-            y = None
+        # a transform outside its domain (np.log(0)) gives inf/NaN: named by _check_finite
+        # below rather than leaked as a numpy RuntimeWarning
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            if has_lhs:
+                y, X = patsy.dmatrices(formula, data, eval_env=env, NA_action=na,
+                                       return_type="dataframe")
+            else:
+                rhs = formula.split("~", 1)[-1]
+                X = patsy.dmatrix(rhs, data, eval_env=env, NA_action=na, return_type="dataframe")
+                y = None
     except patsy.PatsyError as exc:
         raise ValueError(f"cannot evaluate formula {formula!r}: {exc}") from None
     except NameError as exc:
@@ -253,5 +326,6 @@ def build_design(formula: str, data, *, require_lhs: bool | None = None) -> Desi
         ys.index = data.index
     X.index = data.index
     source = data[_used_columns(formula.split("~", 1)[-1], data)].copy()
+    n_dropped = 0 if keep is None else int((~keep).sum())
     return Design(formula=formula, y=ys, X=X, has_intercept="Intercept" in X.columns,
-                  _rhs_info=X.design_info, _source=source)
+                  _rhs_info=X.design_info, _source=source, n_dropped=n_dropped, kept=keep)

@@ -59,3 +59,94 @@ def test_data_not_modified():
     before = df.copy()
     build_design("y ~ poly(x, 2) + np.log(x)", df)
     pd.testing.assert_frame_equal(df, before)
+
+
+# -- issue 13: columns that would be misread are named; nullable dtypes; missing= --------------
+def _base(n=12):
+    g = np.random.default_rng(0)
+    return pd.DataFrame({"y": np.r_[np.ones(n // 2), np.zeros(n - n // 2)],
+                         "x": g.normal(size=n)}, index=np.arange(n) * 3 + 100)
+
+
+def test_datetime_column_refused():
+    df = _base().assign(t=pd.date_range("2020-01-01", periods=12))
+    with pytest.raises(ValueError, match="column 't' is a date/time.*convert it"):
+        build_design("y ~ x + t", df)
+    # an unused datetime column is no problem
+    assert build_design("y ~ x", df).exog_names == ["Intercept", "x"]
+
+
+def test_duplicate_column_names_refused():
+    df = pd.concat([_base(), _base()[["x"]] * 2], axis=1)
+    with pytest.raises(ValueError, match=r"duplicate column name\(s\) \['x'\]"):
+        build_design("y ~ x", df)
+
+
+def test_numbers_stored_as_text_refused():
+    df = _base()
+    df["s"] = df.x.round(3).astype(str)
+    with pytest.raises(ValueError, match="column 's' holds numbers stored as text; convert with "
+                                         "pd.to_numeric"):
+        build_design("y ~ x + s", df)
+    # real labels (text) and a categorical of numbers are categories, as before
+    d = build_design("y ~ x + g", df.assign(g=["a", "b", "c"] * 4))
+    assert d.exog_names == ["Intercept", "g[T.b]", "g[T.c]", "x"]
+    d = build_design("y ~ x + g", df.assign(g=pd.Categorical(["1", "2"] * 6)))
+    assert d.exog_names == ["Intercept", "g[T.2]", "x"]
+
+
+def test_nullable_dtypes_are_numeric_and_pd_na_is_missing():
+    df = _base()
+    k = np.arange(12) % 4
+    a = build_design("y ~ x + k", df.assign(k=pd.array(k, dtype="Int64")))
+    b = build_design("y ~ x + k", df.assign(k=k.astype(float)))
+    pd.testing.assert_frame_equal(a.X, b.X)
+    kn = pd.array(k, dtype="Int64")
+    kn[4] = pd.NA
+    with pytest.raises(ValueError, match=r"missing values in column\(s\) \['k'\]"):
+        build_design("y ~ x + k", df.assign(k=kn))
+    d = build_design("y ~ x + k", df.assign(k=kn), missing="drop")
+    assert d.n_dropped == 1 and d.X.index.equals(df.index.delete(4))
+    np.testing.assert_array_equal(d.X["k"], np.delete(k, 4).astype(float))
+    bo = pd.array([True, False, None] * 4, dtype="boolean")
+    with pytest.raises(ValueError, match=r"\['b'\]"):
+        build_design("y ~ x + b", df.assign(b=bo))
+    d = build_design("y ~ x + b", df.assign(b=bo), missing="drop")
+    assert d.exog_names == ["Intercept", "b[T.True]", "x"] and d.n_dropped == 4
+
+
+def test_missing_drop_keeps_the_index_and_counts():
+    df = _base()
+    df.loc[[103, 130], "x"] = np.nan
+    df.loc[106, "y"] = np.nan
+    d = build_design("y ~ x", df, missing="drop")
+    kept = df.dropna()
+    assert d.n_dropped == 3 and d.X.index.equals(kept.index) and d.y.index.equals(kept.index)
+    np.testing.assert_array_equal(d.kept, df.notna().all(axis=1).to_numpy())
+    ref = build_design("y ~ x", kept)
+    pd.testing.assert_frame_equal(d.X, ref.X)
+    with pytest.raises(ValueError, match="missing must be 'raise' or 'drop'"):
+        build_design("y ~ x", df, missing="omit")
+    # newdata with a missing value is refused (a prediction is needed for every row asked for)
+    with pytest.raises(ValueError, match=r"newdata: missing values in column\(s\) \['x'\]"):
+        ref.transform(df)
+
+
+def test_from_formula_missing_is_shared_by_every_model():
+    from puinfer.base.model import Model
+
+    class Echo(Model):
+        _formula_lhs = True
+
+        @classmethod
+        def _from_design(cls, design, data):
+            self = cls()
+            self.design, self.rows = design, data.index
+            return self
+
+    df = _base()
+    df.loc[109, "x"] = np.nan
+    m = Echo.from_formula("y ~ x", df, missing="drop")
+    assert m.n_dropped == 1 and m.missing == "drop" and 109 not in m.rows
+    with pytest.raises(ValueError, match=r"\['x'\]"):
+        Echo.from_formula("y ~ x", df)

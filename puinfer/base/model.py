@@ -29,12 +29,18 @@ class Model:
     formula : str or None
     design : Design or None
     exog_names : list of str
+    missing : {"raise", "drop"}
+        How missing values were handled (R's ``na.action``).
+    n_dropped : int
+        Rows dropped for missing values (``missing="drop"``); shown by ``summary()``.
     """
 
     #: whether the formula must have a left-hand side (True), must not (False), or either (None)
     _formula_lhs: bool | None = True
     design: Design | None = None
     exog_names: list = []
+    missing: str = "raise"
+    n_dropped: int = 0
 
     @property
     def formula(self) -> str | None:
@@ -42,14 +48,25 @@ class Model:
         return None if self.design is None else self.design.formula
 
     @classmethod
-    def from_formula(cls, formula: str, data: pd.DataFrame, **kwargs):
+    def from_formula(cls, formula: str, data: pd.DataFrame, *, missing: str = "raise",
+                     **kwargs):
         """Build the model from an R-style formula evaluated on ``data``.
 
-        ``data`` is not modified. The subclass's docstring says what the two sides mean and
-        which further keyword arguments it takes.
+        ``data`` is not modified; the model's rows carry ``data``'s index. ``missing``
+        (``"raise"`` or ``"drop"``, R's ``na.action``) applies to the columns the formula uses:
+        ``"drop"`` drops the rows with a missing value there, and ``_from_design`` receives
+        ``data`` without them (so that further row-wise arguments can be aligned to
+        ``design.X.index``); the count is recorded in ``n_dropped``. The subclass's docstring
+        says what the two sides mean and which further keyword arguments it takes.
         """
-        design = build_design(formula, data, require_lhs=cls._formula_lhs)
-        return cls._from_design(design, data, **kwargs)
+        design = build_design(formula, data, require_lhs=cls._formula_lhs, missing=missing)
+        if design.kept is not None:
+            data = data[design.kept]
+        model = cls._from_design(design, data, **kwargs)
+        # the subclass may add rows it dropped itself (e.g. from further arguments)
+        model.missing = missing
+        model.n_dropped = int(design.n_dropped + model.__dict__.get("n_dropped", 0))
+        return model
 
     @classmethod
     def _from_design(cls, design: Design, data: pd.DataFrame, **kwargs):

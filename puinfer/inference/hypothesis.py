@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import stats
 
+from .._validation import check_int
+
 __all__ = ["HypothesisTestResult", "lr_test", "chisq_gof", "format_pvalue"]
 
 
@@ -155,6 +157,26 @@ def lr_test(restricted, full, *, tol: float = 1e-6) -> HypothesisTestResult:
                             f"{restricted.llf_penalized:.4f}, {full.llf_penalized:.4f}"})
 
 
+def _counts(x, name: str) -> np.ndarray:
+    """Counts as a 2-D float array (rows = multinomials); errors name the argument."""
+    try:
+        a = np.atleast_2d(np.array(x, dtype=float))
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be numeric counts; got values that are not numbers") from None
+    if a.ndim != 2:
+        raise ValueError(f"{name} must be 1- or 2-dimensional (rows = multinomials); got "
+                         f"{a.ndim} dimensions")
+    if a.size == 0:
+        raise ValueError(f"{name} is empty")
+    if np.isnan(a).any():
+        raise ValueError(f"{name}: {int(np.isnan(a).sum())} missing (NaN) count(s)")
+    if not np.isfinite(a).all():
+        raise ValueError(f"{name}: infinite count(s)")
+    if (a < 0).any():
+        raise ValueError(f"{name}: counts must be non-negative; got {a[a < 0][:3].tolist()}")
+    return a
+
+
 def chisq_gof(observed, expected, ddof: int = 0, *, statistic: str = "pearson",
               null: str = "the fitted model reproduces the observed counts"):
     """Chi-square goodness-of-fit test of observed counts against fitted expected counts.
@@ -164,21 +186,42 @@ def chisq_gof(observed, expected, ddof: int = 0, *, statistic: str = "pearson",
     observed, expected : array_like
         Counts of the same shape (any shape; all cells are pooled).
     ddof : int
-        Number of parameters estimated from the counts; ``df = (#cells - #constraints) - ddof``
-        where each row of a 2-D array (each multinomial) contributes one constraint.
+        Number of parameters estimated from the counts (a non-negative integer);
+        ``df = (#cells - #constraints) - ddof`` where each row of a 2-D array (each multinomial)
+        contributes one constraint.
     statistic : {"pearson", "lr"}
         Pearson's X^2 or the likelihood-ratio statistic G^2 = 2 sum O log(O/E).
 
     Returns
     -------
     HypothesisTestResult
+        Invalid (with the reason, not an error) when no degrees of freedom are left or a
+        cell with observations has expected count 0.
+
+    Raises
+    ------
+    ValueError
+        Naming the argument: missing, infinite or negative counts, different shapes, row
+        totals of ``observed`` and ``expected`` that differ (relative tolerance 1e-6), a
+        negative ``ddof``, an unknown ``statistic``.
+    TypeError
+        Non-numeric counts, or a ``ddof`` that is not an integer (e.g. 0.5).
     """
-    o = np.atleast_2d(np.asarray(observed, dtype=float))
-    e = np.atleast_2d(np.asarray(expected, dtype=float))
+    if statistic not in ("pearson", "lr"):
+        raise ValueError(f"statistic must be 'pearson' or 'lr'; got {statistic!r}")
+    ddof = check_int(ddof, "ddof", minimum=0)
+    o, e = _counts(observed, "observed"), _counts(expected, "expected")
     if o.shape != e.shape:
         raise ValueError(f"observed {o.shape} and expected {e.shape} have different shapes")
-    if np.any(e < 0) or np.any(o < 0):
-        raise ValueError("counts must be non-negative")
+    # each row is one multinomial: the fitted expected counts share its observed total
+    to, te = o.sum(axis=1), e.sum(axis=1)
+    bad = ~np.isclose(to, te, rtol=1e-6, atol=1e-8)
+    if bad.any():
+        r = int(np.flatnonzero(bad)[0])
+        where = f" in row {r}" if o.shape[0] > 1 else ""
+        raise ValueError(f"observed and expected totals differ{where} ({to[r]:.6g} vs "
+                         f"{te[r]:.6g}): expected must be the fitted counts for the same "
+                         "total (for probabilities, multiply by the observed total)")
     df = o.size - o.shape[0] - ddof
     if df <= 0:
         return HypothesisTestResult.invalid(f"no degrees of freedom left (df = {df})", null=null,
@@ -197,8 +240,6 @@ def chisq_gof(observed, expected, ddof: int = 0, *, statistic: str = "pearson",
                                                 null=null, method="LR chi-square GOF", df=df)
         stat = 2.0 * np.sum(o[pos] * np.log(o[pos] / e[pos]))
         name = "Likelihood-ratio (G) chi-square goodness of fit"
-    else:
-        raise ValueError(f"statistic must be 'pearson' or 'lr'; got {statistic!r}")
     small = int(np.sum(e < 5))
     extra = {"cells with expected count < 5": small} if small else {}
     return chi2_test(max(stat, 0.0), df, null=null, method=name, extra=extra)

@@ -19,6 +19,14 @@ from .._validation import check_alpha
 __all__ = ["Profile", "ProfileError"]
 
 
+def _real(x, arg: str, name: str) -> float:
+    """``x`` as a float; ``TypeError`` naming ``arg`` if it is not a real number."""
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, float, np.integer,
+                                                             np.floating)):
+        raise TypeError(f"Profile of {name}: {arg} must be a real number; got {x!r}")
+    return float(x)
+
+
 class ProfileError(ValueError):
     """Profiling found a higher log-likelihood than the fit: the fit had not converged."""
 
@@ -41,10 +49,22 @@ class Profile:
     bounds : (float, float)
         The parameter space; ``loglik_at`` must be defined on the closed interval.
     step : float
-        A first step for bracketing the interval limits (e.g. a standard error).
+        A first step for bracketing the interval limits (e.g. a standard error); ``None``,
+        NaN or 0 (a standard error that is not available) mean 0.01, a negative step is
+        refused.
     tol : float
-        Relative tolerance for "the profile exceeds the maximum": larger excesses raise
+        Relative tolerance (finite, >= 0) for "the profile exceeds the maximum": larger
+        excesses raise
         :class:`ProfileError`.
+
+    Raises
+    ------
+    TypeError
+        If an argument is not of the documented type (a number given as a string, a
+        ``loglik_at`` that is not callable), naming the argument.
+    ValueError
+        If ``estimate`` or ``llf_max`` is not finite, ``bounds`` are not finite and increasing
+        or exclude the estimate, ``step`` is negative or ``tol`` is negative or NaN.
 
     Notes
     -----
@@ -55,24 +75,48 @@ class Profile:
     def __init__(self, name: str, estimate: float, llf_max: float,
                  loglik_at: Callable[[float], float], bounds=(0.0, 1.0), step: float = 0.01,
                  tol: float = 1e-7):
+        if not isinstance(name, str):
+            raise TypeError(f"Profile: name must be a string; got {name!r}")
         self.name = name
-        self.estimate = float(estimate)
-        self.llf_max = float(llf_max)
+        self.estimate = _real(estimate, "estimate", name)
+        self.llf_max = _real(llf_max, "llf_max", name)
         if not (np.isfinite(self.estimate) and np.isfinite(self.llf_max)):
             raise ValueError(f"Profile of {name}: the estimate ({estimate}) and the maximised "
-                             f"log-likelihood ({llf_max}) must be finite")
-        if not (bounds[0] <= self.estimate <= bounds[1]):
+                             f"log-likelihood llf_max ({llf_max}) must be finite")
+        if not callable(loglik_at):
+            raise TypeError(f"Profile of {name}: loglik_at must be a function of the value; "
+                            f"got {type(loglik_at).__name__}")
+        try:
+            lo, hi = bounds
+        except (TypeError, ValueError):
+            raise TypeError(f"Profile of {name}: bounds must be a pair (lower, upper); "
+                            f"got {bounds!r}") from None
+        lo, hi = _real(lo, "bounds", name), _real(hi, "bounds", name)
+        if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
+            raise ValueError(f"Profile of {name}: bounds must be finite with lower < upper; "
+                             f"got {tuple(bounds)}")
+        if not (lo <= self.estimate <= hi):
             raise ValueError(f"Profile of {name}: the estimate {estimate} lies outside the "
                              f"bounds {tuple(bounds)}")
         self._loglik_at = loglik_at
-        self.bounds = (float(bounds[0]), float(bounds[1]))
-        self.step = float(step) if step and np.isfinite(step) and step > 0 else 0.01
+        self.bounds = (lo, hi)
+        # step is only a first bracketing step: a missing one (None, NaN, 0: e.g. a standard
+        # error that is not available) means the default; a negative one is a mistake
+        step = 0.01 if step is None else _real(step, "step", name)
+        if step < 0:
+            raise ValueError(f"Profile of {name}: step must be positive; got {step}")
+        self.step = step if np.isfinite(step) and step > 0 else 0.01
+        tol = _real(tol, "tol", name)
+        if not (np.isfinite(tol) and tol >= 0):
+            raise ValueError(f"Profile of {name}: tol must be finite and non-negative; got {tol}")
         self.tol = tol
         self._cache: dict[float, float] = {}
 
     def loglik(self, value: float) -> float:
         """Profile log-likelihood at ``value`` (cached)."""
-        value = float(value)
+        value = _real(value, "value", self.name)
+        if np.isnan(value):
+            raise ValueError(f"Profile of {self.name}: value is NaN")
         if value not in self._cache:
             if not self.bounds[0] <= value <= self.bounds[1]:
                 raise ValueError(f"{self.name} = {value} is outside {self.bounds}")

@@ -49,3 +49,34 @@ def test_format_pvalue():
     assert format_pvalue(1e-20) == "< 2.2e-16"
     assert format_pvalue(0.04321) == "0.0432"
     assert format_pvalue(3.3e-7) == "3.3e-07"
+
+
+# -- issue 13: bad counts and ddof are named -------------------------------------------------------
+@pytest.mark.parametrize("obs, exp, err, match", [
+    ([10, np.nan, 30], [20, 20, 20], ValueError, r"observed: 1 missing \(NaN\) count"),
+    ([10, 20, 30], [20, np.inf, 20], ValueError, "expected: infinite count"),
+    ([10, -20, 30], [20, 20, 20], ValueError, "observed: counts must be non-negative"),
+    ([10, 20, 30], [1, 2, 3], ValueError, r"observed and expected totals differ \(60 vs 6\)"),
+    ([[10, 20], [5, 5]], [[15, 15], [5, 6]], ValueError, r"totals differ in row 1 \(10 vs 11\)"),
+    (["a", 2, 3], [2, 2, 2], TypeError, "observed must be numeric"),
+])
+def test_chisq_gof_bad_counts(obs, exp, err, match):
+    with pytest.raises(err, match=match):
+        chisq_gof(obs, exp)
+
+
+@pytest.mark.parametrize("ddof, err, match", [
+    (-1, ValueError, "ddof must be >= 0; got -1"),
+    (0.5, TypeError, "ddof must be an integer; got 0.5"),
+    ("1", TypeError, "ddof must be an integer"),
+    (True, TypeError, "ddof must be an integer"),
+])
+def test_chisq_gof_bad_ddof(ddof, err, match):
+    with pytest.raises(err, match=match):
+        chisq_gof([10, 20, 30], [20, 20, 20], ddof=ddof)
+
+
+def test_chisq_gof_integral_float_ddof_and_no_runtime_warning():
+    assert chisq_gof([10, 20, 30], [20, 20, 20], ddof=1.0).df == 1
+    with pytest.raises(ValueError, match="statistic must be"):
+        chisq_gof([10, 20, 30], [20, 20, 20], statistic="G")

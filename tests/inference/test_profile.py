@@ -68,3 +68,37 @@ def test_newton_escapes_a_saddle():
     np.testing.assert_allclose(abs(z[0]), 1 / np.sqrt(2), rtol=1e-8)
     assert f == pytest.approx(0.25)
     assert np.all(np.diff(info.trace) >= 0)
+
+
+# -- issue 13: every argument is checked, naming it -------------------------------------------
+@pytest.mark.parametrize("kw, err, match", [
+    (dict(estimate=float("nan")), ValueError, "estimate"),
+    (dict(llf_max=float("nan")), ValueError, "llf_max"),
+    (dict(estimate="0.4"), TypeError, "estimate must be a real number"),
+    (dict(loglik_at=3.0), TypeError, "loglik_at must be a function"),
+    (dict(bounds=(float("nan"), 1.0)), ValueError, "bounds must be finite"),
+    (dict(bounds=(1.0, 0.0)), ValueError, "bounds must be finite with lower < upper"),
+    (dict(bounds=0.5), TypeError, "bounds must be a pair"),
+    (dict(step=-0.1), ValueError, "step must be positive"),
+    (dict(step="big"), TypeError, "step must be a real number"),
+    (dict(tol=float("nan")), ValueError, "tol must be finite"),
+    (dict(name=3), TypeError, "name must be a string"),
+])
+def test_profile_arguments_checked(kw, err, match):
+    args = dict(name="theta", estimate=0.4, llf_max=0.0, loglik_at=_quadratic(0.4, 0.05),
+                bounds=(0, 1), step=0.05)
+    args.update(kw)
+    with pytest.raises(err, match=match):
+        Profile(**args)
+
+
+def test_profile_missing_step_means_default_and_nan_value_refused():
+    prof = Profile("theta", 0.4, 0.0, _quadratic(0.4, 0.05), bounds=(0, 1), step=float("nan"))
+    assert prof.step == 0.01
+    ci = prof.conf_int(0.05)
+    ref = Profile("theta", 0.4, 0.0, _quadratic(0.4, 0.05), bounds=(0, 1), step=0.05).conf_int()
+    np.testing.assert_allclose(ci, ref, rtol=1e-9)
+    with pytest.raises(ValueError, match="value is NaN"):
+        prof.statistic(float("nan"))
+    with pytest.raises(TypeError, match="alpha must be a number"):
+        prof.conf_int("0.05")

@@ -75,4 +75,5 @@ def prepare(source, target, names=None, target_index=None) -> TiltData:
     n_par = 2 * (X.shape[1] + 1) + 1
     if len(X) <= n_par:
         raise ValueError(f"{len(X)} rows for {n_par} DETM parameters; need more rows")
+    # check_full_rank refused extreme scales (check_scale), so the sd cannot under/overflow
     return TiltData(X, y, names, X.mean(axis=0), X.std(axis=0), len(Xs), len(Xt), target_index)

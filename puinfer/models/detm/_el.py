@@ -130,6 +130,14 @@ def _solve_small(H, b):
     return np.array([d * b[0] - c * b[1], a * b[1] - c * b[0]]) / det
 
 
+def _active(z: np.ndarray) -> np.ndarray:
+    """Which columns of ``z = w - 1`` constrain the weights: a tilt within rounding error of 1
+    everywhere (|w - 1| <= 1e-13: e.g. theta = 1e-15 from a fit where target = source) is
+    treated as identically 1; its constraint holds for any weights and its multiplier is not
+    identified (solving for it would be a singular system)."""
+    return np.any(np.abs(z) > 1e-13, axis=0)
+
+
 def solve_lambda(logw1, logw2, lam0, *, maxiter=100):
     """Solve eq. (11) for the Lagrange multipliers ``(lambda_1, lambda_2)``.
 
@@ -143,7 +151,7 @@ def solve_lambda(logw1, logw2, lam0, *, maxiter=100):
     z_full = np.column_stack([np.expm1(logw1), np.expm1(logw2)])
     # a tilt that is identically 1 (SETM's first component) imposes no constraint: its
     # multiplier is not identified and is set to 0
-    active = np.any(z_full != 0, axis=0)
+    active = _active(z_full)
     if not active.any():  # both tilts identically 1: p_i = 1/N, no multiplier to solve
         return np.zeros(2), np.ones(len(z_full)), True
     z = z_full[:, active]
@@ -277,7 +285,7 @@ def profile_log_el(theta, pi, Z, y, c=0.0, lam0=None, order=2, X1=None, with_pi=
         Hlt[uu, : p + 1] = -X1.T @ ((uu == 0) * w1 / D - zu * u1 / D)
         Hlt[uu, p + 1:] = -X1.T @ ((uu == 1) * w2 / D - zu * u2 / D)
     zd = np.column_stack([z1, z2]) / D[:, None]
-    act = np.any(np.column_stack([z1, z2]) != 0, axis=0)  # see solve_lambda
+    act = _active(np.column_stack([z1, z2]))  # see solve_lambda
     Hll = zd[:, act].T @ zd[:, act]
     Hlt = Hlt[act]
     if with_pi:

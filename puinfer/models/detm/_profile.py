@@ -135,9 +135,15 @@ class PiProfiler:
     def __call__(self, pi: float) -> float:
         """The profile log-EL at ``pi``: the best converged labelled refit (NaN if none)."""
         best = best_any = None
+        f_max = self.fit.llf_penalized
         for th0 in self._starts_at(pi):
             f, th, info = self.refit(pi, th0)
-            if not info.converged:
+            # A point at the fit's log-EL is a maximum at this pi (the profile cannot exceed
+            # the overall maximum) even where Newton stops: with target = source the maximum
+            # at every pi is theta = 0, where both tilts are identically 1, the constraints
+            # (10) degenerate and the derivatives are undefined (pi is not identified).
+            at_max = np.isfinite(f) and abs(f - f_max) <= 1e-9 * max(1.0, abs(f_max))
+            if not (info.converged or at_max):
                 continue  # unconverged solutions are neither answers nor later starts
             if best_any is None or f > best_any[0]:
                 best_any = (f, th)

@@ -102,6 +102,30 @@ def labelled_pi(data, restricted, rule, v) -> float:
     return pi
 
 
+def normalise_alphas(data, restricted: bool, v, theta) -> np.ndarray:
+    """``theta`` with each alpha_t set so that its constraint (10), ``sum_i p_i w_t(x_i) = 1``,
+    holds exactly under the EL weights of the binary-regression solution ``v``.
+
+    At an interior maximum ``alpha_t = s_t - log(m pi_t / n)`` satisfies it to the Newton
+    tolerance already (nothing changes). When a component's share tends to 0 (pi-hat at a
+    bound), ``s_t -> -inf`` and Newton's absolute tolerance leaves the constraint violated in
+    relative terms: eq. (12) evaluated at that theta is then well below the maximum (the
+    profile of pi found higher points, n = m = 5). The normalised alpha gives the limit.
+    """
+    p = data.p
+    s1, b1, s2, b2 = _el.split(v, p)
+    logS = np.logaddexp(s1 + data.Z @ b1, s2 + data.Z @ b2)
+    logp = -np.logaddexp(0.0, logS) - np.log(data.n)  # EL weights p_i = 1/(n (1 + S_i))
+    out = np.array(theta, dtype=float)
+    for t, (a_idx, b) in enumerate(((0, b1), (p + 1, b2))):
+        if restricted and t == 0:
+            continue
+        a_new = -np.logaddexp.reduce(logp + data.Z @ b)
+        if np.isfinite(a_new) and abs(a_new - out[a_idx]) > 1e-8 * max(1.0, abs(a_new)):
+            out[a_idx] = a_new
+    return out
+
+
 def _exact_llf(data, v, theta, pi, record, name):
     """Exact log-EL (eq. 12) with the multipliers solved; the closed form on overflow."""
     p = data.p
@@ -183,6 +207,7 @@ def build_record(data, restricted: bool, name: str, best: StartRun, runs: list, 
         v, pi = np.r_[v[p + 1:], v[: p + 1]], 1.0 - pi
     kl = kl_divergences(data, v, pi) if not restricted else (0.0, float("nan"))
     theta, _ = theta_pi(data, restricted, v)
+    theta = normalise_alphas(data, restricted, v, theta)
     llf, H, extra, llf_method = _exact_llf(data, v, theta, pi, record, name)
     _, b1, _, b2 = _el.split(v, p)
     if not best.info.converged:

@@ -71,7 +71,9 @@ def ridge_binding(data, restricted: bool, v: np.ndarray) -> bool:
     free = float(max(np.abs(b1u).max(initial=0), np.abs(b2u).max(initial=0)))
     ev = np.linalg.eigvalsh(-Hu) if np.all(np.isfinite(Hu)) else np.array([0.0])
     flat = bool(ev.min() <= 1e-12 * max(ev.max(), 1.0))
-    return bool(free > 50 or flat)
+    # flat at zero slopes is not a ridge: the tilts vanish (e.g. target = source) and the
+    # maximum exists but is not unique in pi (reported by conf_int_pi), not separation
+    return bool(free > 50 or (flat and free > 1e-8))
 
 
 def check_separation(data, restricted: bool, name: str, c: float, check, v: np.ndarray):

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from ... import exceptions
+from ..._align import check_missing_option, drop_missing
 from ..._validation import check_binary
 from ...base.model import Model
 from ...base.optimize import newton_maximize
@@ -86,25 +87,85 @@ def fit_data(data: TiltData, restricted: bool, *, c: float, label_rule: str, max
     return rec, profiler
 
 
+def check_sample_size(data: TiltData, restricted: bool) -> None:
+    """Refuse samples too small to identify the model's parameters, with the numbers.
+
+    DETM has ``2p + 3`` parameters (``alpha1, beta1, alpha2, beta2, pi``) and SETM ``p + 2``;
+    the unlabeled target sample, whose two components carry them, needs at least that many
+    rows, and the labeled source sample (the baseline ``p_s`` both tilts are relative to) at
+    least ``p + 2``. Below that the empirical likelihood is maximised at a degenerate point
+    (a component with no target points, an unbounded tilt) that says nothing about pi.
+    """
+    name = "SETM" if restricted else "DETM"
+    p = data.p
+    k = p + 2 if restricted else 2 * p + 3
+    what = ("alpha2, beta2, pi" if restricted else "alpha1, beta1, alpha2, beta2, pi")
+    if data.m < k:
+        raise ValueError(
+            f"the target sample is too small for {name}: {data.m} unlabeled row(s) for "
+            f"{k} parameters ({what}; p = {p} feature(s)); {name} needs at least {k} target "
+            "rows (use fewer features, or more data)")
+    if data.n < p + 2:
+        raise ValueError(
+            f"the source sample is too small for {name}: {data.n} labeled row(s) for a tilt "
+            f"with {p + 1} parameters (intercept and p = {p} slope(s)); at least {p + 2} "
+            "source rows are needed")
+
+
+def _drop_rows(x, name: str, missing: str):
+    """``x`` without its rows with a missing value (``missing="drop"``) and how many."""
+    if missing == "raise" or x is None:
+        return x, 0
+    if not isinstance(x, (pd.DataFrame, pd.Series)):
+        arr = np.asarray(x)
+        x = arr if arr.dtype.kind in "fciub" else pd.DataFrame(arr.reshape(len(arr), -1))
+    index = x.index if isinstance(x, (pd.DataFrame, pd.Series)) else None
+    out, _, k = drop_missing({name: x}, index, missing)
+    return out[name], k
+
+
 class _TiltModel(Model):
-    """Shared construction and fitting of DETM and SETM (a model holds data, never a fit)."""
+    """Shared construction and fitting of DETM and SETM (a model holds data, never a fit).
+
+    Attributes
+    ----------
+    missing : {"raise", "drop"}
+    n_dropped : int
+        Rows dropped for missing values (``missing="drop"``), source and target together.
+    n_dropped_source, n_dropped_target : int
+        The same for each sample.
+    """
 
     _restricted: bool = False
 
-    def __init__(self, source, target):
+    def __init__(self, source, target, *, missing: str = "raise"):
+        check_missing_option(missing)
+        # source and target are two samples, not columns of one: their rows are never matched
+        # to each other (each keeps its own index; predict() uses the target's)
+        source, ks = _drop_rows(source, "source", missing)
+        target, kt = _drop_rows(target, "target", missing)
         self.design = None
         self.data = prepare(source, target)
+        self._set_missing(missing, ks, kt)
+        check_sample_size(self.data, self._restricted)
         self.exog_names = list(self.data.names)
 
+    def _set_missing(self, missing, ks, kt):
+        self.missing = missing
+        self.n_dropped_source, self.n_dropped_target = int(ks), int(kt)
+        self.n_dropped = int(ks + kt)
+
     @classmethod
-    def _from_parts(cls, data: TiltData, design: Design | None):
+    def _from_parts(cls, data: TiltData, design: Design | None, missing="raise", ks=0, kt=0):
         self = cls.__new__(cls)
         self.design, self.data, self.exog_names = design, data, list(data.names)
+        self._set_missing(missing, ks, kt)
+        check_sample_size(data, cls._restricted)
         return self
 
     @classmethod
     def from_formula(cls, formula: str, data: pd.DataFrame | None = None, *, source=None,
-                     target=None):
+                     target=None, missing: str = "raise"):
         """Build the model from a formula.
 
         Parameters
@@ -115,28 +176,50 @@ class _TiltModel(Model):
             ``target`` data frames. The right-hand side builds ``T(x)``; ``poly``, ``logit``,
             splines and transforms are available. An intercept (alpha) is always included.
         data : pandas.DataFrame, optional
+            One frame holding both samples; ``predict()`` returns the target rows with their
+            index in ``data`` (so ``df.loc[df.labeled == 0, "post"] = res.predict()`` fills
+            them).
         source, target : pandas.DataFrame, optional
+            The two samples as separate frames. They are separate samples, so their rows are
+            never matched to each other; ``predict()`` carries ``target``'s index.
+        missing : {"raise", "drop"}
+            Missing values in a column the formula uses: ``"raise"`` (default) refuses them,
+            naming the column; ``"drop"`` drops those rows (R's ``na.action = na.omit``); the
+            number dropped is in ``n_dropped`` (and ``n_dropped_source``/``_target``) and in
+            ``summary()``.
 
         Raises
         ------
         ValueError
-            For missing values, a non-0/1 indicator, an empty sample, a constant or collinear
-            column, too few rows, or a formula that cannot be evaluated.
+            For missing values (``missing="raise"``), a non-0/1 indicator, an empty or too
+            small sample, a constant, collinear or extremely scaled column, a date/time column,
+            numbers stored as text, duplicate column names, or a formula that cannot be
+            evaluated.
         """
+        check_missing_option(missing)
         if data is not None:
             if source is not None or target is not None:
                 raise ValueError("give either data= (with an indicator) or source= and target=")
-            return super().from_formula(formula, data)
+            return super().from_formula(formula, data, missing=missing)
         if source is None or target is None:
             raise ValueError("give data= with a two-sided formula, or source= and target=")
         for nm, df in (("source", source), ("target", target)):
             if not isinstance(df, pd.DataFrame) or len(df) == 0:
                 raise ValueError(f"{nm} must be a DataFrame with rows")
+        # one design on both samples (the stateful transforms see the pooled data, as with
+        # data=); positions, not labels, split it back, since the two indexes may overlap
         design = build_design(formula, pd.concat([source, target], ignore_index=True),
-                              require_lhs=False)
+                              require_lhs=False, missing=missing)
+        keep = design.kept if design.kept is not None else np.ones(len(source) + len(target),
+                                                                    dtype=bool)
+        ks, kt = keep[: len(source)], keep[len(source):]
         X = design.X.drop(columns="Intercept", errors="ignore")
-        src, tgt = X.iloc[: len(source)], X.iloc[len(source):]
-        return cls._from_parts(prepare(src, tgt, target_index=target.index), design)
+        src, tgt = X.iloc[: int(ks.sum())], X.iloc[int(ks.sum()):]
+        for nm, part in (("source", src), ("target", tgt)):
+            if len(part) == 0:
+                raise ValueError(f"no {nm} rows left after dropping rows with missing values")
+        return cls._from_parts(prepare(src, tgt, target_index=target.index[kt]), design,
+                               missing, int((~ks).sum()), int((~kt).sum()))
 
     @classmethod
     def _from_design(cls, design: Design, data: pd.DataFrame):
@@ -149,11 +232,19 @@ class _TiltModel(Model):
             raise ValueError(f"no labeled source rows ({design.y.name!r} == 1)")
         if len(tgt) == 0:
             raise ValueError(f"no unlabeled target rows ({design.y.name!r} == 0)")
-        return cls._from_parts(prepare(src, tgt), design)
+        self = cls._from_parts(prepare(src, tgt), design)  # from_formula sets the counts
+        if design.kept is not None:
+            # which sample each dropped row belonged to is not known when its indicator is
+            # missing: only the total is recorded
+            self.n_dropped_source = self.n_dropped_target = None
+        return self
 
     def restricted_model(self) -> SETM:
         """SETM on the same data (and formula): the null model of the SCAR test."""
-        return SETM._from_parts(self.data, self.design)
+        out = SETM._from_parts(self.data, self.design, self.missing)
+        out.n_dropped_source, out.n_dropped_target = self.n_dropped_source, self.n_dropped_target
+        out.n_dropped = self.n_dropped
+        return out
 
     def fit(self, *, penalty="ridge", label_rule: str = "kl", maxiter: int = 200,
             tol: float = 1e-10, check_separation: bool | None = None,
@@ -233,7 +324,22 @@ class DETM(_TiltModel):
     source : array_like or DataFrame, (n, p)
         Features ``T(x)`` of the labeled positives.
     target : array_like or DataFrame, (m, p)
-        Features of the unlabeled target sample.
+        Features of the unlabeled target sample. ``source`` and ``target`` are two separate
+        samples: their rows are never matched to each other (so their indexes may overlap),
+        DataFrame columns are matched by name, and ``predict()`` returns one value per target
+        row carrying ``target``'s index (a RangeIndex for arrays).
+    missing : {"raise", "drop"}
+        Missing values (NaN, None, ``pd.NA``): ``"raise"`` (default) refuses them, naming the
+        sample and column; ``"drop"`` drops those rows from their sample (R's ``na.action``);
+        the counts are in ``n_dropped``, ``n_dropped_source``, ``n_dropped_target`` and in
+        ``summary()``.
+
+    Raises
+    ------
+    ValueError
+        For missing values, non-numeric, date/time or extremely scaled columns, constant or
+        collinear columns, or a sample too small for the parameters (DETM: at least
+        ``2p + 3`` target rows and ``p + 2`` source rows).
 
     See Also
     --------
@@ -255,8 +361,9 @@ class SETM(_TiltModel):
     """Single exponential tilting model: positive-unlabeled data under SCAR (Liu et al.,
     Remark 2).
 
-    Same interface as :class:`DETM`; fixes ``alpha1 = 0`` and ``beta1 = 0`` (the target positives
-    follow the source distribution).
+    Same interface (and alignment rule, ``missing=`` option) as :class:`DETM`; fixes
+    ``alpha1 = 0`` and ``beta1 = 0`` (the target positives follow the source distribution). It
+    has ``p + 2`` parameters and needs at least that many target rows.
     """
 
     _restricted = True

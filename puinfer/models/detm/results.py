@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import expit
 
-from ..._validation import check_alpha
+from ..._validation import check_alpha, check_rng
 from ...base.results import LikelihoodResults
 from ...exceptions import ConfidenceSetWarning
 from ...inference.hypothesis import HypothesisTestResult, chi2_test, format_pvalue, lr_test
@@ -51,6 +51,8 @@ class TiltResults(LikelihoodResults):
         Every start: its maximised objective (scale of ``llf_penalized``), pi, convergence.
     warnings : tuple
         ``(category, message)`` of every warning of the fit and of the profile computed so far.
+    n_dropped : int
+        Rows dropped for missing values (the model's ``missing="drop"``; else 0).
     """
 
     def __init__(self, model, fit: TiltFit, profiler: PiProfiler | None = None):
@@ -61,6 +63,8 @@ class TiltResults(LikelihoodResults):
         self.model_name = fit.name
         self.restricted = fit.restricted
         self.nobs, self.n_source, self.n_target = d.N, d.n, d.m
+        self.missing = getattr(model, "missing", "raise")
+        self.n_dropped = int(getattr(model, "n_dropped", 0))
         self.data_fingerprint = d.fingerprint
         self.penalty_strength = fit.penalty_strength
         self.llf_kind = ("profile log-EL (eq. 12 minus N log N); " + (
@@ -101,8 +105,11 @@ class TiltResults(LikelihoodResults):
         """Posterior ``P_t(y=1 | x)`` of the approximate Bayes classifier (Section 4.2).
 
         ``phi(x) = pi w1(x) / {pi w1(x) + (1 - pi) w2(x)}``. With ``newdata=None`` the target
-        rows are used, with their index (the caller's, for a formula or DataFrame fit). A
-        DataFrame ``newdata`` gives a Series on its index, an array an array.
+        rows are used, with their index (the caller's, for a formula or DataFrame fit: so
+        ``df.loc[df.labeled == 0, "post"] = res.predict()`` fills exactly the target rows;
+        rows dropped by ``missing="drop"`` are absent). A DataFrame ``newdata`` gives a Series
+        on its index and in its order (columns matched by name, or through the formula), an
+        array an array. Missing values in ``newdata`` are refused, naming the column.
         """
         m = self.model
         if newdata is None:
@@ -112,8 +119,10 @@ class TiltResults(LikelihoodResults):
         X, index = m.exog(newdata)
         Z = (X - m.data.mean) / m.data.sd
         a1, b1, a2, b2 = _el.split(self._fit.theta, m.data.p)
-        with np.errstate(divide="ignore"):
-            lo = (np.log(self.pi) + a1 + Z @ b1) - (np.log1p(-self.pi) + a2 + Z @ b2)
+        # one linear predictor (no inf - inf for extreme rows); log(0) at pi-hat = 0 and an
+        # overflowing row give +-inf, which expit maps to 0 or 1
+        with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+            lo = (np.log(self.pi) - np.log1p(-self.pi) + (a1 - a2)) + Z @ (b1 - b2)
         out = expit(lo)
         if isinstance(newdata, (pd.DataFrame, dict)) and index is not None:
             return pd.Series(out, index=index, name="P(y=1|x)")
@@ -168,6 +177,17 @@ class TiltResults(LikelihoodResults):
             ci["lower"] = 0.0
         if ci.attrs["upper_at_bound"]:
             ci["upper"] = 1.0
+        lo_b, hi_b = prof.bounds
+        if ci.attrs["lower_at_bound"] and ci.attrs["upper_at_bound"] and \
+                lo_b <= 1e-3 and hi_b >= 1 - 1e-3:
+            # the likelihood supports every pi: say so rather than let [0, 1] pass unnoticed
+            msg = (f"{self.model_name}: pi is not identified by these data: the profile "
+                   f"log-EL stays within chi2 cut-off of its maximum over all of [0, 1], so "
+                   f"the {1 - alpha:.0%} confidence interval is [0, 1] (e.g. a target sample "
+                   "distributed as the source, or too few rows)")
+            if (ConfidenceSetWarning.__name__, msg) not in self._profiler.warnings:
+                self._profiler.warnings.append((ConfidenceSetWarning.__name__, msg))
+            warnings.warn(msg, ConfidenceSetWarning, stacklevel=2)
         return ci
 
     def test_pi(self, value: float) -> HypothesisTestResult:
@@ -201,6 +221,11 @@ class TiltResults(LikelihoodResults):
         s.add_info("Model", self.model_name + (" (SCAR)" if self.restricted else " (SAR)"))
         s.add_info("No. source (labeled)", self.n_source)
         s.add_info("No. target (unlabeled)", self.n_target)
+        if self.missing == "drop":
+            ks, kt = (getattr(self.model, "n_dropped_source", None),
+                      getattr(self.model, "n_dropped_target", None))
+            s.add_info("Rows dropped (missing)", f"{self.n_dropped}" + (
+                f" (source {ks}, target {kt})" if ks is not None and kt is not None else ""))
         s.add_info("pi (mixture proportion)", self.pi)
         s.add_info("SE(pi)", float(self._bse["pi"]))
         s.add_info(f"pi {1 - alpha:.0%} profile CI", self._pi_interval_line(alpha))
@@ -271,7 +296,8 @@ class DETMResults(TiltResults):
         n_boot : int
             Number of bootstrap resamples.
         rng : numpy.random.Generator or int, optional
-            Random source for the bootstrap.
+            Random source for the bootstrap (an int seed or a Generator; anything else is a
+            ``TypeError``).
         smooth : "silverman" or float
             Kernel bandwidth ``h`` in units of the EL-weighted source covariance; two-valued
             (dummy) columns are not jittered; ``0`` gives the plain discrete bootstrap.
@@ -300,9 +326,9 @@ class DETMResults(TiltResults):
             raise ValueError(f"n_boot must be a positive integer; got {n_boot!r}")
         if refit not in ("quick", "full"):
             raise ValueError(f"refit must be 'quick' or 'full'; got {refit!r}")
+        gen = check_rng(rng)
         h = bootstrap.bandwidth(self.model.data, smooth)
-        stats_b = bootstrap.replicate(self, self.null_fit, int(n_boot),
-                                      np.random.default_rng(rng), refit, h)
+        stats_b = bootstrap.replicate(self, self.null_fit, int(n_boot), gen, refit, h)
         ok = np.isfinite(stats_b)
         if not ok.any():
             return HypothesisTestResult.invalid("no bootstrap resample could be fitted",

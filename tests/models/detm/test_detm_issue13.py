@@ -1,0 +1,242 @@
+"""Issue 13 for DETM/SETM: the alignment rule (indexes kept), bad input named, missing=,
+tiny samples (a true maximum or a clear error), target = source (the honest interval)."""
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import optimize
+from scipy.special import expit
+
+import puinfer as pu
+from puinfer.exceptions import ConfidenceSetWarning
+from puinfer.models.detm import _el
+
+
+@pytest.fixture(scope="module")
+def samples():
+    """Source and target frames whose indexes are not positions (and overlap each other)."""
+    g = np.random.default_rng(13)
+    src = pd.DataFrame({"x1": g.normal(size=120), "x2": g.normal(size=120)},
+                       index=np.arange(1000, 1120))
+    tgt = pd.DataFrame({"x1": g.normal(0.6, 1, size=150), "x2": g.normal(size=150)},
+                       index=g.permutation(150) + 1050)
+    return src, tgt
+
+
+def _quiet(fun, *args, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return fun(*args, **kw)
+
+
+# -- case 1: outputs carry the caller's index ---------------------------------------------------
+def test_predict_without_data_fills_the_target_rows_of_the_mobile_data():
+    df = pu.datasets.load_mobile_pu()
+    r = _quiet(pu.DETM.from_formula("labeled ~ ram + battery_power", data=df).fit)
+    post = r.predict()
+    assert post.index.equals(df.index[df.labeled == 0])  # 500..1999, not 0..1499
+    out = df.copy()
+    out.loc[out.labeled == 0, "post"] = post
+    assert out.loc[out.labeled == 0, "post"].notna().all()
+    assert out.loc[out.labeled == 1, "post"].isna().all()
+    # every target row got its own posterior: the same as predict(newdata) on those rows
+    np.testing.assert_allclose(out.loc[out.labeled == 0, "post"],
+                               r.predict(df[df.labeled == 0]), rtol=1e-9)
+
+
+def test_frames_keep_their_indexes(samples):
+    src, tgt = samples
+    r = _quiet(pu.DETM(src, tgt).fit)
+    assert r.predict().index.equals(tgt.index)
+    new = tgt.iloc[::-1]
+    pn = r.predict(new)
+    assert pn.index.equals(new.index)
+    np.testing.assert_allclose(pn.loc[tgt.index], r.predict(), rtol=1e-9)
+    # the same fit from pre-sorted frames: the same estimates and posteriors matched by label
+    s = _quiet(pu.DETM(src.sort_index(), tgt.sort_index()).fit)
+    np.testing.assert_allclose(s.params, r.params, rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(s.predict().loc[tgt.index], r.predict(), rtol=1e-7, atol=1e-9)
+
+
+def test_formula_with_source_and_target_frames_keeps_the_target_index(samples):
+    src, tgt = samples
+    r = _quiet(pu.SETM.from_formula("~ x1 + x2", source=src, target=tgt).fit)
+    assert r.predict().index.equals(tgt.index)
+    a = _quiet(pu.SETM(src, tgt).fit)
+    np.testing.assert_allclose(r.predict(), a.predict(), rtol=1e-9)
+
+
+# -- case 2: columns that would be misread are named ------------------------------------------
+def test_constructor_refuses_dates_text_numbers_and_duplicate_names(samples):
+    src, tgt = samples
+    with pytest.raises(ValueError, match="column 'd' is a date/time.*convert it"):
+        pu.DETM(src.assign(d=pd.Timestamp("2024-01-01")), tgt.assign(d=pd.Timestamp("2024-01-02")))
+    with pytest.raises(ValueError, match="column 'x2' holds numbers stored as text; convert with "
+                                         "pd.to_numeric"):
+        pu.DETM(src.assign(x2=src.x2.astype(str)), tgt)
+    dup = pd.concat([src[["x1"]], src[["x1"]] * 2], axis=1)
+    with pytest.raises(ValueError, match=r"duplicate column name\(s\) \['x1'\]"):
+        pu.DETM(dup, pd.concat([tgt[["x1"]], tgt[["x1"]] * 2], axis=1))
+
+
+def test_nullable_int_column_is_numeric_and_pd_na_is_missing(samples):
+    src, tgt = samples
+    k = pd.Series(np.arange(len(src)) % 4, index=src.index)
+    kt = pd.Series(np.arange(len(tgt)) % 3, index=tgt.index)
+    a = _quiet(pu.SETM(src.assign(k=k.astype("Int64")), tgt.assign(k=kt.astype("Int64"))).fit)
+    b = _quiet(pu.SETM(src.assign(k=k.astype(float)), tgt.assign(k=kt.astype(float))).fit)
+    np.testing.assert_allclose(a.params, b.params, rtol=1e-10)
+    kn = k.astype("Int64")
+    kn.iloc[3] = pd.NA
+    with pytest.raises(ValueError, match=r"source: missing or non-finite values in column\(s\) "
+                                         r"\['k'\]"):
+        pu.SETM(src.assign(k=kn), tgt.assign(k=kt.astype("Int64")))
+
+
+# -- case 3: extreme scales are named as such; moderate ones are standardised ------------------
+@pytest.mark.parametrize("scale, what", [(1e300, "values up to"), (1e-300, "a spread")])
+def test_extreme_scale_is_named_not_called_collinear(samples, scale, what):
+    src, tgt = samples
+    with pytest.raises(ValueError, match=f"column 'x2' has {what}.*scale is the problem"):
+        pu.DETM(src.assign(x2=src.x2 * scale), tgt.assign(x2=tgt.x2 * scale))
+
+
+def test_large_but_representable_scale_is_standardised(samples):
+    src, tgt = samples
+    r = _quiet(pu.SETM(src, tgt).fit)
+    s = _quiet(pu.SETM(src.assign(x2=src.x2 * 1e100), tgt.assign(x2=tgt.x2 * 1e100)).fit)
+    assert s.pi == pytest.approx(r.pi, abs=1e-8)
+    assert s.params["beta2[x2]"] * 1e100 == pytest.approx(r.params["beta2[x2]"], rel=1e-6)
+
+
+# -- case 4: arguments of the results ---------------------------------------------------------
+def test_results_arguments_are_checked(samples):
+    src, tgt = samples
+    r = _quiet(pu.DETM(src.iloc[:40], tgt.iloc[:50]).fit)
+    with pytest.raises(ValueError, match="alpha is the significance level.*got 5|alpha must be"):
+        r.summary(alpha=5)
+    with pytest.raises(TypeError, match="alpha must be a number"):
+        r.summary(alpha="0.05")
+    with pytest.raises(ValueError, match="alpha must be"):
+        r.conf_int_pi(alpha=float("nan"))
+    with pytest.raises(TypeError, match="rng must be an int seed or numpy.random.Generator"):
+        r.test_scar("bootstrap", n_boot=2, rng="seed")
+
+
+# -- case 5: tiny samples ---------------------------------------------------------------------
+def _direct_max(data, c, restricted):
+    """Maximum of the same penalised profile log-EL (eq. 12) by scipy, over (theta, pi)."""
+    p = data.p
+
+    def negf(u):
+        th = np.r_[0.0, np.zeros(p), u[:p + 1]] if restricted else u[:2 * p + 2]
+        with np.errstate(all="ignore"):
+            f = _el.profile_log_el(th, expit(u[-1]), data.Z, data.y, c, order=0)
+        return -f if np.isfinite(f) else 1e10
+
+    k = (p + 1 if restricted else 2 * p + 2) + 1
+    g = np.random.default_rng(0)
+    best = -np.inf
+    for lpi in (-6.0, -3.0, -1.0, 0.0, 1.0, 3.0):
+        # feasible starts: opposite moderate slopes (both constraints can hold), pi over (0, 1)
+        u0 = g.normal(scale=0.1, size=k)
+        if not restricted:
+            u0[1:p + 1] -= 0.5
+        u0[k - 1 - p:k - 1] += 0.5
+        u0[-1] = lpi
+        res = optimize.minimize(negf, u0, method="Nelder-Mead",
+                                options=dict(maxiter=5000, maxfev=5000, xatol=1e-10,
+                                             fatol=1e-12))
+        res = optimize.minimize(negf, res.x, method="BFGS")
+        best = max(best, -res.fun)
+    return best
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("model", [pu.DETM, pu.SETM])
+def test_fit_at_n_m_5_is_the_maximum(model, seed):
+    g = np.random.default_rng(seed)
+    r = _quiet(model(g.normal(size=(5, 1)), g.normal(0.7, 1, size=(5, 1))).fit)
+    direct = _direct_max(r.model.data, r.penalty_strength, model is pu.SETM)
+    # scipy finds nothing higher, and the fit is not below what scipy reaches
+    assert direct <= r.llf_penalized + 1e-9
+    assert r.llf_penalized - direct < 1e-6
+    # and the profile of pi never rises above the fit (it raised ProfileError before)
+    ci = _quiet(r.conf_int_pi)
+    assert 0 <= ci["lower"] <= r.pi <= ci["upper"] <= 1
+
+
+@pytest.mark.parametrize("model, k", [(pu.DETM, 5), (pu.SETM, 3)])
+def test_target_too_small_is_refused_with_the_numbers(model, k):
+    g = np.random.default_rng(1)
+    with pytest.raises(ValueError, match=f"target sample is too small for {model.__name__}: 1 "
+                                         rf"unlabeled row\(s\) for {k} parameters"):
+        model(g.normal(size=(20, 1)), g.normal(size=(1, 1)))
+    with pytest.raises(ValueError, match="source sample is too small.*2 labeled row"):
+        model(g.normal(size=(2, 1)), g.normal(size=(20, 1)))
+
+
+# -- case 6: target identical to the source ---------------------------------------------------
+@pytest.mark.parametrize("n", [60, 100])
+@pytest.mark.parametrize("model", [pu.DETM, pu.SETM])
+def test_target_equal_to_source_gives_the_whole_interval_with_a_warning(model, n):
+    x = np.random.default_rng(n).normal(size=(n, 2))
+    r = _quiet(model(x, x.copy()).fit)
+    with pytest.warns(ConfidenceSetWarning, match="pi is not identified"):
+        ci = r.conf_int_pi()
+    assert (ci["lower"], ci["upper"]) == (0.0, 1.0)
+    # the profile is flat: every pi is supported
+    assert r.test_pi(0.1).statistic == pytest.approx(0.0, abs=1e-8)
+    assert any("not identified" in m for _, m in r.warnings)
+
+
+# -- case 7: missing= -------------------------------------------------------------------------
+def test_missing_raise_names_the_column_and_drop_counts(samples):
+    src, tgt = samples
+    s2 = src.copy()
+    s2.iloc[[3, 7], 1] = np.nan
+    t2 = tgt.copy()
+    t2.iloc[5, 0] = None
+    with pytest.raises(ValueError, match=r"source: missing or non-finite values in column\(s\) "
+                                         r"\['x2'\]"):
+        pu.DETM(s2, t2)
+    m = pu.DETM(s2, t2, missing="drop")
+    assert (m.n_dropped, m.n_dropped_source, m.n_dropped_target) == (3, 2, 1)
+    r = _quiet(m.fit)
+    ref = _quiet(pu.DETM(s2.dropna(), t2.dropna()).fit)
+    np.testing.assert_allclose(r.params, ref.params, rtol=1e-10)
+    assert r.predict().index.equals(t2.dropna().index)
+    assert r.n_dropped == 3
+    text = str(r.summary())
+    assert "Rows dropped (missing)" in text and "3 (source 2, target 1)" in text
+    with pytest.raises(ValueError, match="missing must be 'raise' or 'drop'"):
+        pu.DETM(src, tgt, missing="omit")
+
+
+def test_missing_drop_with_formulas(samples):
+    src, tgt = samples
+    df = pd.concat([src.assign(labeled=1), tgt.assign(labeled=0)]).reset_index(drop=True)
+    df.index = df.index + 7000
+    df.loc[df.index[[2, 200]], "x1"] = np.nan
+    df.loc[df.index[10], "labeled"] = np.nan  # a missing indicator drops the row too
+    with pytest.raises(ValueError, match=r"missing values in column\(s\) \['x1', 'labeled'\]"):
+        pu.SETM.from_formula("labeled ~ x1 + x2", data=df)
+    m = pu.SETM.from_formula("labeled ~ x1 + x2", data=df, missing="drop")
+    assert m.n_dropped == 3 and m.missing == "drop"
+    r = _quiet(m.fit)
+    ref = _quiet(pu.SETM.from_formula("labeled ~ x1 + x2", data=df.dropna()).fit)
+    np.testing.assert_allclose(r.params, ref.params, rtol=1e-10)
+    assert r.predict().index.equals(df.dropna().index[df.dropna().labeled == 0])
+    assert "Rows dropped (missing)" in str(r.summary())
+    # source= / target= frames: counts per sample, the target's index kept
+    s2, t2 = src.copy(), tgt.copy()
+    s2.iloc[0, 0] = np.nan
+    t2.iloc[[1, 2], 1] = np.nan
+    m2 = pu.SETM.from_formula("~ x1 + x2", source=s2, target=t2, missing="drop")
+    assert (m2.n_dropped, m2.n_dropped_source, m2.n_dropped_target) == (3, 1, 2)
+    r2 = _quiet(m2.fit)
+    assert r2.predict().index.equals(t2.dropna().index)
+    ref2 = _quiet(pu.SETM(s2.dropna(), t2.dropna()).fit)
+    np.testing.assert_allclose(r2.params, ref2.params, rtol=1e-10)
