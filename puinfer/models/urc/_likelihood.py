@@ -174,7 +174,8 @@ def em_step(P, M, d: Data, con: Constraint):
     Q = P @ M
     with np.errstate(divide="ignore", invalid="ignore"):
         R = np.where(d.F > 0, d.F / Q, 0.0)
-    C = P * (R @ M.T)                          # expected field class counts, G x k
+    # clipped at 0: a no-op at feasible points, and the map's image is always feasible
+    C = np.maximum(P * (R @ M.T), 0.0)         # expected field class counts, G x k
     if d.strength > 0:
         C = C + d.strength * d.pi_lab
     if con.kind == "free":
@@ -188,7 +189,7 @@ def em_step(P, M, d: Data, con: Constraint):
         Pn = C / C.sum(axis=1, keepdims=True)
         Pn[con.group] = _fix_entry(C[con.group], con.cls, con.v)
     if d.joint:
-        D = M * (P.T @ R) + d.L
+        D = np.maximum(M * (P.T @ R), 0.0) + d.L
         Mn = D / D.sum(axis=1, keepdims=True)
     else:
         Mn = M
@@ -249,7 +250,11 @@ def _simplex_columns(V, Gr, allowed, offsets):
     nb, m = V.shape
     free = allowed & (V > _FREE_MIN)
     lam = np.where(free, Gr, -np.inf).max(axis=1, initial=-np.inf)
-    release = allowed & ~free & (Gr > (lam + 1e-9 * (1.0 + np.abs(lam)))[:, None])
+    # a block with no free component (a fixed entry at 1) has nothing to release into
+    thr = np.full(nb, np.inf)
+    fin = np.isfinite(lam)
+    thr[fin] = lam[fin] + 1e-9 * (1.0 + np.abs(lam[fin]))
+    release = allowed & ~free & (Gr > thr[:, None])
     free = free | release
     last = np.argmax(np.where(free, V, -np.inf), axis=1)
     move = free.copy()
@@ -323,6 +328,7 @@ class _Problem:
         self.threshold = 0.0
         self.last_T = None
         self.last_gH = None
+        self.last_map = None
         self.gnorm = np.nan
 
     def unpack(self, t):
@@ -334,7 +340,8 @@ class _Problem:
         return np.concatenate([P.ravel(), M.ravel()])
 
     def emap(self, t):
-        return self.pack(*em_step(*self.unpack(t), self.d, self.con))
+        self.last_map = self.pack(*em_step(*self.unpack(t), self.d, self.con))
+        return self.last_map
 
     def objective(self, t):
         return objective(*self.unpack(t), self.d)
@@ -360,6 +367,13 @@ class _Problem:
         self.threshold = threshold
 
     def feasible(self, t):
+        # SQUAREM's extrapolation with step -1 is the plain EM step (the last map image, up
+        # to rounding): always acceptable, even where EM set a component to exactly 0 (the
+        # maximum on the boundary, e.g. a field of one item); refusing it made the step-halving
+        # loop of squarem spin forever at alpha = -1
+        if self.last_map is not None and t.shape == self.last_map.shape and \
+                np.max(np.abs(t - self.last_map)) <= 1e-12:
+            return True
         return bool(np.all(t[self.pos] > 0) and np.all(t >= 0))
 
     def em_moved(self, t_old, t_new, change):
@@ -434,6 +448,20 @@ def _initial(d: Data, con: Constraint, start):
     return P0, M0
 
 
+def _extra_starts(d: Data, con: Constraint, start):
+    """Further starting points for the joint likelihood: ``M`` at the lab estimate smoothed
+    into the interior (EM cannot leave a zero of ``M``) with ``p`` at the lab rates and near
+    each vertex of the simplex (the same for every group)."""
+    G, k = d.F.shape[0], d.L.shape[0]
+    A = d.L.shape[1]
+    Ms = (d.L + 0.5) / (d.L.sum(axis=1, keepdims=True) + 0.5 * A)
+    cands = [d.pi_lab] + [np.where(np.arange(k) == j, 0.95, 0.05 / (k - 1)) for j in range(k)]
+    out = [(np.tile(p, (G, 1)), Ms) for p in cands]
+    if start is not None:  # the caller's start with the smoothed M
+        out.append((np.array(start[0], dtype=float), Ms))
+    return out
+
+
 def maximize(d: Data, con: Constraint = Constraint(), start=None,
              options: FitOptions = FitOptions()) -> Estimate:
     """Maximise the objective under ``con``.
@@ -441,10 +469,30 @@ def maximize(d: Data, con: Constraint = Constraint(), start=None,
     EM (SQUAREM) to the neighbourhood of the maximum, then Newton on the active face; EM
     continues if Newton cannot be used (too many free parameters, an indefinite Hessian). With
     a warm ``start`` ``(P, M)`` (profiles, restricted fits) Newton is tried first.
+
+    The fixed likelihood is concave in ``p``: its maximum is unique. The joint likelihood is
+    only biconcave (concave in ``p`` for fixed ``M`` and in ``M`` for fixed ``p``) and can have
+    several local maxima when the lab set is small, so the unrestricted fit and the fit with
+    equal base rates also start from :func:`_extra_starts` (cold: EM first) and keep the
+    highest maximum. Fits with every ``p`` fixed (``"rows"``) are concave in ``M``; profiles
+    (``"entry"``) follow their warm starts.
     """
+    est = _maximize_once(d, con, start, options, warm=start is not None)
+    if d.joint and con.kind in ("free", "equal"):
+        for st in _extra_starts(d, con, start):
+            e = _maximize_once(d, con, st, options, warm=False)
+            if e.objective > est.objective + 1e-9 * (1.0 + abs(est.objective)):
+                est = e
+    return est
+
+
+def _maximize_once(d: Data, con: Constraint, start, options: FitOptions, warm: bool
+                   ) -> Estimate:
+    """One run of :func:`maximize` from ``start`` (None: the least-squares start); ``warm``:
+    try Newton first."""
     P0, M0 = _initial(d, con, start)
     prob = _Problem(d, con, P0.shape[0], P0.shape[1], M0.shape[1])
-    if start is not None:
+    if warm:
         f0 = objective(P0, M0, d)
         if np.isfinite(f0):
             P, M, f, ok, nit, ntrace, gnorm = _newton(P0, M0, prob)
