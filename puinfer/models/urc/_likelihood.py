@@ -172,8 +172,10 @@ def em_step(P, M, d: Data, con: Constraint):
     ``p_g[i] M[i, a]``), M-step (class shares under the constraint; ``M`` from the lab counts
     plus the expected field counts of each class under the joint likelihood)."""
     Q = P @ M
+    # cells with counts that the point gives probability 0 (objective -inf: e.g. a null with a
+    # base rate of 0) carry no information for the step; dividing by 0 would make it NaN
     with np.errstate(divide="ignore", invalid="ignore"):
-        R = np.where(d.F > 0, d.F / Q, 0.0)
+        R = np.where((d.F > 0) & (Q > 0), d.F / Q, 0.0)
     # clipped at 0: a no-op at feasible points, and the map's image is always feasible
     C = np.maximum(P * (R @ M.T), 0.0)         # expected field class counts, G x k
     if d.strength > 0:
@@ -202,8 +204,8 @@ def grad_hess(P, M, d: Data):
     A = M.shape[1]
     Q = P @ M
     with np.errstate(divide="ignore", invalid="ignore"):
-        W = np.where(d.F > 0, d.F / Q, 0.0)
-        W2 = np.where(d.F > 0, d.F / Q ** 2, 0.0)
+        W = np.where((d.F > 0) & (Q > 0), d.F / Q, 0.0)
+        W2 = np.where((d.F > 0) & (Q > 0), d.F / Q ** 2, 0.0)
     gP = W @ M.T
     HPP = -np.einsum("ia,ga,ja->gij", M, W2, M)
     if d.strength > 0:
@@ -448,13 +450,18 @@ def _initial(d: Data, con: Constraint, start):
     return P0, M0
 
 
+def _smoothed_M(d: Data) -> np.ndarray:
+    """The lab estimate of ``M`` with half a count added to every cell (an interior point)."""
+    A = d.L.shape[1]
+    return (d.L + 0.5) / (d.L.sum(axis=1, keepdims=True) + 0.5 * A)
+
+
 def _extra_starts(d: Data, con: Constraint, start):
     """Further starting points for the joint likelihood: ``M`` at the lab estimate smoothed
     into the interior (EM cannot leave a zero of ``M``) with ``p`` at the lab rates and near
     each vertex of the simplex (the same for every group)."""
     G, k = d.F.shape[0], d.L.shape[0]
-    A = d.L.shape[1]
-    Ms = (d.L + 0.5) / (d.L.sum(axis=1, keepdims=True) + 0.5 * A)
+    Ms = _smoothed_M(d)
     cands = [d.pi_lab] + [np.where(np.arange(k) == j, 0.95, 0.05 / (k - 1)) for j in range(k)]
     out = [(np.tile(p, (G, 1)), Ms) for p in cands]
     if start is not None:  # the caller's start with the smoothed M
@@ -491,6 +498,10 @@ def _maximize_once(d: Data, con: Constraint, start, options: FitOptions, warm: b
     """One run of :func:`maximize` from ``start`` (None: the least-squares start); ``warm``:
     try Newton first."""
     P0, M0 = _initial(d, con, start)
+    if d.joint and not np.isfinite(objective(P0, M0, d)):
+        # M's zeros (from the lab counts) make the data impossible at P0 (e.g. a base rate
+        # fixed at 0); EM cannot leave a zero, so start from M smoothed into the interior
+        M0 = _smoothed_M(d)
     prob = _Problem(d, con, P0.shape[0], P0.shape[1], M0.shape[1])
     if warm:
         f0 = objective(P0, M0, d)
