@@ -212,10 +212,16 @@ class URC(Model):
         self.classes = classes
         self.n_classes = k = len(classes)
         codes = self._codes(al["lab_labels"], pred.shape[0], missing == "raise")
-        if n_bins is None:
-            n_bins = 4 if binary else 2
-        if int(n_bins) != n_bins or n_bins < (k if binary else 1):
-            raise ValueError(f"n_bins must be an integer >= {k if binary else 1}; got {n_bins}")
+        if n_bins is None:  # the default, at most one bin per lab item
+            n_bins = max(min(4 if binary else 2, pred.shape[0]), 2 if binary else 1)
+        lo = k if binary else 1
+        ok = isinstance(n_bins, (int, np.integer, float, np.floating)) and \
+            not isinstance(n_bins, bool) and np.isfinite(n_bins) and int(n_bins) == n_bins
+        if not ok or n_bins < lo:
+            raise ValueError(f"n_bins must be an integer >= {lo}; got {n_bins!r}")
+        if n_bins > pred.shape[0]:  # more bins than lab items: empty bins only (and memory)
+            raise ValueError(f"n_bins = {int(n_bins)} exceeds the number of lab predictions "
+                             f"({pred.shape[0]}); use fewer bins")
         record: list = []
         self.partition: Partition = build_partition(pred, k, int(n_bins), binary, record)
         A = self.partition.n_cells
