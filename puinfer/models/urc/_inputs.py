@@ -16,14 +16,16 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-__all__ = ["PredInput", "as_pred", "check_rowwise", "rates_vector", "labels_missing_hint"]
+from ._likelihood import ROW_TOL
 
-ROW_TOL = 1e-6  # rows of class probabilities must sum to 1 within this
+__all__ = ["PredInput", "as_pred", "check_pred", "check_rowwise", "rates_vector",
+           "labels_missing_hint"]
 
 _DROP_HINT = " (missing='drop' drops those rows)"
 
 
 def labels_missing_hint(name: str, n: int, can_drop: bool) -> str:
+    """The message for ``n`` missing values of ``name`` (with a hint at ``missing="drop"``)."""
     return f"{name}: {n} missing value(s)" + (_DROP_HINT if can_drop else "")
 
 

@@ -48,6 +48,8 @@ _FREE_MIN = 1e-10     # components below this are treated as on the boundary by 
 _NEWTON_MAX_DIM = 1500  # dense Newton up to this many free parameters
 _NEWTON_MAXITER = 50
 _EM_FIRST = 100       # EM cycles before Newton takes over
+_EM_PROBE = 20        # EM cycles from a further start of the joint likelihood before comparing
+_SAME_MAX = 1e-3      # ... with the maximum found: this close means the same maximum
 
 
 # ---------------------------------------------------------------------------------------------
@@ -167,6 +169,14 @@ def _fix_entry(c, j, v):
     return out
 
 
+def _shares(C, P):
+    """Rows of ``C`` normalised to sum 1; a row of zeros (no field count the point makes
+    possible: the data are impossible there) keeps its row of ``P``."""
+    tot = C.sum(axis=1, keepdims=True)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(tot > 0, C / tot, P)
+
+
 def em_step(P, M, d: Data, con: Constraint):
     """One EM step: E-step (split each field count over the classes in proportion to
     ``p_g[i] M[i, a]``), M-step (class shares under the constraint; ``M`` from the lab counts
@@ -181,14 +191,14 @@ def em_step(P, M, d: Data, con: Constraint):
     if d.strength > 0:
         C = C + d.strength * d.pi_lab
     if con.kind == "free":
-        Pn = C / C.sum(axis=1, keepdims=True)
+        Pn = _shares(C, P)
     elif con.kind == "equal":
         c = C.sum(axis=0)
-        Pn = np.broadcast_to(c / c.sum(), P.shape).copy()
+        Pn = np.broadcast_to(c / c.sum(), P.shape).copy() if c.sum() > 0 else P.copy()
     elif con.kind == "rows":
         Pn = P
     else:  # entry
-        Pn = C / C.sum(axis=1, keepdims=True)
+        Pn = _shares(C, P)
         Pn[con.group] = _fix_entry(C[con.group], con.cls, con.v)
     if d.joint:
         D = np.maximum(M * (P.T @ R), 0.0) + d.L
@@ -487,7 +497,15 @@ def maximize(d: Data, con: Constraint = Constraint(), start=None,
     est = _maximize_once(d, con, start, options, warm=start is not None)
     if d.joint and con.kind in ("free", "equal"):
         for st in _extra_starts(d, con, start):
-            e = _maximize_once(d, con, st, options, warm=False)
+            # a few EM cycles first: a start that is then next to the maximum found is in its
+            # basin (EM increases the objective), so only the others are followed to the end
+            P0, M0 = _initial(d, con, st)
+            prob = _Problem(d, con, P0.shape[0], P0.shape[1], M0.shape[1])
+            P, M, f, _ = _em(P0, M0, prob, min(options.maxiter, _EM_PROBE), options.tol)
+            if max(np.max(np.abs(P - est.P)), np.max(np.abs(M - est.M))) < _SAME_MAX and \
+                    f <= est.objective:
+                continue
+            e = _maximize_once(d, con, (P, M), options, warm=False)
             if e.objective > est.objective + 1e-9 * (1.0 + abs(est.objective)):
                 est = e
     return est

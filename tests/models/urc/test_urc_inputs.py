@@ -160,6 +160,7 @@ def test_class_vectors_as_series_matched_by_name(named):
         res.recalibrate(field, old_prior=pd.Series([0.2, 0.3, 0.5]))
 
 
+@QUIET
 def test_unnamed_lab_takes_dataframes_by_position(multi):
     res = pu.URC(multi.lab_pred, multi.lab_y).fit(pd.DataFrame(multi.field_pred,
                                                               columns=list("abc")))
@@ -428,10 +429,21 @@ def test_local_maximum_case_regression():
 
 
 # ---- 6. edge inputs: no RuntimeWarning (pyproject turns them into errors) -----------------------
-@QUIET
-@pytest.mark.filterwarnings("error::RuntimeWarning")
+def _no_runtime_warnings(f):
+    """Run ``f`` with RuntimeWarnings as errors and the package's own warnings silenced (also
+    when pytest runs with ``-p no:warnings``, which ignores filterwarnings marks)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        warnings.simplefilter("error", RuntimeWarning)
+        f()
+
+
 @pytest.mark.parametrize("lik", ["joint", "fixed"])
 def test_edge_inputs_without_runtime_warnings(lik):
+    _no_runtime_warnings(lambda: _edge_inputs(lik))
+
+
+def _edge_inputs(lik):
     y = np.r_[np.zeros(20, int), np.ones(20, int)]
     s = simulate_urc(n_lab=200, n_field=500, rng=np.random.default_rng(3))
     cases = [
@@ -459,9 +471,11 @@ def test_edge_inputs_without_runtime_warnings(lik):
                 r.recalibrate(field, groups=groups)
 
 
-@QUIET
-@pytest.mark.filterwarnings("error::RuntimeWarning")
 def test_multiclass_boundary_without_runtime_warnings():
+    _no_runtime_warnings(_multiclass_boundary)
+
+
+def _multiclass_boundary():
     s3 = simulate_urc(n_lab=60, n_field=100, lab_base_rates=[1 / 3] * 3,
                       field_base_rate=[0.98, 0.01, 0.01], separation=3,
                       rng=np.random.default_rng(4))
