@@ -66,11 +66,16 @@ def _stratified_counts(n, p):
 
 
 def _rates(value, name):
-    arr = np.atleast_1d(np.asarray(value, dtype=float))
+    try:
+        arr = np.atleast_1d(np.asarray(value, dtype=float))
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be numeric; got {value!r:.60}") from None
     if arr.ndim == 1 and arr.size == 1:
         arr = np.array([1 - arr[0], arr[0]])
-    if np.any(arr < 0) or np.any(arr > 1) or abs(arr.sum() - 1) > 1e-9:
-        raise ValueError(f"{name} must be a base rate in [0, 1] or class shares summing to 1")
+    # NaN fails every comparison: test for the good case
+    if arr.ndim != 1 or not (np.all((arr >= 0) & (arr <= 1)) and abs(arr.sum() - 1) <= 1e-9):
+        raise ValueError(f"{name} must be a base rate in [0, 1] or class shares summing to 1; "
+                         f"got {np.asarray(value).tolist()}")
     return arr
 
 
@@ -103,10 +108,24 @@ def simulate_urc(n_lab=200, n_field=5000, lab_base_rates=0.5, field_base_rate=0.
     URCSimulation
     """
     rng = np.random.default_rng() if rng is None else rng
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"rng must be a numpy.random.Generator; got {type(rng).__name__}")
     pi_lab = _rates(lab_base_rates, "lab_base_rates")
     k = pi_lab.size
     binary = np.ndim(lab_base_rates) == 0
-    fb = np.asarray(field_base_rate, dtype=float)
+    for name, val in (("n_lab", n_lab), ("n_field", n_field)):
+        arr = np.asarray(val)
+        if arr.dtype.kind not in "iuf" or arr.size == 0 or not np.all(np.isfinite(arr)) \
+                or np.any(arr < 1) or np.any(arr != np.floor(arr)):
+            raise ValueError(f"{name} must be a positive integer (or integers); got {val!r}")
+    for name, val in (("separation", separation), ("field_scale", field_scale),
+                      ("field_shift", field_shift)):
+        if not isinstance(val, (int, float, np.integer, np.floating)) or not np.isfinite(val):
+            raise ValueError(f"{name} must be a finite number; got {val!r}")
+    try:
+        fb = np.asarray(field_base_rate, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"field_base_rate must be numeric; got {field_base_rate!r:.60}") from None
     if binary and fb.ndim <= 1:
         fb = np.atleast_1d(fb)
         P = np.column_stack([1 - fb, fb])

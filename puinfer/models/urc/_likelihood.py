@@ -48,6 +48,8 @@ _FREE_MIN = 1e-10     # components below this are treated as on the boundary by 
 _NEWTON_MAX_DIM = 1500  # dense Newton up to this many free parameters
 _NEWTON_MAXITER = 50
 _EM_FIRST = 100       # EM cycles before Newton takes over
+_EM_PROBE = 20        # EM cycles from a further start of the joint likelihood before comparing
+_SAME_MAX = 1e-3      # ... with the maximum found: this close means the same maximum
 
 
 # ---------------------------------------------------------------------------------------------
@@ -167,28 +169,39 @@ def _fix_entry(c, j, v):
     return out
 
 
+def _shares(C, P):
+    """Rows of ``C`` normalised to sum 1; a row of zeros (no field count the point makes
+    possible: the data are impossible there) keeps its row of ``P``."""
+    tot = C.sum(axis=1, keepdims=True)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(tot > 0, C / tot, P)
+
+
 def em_step(P, M, d: Data, con: Constraint):
     """One EM step: E-step (split each field count over the classes in proportion to
     ``p_g[i] M[i, a]``), M-step (class shares under the constraint; ``M`` from the lab counts
     plus the expected field counts of each class under the joint likelihood)."""
     Q = P @ M
+    # cells with counts that the point gives probability 0 (objective -inf: e.g. a null with a
+    # base rate of 0) carry no information for the step; dividing by 0 would make it NaN
     with np.errstate(divide="ignore", invalid="ignore"):
-        R = np.where(d.F > 0, d.F / Q, 0.0)
-    C = P * (R @ M.T)                          # expected field class counts, G x k
+        R = np.where((d.F > 0) & (Q > 0), d.F / Q, 0.0)
+    # clipped at 0: a no-op at feasible points, and the map's image is always feasible
+    C = np.maximum(P * (R @ M.T), 0.0)         # expected field class counts, G x k
     if d.strength > 0:
         C = C + d.strength * d.pi_lab
     if con.kind == "free":
-        Pn = C / C.sum(axis=1, keepdims=True)
+        Pn = _shares(C, P)
     elif con.kind == "equal":
         c = C.sum(axis=0)
-        Pn = np.broadcast_to(c / c.sum(), P.shape).copy()
+        Pn = np.broadcast_to(c / c.sum(), P.shape).copy() if c.sum() > 0 else P.copy()
     elif con.kind == "rows":
         Pn = P
     else:  # entry
-        Pn = C / C.sum(axis=1, keepdims=True)
+        Pn = _shares(C, P)
         Pn[con.group] = _fix_entry(C[con.group], con.cls, con.v)
     if d.joint:
-        D = M * (P.T @ R) + d.L
+        D = np.maximum(M * (P.T @ R), 0.0) + d.L
         Mn = D / D.sum(axis=1, keepdims=True)
     else:
         Mn = M
@@ -201,8 +214,8 @@ def grad_hess(P, M, d: Data):
     A = M.shape[1]
     Q = P @ M
     with np.errstate(divide="ignore", invalid="ignore"):
-        W = np.where(d.F > 0, d.F / Q, 0.0)
-        W2 = np.where(d.F > 0, d.F / Q ** 2, 0.0)
+        W = np.where((d.F > 0) & (Q > 0), d.F / Q, 0.0)
+        W2 = np.where((d.F > 0) & (Q > 0), d.F / Q ** 2, 0.0)
     gP = W @ M.T
     HPP = -np.einsum("ia,ga,ja->gij", M, W2, M)
     if d.strength > 0:
@@ -249,7 +262,11 @@ def _simplex_columns(V, Gr, allowed, offsets):
     nb, m = V.shape
     free = allowed & (V > _FREE_MIN)
     lam = np.where(free, Gr, -np.inf).max(axis=1, initial=-np.inf)
-    release = allowed & ~free & (Gr > (lam + 1e-9 * (1.0 + np.abs(lam)))[:, None])
+    # a block with no free component (a fixed entry at 1) has nothing to release into
+    thr = np.full(nb, np.inf)
+    fin = np.isfinite(lam)
+    thr[fin] = lam[fin] + 1e-9 * (1.0 + np.abs(lam[fin]))
+    release = allowed & ~free & (Gr > thr[:, None])
     free = free | release
     last = np.argmax(np.where(free, V, -np.inf), axis=1)
     move = free.copy()
@@ -323,6 +340,7 @@ class _Problem:
         self.threshold = 0.0
         self.last_T = None
         self.last_gH = None
+        self.last_map = None
         self.gnorm = np.nan
 
     def unpack(self, t):
@@ -334,7 +352,8 @@ class _Problem:
         return np.concatenate([P.ravel(), M.ravel()])
 
     def emap(self, t):
-        return self.pack(*em_step(*self.unpack(t), self.d, self.con))
+        self.last_map = self.pack(*em_step(*self.unpack(t), self.d, self.con))
+        return self.last_map
 
     def objective(self, t):
         return objective(*self.unpack(t), self.d)
@@ -360,6 +379,13 @@ class _Problem:
         self.threshold = threshold
 
     def feasible(self, t):
+        # SQUAREM's extrapolation with step -1 is the plain EM step (the last map image, up
+        # to rounding): always acceptable, even where EM set a component to exactly 0 (the
+        # maximum on the boundary, e.g. a field of one item); refusing it made the step-halving
+        # loop of squarem spin forever at alpha = -1
+        if self.last_map is not None and t.shape == self.last_map.shape and \
+                np.max(np.abs(t - self.last_map)) <= 1e-12:
+            return True
         return bool(np.all(t[self.pos] > 0) and np.all(t >= 0))
 
     def em_moved(self, t_old, t_new, change):
@@ -434,6 +460,25 @@ def _initial(d: Data, con: Constraint, start):
     return P0, M0
 
 
+def _smoothed_M(d: Data) -> np.ndarray:
+    """The lab estimate of ``M`` with half a count added to every cell (an interior point)."""
+    A = d.L.shape[1]
+    return (d.L + 0.5) / (d.L.sum(axis=1, keepdims=True) + 0.5 * A)
+
+
+def _extra_starts(d: Data, con: Constraint, start):
+    """Further starting points for the joint likelihood: ``M`` at the lab estimate smoothed
+    into the interior (EM cannot leave a zero of ``M``) with ``p`` at the lab rates and near
+    each vertex of the simplex (the same for every group)."""
+    G, k = d.F.shape[0], d.L.shape[0]
+    Ms = _smoothed_M(d)
+    cands = [d.pi_lab] + [np.where(np.arange(k) == j, 0.95, 0.05 / (k - 1)) for j in range(k)]
+    out = [(np.tile(p, (G, 1)), Ms) for p in cands]
+    if start is not None:  # the caller's start with the smoothed M
+        out.append((np.array(start[0], dtype=float), Ms))
+    return out
+
+
 def maximize(d: Data, con: Constraint = Constraint(), start=None,
              options: FitOptions = FitOptions()) -> Estimate:
     """Maximise the objective under ``con``.
@@ -441,10 +486,42 @@ def maximize(d: Data, con: Constraint = Constraint(), start=None,
     EM (SQUAREM) to the neighbourhood of the maximum, then Newton on the active face; EM
     continues if Newton cannot be used (too many free parameters, an indefinite Hessian). With
     a warm ``start`` ``(P, M)`` (profiles, restricted fits) Newton is tried first.
+
+    The fixed likelihood is concave in ``p``: its maximum is unique. The joint likelihood is
+    only biconcave (concave in ``p`` for fixed ``M`` and in ``M`` for fixed ``p``) and can have
+    several local maxima when the lab set is small, so the unrestricted fit and the fit with
+    equal base rates also start from :func:`_extra_starts` (cold: EM first) and keep the
+    highest maximum. Fits with every ``p`` fixed (``"rows"``) are concave in ``M``; profiles
+    (``"entry"``) follow their warm starts.
     """
+    est = _maximize_once(d, con, start, options, warm=start is not None)
+    if d.joint and con.kind in ("free", "equal"):
+        for st in _extra_starts(d, con, start):
+            # a few EM cycles first: a start that is then next to the maximum found is in its
+            # basin (EM increases the objective), so only the others are followed to the end
+            P0, M0 = _initial(d, con, st)
+            prob = _Problem(d, con, P0.shape[0], P0.shape[1], M0.shape[1])
+            P, M, f, _ = _em(P0, M0, prob, min(options.maxiter, _EM_PROBE), options.tol)
+            if max(np.max(np.abs(P - est.P)), np.max(np.abs(M - est.M))) < _SAME_MAX and \
+                    f <= est.objective:
+                continue
+            e = _maximize_once(d, con, (P, M), options, warm=False)
+            if e.objective > est.objective + 1e-9 * (1.0 + abs(est.objective)):
+                est = e
+    return est
+
+
+def _maximize_once(d: Data, con: Constraint, start, options: FitOptions, warm: bool
+                   ) -> Estimate:
+    """One run of :func:`maximize` from ``start`` (None: the least-squares start); ``warm``:
+    try Newton first."""
     P0, M0 = _initial(d, con, start)
+    if d.joint and not np.isfinite(objective(P0, M0, d)):
+        # M's zeros (from the lab counts) make the data impossible at P0 (e.g. a base rate
+        # fixed at 0); EM cannot leave a zero, so start from M smoothed into the interior
+        M0 = _smoothed_M(d)
     prob = _Problem(d, con, P0.shape[0], P0.shape[1], M0.shape[1])
-    if start is not None:
+    if warm:
         f0 = objective(P0, M0, d)
         if np.isfinite(f0):
             P, M, f, ok, nit, ntrace, gnorm = _newton(P0, M0, prob)

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from ..._align import align_rows, check_missing_option, drop_missing
 from ..._validation import warn_and_record
 from ...base.model import Model
 from ...exceptions import (
@@ -17,74 +18,34 @@ from ...exceptions import (
     IllConditionedWarning,
 )
 from . import _likelihood as lik
+from ._inputs import as_pred, check_pred, check_rowwise, labels_missing_hint
 from .partition import Partition, build_partition
 from .results import URCFitRecord, URCResults
 
 __all__ = ["URC"]
 
 
-def _validate_pred(pred, name, k=None, binary=None):
-    """Return (array, binary, class names or None). Binary: vector of P(Y = 1)."""
-    names = None
-    if isinstance(pred, pd.DataFrame):
-        if not all(pd.api.types.is_numeric_dtype(pred[c]) for c in pred.columns):
-            raise ValueError(f"{name}: non-numeric column(s)")
-        names = list(pred.columns)
-        arr = pred.to_numpy(dtype=float, copy=True)
-    else:
-        try:
-            arr = np.array(pred, dtype=float, copy=True)
-        except (TypeError, ValueError):
-            raise ValueError(f"{name} must be numeric predicted probabilities") from None
-    if arr.ndim == 2 and arr.shape[1] == 1:
-        arr = arr[:, 0]
-    if arr.ndim == 2 and arr.shape[1] == 2:
-        arr = arr[:, 1]  # binary given as two columns: keep P(class 1)
-    if arr.ndim not in (1, 2):
-        raise ValueError(f"{name} must be a vector of binary probabilities or an (n, k) matrix "
-                         f"of class probabilities; got {arr.ndim} dimensions")
-    if arr.shape[0] == 0:
-        raise ValueError(f"{name} is empty")
-    if np.isnan(arr).any():
-        raise ValueError(f"{name}: {int(np.isnan(arr).sum())} missing value(s)")
-    bad = ~((arr >= 0) & (arr <= 1))
-    if bad.any():
-        raise ValueError(f"{name} must be probabilities in [0, 1]; {int(bad.sum())} value(s) are "
-                         f"not (e.g. {arr[bad].ravel()[:3].tolist()})")
-    is_binary = arr.ndim == 1
-    if not is_binary:
-        rs = arr.sum(axis=1)
-        off = np.abs(rs - 1) > lik.ROW_TOL
-        if off.any():
-            raise ValueError(f"{name}: rows must sum to 1; {int(off.sum())} do not (e.g. row "
-                             f"{int(np.flatnonzero(off)[0])} sums to {rs[off][0]:.6g})")
-    if binary is not None and is_binary != binary:
-        want = "a vector of binary probabilities" if binary else "an (n, k) matrix"
-        raise ValueError(f"{name} must be {want} like the lab predictions")
-    if k is not None and not is_binary and arr.shape[1] != k:
-        raise ValueError(f"{name} has {arr.shape[1]} columns; the lab predictions have {k}")
-    return arr, is_binary, names
-
-
-def _binary_codes(labels) -> np.ndarray:
-    y = labels.astype(float) if isinstance(labels, pd.Series) and labels.dtype == bool \
-        else labels
+def _binary_codes(labels, can_drop) -> np.ndarray:
+    if isinstance(labels, pd.Series) and labels.dtype == bool:
+        labels = labels.astype(float)
     try:
-        arr = np.array(y, dtype=float, copy=True).ravel()
+        arr = (labels.to_numpy(dtype=float, na_value=np.nan) if isinstance(labels, pd.Series)
+               else np.array(labels, dtype=float, copy=True)).ravel()
     except (TypeError, ValueError):
         raise ValueError("lab_labels must be 0/1 for a binary classifier") from None
     if np.isnan(arr).any():
-        raise ValueError("lab_labels has missing values")
+        raise ValueError(labels_missing_hint("lab_labels", int(np.isnan(arr).sum()), can_drop))
     bad = (arr != 0) & (arr != 1)
     if bad.any():
         raise ValueError(f"lab_labels must be 0/1; found {np.unique(arr[bad])[:5].tolist()}")
     return arr.astype(np.intp)
 
 
-def _class_codes(labels, classes) -> np.ndarray:
-    lab = pd.Series(np.asarray(labels).ravel())
+def _class_codes(labels, classes, can_drop) -> np.ndarray:
+    lab = pd.Series(labels.to_numpy() if isinstance(labels, pd.Series)
+                    else np.asarray(labels, dtype=object).ravel())
     if lab.isna().any():
-        raise ValueError("lab_labels has missing values")
+        raise ValueError(labels_missing_hint("lab_labels", int(lab.isna().sum()), can_drop))
     idx = pd.Index(classes).get_indexer(lab)
     if np.any(idx < 0):
         raise ValueError(f"lab_labels: value(s) {lab[idx < 0].unique()[:5].tolist()} are "
@@ -92,16 +53,34 @@ def _class_codes(labels, classes) -> np.ndarray:
     return idx.astype(np.intp)
 
 
-def _field_groups(groups, N):
-    """Group codes and the group index (``"all"`` without groups)."""
+def _field_groups(groups, N, can_drop=False):
+    """Group codes and the group index (``"all"`` without groups); ``groups`` already aligned
+    with the field predictions."""
     if groups is None:
         return np.zeros(N, dtype=np.intp), pd.Index(["all"], name="group")
-    gser = groups if isinstance(groups, pd.Series) else pd.Series(np.asarray(groups))
+    if isinstance(groups, pd.DataFrame):
+        if groups.shape[1] != 1:
+            raise ValueError(f"groups must be one label per row; got a DataFrame with "
+                             f"{groups.shape[1]} columns")
+        groups = groups.iloc[:, 0]
+    if isinstance(groups, pd.Series):
+        gser = groups.reset_index(drop=True)
+    else:
+        garr = np.asarray(groups, dtype=object)
+        if garr.ndim == 2 and garr.shape[1] == 1:
+            garr = garr[:, 0]
+        if garr.ndim != 1:
+            raise ValueError(f"groups must be one label per row; got shape {garr.shape}")
+        gser = pd.Series(garr)
     if len(gser) != N:
         raise ValueError(f"groups has {len(gser)} entries; field_pred has {N} rows")
     if gser.isna().any():
-        raise ValueError(f"groups has {int(gser.isna().sum())} missing value(s)")
-    codes, uniq = pd.factorize(gser, sort=True)
+        raise ValueError(f"groups has {int(gser.isna().sum())} missing value(s)"
+                         + (" (missing='drop' drops those rows)" if can_drop else ""))
+    try:
+        codes, uniq = pd.factorize(gser, sort=True)
+    except TypeError:  # labels of mixed types cannot be sorted
+        codes, uniq = pd.factorize(gser, sort=False)
     return codes.astype(np.intp), pd.Index(uniq, name=gser.name if gser.name is not None
                                            else "group")
 
@@ -129,18 +108,29 @@ class URC(Model):
 
     Parameters
     ----------
-    lab_pred : array_like or pandas.DataFrame
+    lab_pred : array_like, pandas.Series or pandas.DataFrame
         The classifier's predictions on the labelled lab set: a vector of ``P(Y = 1)`` for a
         binary classifier (an ``(n, 2)`` matrix is reduced to its second column), or an
         ``(n, k)`` matrix of class probabilities whose rows sum to 1. The classifier is assumed
-        calibrated on the lab population (eq. (1) of the paper).
-    lab_labels : array_like
+        calibrated on the lab population (eq. (1) of the paper). A DataFrame with two or more
+        columns names the classes by its columns: predictions given later as a DataFrame
+        (``fit``'s ``field_pred``, ``recalibrate``'s ``pred``) are matched to them **by column
+        name** (reordered; a missing or extra column is refused). Without names (an array)
+        later DataFrames are taken by position.
+    lab_labels : array_like or pandas.Series
         True classes of the lab items: 0/1 for binary; for ``k`` classes integer codes
-        ``0..k-1`` or, when ``lab_pred`` is a DataFrame, its column names.
+        ``0..k-1`` or, when ``lab_pred`` is a DataFrame, its column names. **Alignment**: when
+        ``lab_pred`` and ``lab_labels`` are pandas objects their rows are matched on the index
+        (they must hold the same labels, each once; otherwise a ``ValueError``), never by
+        position; an array or list is matched by position and must have the same length.
     n_bins : int, optional
         Binary: the number of intervals of equal lab probability ``|A|`` (eq. (11)); default 4,
         as the paper recommends. Multiclass: the number of such intervals within each
         predicted class (arg max), ``|A| = k n_bins``; default 2.
+    missing : {"raise", "drop"}
+        What to do with lab rows holding a missing prediction or label (R's ``na.action``):
+        refuse them (default) or drop them; the number dropped is ``n_dropped`` and is shown
+        by the results' ``summary()``.
 
     Attributes
     ----------
@@ -153,6 +143,15 @@ class URC(Model):
         Chi-square test that the classes have the same lab histogram.
     warnings : tuple of (str, str)
         Warnings raised while building the partition.
+    n_dropped : int
+        Lab rows dropped for missing values (``missing="drop"``).
+
+    Raises
+    ------
+    ValueError
+        For lab inputs that cannot be aligned, predictions outside [0, 1], rows not summing to
+        1, missing values (with ``missing="raise"``), labels that are not classes, a class
+        without lab items, or a partition with fewer cells than classes.
 
     Warns
     -----
@@ -184,20 +183,45 @@ class URC(Model):
 
     _formula_lhs = None
 
-    def __init__(self, lab_pred, lab_labels, n_bins: int | None = None):
-        pred, binary, names = _validate_pred(lab_pred, "lab_pred")
+    def __init__(self, lab_pred, lab_labels, n_bins: int | None = None, *,
+                 missing: str = "raise"):
+        check_missing_option(missing)
+        check_rowwise(lab_pred, "lab_pred")
+        check_rowwise(lab_labels, "lab_labels")
+        al, _ = align_rows({"lab_pred": lab_pred, "lab_labels": lab_labels})
+        lab_df = al["lab_pred"]
+        inp = as_pred(lab_df, "lab_pred")
+        arr, labels = inp.arr, al["lab_labels"]
+        if isinstance(labels, pd.DataFrame):
+            if labels.shape[1] != 1:
+                raise ValueError("lab_labels must be one class per row; got a DataFrame with "
+                                 f"{labels.shape[1]} columns")
+            labels = labels.iloc[:, 0]
+        al, _, self.n_dropped = drop_missing({"lab_pred": arr, "lab_labels": labels}, None,
+                                             missing)
+        pred, binary = check_pred(al["lab_pred"], "lab_pred", can_drop=missing == "raise")
+        names = inp.columns
         self._binary = binary
+        # the columns of a DataFrame with >= 2 columns name the classes (later DataFrames
+        # are matched to them by name)
+        self._named = names is not None and len(names) >= 2
         if binary:
-            classes = list(names[-2:]) if names is not None and len(names) >= 2 else [0, 1]
+            classes = list(names[-2:]) if self._named else [0, 1]
         else:
-            classes = names if names is not None else list(range(pred.shape[1]))
+            classes = list(names) if self._named else list(range(pred.shape[1]))
         self.classes = classes
         self.n_classes = k = len(classes)
-        codes = self._codes(lab_labels, pred.shape[0])
-        if n_bins is None:
-            n_bins = 4 if binary else 2
-        if int(n_bins) != n_bins or n_bins < (k if binary else 1):
-            raise ValueError(f"n_bins must be an integer >= {k if binary else 1}; got {n_bins}")
+        codes = self._codes(al["lab_labels"], pred.shape[0], missing == "raise")
+        if n_bins is None:  # the default, at most one bin per lab item
+            n_bins = max(min(4 if binary else 2, pred.shape[0]), 2 if binary else 1)
+        lo = k if binary else 1
+        ok = isinstance(n_bins, (int, np.integer, float, np.floating)) and \
+            not isinstance(n_bins, bool) and np.isfinite(n_bins) and int(n_bins) == n_bins
+        if not ok or n_bins < lo:
+            raise ValueError(f"n_bins must be an integer >= {lo}; got {n_bins!r}")
+        if n_bins > pred.shape[0]:  # more bins than lab items: empty bins only (and memory)
+            raise ValueError(f"n_bins = {int(n_bins)} exceeds the number of lab predictions "
+                             f"({pred.shape[0]}); use fewer bins")
         record: list = []
         self.partition: Partition = build_partition(pred, k, int(n_bins), binary, record)
         A = self.partition.n_cells
@@ -241,11 +265,11 @@ class URC(Model):
         raise NotImplementedError("URC has no formula interface: pass the lab predictions and "
                                   "labels, URC(lab_pred, lab_labels)")
 
-    def _codes(self, labels, n):
-        if self._binary and self.classes == [0, 1]:
-            codes = _binary_codes(labels)
+    def _codes(self, labels, n, can_drop=False):
+        if self._binary and not self._named:
+            codes = _binary_codes(labels, can_drop)
         else:
-            codes = _class_codes(labels, self.classes)
+            codes = _class_codes(labels, self.classes, can_drop)
         if codes.shape[0] != n:
             raise ValueError(f"lab_labels has {codes.shape[0]} entries; lab_pred has {n} rows")
         missing = [self.classes[i] for i in range(self.n_classes) if not np.any(codes == i)]
@@ -253,6 +277,14 @@ class URC(Model):
             raise ValueError(f"lab_labels: class(es) {missing} have no lab items; URC needs every "
                              "class in the lab set")
         return codes
+
+    def _pred_input(self, pred, name, can_drop=False):
+        """``(PredInput, validated array)`` of predictions of this classifier (columns of a
+        DataFrame matched to the classes by name when the lab DataFrame named them)."""
+        inp = as_pred(pred, name, self.classes, self._named)
+        arr, _ = check_pred(inp.arr, name, k=self.n_classes, binary=self._binary,
+                            can_drop=can_drop)
+        return inp, arr
 
     # -- lab summaries --------------------------------------------------------------------------
     @property
@@ -278,23 +310,38 @@ class URC(Model):
         """Number of lab items."""
         return self._n_lab
 
-    def assign(self, pred) -> np.ndarray:
-        """Cell (0-based) of each prediction in ``pred``."""
-        arr, _, _ = _validate_pred(pred, "pred", k=self.n_classes, binary=self._binary)
-        return self.partition.assign(arr)
+    def assign(self, pred):
+        """Cell (0-based) of each prediction in ``pred``.
+
+        Returns
+        -------
+        numpy.ndarray or pandas.Series
+            A Series with ``pred``'s index when ``pred`` is a pandas object.
+        """
+        check_rowwise(pred, "pred")
+        _, arr = self._pred_input(pred, "pred")
+        cells = self.partition.assign(arr)
+        if isinstance(pred, (pd.Series, pd.DataFrame)):
+            return pd.Series(cells, index=pred.index, name="cell")
+        return cells
 
     # -- fitting --------------------------------------------------------------------------------
     def fit(self, field_pred, groups=None, *, likelihood: str = "joint",
-            prior_strength: float = 0.0, maxiter: int = 5000, tol: float = 1e-10
-            ) -> URCResults:
+            prior_strength: float = 0.0, maxiter: int = 5000, tol: float = 1e-10,
+            missing: str = "raise") -> URCResults:
         """Estimate the field base rates (Definition 8), per group when ``groups`` is given.
 
         Parameters
         ----------
-        field_pred : array_like or pandas.DataFrame
-            Predictions on the field data, in the same form as ``lab_pred``.
-        groups : array_like, optional
+        field_pred : array_like, pandas.Series or pandas.DataFrame
+            Predictions on the field data, in the same form as ``lab_pred``. A DataFrame's
+            columns are matched to the classes by name when ``lab_pred`` named them (see
+            :class:`URC`).
+        groups : array_like or pandas.Series, optional
             A subpopulation label per field item (local URC, Algorithm 1 of the paper).
+            **Alignment**: when ``field_pred`` and ``groups`` are pandas objects their rows are
+            matched on the index (the same labels, each once; otherwise a ``ValueError``), never
+            by position; an array or list is matched by position and must have the same length.
         likelihood : {"joint", "fixed"}
             ``"joint"`` (default): lab and field histograms in one likelihood with ``M_A`` free,
             so intervals and tests carry the lab set's uncertainty. ``"fixed"`` (alias
@@ -308,6 +355,9 @@ class URC(Model):
         maxiter, tol : int, float
             EM iterations (SQUAREM cycles) and the convergence tolerance on the largest
             parameter change.
+        missing : {"raise", "drop"}
+            Field rows with a missing prediction or group: refused (default) or dropped; the
+            number dropped is the results' ``n_dropped`` and is shown by ``summary()``.
 
         Returns
         -------
@@ -316,9 +366,9 @@ class URC(Model):
         Raises
         ------
         ValueError
-            For predictions outside [0, 1], missing values, a shape unlike the lab's, groups of
-            the wrong length or with missing values, an unknown likelihood, or a negative
-            ``prior_strength``.
+            For inputs that cannot be aligned, predictions outside [0, 1], missing values (with
+            ``missing="raise"``), a shape or column names unlike the lab's, an unknown
+            likelihood, a negative ``prior_strength`` or bad ``maxiter``/``tol``.
 
         Warns
         -----
@@ -332,32 +382,54 @@ class URC(Model):
         The fit works on the ``k x |A|`` lab and ``G x |A|`` field histograms only (binning is
         ``np.searchsorted`` + ``np.bincount``): EM accelerated by SQUAREM, finished by Newton's
         method on the active face of the simplices (see ``puinfer.models.urc._likelihood``).
-        Intervals, profiles and the restricted fits of the tests are computed when first asked
-        for, and cached in the (immutable) results.
+        The joint likelihood can have several local maxima with a small lab set; the fit starts
+        from several points and keeps the highest maximum. Intervals, profiles and the
+        restricted fits of the tests are computed when first asked for, and cached in the
+        (immutable) results.
         """
-        if likelihood == "paper":
+        if isinstance(likelihood, str) and likelihood == "paper":
             likelihood = "fixed"
-        if likelihood not in ("joint", "fixed"):
+        if not isinstance(likelihood, str) or likelihood not in ("joint", "fixed"):
             raise ValueError(f"likelihood must be 'joint' or 'fixed' (alias 'paper'); got "
                              f"{likelihood!r}")
-        s = float(prior_strength)
+        try:
+            s = float(prior_strength)
+        except (TypeError, ValueError):
+            s = np.nan
         if not (np.isfinite(s) and s >= 0):
-            raise ValueError(f"prior_strength must be a non-negative number; got {prior_strength}")
-        pred, _, _ = _validate_pred(field_pred, "field_pred", k=self.n_classes,
-                                    binary=self._binary)
-        codes, gindex = _field_groups(groups, pred.shape[0])
+            raise ValueError(f"prior_strength must be a non-negative number; got {prior_strength!r}")
+        if isinstance(maxiter, bool) or not isinstance(maxiter, (int, np.integer)) or maxiter < 1:
+            raise ValueError(f"maxiter must be a positive integer; got {maxiter!r}")
+        try:
+            tol_ok = float(tol) > 0 and np.isfinite(float(tol))
+        except (TypeError, ValueError):
+            tol_ok = False
+        if not tol_ok:
+            raise ValueError(f"tol must be a positive number; got {tol!r}")
+        check_missing_option(missing)
+        check_rowwise(field_pred, "field_pred")
+        if groups is not None:
+            check_rowwise(groups, "groups")
+        al, _ = align_rows({"field_pred": field_pred, "groups": groups})
+        inp = as_pred(al["field_pred"], "field_pred", self.classes, self._named)
+        al, _, n_dropped = drop_missing({"field_pred": inp.arr, "groups": al["groups"]}, None,
+                                        missing)
+        can_drop = missing == "raise"
+        pred, _ = check_pred(al["field_pred"], "field_pred", k=self.n_classes,
+                             binary=self._binary, can_drop=can_drop)
+        codes, gindex = _field_groups(al["groups"], pred.shape[0], can_drop)
         G, A = len(gindex), self.partition.n_cells
         cells = self.partition.assign(pred)
         F = np.bincount(codes * A + cells, minlength=G * A).reshape(G, A).astype(float)
         naive = _naive(pred, codes, G, F.sum(axis=1), self._binary, self.n_classes)
         L = self._L
         d = lik.Data(L, F, L.sum(axis=1) / L.sum(), likelihood == "joint", s)
-        options = lik.FitOptions(maxiter=maxiter, tol=tol)
+        options = lik.FitOptions(maxiter=int(maxiter), tol=float(tol))
         est = lik.maximize(d, lik.Constraint(), options=options)
         record = list(self.warnings)
         self._check_fit(est, gindex, record)
         return URCResults(URCFitRecord(self, d, est, gindex, naive, lik.Constraint(), options,
-                                       tuple(record)))
+                                       tuple(record), n_dropped))
 
     def _fit_constrained(self, record: URCFitRecord, con: lik.Constraint) -> URCResults:
         """The fit of ``record``'s data under the constraint ``con`` (the null of a test),

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..._align import align_rows
 from ..._validation import check_alpha
 from ...base.results import (
     ConvergenceInfo,
@@ -23,6 +24,7 @@ from ...inference.profile import Profile
 from ...prior_shift import adjust_prior
 from ...summary import Summary
 from . import _likelihood as lik
+from ._inputs import check_rowwise, rates_vector
 
 __all__ = ["URCResults", "URCFitRecord"]
 
@@ -50,6 +52,8 @@ class URCFitRecord:
     options : FitOptions
         Used again by profiles and restricted fits.
     warnings : tuple of (str, str)
+    n_dropped : int
+        Field rows dropped for missing values (``missing="drop"``).
     """
 
     model: Any
@@ -60,20 +64,16 @@ class URCFitRecord:
     constraint: lik.Constraint
     options: lik.FitOptions
     warnings: tuple = ()
+    n_dropped: int = 0
 
 
-def _null_rates(value, pi_lab, k):
-    """The base rates of the no-shift null and their description."""
+def _null_rates(value, pi_lab, classes):
+    """The base rates of the no-shift null (``value``, validated; default the lab rates) and
+    their description."""
     if value is None:
         return pi_lab.copy(), "the lab base rates"
-    arr = np.atleast_1d(np.asarray(value, dtype=float))
-    if k == 2 and arr.size == 1:
-        arr = np.array([1 - arr[0], arr[0]])
-    if arr.shape != (k,) or np.any(arr < 0) or np.any(arr > 1) \
-            or abs(arr.sum() - 1) > lik.ROW_TOL:
-        raise ValueError(f"value must be a base rate in [0, 1] (binary) or {k} class "
-                         "shares summing to 1")
-    return arr, (f"{arr[1]:.4g}" if k == 2 else str(np.round(arr, 4).tolist()))
+    arr = rates_vector(value, "value", classes)
+    return arr, (f"{arr[1]:.4g}" if len(classes) == 2 else str(np.round(arr, 4).tolist()))
 
 
 def _tests_table(tests, several_groups) -> pd.DataFrame:
@@ -113,6 +113,9 @@ class URCResults(InformationCriteria, LikelihoodResults):
     convergence : ConvergenceInfo
     warnings : tuple of (str, str)
         ``(category, message)`` of every warning raised for this fit (and by the model).
+    n_dropped : int
+        Field rows dropped for missing values (``fit(..., missing="drop")``); the lab rows
+        dropped are ``model.n_dropped``.
     """
 
     def __init__(self, record: URCFitRecord):
@@ -139,6 +142,7 @@ class URCResults(InformationCriteria, LikelihoodResults):
         self.model_name = _MODEL_NAMES[con.kind]
         self.convergence: ConvergenceInfo = est.convergence
         self.warnings = tuple(record.warnings)
+        self.n_dropped = int(record.n_dropped)
 
     @property
     def llf_penalized(self) -> float:
@@ -357,8 +361,10 @@ class URCResults(InformationCriteria, LikelihoodResults):
 
         Parameters
         ----------
-        value : float or array_like, optional
-            Default the lab base rates. Binary: ``P(Y = 1)``; multiclass: class shares.
+        value : float, array_like or pandas.Series, optional
+            Default the lab base rates. Binary: ``P(Y = 1)`` (or both shares); multiclass:
+            class shares summing to 1, in the class order, or a Series indexed by the classes
+            (matched by name).
 
         Returns
         -------
@@ -367,7 +373,7 @@ class URCResults(InformationCriteria, LikelihoodResults):
         """
         if value is None:
             return self._no_shift_fit
-        val, _ = _null_rates(value, self._d.pi_lab, self.model.n_classes)
+        val, _ = _null_rates(value, self._d.pi_lab, self.model.classes)
         return self._restricted(lik.Constraint("rows", value=val))
 
     def fit_equal_base_rates(self) -> URCResults:
@@ -396,9 +402,16 @@ class URCResults(InformationCriteria, LikelihoodResults):
 
         Parameters
         ----------
-        value : float or array_like, optional
+        value : float, array_like or pandas.Series, optional
             The base rates under the null; default the lab base rates (no prior shift).
-            Binary: ``P(Y = 1)``; multiclass: a vector over the classes summing to 1.
+            Binary: ``P(Y = 1)`` in [0, 1] (or both shares); multiclass: a vector over the
+            classes summing to 1, or a Series indexed by the classes (matched by name).
+
+        Raises
+        ------
+        ValueError
+            Naming ``value`` when it is not numeric, missing, outside [0, 1], of the wrong
+            length or does not sum to 1.
 
         Returns
         -------
@@ -406,7 +419,7 @@ class URCResults(InformationCriteria, LikelihoodResults):
             ``2 (llf - llf_0)`` against chi-square with ``G (k - 1)`` degrees of freedom (under
             the joint likelihood ``M_A`` is re-maximised under the null).
         """
-        _, what = _null_rates(value, self._d.pi_lab, self.model.n_classes)
+        _, what = _null_rates(value, self._d.pi_lab, self.model.classes)
         return self._lr(self.fit_no_shift(value),
                         f"the field base rates of every group equal {what}",
                         "URC likelihood-ratio test of no prior shift")
@@ -475,37 +488,102 @@ class URCResults(InformationCriteria, LikelihoodResults):
         Parameters
         ----------
         pred : array_like, pandas.Series or pandas.DataFrame
-            Predictions of the same classifier (vector of ``P(Y = 1)`` or an (n, k) matrix).
-        groups : array_like, optional
+            Predictions of the same classifier (vector of ``P(Y = 1)``, an ``(n, 2)`` matrix
+            for binary, or an ``(n, k)`` matrix). A DataFrame's columns are matched to the
+            classes by name when the lab predictions named them (see :class:`URC`).
+        groups : array_like or pandas.Series, optional
             Group of each prediction; required when several groups were fitted. Each row is
-            recalibrated with its group's estimated base rates.
-        old_prior : float or array_like, optional
+            recalibrated with its group's estimated base rates. **Alignment**: when ``pred``
+            and ``groups`` are pandas objects their rows are matched on the index (the same
+            labels, each once; otherwise a ``ValueError``), never by position; an array or list
+            is matched by position and must have the same length.
+        old_prior : float, array_like or pandas.Series, optional
             The base rates the classifier is calibrated for; default the lab base rates.
+            Binary: ``P(Y = 1)`` in (0, 1) (or both shares); multiclass: ``k`` positive shares
+            summing to 1 in the class order, or a Series indexed by the classes (matched by
+            name).
 
         Returns
         -------
-        same type as ``pred``
-            ``P_field(Y | C)`` by eqs. (5)-(6).
+        numpy.ndarray, pandas.Series or pandas.DataFrame
+            ``P_field(Y | C)`` by eqs. (5)-(6), in the shape and column order of ``pred``. When
+            ``pred`` or ``groups`` is a pandas object the result is one too and carries the
+            index of the first of them (``pred``'s, else ``groups``'), in that order.
+
+        Raises
+        ------
+        ValueError
+            Naming ``pred``, ``groups`` or ``old_prior``: predictions that are not
+            probabilities, columns that are not the classes, inputs that cannot be aligned,
+            missing or unknown groups, or an ``old_prior`` that is not a vector of positive
+            class shares summing to 1.
         """
-        k, P = self.model.n_classes, np.array(self._P)
+        m, P = self.model, np.array(self._P)
+        check_rowwise(pred, "pred")
+        if groups is None and len(self._groups) > 1:
+            raise ValueError("groups: several groups were fitted; give each prediction's group")
+        if groups is not None:
+            check_rowwise(groups, "groups")
+        al, index = align_rows({"pred": pred, "groups": groups})
+        inp, arr = m._pred_input(al["pred"], "pred")
+        old = self._d.pi_lab.copy() if old_prior is None else \
+            rates_vector(old_prior, "old_prior", m.classes, open_=True)
+        n = arr.shape[0]
         if groups is None:
-            if len(self._groups) > 1:
-                raise ValueError("groups: several groups were fitted; give each prediction's "
-                                 "group")
-            newp = P[0]
+            newp = np.broadcast_to(P[0], (n, P.shape[1]))
         else:
-            g = pd.Index(self._groups).get_indexer(np.asarray(groups).ravel())
-            if np.any(g < 0):
-                bad = pd.unique(np.asarray(groups).ravel()[g < 0])[:5].tolist()
-                raise ValueError(f"groups: {bad} were not among the fitted groups")
-            newp = P[g]
-        old = self._d.pi_lab if old_prior is None else old_prior
-        if k == 2:
-            old1 = float(old[1] if np.ndim(old) else old)
-            if np.ndim(pred) == 2 and np.shape(pred)[1] == 2:  # both class columns given
-                return adjust_prior(pred, [1 - old1, old1], newp)
-            return adjust_prior(pred, old1, newp[..., 1])
-        return adjust_prior(pred, old, newp)
+            g = al["groups"]
+            if isinstance(g, pd.DataFrame):
+                if g.shape[1] != 1:
+                    raise ValueError("groups must be one label per row; got a DataFrame with "
+                                     f"{g.shape[1]} columns")
+                g = g.iloc[:, 0]
+            gser = g.reset_index(drop=True) if isinstance(g, pd.Series) else \
+                pd.Series(np.asarray(g, dtype=object).ravel())
+            if len(gser) != n:
+                raise ValueError(f"groups has {len(gser)} entries; pred has {n} rows")
+            if gser.isna().any():
+                raise ValueError(f"groups has {int(gser.isna().sum())} missing value(s)")
+            pos = pd.Index(self._groups).get_indexer(gser)
+            if np.any(pos < 0):
+                bad = pd.unique(gser[pos < 0])[:5].tolist()
+                raise ValueError(f"groups: {bad} were not among the fitted groups "
+                                 f"{self._groups.tolist()}")
+            newp = P[pos]
+        # Lemma 3 (adjust_prior) on validated arrays only, so that it cannot fail on an
+        # argument the caller did not pass
+        newp = np.clip(newp, 0.0, 1.0)
+        newp = newp / newp.sum(axis=1, keepdims=True)
+        if arr.ndim == 1:
+            p1 = adjust_prior(arr, float(old[1]), np.ascontiguousarray(newp[:, 1]))
+            out = np.column_stack([1 - p1, p1])
+        else:
+            out = adjust_prior(arr, old, np.ascontiguousarray(newp))
+        return self._wrap_recalibrated(out, inp, pred, index, arr.ndim == 1)
+
+    def _wrap_recalibrated(self, out, inp, pred, index, binary_vector):
+        """Put the recalibrated ``(n, k)`` matrix in ``pred``'s shape, columns and index."""
+        if inp.columns is not None:  # a DataFrame: its columns in its order
+            if len(inp.columns) == 1:
+                vals = out[:, 1:2]
+            elif inp.order is not None:
+                vals = out[:, inp.order]
+            else:
+                vals = out
+            return pd.DataFrame(vals, index=index, columns=inp.columns)
+        raw_ndim = inp.arr.ndim
+        if binary_vector and raw_ndim == 1:
+            res = out[:, 1]
+            if index is None:
+                return res
+            return pd.Series(res, index=index,
+                             name=pred.name if isinstance(pred, pd.Series) else None)
+        if binary_vector and inp.arr.shape[1] == 1:
+            out = out[:, 1:2]
+        if index is None:
+            return out
+        cols = list(self.model.classes) if out.shape[1] == self.model.n_classes else None
+        return pd.DataFrame(out, index=index, columns=cols)
 
     # -- presentation ---------------------------------------------------------------------------
     def _table(self, alpha=0.05) -> pd.DataFrame:
@@ -542,6 +620,8 @@ class URCResults(InformationCriteria, LikelihoodResults):
                 ("Field N", int(self._d.F.sum())), ("Groups", len(self._groups)),
                 ("Prior strength", self.prior_strength), ("Log-likelihood", self.llf)]:
             s.add_info(key, value)
+        s.add_info("Lab rows dropped (missing)", m.n_dropped)
+        s.add_info("Field rows dropped (missing)", self.n_dropped)
         if self.prior_strength > 0:
             s.add_info("Log-posterior", self.llf_penalized)
         s.add_info("cond(M_A)", m.condition_number)

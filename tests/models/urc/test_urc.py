@@ -450,7 +450,7 @@ def test_boundary_warning_recorded():
     ([0.1, np.nan, 0.2, 0.3], [0, 1, 1, 0], "lab_pred: 1 missing"),
     ([0.1, 0.5, 0.2, 0.3], [0, 1, 2, 0], "lab_labels must be 0/1"),
     ([0.1, 0.5, 0.2, 0.3], [0, 0, 0, 0], r"class\(es\) \[1\] have no lab items"),
-    ([0.1, 0.5, 0.2], [0, 1, 1, 0], "lab_labels has 4 entries"),
+    ([0.1, 0.5, 0.2], [0, 1, 1, 0], "lab_labels has 4 rows but lab_pred has 3"),
     ([[0.2, 0.3, 0.4]], [0], "rows must sum to 1"),
     ([], [], "lab_pred is empty"),
 ])
@@ -465,7 +465,7 @@ def test_bad_fit_input(sim):
         m.fit([0.2, -0.1])
     with pytest.raises(ValueError, match="field_pred must be a vector"):
         m.fit(np.full((3, 3), 1 / 3))
-    with pytest.raises(ValueError, match="groups has 2 entries"):
+    with pytest.raises(ValueError, match="groups has 2 rows but field_pred has 3"):
         m.fit([0.2, 0.3, 0.4], groups=[1, 2])
     with pytest.raises(ValueError, match="groups has 1 missing"):
         m.fit([0.2, 0.3], groups=[1, None])

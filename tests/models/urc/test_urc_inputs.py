@@ -1,0 +1,488 @@
+"""URC inputs (issue 13): rows aligned on the pandas index, prediction columns matched to the
+classes by name, validation naming the URC argument, missing="raise"|"drop", tiny samples
+against a direct optimisation of the same likelihood, and edge inputs without RuntimeWarning."""
+
+import signal
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from numpy.testing import assert_allclose
+from scipy import optimize, special, stats
+
+import puinfer as pu
+from puinfer.exceptions import BoundaryWarning, EmptyBinWarning, IllConditionedWarning
+from puinfer.simulate.urc import simulate_urc
+
+QUIET = pytest.mark.filterwarnings("ignore::puinfer.exceptions.PuinferWarning")
+
+
+def _quiet(f, *a, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", EmptyBinWarning)
+        warnings.simplefilter("ignore", IllConditionedWarning)
+        warnings.simplefilter("ignore", BoundaryWarning)
+        return f(*a, **kw)
+
+
+@pytest.fixture(scope="module")
+def binary():
+    return simulate_urc(n_lab=300, n_field=3000, lab_base_rates=0.5, field_base_rate=0.31,
+                        separation=2.0, rng=np.random.default_rng(1))
+
+
+@pytest.fixture(scope="module")
+def grouped():
+    return simulate_urc(n_lab=300, n_field=[1000, 1000], lab_base_rates=0.5,
+                        field_base_rate=[0.1, 0.6], separation=2.0,
+                        rng=np.random.default_rng(2))
+
+
+@pytest.fixture(scope="module")
+def multi():
+    return simulate_urc(n_lab=600, n_field=3000, lab_base_rates=[1 / 3] * 3,
+                        field_base_rate=[0.6, 0.3, 0.1], separation=2.0,
+                        rng=np.random.default_rng(3))
+
+
+CLASSES = ["cat", "dog", "eel"]
+
+
+@pytest.fixture(scope="module")
+def named(multi):
+    lab = pd.DataFrame(multi.lab_pred, columns=CLASSES)
+    labels = pd.Series(np.array(CLASSES)[multi.lab_y])
+    field = pd.DataFrame(multi.field_pred, columns=CLASSES)
+    model = _quiet(pu.URC, lab, labels)
+    return model, field, _quiet(model.fit, field)
+
+
+# ---- 1. rows matched on the index -----------------------------------------------------------
+def test_lab_labels_matched_on_index(binary):
+    idx = pd.Index(np.arange(300) + 1000)
+    pred, y = pd.Series(binary.lab_pred, index=idx), pd.Series(binary.lab_y, index=idx)
+    perm = np.random.default_rng(0).permutation(300)
+    ref = pu.URC(binary.lab_pred, binary.lab_y).fit(binary.field_pred)
+    assert ref.base_rate.iloc[0] == pytest.approx(0.31, abs=0.05)
+    for lab_pred, lab_y in [(pred, y.iloc[perm]), (pred.iloc[perm], y),
+                            (pd.DataFrame({"neg": 1 - pred, "pos": pred}).iloc[perm],
+                             y.map({0: "neg", 1: "pos"}))]:
+        res = pu.URC(lab_pred, lab_y).fit(binary.field_pred)
+        assert_allclose(res.base_rate.to_numpy(), ref.base_rate.to_numpy(), rtol=0, atol=1e-12)
+        assert_allclose(res.model.lab_counts.to_numpy(), ref.model.lab_counts.to_numpy())
+
+
+def test_lab_index_mismatch_refused(binary):
+    pred = pd.Series(binary.lab_pred)
+    y = pd.Series(binary.lab_y, index=np.arange(300) + 1)
+    with pytest.raises(ValueError, match="lab_labels and lab_pred have different index labels"):
+        pu.URC(pred, y)
+    with pytest.raises(ValueError, match="lab_pred: duplicate index labels"):
+        pu.URC(pd.Series(binary.lab_pred, index=[0] * 300), y)
+    # an array is matched by position and must have the length
+    with pytest.raises(ValueError, match="lab_labels has 299 rows but lab_pred has 300"):
+        pu.URC(pred, binary.lab_y[:299])
+
+
+def test_groups_matched_on_index(grouped):
+    m = pu.URC(grouped.lab_pred, grouped.lab_y)
+    idx = pd.Index(np.arange(2000) + 5000)
+    fp = pd.Series(grouped.field_pred, index=idx)
+    g = pd.Series(np.where(grouped.field_group == 0, "north", "south"), index=idx)
+    perm = np.random.default_rng(1).permutation(2000)
+    ref = m.fit(grouped.field_pred, groups=g.to_numpy())
+    assert_allclose(ref.base_rate.to_numpy(), [0.1, 0.6], atol=0.06)
+    for field, groups in [(fp, g.iloc[perm]), (fp.iloc[perm], g), (grouped.field_pred, g)]:
+        res = m.fit(field, groups=groups)
+        assert_allclose(res.base_rate.to_numpy(), ref.base_rate.to_numpy(), rtol=0, atol=1e-12)
+        assert res.groups.tolist() == ["north", "south"]
+    with pytest.raises(ValueError, match="groups and field_pred have different index labels"):
+        m.fit(fp, groups=g.reset_index(drop=True))
+
+
+def test_recalibrate_groups_matched_on_index(grouped):
+    m = pu.URC(grouped.lab_pred, grouped.lab_y)
+    idx = pd.Index(np.arange(2000) + 5000)
+    fp = pd.Series(grouped.field_pred, index=idx, name="p")
+    g = pd.Series(grouped.field_group, index=idx)
+    r = m.fit(fp, groups=g)
+    ref = r.recalibrate(grouped.field_pred, groups=grouped.field_group)  # arrays: by position
+    perm = np.random.default_rng(2).permutation(2000)
+    out = r.recalibrate(fp, groups=g.iloc[perm])
+    assert isinstance(out, pd.Series) and out.index.equals(idx) and out.name == "p"
+    assert_allclose(out.to_numpy(), ref, rtol=0, atol=1e-15)
+    # the array's rows are taken in the order of the groups Series, whose index the output has
+    out2 = r.recalibrate(grouped.field_pred[perm], groups=g.iloc[perm])
+    assert out2.index.equals(idx[perm])
+    assert_allclose(out2.to_numpy(), ref[perm], rtol=0, atol=1e-15)
+    with pytest.raises(ValueError, match="groups and pred have different index labels"):
+        r.recalibrate(fp, groups=g.reset_index(drop=True))
+
+
+# ---- 2. columns matched to the classes by name ----------------------------------------------
+def test_field_columns_matched_by_name(named):
+    model, field, ref = named
+    assert_allclose(ref.base_rates.to_numpy()[0], [0.6, 0.3, 0.1], atol=0.04)
+    res = _quiet(model.fit, field[["eel", "cat", "dog"]])
+    assert list(res.base_rates.columns) == CLASSES
+    assert_allclose(res.base_rates.to_numpy(), ref.base_rates.to_numpy(), rtol=0, atol=1e-12)
+    with pytest.raises(ValueError, match=r"field_pred: the columns must be the classes .*"
+                       r"missing: \['eel'\], extra: \['fish'\]"):
+        model.fit(field.rename(columns={"eel": "fish"}))
+    with pytest.raises(ValueError, match=r"missing: \[\], extra: \['x'\]"):
+        model.fit(field.assign(x=0.0))
+
+
+def test_recalibrate_columns_matched_by_name(named):
+    model, field, res = named
+    ref = res.recalibrate(field)
+    perm = field[["eel", "cat", "dog"]]
+    out = res.recalibrate(perm)
+    assert list(out.columns) == ["eel", "cat", "dog"]  # the caller's order
+    pd.testing.assert_frame_equal(out[CLASSES], ref, rtol=0, atol=1e-15)
+    with pytest.raises(ValueError, match=r"pred: the columns must be the classes"):
+        res.recalibrate(field.rename(columns={"cat": "kitten"}))
+
+
+def test_class_vectors_as_series_matched_by_name(named):
+    _, field, res = named
+    old = pd.Series([0.2, 0.3, 0.5], index=["eel", "cat", "dog"])
+    pd.testing.assert_frame_equal(res.recalibrate(field, old_prior=old),
+                                  res.recalibrate(field, old_prior=[0.3, 0.5, 0.2]))
+    val = pd.Series([0.1, 0.6, 0.3], index=["eel", "cat", "dog"])
+    assert res.test_no_shift(val).statistic == pytest.approx(
+        res.test_no_shift([0.6, 0.3, 0.1]).statistic, rel=1e-12)
+    with pytest.raises(ValueError, match=r"value: a Series is matched to the classes .*"
+                       r"missing: \['dog'\], extra: \[0\]"):
+        res.test_no_shift(pd.Series([0.1, 0.6, 0.3], index=["eel", "cat", 0]))
+    with pytest.raises(ValueError, match="old_prior: a Series is matched to the classes"):
+        res.recalibrate(field, old_prior=pd.Series([0.2, 0.3, 0.5]))
+
+
+@QUIET
+def test_unnamed_lab_takes_dataframes_by_position(multi):
+    res = pu.URC(multi.lab_pred, multi.lab_y).fit(pd.DataFrame(multi.field_pred,
+                                                              columns=list("abc")))
+    ref = pu.URC(multi.lab_pred, multi.lab_y).fit(multi.field_pred)
+    assert_allclose(res.base_rates.to_numpy(), ref.base_rates.to_numpy(), rtol=0, atol=1e-12)
+
+
+# ---- 3. validation naming the URC argument --------------------------------------------------
+@pytest.mark.parametrize("value,match", [
+    (np.nan, "value must be finite"),
+    (1.5, r"value must be a base rate P\(Y = 1\) in \[0, 1\]; got 1.5"),
+    (-0.1, "value must be a base rate"),
+    ([0.2, 0.3], "value must be .* sum to 0.5"),
+    ([0.5, 0.5, 0.0], "value must be .* got 3 values"),
+    ("a", "value must be numeric"),
+    ([[0.5, 0.5]], "value must be a number or a vector"),
+])
+def test_no_shift_value_validated(binary, value, match):
+    res = pu.URC(binary.lab_pred, binary.lab_y).fit(binary.field_pred)
+    with pytest.raises(ValueError, match=match):
+        res.test_no_shift(value)
+    with pytest.raises(ValueError, match=match):
+        res.fit_no_shift(value)
+
+
+def test_no_shift_multiclass_value_validated(named):
+    res = named[2]
+    with pytest.raises(ValueError, match=r"value must be 3 class shares .* sum to 0.9"):
+        res.test_no_shift([0.2, 0.3, 0.4])
+    with pytest.raises(ValueError, match="value must be 3 class shares .* got 2 values"):
+        res.test_no_shift([0.5, 0.5])
+
+
+@pytest.mark.parametrize("old,match", [
+    ([0.2, 0.3], r"old_prior must be .* sum to 0.5"),
+    (1.5, r"old_prior must be a base rate P\(Y = 1\) in \(0, 1\); got 1.5"),
+    (0.0, r"old_prior must be .* in \(0, 1\)"),
+    (np.nan, "old_prior must be finite"),
+    ("x", "old_prior must be numeric"),
+])
+def test_recalibrate_old_prior_validated(binary, old, match):
+    res = pu.URC(binary.lab_pred, binary.lab_y).fit(binary.field_pred)
+    with pytest.raises(ValueError, match=match):
+        res.recalibrate(binary.field_pred[:3], old_prior=old)
+
+
+def test_recalibrate_errors_name_its_arguments(grouped, named):
+    r = pu.URC(grouped.lab_pred, grouped.lab_y).fit(grouped.field_pred,
+                                                     groups=grouped.field_group)
+    x = grouped.field_pred[:5]
+    cases = [
+        (lambda: r.recalibrate([0.2, 1.3], groups=[0, 1]), "pred must be probabilities"),
+        (lambda: r.recalibrate([0.2, np.nan], groups=[0, 1]), "pred: 1 missing"),
+        (lambda: r.recalibrate(x, groups=[0, 1, 0]), "groups has 3 rows but pred has 5"),
+        (lambda: r.recalibrate(x, groups=[0, 1, 0, None, 1]), "groups has 1 missing"),
+        (lambda: r.recalibrate(x, groups=[0, 1, 0, 5, 1]), r"groups: \[5\] were not among"),
+        (lambda: r.recalibrate(np.full((5, 3), 1 / 3), groups=[0] * 5),
+         "pred must be a vector of binary probabilities"),
+        (lambda: r.recalibrate(0.3, groups=[0]), "pred must have one entry per row"),
+        (lambda: named[2].recalibrate(np.full((4, 2), 0.5)), "pred has 2 columns"),
+        (lambda: named[2].recalibrate(named[1], old_prior=[0.5, 0.5]),
+         "old_prior must be 3 class shares"),
+    ]
+    for f, match in cases:
+        with pytest.raises(ValueError, match=match) as info:
+            f()
+        # never an internal argument of adjust_prior
+        msg = str(info.value)
+        assert not msg.startswith("prob") and "new_prior" not in msg
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    ({"n_bins": "a"}, "n_bins must be an integer"),
+    ({"n_bins": np.nan}, "n_bins must be an integer"),
+    ({"n_bins": 2.5}, "n_bins must be an integer"),
+    ({"n_bins": 10 ** 9}, "n_bins = 1000000000 exceeds the number of lab predictions"),
+    ({"missing": "omit"}, "missing must be 'raise' or 'drop'"),
+])
+def test_constructor_options_validated(binary, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        pu.URC(binary.lab_pred, binary.lab_y, **kwargs)
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    ({"maxiter": 0}, "maxiter must be a positive integer"),
+    ({"tol": np.nan}, "tol must be a positive number"),
+    ({"prior_strength": "x"}, "prior_strength must be a non-negative number"),
+    ({"missing": None}, "missing must be 'raise' or 'drop'"),
+    ({"likelihood": 3}, "likelihood must be"),
+])
+def test_fit_options_validated(binary, kwargs, match):
+    m = pu.URC(binary.lab_pred, binary.lab_y)
+    with pytest.raises(ValueError, match=match):
+        m.fit(binary.field_pred, **kwargs)
+
+
+def test_scalars_refused_naming_the_argument(binary):
+    with pytest.raises(ValueError, match="lab_labels must have one entry per row"):
+        pu.URC(binary.lab_pred, 1)
+    m = pu.URC(binary.lab_pred, binary.lab_y)
+    with pytest.raises(ValueError, match="field_pred must have one entry per row"):
+        m.fit(0.3)
+    with pytest.raises(ValueError, match="groups must have one entry per row"):
+        m.fit(binary.field_pred, groups="a")
+
+
+def test_simulate_urc_validates():
+    with pytest.raises(ValueError, match="field_base_rate must be a base rate"):
+        simulate_urc(field_base_rate=np.nan)
+    with pytest.raises(ValueError, match="n_lab must be a positive integer"):
+        simulate_urc(n_lab=-1)
+    with pytest.raises(TypeError, match="rng must be a numpy.random.Generator"):
+        simulate_urc(rng=1)
+
+
+# ---- 5. missing="raise" | "drop" --------------------------------------------------------------
+def test_missing_raise_and_drop(grouped):
+    lp = grouped.lab_pred.copy()
+    lp[:3] = np.nan
+    ly = pd.Series(grouped.lab_y.astype(float))
+    ly[5] = np.nan
+    with pytest.raises(ValueError, match=r"lab_pred: 3 missing .*missing='drop'"):
+        pu.URC(lp, ly)
+    with pytest.raises(ValueError, match=r"lab_labels: 1 missing .*missing='drop'"):
+        pu.URC(grouped.lab_pred, ly)
+    m = pu.URC(lp, ly, missing="drop")
+    keep = ~(np.isnan(lp) | ly.isna().to_numpy())
+    ref_m = pu.URC(grouped.lab_pred[keep], grouped.lab_y[keep])
+    assert m.n_dropped == 4 and m.n_lab == 296
+    assert_allclose(m.lab_counts.to_numpy(), ref_m.lab_counts.to_numpy())
+    fp = grouped.field_pred.copy()
+    fp[:7] = np.nan
+    g = grouped.field_group.astype(object)
+    g[10] = None
+    with pytest.raises(ValueError, match="field_pred: 7 missing"):
+        m.fit(fp, groups=g)
+    with pytest.raises(ValueError, match="groups has 1 missing"):
+        m.fit(grouped.field_pred, groups=g)
+    r = m.fit(fp, groups=g, missing="drop")
+    fkeep = ~np.isnan(fp)
+    fkeep[10] = False
+    ref = ref_m.fit(grouped.field_pred[fkeep], groups=grouped.field_group[fkeep])
+    assert r.n_dropped == 8 and int(r.n_field.sum()) == 1992
+    assert_allclose(r.base_rate.to_numpy(), ref.base_rate.to_numpy(), rtol=0, atol=1e-12)
+    text = str(r.summary())
+    assert "Lab rows dropped (missing):   4" in text
+    assert "Field rows dropped (missing): 8" in text
+    assert ref.n_dropped == 0 and "Field rows dropped (missing): 0" in str(ref.summary())
+
+
+def test_missing_drop_keeps_alignment(binary):
+    idx = pd.Index(np.arange(300) * 3)
+    lp = pd.Series(binary.lab_pred, index=idx)
+    ly = pd.Series(binary.lab_y.astype(float), index=idx)
+    lp.iloc[[4, 9]] = np.nan
+    perm = np.random.default_rng(3).permutation(300)
+    a = pu.URC(lp, ly.iloc[perm], missing="drop")
+    b = pu.URC(lp, ly, missing="drop")
+    assert a.n_dropped == b.n_dropped == 2
+    assert_allclose(a.lab_counts.to_numpy(), b.lab_counts.to_numpy())
+
+
+# ---- 4. tiny samples: the fit is the maximum ----------------------------------------------------
+def _loglik(P, M, L, F, joint):
+    ll = sum(stats.multinomial.logpmf(F[g], F[g].sum(), P[g] @ M) for g in range(F.shape[0]))
+    if joint:
+        ll += sum(stats.multinomial.logpmf(L[i], L[i].sum(), M[i]) for i in range(L.shape[0]))
+    return ll
+
+
+def direct_fit(L, F, joint, starts=4):
+    """The same log-likelihood maximised directly (softmax parameters, several random starts,
+    BFGS and Nelder-Mead): an independent check that does not share URC's EM/Newton code."""
+    k, A = L.shape
+    G = F.shape[0]
+    M_lab = L / L.sum(1, keepdims=True)
+    nP = G * (k - 1)
+
+    def unpack(x):
+        P = special.softmax(np.column_stack([np.zeros(G), x[:nP].reshape(G, k - 1)]), axis=1)
+        if not joint:
+            return P, M_lab
+        return P, special.softmax(np.column_stack([np.zeros(k), x[nP:].reshape(k, A - 1)]),
+                                  axis=1)
+
+    def negll(x):
+        with np.errstate(all="ignore"):
+            v = -_loglik(*unpack(x), L, F, joint)
+        return v if np.isfinite(v) else 1e10
+
+    rng = np.random.default_rng(0)
+    lm = np.log(M_lab + 1e-3)
+    lm = (lm[:, 1:] - lm[:, :1]).ravel()
+    best = np.inf
+    for s in range(starts):
+        x = np.concatenate([rng.normal(0, 1.5 if s else 0, nP),
+                            lm + rng.normal(0, 0.5 if s else 0, lm.size) if joint else []])
+        for method in ("BFGS", "Nelder-Mead", "BFGS"):
+            r = optimize.minimize(negll, x, method=method,
+                                  options={"maxiter": 20000} if method != "BFGS" else {})
+            x = r.x
+            best = min(best, r.fun)
+    return -best
+
+
+def _tiny_cases():
+    rng = np.random.default_rng(5)
+    y5 = np.array([0, 1, 0, 1, 1])
+    out = {
+        # a lab set of 5 (two lab cells per class are empty)
+        "lab of 5": (np.array([0.12, 0.55, 0.31, 0.71, 0.93]), y5, rng.uniform(size=30)),
+        "lab of 5, field of 5": (np.array([0.12, 0.55, 0.31, 0.71, 0.93]), y5,
+                                 np.array([0.05, 0.2, 0.25, 0.4, 0.6])),
+        # the case where the first start ended in a lower local maximum (issue 13)
+        "local maximum": (np.array([0.1, 0.2, 0.6, 0.8, 0.9]), np.array([0, 0, 1, 1, 1]),
+                          np.r_[np.full(15, 0.05), np.full(3, 0.15), np.full(10, 0.7),
+                                np.full(2, 0.95)]),
+        "class with one item": (np.r_[np.linspace(0.05, 0.6, 19), 0.9],
+                                np.r_[np.zeros(19, int), 1], rng.uniform(size=40)),
+        "field of one": (np.r_[np.linspace(0.05, 0.5, 20), np.linspace(0.4, 0.95, 20)],
+                         np.r_[np.zeros(20, int), np.ones(20, int)], np.array([0.97])),
+        "predictions exactly 0/1": (np.r_[np.zeros(10), np.ones(10), rng.uniform(size=10)],
+                                    np.r_[np.zeros(10, int), np.ones(10, int),
+                                          rng.integers(0, 2, 10)],
+                                    np.r_[np.zeros(12), np.ones(8)]),
+    }
+    return out
+
+
+@QUIET
+@pytest.mark.parametrize("lik", ["joint", "fixed"])
+@pytest.mark.parametrize("case", list(_tiny_cases()))
+def test_tiny_samples_reach_the_maximum(case, lik):
+    lab_pred, lab_y, field = _tiny_cases()[case]
+
+    def _hung(*_):
+        raise TimeoutError(f"{case}: the fit did not return within 60 s")
+
+    old = signal.signal(signal.SIGALRM, _hung)
+    signal.alarm(60)  # a field of one item used to make the fit loop forever
+    try:
+        res = pu.URC(lab_pred, lab_y).fit(field, likelihood=lik)
+        ci = res.conf_int()  # a profile above the maximum would raise ProfileError
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+    L, F = res.model.lab_counts.to_numpy(), res.observed.to_numpy()
+    best = direct_fit(L, F, lik == "joint")
+    assert res.llf >= best - 1e-6
+    assert res.llf == pytest.approx(_loglik(res.base_rates.to_numpy(), res.M.to_numpy(), L, F,
+                                            lik == "joint"), abs=1e-9)
+    est = res.base_rate.iloc[0]
+    assert ci["lower"].iloc[0] <= est <= ci["upper"].iloc[0]
+    # the profile never rises above the fitted maximum on a grid
+    prof = res.profile()
+    grid = np.linspace(0.0, 1.0, 21)
+    assert max(prof.loglik(v) for v in grid) <= res.llf_penalized + 1e-7
+
+
+def test_local_maximum_case_regression():
+    """The first start ends in a local maximum 0.62 below the global one: kept no longer."""
+    lab_pred, lab_y, field = _tiny_cases()["local maximum"]
+    res = _quiet(lambda: pu.URC(lab_pred, lab_y).fit(field))
+    L, F = res.model.lab_counts.to_numpy(), res.observed.to_numpy()
+    assert res.llf == pytest.approx(direct_fit(L, F, True), abs=1e-6)
+
+
+# ---- 6. edge inputs: no RuntimeWarning (pyproject turns them into errors) -----------------------
+def _no_runtime_warnings(f):
+    """Run ``f`` with RuntimeWarnings as errors and the package's own warnings silenced (also
+    when pytest runs with ``-p no:warnings``, which ignores filterwarnings marks)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        warnings.simplefilter("error", RuntimeWarning)
+        f()
+
+
+@pytest.mark.parametrize("lik", ["joint", "fixed"])
+def test_edge_inputs_without_runtime_warnings(lik):
+    _no_runtime_warnings(lambda: _edge_inputs(lik))
+
+
+def _edge_inputs(lik):
+    y = np.r_[np.zeros(20, int), np.ones(20, int)]
+    s = simulate_urc(n_lab=200, n_field=500, rng=np.random.default_rng(3))
+    cases = [
+        (np.where(y == 1, 1.0, 0.0), y, np.r_[np.zeros(30), np.ones(10)], None),
+        (np.where(y == 1, 1.0, 0.0), y, np.ones(10), None),
+        (s.lab_pred, s.lab_y, s.field_pred[:50], np.r_[np.zeros(49, int), 1]),
+        (s.lab_pred, s.lab_y, s.field_pred[:3], np.array([0, 1, 2])),
+        (s.lab_pred, s.lab_y, s.field_pred[s.field_pred > np.quantile(s.lab_pred, 0.75)][:40],
+         None),
+    ]
+    for lab_pred, lab_y, field, groups in cases:
+        for strength in (0.0, 2.0):
+            r = pu.URC(lab_pred, lab_y).fit(field, groups=groups, likelihood=lik,
+                                            prior_strength=strength)
+            str(r.summary())
+            r.conf_int(kind="wald")
+            r.gof(by_group=True)
+            for v in (0.0, 1.0):  # a base rate on the boundary: the data may be impossible
+                t = r.test_no_shift(v)
+                assert t.statistic >= 0 or np.isnan(t.statistic)
+            if groups is None:
+                r.recalibrate(field, old_prior=0.999)
+            else:
+                r.test_equal_base_rates()
+                r.recalibrate(field, groups=groups)
+
+
+def test_multiclass_boundary_without_runtime_warnings():
+    _no_runtime_warnings(_multiclass_boundary)
+
+
+def _multiclass_boundary():
+    s3 = simulate_urc(n_lab=60, n_field=100, lab_base_rates=[1 / 3] * 3,
+                      field_base_rate=[0.98, 0.01, 0.01], separation=3,
+                      rng=np.random.default_rng(4))
+    e = np.eye(3)
+    for lab, field in [(s3.lab_pred, s3.field_pred),
+                       (e[s3.lab_y], e[np.r_[np.zeros(20, int), np.ones(5, int)]])]:
+        r = pu.URC(lab, s3.lab_y, n_bins=1).fit(field)
+        str(r.summary())
+        r.test_no_shift([1.0, 0.0, 0.0])
+        r.recalibrate(field, old_prior=[0.98, 0.01, 0.01])
