@@ -282,7 +282,10 @@ def squarem(emap: Callable, x0, *, objective: Callable | None = None, maxiter: i
         if nr > 0 and nv > 0:
             alpha = min(-nr / nv, -1.0)
             xp = None
-            while alpha < -1.0 + 1e-3:
+            # halve alpha towards -1 (where the candidate is the plain EM point x2); 60 halvings
+            # bring it within ~1e-12 relative of -1, and if even that is refused (a boundary
+            # that `feasible` excludes) the plain EM step x2 is kept
+            for _ in range(60):
                 cand = x - 2.0 * alpha * r + alpha * alpha * v
                 if project is not None:
                     cand = project(cand)
