@@ -110,6 +110,13 @@ class TiltResults(LikelihoodResults):
         rows dropped by ``missing="drop"`` are absent). A DataFrame ``newdata`` gives a Series
         on its index and in its order (columns matched by name, or through the formula), an
         array an array. Missing values in ``newdata`` are refused, naming the column.
+
+        Classifying: ``predict(...) > 0.5`` is the approximate Bayes rule for accuracy (the
+        rule of Liu et al., Figure 4). ``predict(...) > res.pi`` weighs the two classes equally
+        (posterior odds above prior odds; it maximises balanced accuracy under the model and
+        is the rule to use when the target's classes are unbalanced and errors on the rare
+        class cost as much). ``studies/results/detm_classifier.md`` measures both against
+        the true-parameter Bayes rule and the Elkan-Noto classifier.
         """
         m = self.model
         if newdata is None:
