@@ -12,9 +12,11 @@ from ..._align import align_rows, check_missing_option, drop_missing
 from ..._validation import as_float_vector, check_binary, warn_and_record
 from ...base.model import Model
 from ...exceptions import AssumptionWarning, ClippingWarning
-from ...formula import Design, _used_columns, build_design
+from ...formula import Design, _used_columns
 from ._engine import fit_calem, setup
 from .calibrators import Calibrator, FormulaCalibrator, make_calibrator
+
+_TREATED = "(treated)"  # column under which from_formula carries a treated vector
 
 __all__ = ["CalEM"]
 
@@ -213,43 +215,37 @@ class CalEM(Model):
             data = pd.DataFrame(data)
         if not isinstance(data, pd.DataFrame):
             raise TypeError(f"data must be a pandas DataFrame; got {type(data).__name__}")
-        if not isinstance(formula, str):
-            raise TypeError("formula must be a string")
         if score is not None and score not in data.columns:
             raise ValueError(f"score column {score!r} is not in data")
         if isinstance(treated, str):
             if treated not in data.columns:
                 raise ValueError(f"treated column {treated!r} is not in data")
-            tr = data[treated]
         else:
             if _is_scalar(treated):
                 raise ValueError(f"treated must be a column name or one value per row of data; "
                                  f"got {treated!r}")
+            # aligned on data's index (or by position for an array) before any row is dropped,
+            # and carried as a column of a copy of data so that dropping keeps it aligned
             tr = align_rows({"data": data, "treated": treated})[0]["treated"]
-        n_dropped = 0
-        cols = list(dict.fromkeys(_used_columns(formula, data)
-                                  + ([score] if score is not None else [])))
-        if missing == "raise":
-            na = data[cols].isna().sum()
-            if na.any():
-                bad = {str(c): int(v) for c, v in na.items() if v}
-                raise ValueError(f"data: missing values in column(s) {bad} (number missing); "
-                                 "pass missing='drop' to drop those rows")
-        else:
-            miss = data[cols].isna().any(axis=1).to_numpy() \
-                | pd.isna(np.asarray(tr, dtype=object)).reshape(len(data), -1).any(axis=1)
-            if miss.any():
-                n_dropped = int(miss.sum())
-                data = data[~miss]
-                tr = tr[~miss] if isinstance(tr, pd.Series) else np.asarray(tr)[~miss]
-        design = build_design(formula, data, require_lhs=cls._formula_lhs)
-        model = cls._from_design(design, data, treated=tr, score=score, eps=eps, missing=missing)
-        model.n_dropped = n_dropped
+            data = data.assign(**{_TREATED: np.asarray(tr).ravel()})
+            treated = _TREATED
+        # the formula's own columns are handled by Model.from_formula; with missing="drop" the
+        # rows missing treated (or a score named outside the formula) are dropped here, with
+        # missing="raise" the constructor refuses them, naming the argument
+        n_extra = 0
+        if missing == "drop":
+            extra = [c for c in dict.fromkeys([treated, score]) if c is not None]
+            miss = data[extra].isna().any(axis=1).to_numpy()
+            n_extra = int(miss.sum())
+            data = data[~miss]
+        model = super().from_formula(formula, data, missing=missing, treated=treated,
+                                     score=score, eps=eps)
+        model.n_dropped += n_extra
         return model
 
     @classmethod
     def _from_design(cls, design: Design, data: pd.DataFrame, *, treated, score=None,
-                     eps=1e-6, missing="raise"):
+                     eps=1e-6):
         if score is None:
             cols = _used_columns(design.rhs, data)
             if len(cols) != 1:
@@ -262,7 +258,9 @@ class CalEM(Model):
             raise ValueError(f"treated column {treated!r} is not in data")
         tr = data[treated] if isinstance(treated, str) else treated
         cal = FormulaCalibrator("~" + design.rhs, score_name=score)
-        model = cls(data[score], design.y, tr, calibrator=cal, eps=eps, missing=missing)
+        if isinstance(tr, pd.Series) and tr.name == _TREATED:
+            tr = tr.rename("treated")
+        model = cls(data[score], design.y, tr, calibrator=cal, eps=eps)
         model.score_name = score
         model.design = design
         return model

@@ -127,8 +127,8 @@ def test_from_formula_missing(toy):
     df.iloc[[3, 7], 1] = np.nan
     df.iloc[11, 0] = np.nan
     df.iloc[20, 2] = np.nan
-    with pytest.raises(ValueError, match=r"data: missing values in column\(s\) \{'y': 1, "
-                                         r"'score': 2\}.*missing='drop'"):
+    with pytest.raises(ValueError, match=r"data: missing values in column\(s\) \['y', 'score'\] "
+                                         r"\(\[1, 2\] row\(s\)\).*missing='drop'"):
         CalEM.from_formula("y ~ logit(score)", df, treated="t")
     m = CalEM.from_formula("y ~ logit(score)", df, treated="t", missing="drop")
     assert m.n_dropped == 4  # the column the formula does not use is ignored
@@ -223,3 +223,19 @@ def test_isotonic_has_no_covariance_and_says_so(toy):
     assert r.bse.isna().all()
     assert [c for c, _ in r.warnings] == ["NoCovariance"]
     assert "NoCovariance" in str(r.summary())
+
+
+def test_from_formula_treated_vector_aligned_and_dropped(toy):
+    # a treated Series is matched on data's index (here shuffled) before rows are dropped; its
+    # missing values are refused by name or dropped and counted like the formula's columns
+    df = pd.DataFrame({"y": toy["lab"].astype(float), "score": toy["s"]}, index=toy["idx"])
+    t = pd.Series(toy["tr"].astype(float), index=toy["idx"])
+    t.iloc[5] = np.nan
+    with pytest.raises(ValueError, match="treated: 1 missing value"):
+        CalEM.from_formula("y ~ logit(score)", df, treated=t)
+    shuffled = t.sample(frac=1.0, random_state=1)
+    m = CalEM.from_formula("y ~ logit(score)", df, treated=shuffled, missing="drop")
+    assert m.n_dropped == 1 and list(df.columns) == ["y", "score"]
+    keep = df.index != df.index[5]
+    ref = CalEM.from_formula("y ~ logit(score)", df[keep], treated=t[keep].to_numpy())
+    np.testing.assert_allclose(m.fit().params, ref.fit().params, rtol=1e-12)
