@@ -219,6 +219,10 @@ class ParametricEngine:
     def penalty_value(self, theta):
         return float(0.5 * theta @ self.P @ theta)
 
+    def labels_of_rows(self, a):
+        """Row-wise treated labels as the engine's E-step labels (here the same)."""
+        return a
+
     def mstep_labels(self, a, start):
         theta, *_ = logistic_fit(self.X, np.concatenate([self.y, a]), self.w,
                                  penalty=self.P if np.any(self.P) else None, start=start)
@@ -293,35 +297,62 @@ class ParametricEngine:
 
 
 class IsotonicEngine:
-    """EM map for the isotonic calibrator: theta = fitted values at the distinct scores."""
+    """EM map for the isotonic calibrator: theta = fitted values at the distinct scores.
+
+    The biased fit ``g_eta`` is itself a function of the score, so the E-step, the M-step, F
+    and objective (17) depend on the rows only through counts at each distinct score: every
+    iteration works on the distinct scores alone (with tied scores, far fewer than the rows).
+    The E-step labels are kept in that form, as the sum of the treated rows' labels at each
+    distinct score (:meth:`labels_of_rows` converts row-wise labels).
+    """
 
     parametric = False
 
-    def __init__(self, cal, basis, s_c, s_t, y, z, g_eta_t):
+    def __init__(self, cal, basis, s_c, s_t, y, z, g_eta_t, g_eta_distinct):
         self.cal, self.basis = cal, basis
         s = np.concatenate([s_c, s_t])
         self.xs, self.inv = np.unique(s, return_inverse=True)
-        self.ws = np.bincount(self.inv, minlength=self.xs.size).astype(float)
+        m = self.xs.size
+        self.ws = np.bincount(self.inv, minlength=m).astype(float)
         self.nc = s_c.size
+        self.inv_t = self.inv[self.nc:]
         self.y, self.z, self.g_eta_t = y, z, g_eta_t
-        ge = np.clip(g_eta_t, cal.eps, 1 - cal.eps)
-        self.eta_e_t = np.log(ge) - np.log1p(-ge)
+        inv_c = self.inv[:self.nc]
+        self._y_sums = np.bincount(inv_c, weights=y, minlength=m)      # control positives
+        self._wc = np.bincount(inv_c, minlength=m).astype(float)       # control rows
+        self._z_sums = np.bincount(self.inv_t, weights=z, minlength=m)  # treated positives
+        self._z0 = np.bincount(self.inv_t, minlength=m) - self._z_sums  # treated negatives
+        # E-step (eq. (15)-(16)): a = z (1 - h) = z min(1, g / g_eta); a = z where g_eta = 0
+        ge = np.asarray(g_eta_distinct, dtype=float)
+        with np.errstate(divide="ignore"):
+            self._inv_ge = np.where(ge > 0, 1.0 / ge, 0.0)
+        self._ge0 = (ge <= 0).astype(float)
+        # F's treated constants (see _surrogate_treated), on the clipped g_eta
+        gc = np.clip(ge, cal.eps, 1 - cal.eps)
+        self.eta_e_t = np.log(gc) - np.log1p(-gc)
+        self._ge_clipped = gc
+        self._c = 1.0 - 1.0 / gc
+        self._k = self._c * np.log1p(-gc) - np.log(gc)
         self.w = np.ones(s.size)
+        self._logs_cache = (None, None)
 
     def theta_of(self, fitted):
         return np.interp(self.xs, fitted.params.index.to_numpy(dtype=float),
                          fitted.params.to_numpy())
 
-    def mstep_labels(self, a, start=None):
-        lab = np.concatenate([self.y, a])
-        ys = np.bincount(self.inv, weights=lab, minlength=self.xs.size) / self.ws
+    def labels_of_rows(self, a):
+        """Row-wise treated labels ``a`` as the engine's E-step labels (sums per score)."""
+        return np.bincount(self.inv_t, weights=a, minlength=self.xs.size)
+
+    def mstep_labels(self, a_sums, start=None):
+        ys = (self._y_sums + a_sums) / self.ws
         return np.clip(isotonic_regression(ys, weights=self.ws, increasing=True).x, 0, 1)
 
     def estep(self, theta):
-        return soft_labels(self.z, self.g_treated(theta), self.g_eta_t)
+        return self._z_sums * np.minimum(theta * self._inv_ge + self._ge0, 1.0), None
 
     def g_treated(self, theta):
-        return theta[self.inv[self.nc:]]
+        return theta[self.inv_t]
 
     def mstep(self, theta):
         a, _ = self.estep(theta)
@@ -333,17 +364,28 @@ class IsotonicEngine:
     def penalty_value(self, theta):
         return 0.0
 
+    def _logs(self, theta):
+        """``p``, ``log p`` and ``log(1 - p)`` at the distinct scores, ``p`` clipped to
+        [eps, 1 - eps]; the last one is kept (the trace asks twice for the same theta)."""
+        key, val = self._logs_cache
+        if key is not None and np.array_equal(key, theta):
+            return val
+        p = np.clip(theta, self.cal.eps, 1 - self.cal.eps)
+        val = (p, np.log(p), np.log1p(-p))
+        self._logs_cache = (theta.copy(), val)
+        return val
+
     def surrogate(self, theta):
         """F(theta) for the isotonic map (probabilities clipped to [eps, 1 - eps])."""
-        p = np.clip(theta[self.inv], self.cal.eps, 1 - self.cal.eps)
-        eta = np.log(p) - np.log1p(-p)
-        return (weighted_loglik(eta[:self.nc], self.y, self.w[:self.nc])
-                + _surrogate_treated(eta[self.nc:], self.z, self.eta_e_t))
+        p, lp, l1p = self._logs(theta)
+        # treated positives: see _surrogate_treated (eta < eta_e  <=>  p < g_eta)
+        pos = np.where(p < self._ge_clipped, self._c * l1p, lp + self._k)
+        return float(self._y_sums @ (lp - l1p) + self._wc @ l1p + self._z_sums @ pos
+                     + self._z0 @ l1p)
 
-    def q(self, theta, a):
-        p = np.clip(theta[self.inv], self.cal.eps, 1 - self.cal.eps)
-        lab = np.concatenate([self.y, a])
-        return float(np.sum(lab * np.log(p) + (1 - lab) * np.log1p(-p)))
+    def q(self, theta, a_sums):
+        _, lp, l1p = self._logs(theta)
+        return float((self._y_sums + a_sums) @ (lp - l1p) + self.ws @ l1p)
 
     def fitted(self, theta):
         a, _ = self.estep(theta)
@@ -418,7 +460,9 @@ def setup(model) -> Setup:
     else:
         baseline = cal._fit_arrays(basis, s_c, y, np.ones_like(y))
         biased = cal._fit_arrays(basis, s_t, z, np.ones_like(z))
-        engine = IsotonicEngine(cal, basis, s_c, s_t, y, z, biased.predict(s_t))
+        xs = np.unique(np.concatenate([s_c, s_t]))
+        engine = IsotonicEngine(cal, basis, s_c, s_t, y, z, biased.predict(s_t),
+                                biased.predict(xs))
     warns = []
     for f, who in ((baseline, "control"), (biased, "treated")):
         for cat, msg in f.warnings:
@@ -598,6 +642,7 @@ def check_method(cal, method, tol):
 
 
 def _known_h_fit(engine, theta0, a):
+    a = engine.labels_of_rows(a)
     theta = engine.mstep_labels(a, theta0)
     q = engine.q(theta, a)
     conv = ConvergenceInfo(True, 0, "known h: one weighted fit of eq. (17)",
@@ -634,12 +679,14 @@ def fit_calem(model, *, method, maxiter, tol, h) -> CalEMFit:
     a, h_raw = soft_labels(z, eng.g_treated(theta), eng.g_eta_t)
     if h is not None:
         a = a_known
-    pooled = cal._fit_arrays(st.basis, np.concatenate([st.s_c, st.s_t]),
-                             np.concatenate([eng.y, z]).astype(float),
-                             np.ones(model.score.size))
+    lab = np.concatenate([eng.y, z]).astype(float)
+    if cal.parametric:  # the engine holds the basis of all rows: not built a second time
+        pooled = cal._fit_design(st.basis, eng.X, lab, eng.w, start=st.biased.params.to_numpy())
+    else:
+        pooled = cal._fit_arrays(st.basis, np.concatenate([st.s_c, st.s_t]), lab, eng.w)
     cov = None if h is not None else eng.sandwich(theta)
     h_model = np.empty_like(h_raw)
     h_model[st.order_t] = h_raw  # back to the model's order of the treated rows
     return CalEMFit(st.basis, eng.fitted(theta), st.baseline, st.biased, pooled, h_model,
-                    float(eng.q(theta, a)), float(eng.surrogate(theta)),
+                    float(eng.q(theta, eng.labels_of_rows(a))), float(eng.surrogate(theta)),
                     eng.penalty_value(theta), cov, trace, conv, method, tuple(warns))
