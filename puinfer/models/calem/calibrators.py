@@ -532,16 +532,17 @@ class IsotonicCalibrator(Calibrator):
     def _fit_arrays(self, basis, s, y, w, *, start=None, maxiter=100, tol=1e-10):
         from scipy.optimize import isotonic_regression
 
-        xs, inv = np.unique(s, return_inverse=True)
-        ws = np.bincount(inv, weights=w, minlength=xs.size)
-        ys = np.bincount(inv, weights=w * y, minlength=xs.size)
-        pos = ws > 0
-        xs, ys, ws = xs[pos], ys[pos] / ws[pos], ws[pos]
+        # everything on the distinct scores (sorted): the rows enter only through their sums
+        xs_all, inv = np.unique(s, return_inverse=True)
+        ws_all = np.bincount(inv, weights=w, minlength=xs_all.size)
+        wy_all = np.bincount(inv, weights=w * y, minlength=xs_all.size)
+        pos = ws_all > 0
+        xs, ys, ws = xs_all[pos], wy_all[pos] / ws_all[pos], ws_all[pos]
         fitted = isotonic_regression(ys, weights=ws, increasing=True).x
         fitted = np.clip(fitted, 0.0, 1.0)
         params = pd.Series(fitted, index=pd.Index(xs, name="score"), name="g")
-        p = np.clip(np.interp(s, xs, fitted), self.eps, 1 - self.eps)
-        llf = float(np.dot(w, y * np.log(p) + (1 - y) * np.log1p(-p)))
+        p = np.clip(np.interp(xs_all, xs, fitted), self.eps, 1 - self.eps)
+        llf = float(wy_all @ np.log(p) + (ws_all - wy_all) @ np.log1p(-p))
         n_steps = float(np.unique(fitted).size)
         return FittedCalibrator(self, basis, params, llf, int(len(y)), float(w.sum()), n_steps,
                                 True, 1, None, [])
