@@ -242,24 +242,15 @@ def test_inputs_not_modified(sim):
 
 
 # -- bad input ------------------------------------------------------------------------------------
-def _toy(n=400, seed=0):
-    rng = np.random.default_rng(seed)
-    s = rng.uniform(0.02, 0.98, n)
-    tr = (rng.random(n) < 0.7).astype(int)
-    y = rng.binomial(1, s)
-    z = np.where(y == 1, 1, rng.binomial(1, 0.3 * s))
-    return s, np.where(tr == 1, z, y), tr
-
-
-def test_scores_outside_unit_interval():
-    s, lab, tr = _toy()
+def test_scores_outside_unit_interval(make_toy):
+    s, lab, tr = make_toy(400)
     s[3] = 1.2
     with pytest.raises(ValueError, match="score must be in"):
         CalEM(s, lab, tr)
 
 
-def test_scores_of_exactly_0_or_1_are_clipped_with_warning():
-    s, lab, tr = _toy()
+def test_scores_of_exactly_0_or_1_are_clipped_with_warning(make_toy):
+    s, lab, tr = make_toy(400)
     s[:2] = [0.0, 1.0]
     with pytest.warns(ClippingWarning, match="clipped"):
         r = CalEM(s, lab, tr, calibrator="logistic").fit()
@@ -267,8 +258,8 @@ def test_scores_of_exactly_0_or_1_are_clipped_with_warning():
     assert np.all(np.isfinite(r.params))
 
 
-def test_labels_not_binary():
-    s, lab, tr = _toy()
+def test_labels_not_binary(make_toy):
+    s, lab, tr = make_toy(400)
     lab = lab.astype(float)
     lab[0] = 0.5
     with pytest.raises(ValueError, match="label must be 0/1"):
@@ -279,14 +270,14 @@ def test_labels_not_binary():
 
 @pytest.mark.parametrize("which, match", [(0, "treated group is empty"),
                                           (1, "control group is empty")])
-def test_empty_group(which, match):
-    s, lab, _ = _toy()
+def test_empty_group(which, match, make_toy):
+    s, lab, _ = make_toy(400)
     with pytest.raises(ValueError, match=match):
         CalEM(s, lab, np.full(s.size, which))
 
 
-def test_control_with_one_class():
-    s, lab, tr = _toy()
+def test_control_with_one_class(make_toy):
+    s, lab, tr = make_toy(400)
     lab = np.where(tr == 0, 0, lab)
     with pytest.raises(ValueError, match="control group has only one class"):
         CalEM(s, lab, tr)

@@ -12,18 +12,9 @@ import puinfer as pu
 from puinfer.models.calem import CalEM
 
 
-def _toy(n=600, seed=0):
-    rng = np.random.default_rng(seed)
-    s = rng.uniform(0.02, 0.98, n)
-    tr = (rng.random(n) < 0.7).astype(int)
-    y = rng.binomial(1, s)
-    z = np.where(y == 1, 1, rng.binomial(1, 0.3 * s))
-    return s, np.where(tr == 1, z, y), tr
-
-
 @pytest.fixture(scope="module")
-def toy():
-    s, lab, tr = _toy()
+def toy(make_toy):
+    s, lab, tr = make_toy()
     idx = pd.Index(np.arange(1000, 1000 + s.size), name="id")
     perm = np.random.default_rng(1).permutation(s.size)
     return dict(s=s, lab=lab, tr=tr, idx=idx, perm=perm,
@@ -198,8 +189,8 @@ def test_separated_data_no_numpy_warnings(cal):
         assert "bias" in text
 
 
-def test_edge_scores_all_one_labels_no_numpy_warnings():
-    s, lab, tr = _toy()
+def test_edge_scores_all_one_labels_no_numpy_warnings(make_toy):
+    s, lab, tr = make_toy()
     s[:5], s[5:10] = 0.0, 1.0
     lab1 = np.where(tr == 1, 1, lab)
     with warnings.catch_warnings():
