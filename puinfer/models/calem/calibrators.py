@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+from scipy.interpolate import CubicSpline
 from scipy.special import expit
 
 from ..._validation import as_float_vector, check_unit_interval
@@ -369,14 +370,25 @@ class BetaCalibrator(Calibrator):
 @dataclass(frozen=True)
 class _SplineBasis:
     knots: np.ndarray
-    design: object  # puinfer.formula.Design
+    #: ``CubicSpline(knots, I, bc_type="natural")``: column j is the cardinal function b_j
+    cardinal: CubicSpline
+
+    def __call__(self, x):
+        """The ``(n, K)`` basis at ``x`` (logit scores), linear beyond the boundary knots."""
+        k, cs = self.knots, self.cardinal
+        out = cs(np.clip(x, k[0], k[-1]))
+        for edge, beyond in ((k[0], x < k[0]), (k[-1], x > k[-1])):
+            if beyond.any():
+                out[beyond] += (x[beyond] - edge)[:, None] * cs(edge, 1)
+        return out
 
 
 class SplineCalibrator(Calibrator):
     """Natural cubic regression spline of ``logit(score)`` (the GAM calibrator of Sergazinov et al.).
 
-    ``logit g(s) = sum_j theta_j b_j(logit s)`` with the cardinal natural-cubic basis of
-    patsy's ``cr()`` (linear beyond the boundary knots), knots at equally spaced quantiles of
+    ``logit g(s) = sum_j theta_j b_j(logit s)`` with the cardinal natural-cubic basis (the basis
+    of mgcv's and patsy's ``cr()``, computed by :class:`scipy.interpolate.CubicSpline` with
+    natural end conditions; linear beyond the boundary knots), knots at equally spaced quantiles of
     ``logit(score)`` in the fitting data. With the cardinal basis ``theta_j`` is the calibrated
     log-odds at knot ``j``, so the parameters are directly interpretable.
 
@@ -409,8 +421,6 @@ class SplineCalibrator(Calibrator):
             raise ValueError("knots: need at least 2 knots")
 
     def make_basis(self, score):
-        from ...formula import build_design
-
         s = self._clip(np.asarray(score, dtype=float))
         if self.knots is not None:
             k = self.knots
@@ -420,23 +430,11 @@ class SplineCalibrator(Calibrator):
             if k.size < self.df:
                 raise ValueError(f"spline calibrator: only {k.size} distinct knots from the "
                                  f"scores for df={self.df}; lower df")
-        if k.size == 2:  # a natural cubic spline with two knots is linear: no patsy needed
-            return _SplineBasis(k, None)
-        inner = ", ".join(repr(float(v)) for v in k[1:-1])
-        inner = f"({inner},)" if k.size == 3 else f"({inner})"
-        formula = (f"~ 0 + cr(x, knots={inner}, lower_bound={float(k[0])!r}, "
-                   f"upper_bound={float(k[-1])!r})")
-        d = build_design(formula, pd.DataFrame({"x": np.log(s[:2]) - np.log1p(-s[:2])}))
-        return _SplineBasis(k, d)
+        return _SplineBasis(k, CubicSpline(k, np.eye(k.size), bc_type="natural"))
 
     def design(self, basis, score):
         s = self._clip(score)
-        x = np.log(s) - np.log1p(-s)
-        if basis.design is None:
-            k0, k1 = basis.knots
-            u = (x - k0) / (k1 - k0)
-            return np.column_stack([1.0 - u, u])
-        return basis.design.transform(pd.DataFrame({"x": x})).to_numpy()
+        return basis(np.log(s) - np.log1p(-s))
 
     def param_names(self, basis):
         return [f"s({v:.4g})" for v in basis.knots]

@@ -207,3 +207,27 @@ def test_singular_design_is_an_error():
     y = np.array([0, 1, 0, 1])
     with pytest.raises(ValueError, match="collinear"):
         FormulaCalibrator("~ logit(score) + I(2 * logit(score))").fit(s, y)
+
+
+@pytest.mark.parametrize("n_knots", [2, 3, 5, 8])
+def test_spline_basis_equals_patsy_cr(n_knots):
+    # independent implementation: patsy's cr() with the same knots (mgcv's cardinal natural
+    # cubic basis, linear beyond the boundary knots), inside and outside the knots' range
+    import patsy
+
+    rng = np.random.default_rng(n_knots)
+    s = rng.beta(2, 3, 2000)
+    cal = SplineCalibrator(df=n_knots)
+    basis = cal.make_basis(np.sort(s))
+    k = basis.knots
+    new = np.concatenate([s, [1e-6, 1 - 1e-6]])      # beyond both boundary knots
+    x = np.log(new) - np.log1p(-new)
+    assert x.min() < k[0] and x.max() > k[-1]
+    if n_knots == 2:   # cr() needs 3 knots; two knots give the linear interpolation basis
+        u = (x - k[0]) / (k[1] - k[0])
+        ref = np.column_stack([1 - u, u])
+    else:
+        ref = np.asarray(patsy.dmatrix("0 + cr(x, knots=inner, lower_bound=lo, upper_bound=hi)",
+                                       {"x": x, "inner": tuple(k[1:-1]), "lo": k[0],
+                                        "hi": k[-1]}))
+    np.testing.assert_allclose(cal.design(basis, new), ref, rtol=0, atol=1e-12)
