@@ -47,6 +47,10 @@ class TiltResults(LikelihoodResults):
         attains as the tilt slopes grow, so the ridge defines the estimate; a
         ``SeparationWarning`` says so). ``None`` when not checked (unpenalised fits,
         ``check_separation=False``, more than 50,000 rows).
+    label_check : LabelCheck or None
+        DETM: what the label rule compared (both KL divergences, or pi-hat against 0.5), the
+        standard error of that comparison and whether it is a near-tie (then a
+        ``LabelAmbiguityWarning`` is issued and recorded); ``None`` for SETM.
     starts : pandas.DataFrame
         Every start: its maximised objective (scale of ``llf_penalized``), pi, convergence.
     warnings : tuple
@@ -76,7 +80,8 @@ class TiltResults(LikelihoodResults):
         self._params = fit.params
         self._cov = fit.cov
         self.convergence = fit.convergence
-        for name in ("label_rule", "labels_swapped", "kl_divergences", "llf_method",
+        for name in ("label_rule", "labels_swapped", "kl_divergences", "label_check",
+                     "llf_method",
                      "lagrange_multipliers", "el_weights", "starts", "n_starts_at_best",
                      "separated_points", "ridge_binding"):
             setattr(self, name, getattr(fit, name))
@@ -356,9 +361,17 @@ class DETMResults(TiltResults):
         t = self.test_scar()
         s.add_note(f"SCAR test (SETM vs DETM): R_N = {t.statistic:.4f}, df = {t.df:g}, "
                    f"p-value = {format_pvalue(t.pvalue)}")
-        kl1, kl2 = self.kl_divergences
-        s.add_note(f"KL(p_s || component 1) = {kl1:.4f}, KL(p_s || component 2) = {kl2:.4f}; "
-                   "labels " + ("swapped" if self.labels_swapped else "as fitted")
-                   + f" by rule {self.label_rule!r}")
+        chk = self.label_check
+        s.add_note(f"Label rule {self.label_rule!r} compared {chk.compared}; p-value of "
+                   f"equality {format_pvalue(chk.pvalue) if np.isfinite(chk.pvalue) else 'n/a'}"
+                   "; labels " + ("swapped" if self.labels_swapped else "as fitted"))
+        if self.label_rule != "kl":
+            kl1, kl2 = self.kl_divergences
+            s.add_note(f"KL(p_s || component 1) = {kl1:.4f}, KL(p_s || component 2) = "
+                       f"{kl2:.4f} (not used by this rule)")
+        if chk.near_tie:
+            s.add_note(f"Labelling weakly determined: the two labellings (pi = {self.pi:.4f} "
+                       f"or {1 - self.pi:.4f}) are within the sampling error of the rule's "
+                       "comparison")
 
 

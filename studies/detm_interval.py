@@ -1,0 +1,230 @@
+"""Issue 19: is the fit's maximum the maximum, and which interval for pi holds 95%?
+
+One loop over fresh replicates of Liu et al.'s SAR design (p = 15, n = m, pi in {0.3, 0.7};
+seeds ``1_000_000 * cell + replicate``, used by no other study) records per replicate:
+
+* the default fit (pi-hat, penalised log-EL, SE, label check, ridge binding, time);
+* the best objective reached by polished independent starts, each maximised by the package's
+  Newton on the same penalised objective: the true parameters, the SETM fit in both
+  labellings, and ``--random`` random starts -- ``beats`` counts a fit that is lower by more
+  than 1e-6 (the search missed the global maximum);
+* ``R*(pi_true)`` of the default (full) profile -- coverage of the plain profile interval is
+  ``R* <= chi2_1(0.95)`` -- and the interval's limits and time;
+* for the warp-speed calibration of the cut-off (Giacomini, Politis and White 2013): one
+  resample from the fitted DETM's smoothed EL bootstrap world
+  (:func:`puinfer.models.detm.bootstrap.detm_world`), refitted, and its ``R*_b(pi-hat)``;
+  the warp-speed cut-off of a cell is the 95% quantile of the pooled ``R*_b`` and its coverage
+  the share of replicates with ``R*(pi_true)`` below it;
+* with ``--ridge-scales``: pi-hat and ``R*(pi_true)`` of fits with the ridge scaled.
+
+Usage (restartable: rows are appended to ``results/detm_interval_raw<tag>.csv`` as they come
+and replicates already there are skipped):
+
+    python studies/detm_interval.py run [--pi 0.3 0.7] --reps 400 [--n 1000] [--tag _a]
+    python studies/detm_interval.py summarise [--tag _a]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+import warnings
+from pathlib import Path
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from scipy import stats  # noqa: E402
+
+import puinfer as pu  # noqa: E402
+from puinfer.base.optimize import newton_maximize  # noqa: E402
+from puinfer.models.detm import bootstrap as boot  # noqa: E402
+from puinfer.models.detm._starts import free_fun, pi_of_v, v_from  # noqa: E402
+from puinfer.simulate import sar_design  # noqa: E402
+
+OUT = Path(__file__).resolve().parent / "results"
+CUT = float(stats.chi2.ppf(0.95, 1))
+
+
+def formula(p):
+    return "labeled ~ " + " + ".join(f"x{j}" for j in range(1, p + 1))
+
+
+def true_v(data, pi, p):
+    """The true parameters of ``sar_design`` as a binary-regression start ``v``: the target
+    positives N(mu3, I) and negatives N(1, I) are tilts of the source N(0, I) with
+    ``alpha = -|mu|^2 / 2``, ``beta = mu`` (original scale)."""
+    k = 7 if p == 15 else int(round(7 * p / 15))
+    mu1, mu2 = np.r_[np.ones(k), np.zeros(p - k)], np.ones(p)
+    th = []
+    for mu in (mu1, mu2):
+        a, b = -mu @ mu / 2, mu
+        th += [a + b @ data.mean, b * data.sd]  # standardised: z = (x - mean) / sd
+    theta = np.r_[th[0], th[1], th[2], th[3]]
+    return v_from(data, False, theta, pi)
+
+
+def random_starts(data, rng, k):
+    """``k`` random starts: pi0 ~ U(0.1, 0.9), slopes ~ N(0, 0.5^2) on the standardised
+    scale, intercepts giving each component its share (as the package's grid)."""
+    out = []
+    Zs = data.Z[: data.n]
+    for _ in range(k):
+        pi0 = rng.uniform(0.1, 0.9)
+        b1, b2 = rng.normal(0, 0.5, data.p), rng.normal(0, 0.5, data.p)
+        s1 = np.log(data.m * pi0 / data.n) - np.log(np.mean(np.exp(Zs @ b1)))
+        s2 = np.log(data.m * (1 - pi0) / data.n) - np.log(np.mean(np.exp(Zs @ b2)))
+        out.append(np.r_[s1, b1, s2, b2])
+    return out
+
+
+def independent(res, data, starts):
+    """Best (objective on the llf_penalized scale, pi) over Newton runs from ``starts``."""
+    fun, _ = free_fun(data, res.penalty_strength, False)
+    const = data.n * np.log(data.n) + data.m * np.log(data.m)
+    best = (-np.inf, np.nan, "")
+    for label, v0 in starts:
+        try:
+            u, f, _, _, info = newton_maximize(fun, v0, maxiter=200, tol=1e-10)
+        except (ValueError, FloatingPointError):
+            continue
+        if np.isfinite(f) and f - const > best[0]:
+            best = (f - const, pi_of_v(data, u), label)
+    return best
+
+
+def one(pi, n, p, seed, n_random, ridge_scales, h):
+    rng = np.random.default_rng(seed)
+    df = sar_design(n, n, pi, p=p, rng=rng)
+    row = dict(seed=seed, pi=pi, n=n, p=p)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = pu.DETM.from_formula(formula(p), data=df)
+        t0 = time.perf_counter()
+        res = model.fit()
+        row["t_fit"] = time.perf_counter() - t0
+        data = model.data
+        row.update(pi_hat=res.pi, f_fit=res.llf_penalized, se=float(res.bse["pi"]),
+                   near_tie=res.label_check.near_tie, label_p=res.label_check.pvalue,
+                   ridge_binding=res.ridge_binding,
+                   refits_by_probe=int((res.starts["start"] == "profile probe").sum()))
+        # polished independent starts
+        t0 = time.perf_counter()
+        setm = model.restricted_model().fit()
+        sv = np.asarray(setm._fit.v)
+        mirror = np.r_[sv[p + 1:], sv[: p + 1]]
+        starts = [("truth", true_v(data, pi, p)), ("SETM", sv), ("SETM mirrored", mirror)]
+        starts += [(f"random {k}", v) for k, v in enumerate(random_starts(data, rng, n_random))]
+        f_ind, pi_ind, lab = independent(res, data, starts)
+        row.update(f_indep=f_ind, pi_indep=pi_ind, indep_label=lab,
+                   beats=bool(f_ind > res.llf_penalized + 1e-6),
+                   t_indep=time.perf_counter() - t0)
+        # the plain profile interval and R*(pi_true)
+        t0 = time.perf_counter()
+        try:
+            ci = res.conf_int_pi()
+            row.update(lower=ci["lower"], upper=ci["upper"],
+                       r_true=res.profile_pi().statistic(pi))
+        except ValueError as exc:
+            row.update(ci_error=str(exc)[:80])
+        row["t_ci"] = time.perf_counter() - t0
+        # one resample of the fitted DETM's smoothed EL bootstrap world: R*_b(pi-hat)
+        t0 = time.perf_counter()
+        try:
+            row["rstar_b"] = boot.interval_replicate(res, 1, rng, smooth=h)[0]
+        except ValueError:
+            row["rstar_b"] = np.nan
+        row["t_boot"] = time.perf_counter() - t0
+        for s in ridge_scales:
+            t0 = time.perf_counter()
+            r2 = model.fit(penalty=s * res.penalty_strength)
+            try:
+                r_s = r2.profile_pi().statistic(pi)
+            except ValueError:
+                r_s = np.nan
+            row.update({f"pi_hat_x{s:g}": r2.pi, f"r_true_x{s:g}": r_s,
+                        f"se_x{s:g}": float(r2.bse["pi"]),
+                        f"t_x{s:g}": time.perf_counter() - t0})
+    return row
+
+
+def run(args):
+    path = OUT / f"detm_interval_raw{args.tag}.csv"
+    done = set()
+    if path.exists():
+        old = pd.read_csv(path)
+        done = set(zip(old["pi"].round(6), old["n"], old["seed"], strict=True))
+    smooth = args.smooth if args.smooth == "silverman" else float(args.smooth)
+    h = boot.bandwidth_for(2 * args.n, args.p, smooth)
+    jobs = [(r, pi) for r in range(args.first, args.first + args.reps) for pi in args.pi]
+    for r, pi in jobs:  # interleaved: the cells grow together
+        cell = {0.3: 1, 0.7: 2}[pi] + 10 * (args.n // 1000)
+        seed = 1_000_000 * cell + r
+        if (round(pi, 6), args.n, seed) in done:
+            continue
+        row = one(pi, args.n, args.p, seed, args.random, args.ridge_scales, h)
+        row["h"] = h
+        pd.DataFrame([row]).to_csv(path, mode="a", header=not path.exists(), index=False)
+        print(f"{pi} {r}: pi-hat {row['pi_hat']:.3f} R*(true) {row.get('r_true', np.nan):.2f} "
+              f"R*_b {row['rstar_b']:.2f} beats {row['beats']} "
+              f"t {row['t_fit']:.1f}+{row['t_indep']:.1f}+{row['t_ci']:.1f}+{row['t_boot']:.1f}",
+              flush=True)
+
+
+def summarise(args):
+    df = pd.read_csv(OUT / f"detm_interval_raw{args.tag}.csv")
+    rows = []
+    for (pi, n), g in df.groupby(["pi", "n"]):
+        k = len(g)
+        rb = g["rstar_b"].dropna()
+        cut_w = float(np.quantile(rb, 0.95)) if len(rb) else np.nan
+        cov = float(np.mean(g["r_true"] <= CUT))
+        cov_w = float(np.mean(g["r_true"] <= cut_w))
+        row = dict(pi=pi, n=n, reps=k, beats=int(g["beats"].sum()),
+                   pi_mean=g["pi_hat"].mean(), pi_sd=g["pi_hat"].std(ddof=1),
+                   se_mean=g["se"].mean(), se_median=g["se"].median(),
+                   cov_profile=cov, cov_profile_mcse=np.sqrt(cov * (1 - cov) / k),
+                   width_profile=(g["upper"] - g["lower"]).mean(),
+                   near_tie=int(g["near_tie"].sum()),
+                   warp_cut=cut_w, boot_resamples=len(rb), cov_warp=cov_w,
+                   cov_warp_mcse=np.sqrt(cov_w * (1 - cov_w) / k),
+                   t_fit=g["t_fit"].mean(), t_ci=g["t_ci"].mean(), t_boot=g["t_boot"].mean())
+        for c in g.columns:
+            if c.startswith("r_true_x"):
+                s = c[len("r_true_x"):]
+                row[f"cov_x{s}"] = float(np.mean(g[c] <= CUT))
+                row[f"pi_sd_x{s}"] = g[f"pi_hat_x{s}"].std(ddof=1)
+                row[f"se_mean_x{s}"] = g[f"se_x{s}"].mean()
+        rows.append(row)
+    out = pd.DataFrame(rows)
+    print(out.T.to_string())
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run")
+    r.add_argument("--pi", type=float, nargs="+", default=[0.3, 0.7], choices=[0.3, 0.7])
+    r.add_argument("--n", type=int, default=1000)
+    r.add_argument("--p", type=int, default=15)
+    r.add_argument("--reps", type=int, default=400)
+    r.add_argument("--first", type=int, default=0)
+    r.add_argument("--random", type=int, default=4, help="random starts per replicate")
+    r.add_argument("--ridge-scales", type=float, nargs="*", default=[])
+    r.add_argument("--smooth", default="silverman")
+    r.add_argument("--tag", default="")
+    s = sub.add_parser("summarise")
+    s.add_argument("--tag", default="")
+    args = ap.parse_args()
+    if args.cmd == "run":
+        run(args)
+    else:
+        summarise(args)
+
+
+if __name__ == "__main__":
+    main()
