@@ -133,9 +133,9 @@ def one(pi, n, p, seed, n_random, ridge_scales, h):
         # one resample of the fitted DETM's smoothed EL bootstrap world: R*_b(pi-hat)
         t0 = time.perf_counter()
         try:
-            row["rstar_b"] = boot.interval_replicate(res, 1, rng, smooth=h)[0]
+            row["rstar_b"], row["pi_b"] = boot.interval_replicate(res, 1, rng, smooth=h)[0]
         except ValueError:
-            row["rstar_b"] = np.nan
+            row["rstar_b"] = row["pi_b"] = np.nan
         row["t_boot"] = time.perf_counter() - t0
         for s in ridge_scales:
             t0 = time.perf_counter()
@@ -166,7 +166,10 @@ def run(args):
             continue
         row = one(pi, args.n, args.p, seed, args.random, args.ridge_scales, h)
         row["h"] = h
-        pd.DataFrame([row]).to_csv(path, mode="a", header=not path.exists(), index=False)
+        out = pd.DataFrame([row])
+        if path.exists():  # the file's columns (a column added since is not recorded)
+            out = out.reindex(columns=pd.read_csv(path, nrows=0).columns)
+        out.to_csv(path, mode="a", header=not path.exists(), index=False)
         print(f"{pi} {r}: pi-hat {row['pi_hat']:.3f} R*(true) {row.get('r_true', np.nan):.2f} "
               f"R*_b {row['rstar_b']:.2f} beats {row['beats']} "
               f"t {row['t_fit']:.1f}+{row['t_indep']:.1f}+{row['t_ci']:.1f}+{row['t_boot']:.1f}",

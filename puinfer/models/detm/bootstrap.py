@@ -181,7 +181,8 @@ class DETMWorld:
 
 
 def detm_world(data, fit) -> DETMWorld:
-    """The resampling world of a fitted DETM (a fit record or results)."""
+    """The resampling world of a fitted DETM (a fit record or results; a SETM fit gives the
+    world with ``beta1 = 0``, the target positives drawn as the source)."""
     p = data.p
     base = world(data, fit)  # p_s, its covariance and the jittered columns
     return DETMWorld(base.ps, float(fit.pi), readonly(fit.theta[1:p + 1] / data.sd),
@@ -215,28 +216,32 @@ def sample_detm(data, w: DETMWorld, rng: np.random.Generator, smooth: float = 0.
     return Xs, Xt
 
 
-def interval_statistic(res, Xs, Xt, pi0: float) -> float:
-    """``R*_b(pi0)`` on a resample: DETM refitted (the original solution, the SETM start and a
-    reduced grid; no probe) and profiled at ``pi0`` from the resample's fit and the original
-    fit, over the labelled parameter space of the fit's label rule."""
+def interval_statistic(res, Xs, Xt, pi0: float) -> tuple[float, float]:
+    """``(R*_b(pi0), pi-hat_b)`` on a resample: the model refitted (the original solution, the
+    SETM start and a reduced grid; no probe) and profiled at ``pi0`` from the resample's fit
+    and the original fit, over the labelled parameter space of the fit's label rule."""
     from ._profile import PiProfiler
     from ._starts import fit_fixed_pi
     from .model import fit_data
 
     fit = res._fit
     p = res.model.data.p
+    restricted = fit.restricted
     dat = prepare(Xs, Xt, names=res.model.data.names)
     setm_v = np.r_[fit.v[0], np.zeros(p), fit.v[p + 1:]]
-    opts = dict(setm_start=setm_v, grid=True, extra_starts=[("original DETM", fit.v)])
+    opts = dict(setm_start=setm_v, grid=True)
+    if not restricted:
+        opts["extra_starts"] = [("original DETM", fit.v)]
+    rule = fit.label_rule if not restricted else "kl"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        rec = fit_data(dat, False, c=fit.penalty_strength, label_rule=fit.label_rule,
+        rec = fit_data(dat, restricted, c=fit.penalty_strength, label_rule=rule,
                        maxiter=fit.maxiter, tol=fit.tol, check_separation=False, probe=False,
                        start_options=opts)[0]
         prof = PiProfiler(dat, rec, np.nan, quick=True)
         best = best_any = -np.inf
         for th0 in (rec.theta, fit.theta):
-            f, th, info = fit_fixed_pi(dat, False, pi0, th0, fit.penalty_strength,
+            f, th, info = fit_fixed_pi(dat, restricted, pi0, th0, fit.penalty_strength,
                                        fit.maxiter, fit.tol)
             if not (info.converged and np.isfinite(f)):
                 continue
@@ -245,17 +250,17 @@ def interval_statistic(res, Xs, Xt, pi0: float) -> float:
                 best = f
     best = best if np.isfinite(best) else best_any
     if not np.isfinite(best):
-        return float("nan")
-    return max(0.0, 2 * (rec.llf_penalized - best))
+        return float("nan"), float(rec.pi)
+    return max(0.0, 2 * (rec.llf_penalized - best)), float(rec.pi)
 
 
 def interval_replicate(res, n_boot: int, rng: np.random.Generator,
                        smooth: float = 0.0) -> np.ndarray:
-    """``n_boot`` values of ``R*_b(pi-hat)`` from the fitted DETM ``res`` (NaN where a
-    resample cannot be fitted)."""
+    """``(n_boot, 2)`` array of ``(R*_b(pi-hat), pi-hat_b)`` from the fitted model ``res``
+    (NaN where a resample cannot be fitted)."""
     data = res.model.data
     w = detm_world(data, res._fit)
-    out = np.full(n_boot, np.nan)
+    out = np.full((n_boot, 2), np.nan)
     for b in range(n_boot):
         Xs, Xt = sample_detm(data, w, rng, smooth)
         try:

@@ -158,20 +158,42 @@ class TiltResults(LikelihoodResults):
         """
         return self._profiler.profile
 
-    def conf_int_pi(self, alpha: float = 0.05) -> pd.Series:
-        """Profile empirical-likelihood confidence interval for pi (Liu et al., Theorem 3b).
+    def conf_int_pi(self, alpha: float = 0.05, method: str = "profile", *, n_boot: int = 199,
+                    rng=None, smooth: float | str = "silverman") -> pd.Series:
+        """Confidence interval for pi from the profile empirical likelihood (Theorem 3b).
 
-        ``{pi : R*_N(pi) <= chi2_{1, 1 - alpha}}``, limits found by root-finding on each side
-        of pi-hat; a limit that reaches 0 or 1 is reported as 0 or 1 (one-sided interval,
-        flagged in ``.attrs``). If ``R*`` dips below the cut-off again beyond a limit, the
-        confidence set is not an interval: a ``ConfidenceSetWarning`` says so (recorded in
-        ``warnings``) and ``.attrs["interval"]`` is False.
+        ``{pi : R*_N(pi) <= cut-off}``, limits found by root-finding on each side of pi-hat;
+        a limit that reaches 0 or 1 is reported as 0 or 1 (one-sided interval, flagged in
+        ``.attrs``). If ``R*`` dips below the cut-off again beyond a limit, the confidence
+        set is not an interval: a ``ConfidenceSetWarning`` says so (recorded in ``warnings``)
+        and ``.attrs["interval"]`` is False.
+
+        Parameters
+        ----------
+        alpha : float
+            One minus the confidence level.
+        method : {"profile", "bootstrap"}
+            ``"profile"`` (default): the cut-off ``chi2_{1, 1 - alpha}`` of Theorem 3b.
+            ``"bootstrap"``: the ``1 - alpha`` quantile of ``R*_b(pi-hat)`` over ``n_boot``
+            resamples from the fitted model's smoothed EL bootstrap world
+            (:func:`~puinfer.models.detm.bootstrap.detm_world`; each resample refitted and
+            profiled at the world's pi = pi-hat). Where ``R*`` is not close to ``chi2_1``
+            (DETM with many features at moderate n: ``studies/results/README_detm.md``) this
+            calibrates the interval; it costs ``n_boot`` refits. ``.attrs`` then also holds
+            ``cutoff``, ``bootstrap_se`` (the SD of the resamples' pi-hat) and ``n_boot_used``.
+        n_boot, rng, smooth
+            Bootstrap resamples, random source (int seed or Generator) and kernel bandwidth
+            (as :meth:`DETMResults.test_scar`); used by ``method="bootstrap"`` only.
 
         Raises
         ------
         puinfer.inference.ProfileError
             If profiling finds a higher log-EL than the fit (the fit had not converged).
         """
+        if method not in ("profile", "bootstrap"):
+            raise ValueError(f"method must be 'profile' or 'bootstrap'; got {method!r}")
+        if method == "bootstrap":
+            return self._conf_int_pi_bootstrap(alpha, n_boot, rng, smooth)
         alpha = check_alpha(alpha)
         prof = self.profile_pi()
         ci = prof.conf_int(alpha)
@@ -201,6 +223,32 @@ class TiltResults(LikelihoodResults):
                 self._profiler.warnings.append((ConfidenceSetWarning.__name__, msg))
             warnings.warn(msg, ConfidenceSetWarning, stacklevel=2)
         return ci
+
+    def _conf_int_pi_bootstrap(self, alpha, n_boot, rng, smooth) -> pd.Series:
+        alpha = check_alpha(alpha)
+        if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 1:
+            raise ValueError(f"n_boot must be a positive integer; got {n_boot!r}")
+        gen = check_rng(rng)
+        h = bootstrap.bandwidth(self.model.data, smooth)
+        draws = bootstrap.interval_replicate(self, int(n_boot), gen, smooth=h)
+        ok = np.isfinite(draws[:, 0])
+        if not ok.any():
+            raise ValueError("no bootstrap resample could be fitted")
+        # the (1 - alpha) quantile of B draws, conservatively the ceil((B + 1)(1 - alpha))-th
+        # order statistic (B = 199: the 190th), as for the bootstrap test's p-value
+        srt = np.sort(draws[ok, 0])
+        k = min(int(np.ceil((ok.sum() + 1) * (1 - alpha))), ok.sum())
+        cutoff = float(srt[k - 1])
+        prof = self.profile_pi()
+        lo, lo_b = prof._limit(-1, cutoff)
+        hi, hi_b = prof._limit(+1, cutoff)
+        out = pd.Series({"lower": 0.0 if lo_b else lo, "upper": 1.0 if hi_b else hi},
+                        name=f"pi {1 - alpha:.0%} bootstrap-calibrated profile CI")
+        out.attrs.update(level=1 - alpha, lower_at_bound=lo_b, upper_at_bound=hi_b,
+                         cutoff=cutoff, method="bootstrap", n_boot_used=int(ok.sum()),
+                         bootstrap_se=float(np.std(draws[ok, 1], ddof=1)) if ok.sum() > 1
+                         else float("nan"), smooth=h, interval=True)
+        return out
 
     def test_pi(self, value: float) -> HypothesisTestResult:
         """Empirical likelihood-ratio test of H0: pi = value (``R*_N(value) ~ chi2_1``)."""
