@@ -21,7 +21,7 @@ Usage (restartable: rows are appended to ``results/detm_interval_raw<tag>.csv`` 
 and replicates already there are skipped):
 
     python studies/detm_interval.py run [--pi 0.3 0.7] --reps 400 [--n 1000] [--tag _a]
-    python studies/detm_interval.py summarise [--tag _a]
+    python studies/detm_interval.py summarise [--tag "" _a]   # pools the files of the tags
 """
 
 from __future__ import annotations
@@ -108,6 +108,7 @@ def one(pi, n, p, seed, n_random, ridge_scales, h):
         data = model.data
         row.update(pi_hat=res.pi, f_fit=res.llf_penalized, se=float(res.bse["pi"]),
                    near_tie=res.label_check.near_tie, label_p=res.label_check.pvalue,
+                   kl_diff=res.label_check.difference, kl_se=res.label_check.se,
                    ridge_binding=res.ridge_binding,
                    refits_by_probe=int((res.starts["start"] == "profile probe").sum()))
         # polished independent starts
@@ -177,7 +178,8 @@ def run(args):
 
 
 def summarise(args):
-    df = pd.read_csv(OUT / f"detm_interval_raw{args.tag}.csv")
+    df = pd.concat([pd.read_csv(OUT / f"detm_interval_raw{t}.csv") for t in args.tag],
+                   ignore_index=True).drop_duplicates(["pi", "n", "seed"])
     rows = []
     for (pi, n), g in df.groupby(["pi", "n"]):
         k = len(g)
@@ -221,7 +223,7 @@ def main():
     r.add_argument("--smooth", default="silverman")
     r.add_argument("--tag", default="")
     s = sub.add_parser("summarise")
-    s.add_argument("--tag", default="")
+    s.add_argument("--tag", nargs="+", default=[""], help="files to pool (their tags)")
     args = ap.parse_args()
     if args.cmd == "run":
         run(args)

@@ -16,7 +16,7 @@ from ...inference.hypothesis import HypothesisTestResult, chi2_test, format_pval
 from ...inference.profile import Profile
 from ...summary import Summary, coef_table
 from . import _el, bootstrap
-from ._profile import PI_EPS, PiProfiler
+from ._profile import OUTSIDE_POINTS, PI_EPS, PiProfiler
 from ._record import TiltFit
 
 __all__ = ["TiltResults", "DETMResults", "SETMResults"]
@@ -197,7 +197,7 @@ class TiltResults(LikelihoodResults):
         alpha = check_alpha(alpha)
         prof = self.profile_pi()
         ci = prof.conf_int(alpha)
-        extra = prof.outside_points(alpha, n=3)
+        extra = prof.outside_points(alpha, n=OUTSIDE_POINTS)
         ci.attrs["interval"] = not extra
         if extra:
             msg = (f"{self.model_name}: the {1 - alpha:.0%} profile confidence set for pi is "

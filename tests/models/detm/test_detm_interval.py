@@ -81,3 +81,23 @@ def test_bootstrap_interval_bad_input(fit):
         fit.conf_int_pi(method="wald")
     with pytest.raises(ValueError, match="n_boot"):
         fit.conf_int_pi(method="bootstrap", n_boot=0)
+
+
+@pytest.mark.slow
+def test_probe_checks_points_beyond_the_interval():
+    """Issue 19, SAR design replicate 11000019 (studies/detm_interval.py): the starts and the
+    probe of the 95% interval stopped at pi = 0.953, while the profile beyond the interval's
+    lower limit is 0.178 higher at pi = 0.682; conf_int_pi then raised ProfileError. The probe
+    now also evaluates the points beyond the limits, and refits from there."""
+    from puinfer.simulate import sar_design
+
+    df = sar_design(1000, 1000, 0.3, p=15, rng=np.random.default_rng(11000019))
+    f = "labeled ~ " + " + ".join(f"x{j}" for j in range(1, 16))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = pu.DETM.from_formula(f, data=df).fit()
+        ci = r.conf_int_pi()  # raised ProfileError before
+    # the old fit's objective (-14079.1957, the study's raw file) is beaten
+    assert r.llf_penalized > -14079.1957 + 0.1
+    assert ci["lower"] < r.pi < ci["upper"]
+    assert (r.starts["start"] == "profile probe").any()
