@@ -95,7 +95,7 @@ def independent(res, data, starts):
     return best
 
 
-def one(pi, n, p, seed, n_random, ridge_scales, h):
+def one(pi, n, p, seed, n_random, ridge_scales, h, cuts=()):
     rng = np.random.default_rng(seed)
     df = sar_design(n, n, pi, p=p, rng=rng)
     row = dict(seed=seed, pi=pi, n=n, p=p)
@@ -126,8 +126,13 @@ def one(pi, n, p, seed, n_random, ridge_scales, h):
         t0 = time.perf_counter()
         try:
             ci = res.conf_int_pi()
-            row.update(lower=ci["lower"], upper=ci["upper"],
-                       r_true=res.profile_pi().statistic(pi))
+            prof = res.profile_pi()
+            row.update(lower=ci["lower"], upper=ci["upper"], r_true=prof.statistic(pi))
+            for cut in cuts:  # the interval's limits at larger cut-offs (for widths)
+                lo, lo_b = prof._limit(-1, cut)
+                hi, hi_b = prof._limit(+1, cut)
+                row.update({f"lower_{cut:g}": 0.0 if lo_b else lo,
+                            f"upper_{cut:g}": 1.0 if hi_b else hi})
         except ValueError as exc:
             row.update(ci_error=str(exc)[:80])
         row["t_ci"] = time.perf_counter() - t0
@@ -165,7 +170,7 @@ def run(args):
         seed = 1_000_000 * cell + r
         if (round(pi, 6), args.n, seed) in done:
             continue
-        row = one(pi, args.n, args.p, seed, args.random, args.ridge_scales, h)
+        row = one(pi, args.n, args.p, seed, args.random, args.ridge_scales, h, args.cuts)
         row["h"] = h
         out = pd.DataFrame([row])
         if path.exists():  # the file's columns (a column added since is not recorded)
@@ -221,6 +226,8 @@ def main():
     r.add_argument("--random", type=int, default=4, help="random starts per replicate")
     r.add_argument("--ridge-scales", type=float, nargs="*", default=[])
     r.add_argument("--smooth", default="silverman")
+    r.add_argument("--cuts", type=float, nargs="*", default=[6.63, 9.0, 14.0],
+                   help="also record the interval's limits at these cut-offs")
     r.add_argument("--tag", default="")
     s = sub.add_parser("summarise")
     s.add_argument("--tag", nargs="+", default=[""], help="files to pool (their tags)")
