@@ -183,8 +183,13 @@ def run(args):
 
 
 def summarise(args):
-    df = pd.concat([pd.read_csv(OUT / f"detm_interval_raw{t}.csv") for t in args.tag],
-                   ignore_index=True).drop_duplicates(["pi", "n", "seed"])
+    frames = []
+    for t in args.tag:
+        f = pd.read_csv(OUT / f"detm_interval_raw{t}.csv")
+        f["file"] = t or "(none)"
+        frames.append(f)
+    df = pd.concat(frames, ignore_index=True).drop_duplicates(["pi", "n", "seed"])
+    df["ci_failed"] = df["r_true"].isna()
     rows = []
     for (pi, n), g in df.groupby(["pi", "n"]):
         k = len(g)
@@ -192,24 +197,47 @@ def summarise(args):
         cut_w = float(np.quantile(rb, 0.95)) if len(rb) else np.nan
         cov = float(np.mean(g["r_true"] <= CUT))
         cov_w = float(np.mean(g["r_true"] <= cut_w))
-        row = dict(pi=pi, n=n, reps=k, beats=int(g["beats"].sum()),
-                   pi_mean=g["pi_hat"].mean(), pi_sd=g["pi_hat"].std(ddof=1),
-                   se_mean=g["se"].mean(), se_median=g["se"].median(),
-                   cov_profile=cov, cov_profile_mcse=np.sqrt(cov * (1 - cov) / k),
-                   width_profile=(g["upper"] - g["lower"]).mean(),
-                   near_tie=int(g["near_tie"].sum()),
-                   warp_cut=cut_w, boot_resamples=len(rb), cov_warp=cov_w,
-                   cov_warp_mcse=np.sqrt(cov_w * (1 - cov_w) / k),
-                   t_fit=g["t_fit"].mean(), t_ci=g["t_ci"].mean(), t_boot=g["t_boot"].mean())
+        row = {"pi": pi, "n = m": n, "reps": k, "misses (indep. start higher)": int(g["beats"].sum()),
+               "CI failed (ProfileError)": int(g["ci_failed"].sum()),
+               "pi-hat mean": g["pi_hat"].mean(), "pi-hat SD": g["pi_hat"].std(ddof=1),
+               "SE (obs. info) mean": g["se"].mean(),
+               "profile cov.": cov, "MC SE": np.sqrt(cov * (1 - cov) / k),
+               "profile width": (g["upper"] - g["lower"]).mean(),
+               "warp cut-off": cut_w, "resamples": len(rb),
+               "warp cov.": cov_w, "MC SE ": np.sqrt(cov_w * (1 - cov_w) / k)}
+        if "pi_b" in g:
+            e = (g["pi_b"] - g["pi_hat"]).dropna()
+            row["warp boot. SE (SD of pi_b - pi-hat)"] = e.std(ddof=1)
+            row["(its resamples)"] = len(e)
+        for cut in (6.63, 9.0, 14.0):
+            c = f"lower_{cut:g}"
+            row[f"cov. at cut {cut:g}"] = float(np.mean(g["r_true"] <= cut))
+            if c in g:
+                w = (g[f"upper_{cut:g}"] - g[c]).dropna()
+                row[f"width at cut {cut:g} ({len(w)} reps)"] = w.mean() if len(w) else np.nan
+        row.update({"label near-tie (KL rule)": int(g["near_tie"].sum()),
+                    "time fit (s)": g["t_fit"].mean(), "time profile CI (s)": g["t_ci"].mean(),
+                    "time 1 resample (s)": g["t_boot"].mean()})
         for c in g.columns:
             if c.startswith("r_true_x"):
-                s = c[len("r_true_x"):]
-                row[f"cov_x{s}"] = float(np.mean(g[c] <= CUT))
-                row[f"pi_sd_x{s}"] = g[f"pi_hat_x{s}"].std(ddof=1)
-                row[f"se_mean_x{s}"] = g[f"se_x{s}"].mean()
+                sc = c[len("r_true_x"):]
+                row[f"cov. ridge x{sc}"] = float(np.mean(g[c] <= CUT))
+                row[f"pi-hat SD ridge x{sc}"] = g[f"pi_hat_x{sc}"].std(ddof=1)
         rows.append(row)
-    out = pd.DataFrame(rows)
-    print(out.T.to_string())
+    out = pd.DataFrame(rows).set_index(["pi", "n = m"]).T
+    text = out.to_markdown(floatfmt=".4g")
+    print(text)
+    if "kl_diff" in df:
+        kd = df.dropna(subset=["kl_diff"])
+        print(f"\nKL rule, KL2 - KL1: {len(kd)} replicates; SD {kd['kl_diff'].std(ddof=1):.3g}, "
+              f"mean sandwich SE {kd['kl_se'].mean():.3g}")
+    if args.write:
+        files = ", ".join(f"`detm_interval_raw{t}.csv`" for t in args.tag)
+        (OUT / f"detm_interval{args.write}.md").write_text(
+            "# DETM: the search for the maximum and the interval for pi, SAR design (issue 19)\n\n"
+            f"`python studies/detm_interval.py summarise --tag {' '.join(args.tag)} --write "
+            f"{args.write}` over {files}. See `README_detm.md` for the commands, commits and "
+            "the reading.\n\n" + text + "\n")
     return out
 
 
@@ -231,6 +259,7 @@ def main():
     r.add_argument("--tag", default="")
     s = sub.add_parser("summarise")
     s.add_argument("--tag", nargs="+", default=[""], help="files to pool (their tags)")
+    s.add_argument("--write", default=None, help="write results/detm_interval<WRITE>.md")
     args = ap.parse_args()
     if args.cmd == "run":
         run(args)

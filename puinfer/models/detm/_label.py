@@ -23,6 +23,12 @@ a smooth function of the stacked M-estimator ``phi = (v, pi, g)`` with estimatin
 The source and the target are two independent samples of fixed size, so the sandwich
 ``A^{-1} B A^{-T}`` uses for ``B`` the within-sample covariance of the ``psi_i`` (each sample
 centred on its own mean), and ``Var(D) = c' A^{-1} B A^{-T} c`` with ``c = dD/dphi``.
+
+Accuracy (issue 19, ``studies/results/README_detm.md``): with p = 2 features, n = m = 500, the
+SD of the estimated difference over 400 replicates is 0.73 and the mean SE 0.70. With Liu et
+al.'s SAR design (p = 15, n = m = 1000, pi = 0.3) the KL estimates are far from normal (true
+difference 4; estimates with mean 10.1 and SD 9.5 over 40 replicates) and the SE is too small
+(mean 3.9): there the warning errs towards silence, and a near-tie it reports is real.
 """
 
 from __future__ import annotations
