@@ -255,7 +255,8 @@ def summarise(args):
             row[f"cov. at cut {cut:g}"] = float(np.mean(g["r_true"] <= cut))
             if c in g:
                 w = (g[f"upper_{cut:g}"] - g[c]).dropna()
-                row[f"width at cut {cut:g} ({len(w)} reps)"] = w.mean() if len(w) else np.nan
+                row[f"width at cut {cut:g}"] = w.mean() if len(w) else np.nan
+                row["(reps with widths at these cuts)"] = len(w)
         row.update({"label near-tie (KL rule)": int(g["near_tie"].sum()),
                     "time fit (s)": g["t_fit"].mean(), "time profile CI (s)": g["t_ci"].mean(),
                     "time 1 resample (s)": g["t_boot"].mean()})
@@ -267,6 +268,10 @@ def summarise(args):
         rows.append(row)
     out = pd.DataFrame(rows).set_index(["pi", "n = m"]).T
     text = out.to_markdown(floatfmt=".4g")
+    by_file = df.groupby(["file", "pi"]).agg(reps=("seed", "size"), misses=("beats", "sum"),
+                                             ci_failed=("ci_failed", "sum"))
+    text += "\n\nSearch misses by file (code version, see README_detm.md):\n\n" + \
+        by_file.to_markdown()
     print(text)
     if "kl_diff" in df:
         kd = df.dropna(subset=["kl_diff"])
