@@ -310,7 +310,7 @@ def summarise(args):
         kd = df.dropna(subset=["kl_diff"])
         print(f"\nKL rule, KL2 - KL1: {len(kd)} replicates; SD {kd['kl_diff'].std(ddof=1):.3g}, "
               f"mean sandwich SE {kd['kl_se'].mean():.3g}")
-    if args.write:
+    if args.write is not None:
         files = ", ".join(f"`detm_interval_raw{t}.csv`" for t in args.tag)
         (OUT / f"detm_interval{args.write}.md").write_text(
             "# DETM: the search for the maximum and the interval for pi, SAR design (issue 19)\n\n"
