@@ -320,6 +320,27 @@ def summarise(args):
     return out
 
 
+def summarise_direct(args):
+    """Coverage, width and time of the plain and the bootstrap-calibrated interval."""
+    df = pd.concat([pd.read_csv(OUT / f"detm_interval_direct_raw{t}.csv") for t in args.tag],
+                   ignore_index=True).drop_duplicates(["pi", "n", "seed"])
+    rows = []
+    for (pi, n), g in df.groupby(["pi", "n"]):
+        row = {"pi": pi, "n = m": n, "reps": len(g), "pi-hat SD": g["pi_hat"].std(ddof=1),
+               "SE (obs. info) mean": g["se"].mean(), "bootstrap SE mean": g["boot_se"].mean()}
+        for m in ("profile", "bootstrap"):
+            cov = float(np.mean((g[f"lower_{m}"] <= pi) & (pi <= g[f"upper_{m}"])))
+            row.update({f"{m}: coverage": cov, f"{m}: MC SE": np.sqrt(cov * (1 - cov) / len(g)),
+                        f"{m}: mean width": (g[f"upper_{m}"] - g[f"lower_{m}"]).mean(),
+                        f"{m}: CPU s": g[f"t_{m}"].mean()})
+        row["bootstrap cut-off mean"] = g["cutoff_bootstrap"].mean()
+        row["fit CPU s"] = g["t_fit"].mean()
+        rows.append(row)
+    text = pd.DataFrame(rows).set_index(["pi", "n = m"]).T.to_markdown(floatfmt=".4g")
+    print(text)
+    return text
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -347,6 +368,8 @@ def main():
     d.add_argument("--first", type=int, default=0)
     d.add_argument("--n-boot", type=int, default=199)
     d.add_argument("--tag", default="")
+    sd = sub.add_parser("summarise-direct")
+    sd.add_argument("--tag", nargs="+", default=["_d"])
     s = sub.add_parser("summarise")
     s.add_argument("--tag", nargs="+", default=[""], help="files to pool (their tags)")
     s.add_argument("--write", default=None, help="write results/detm_interval<WRITE>.md")
@@ -357,6 +380,8 @@ def main():
         direct(args)
     elif args.cmd == "klse":
         klse(args)
+    elif args.cmd == "summarise-direct":
+        summarise_direct(args)
     else:
         summarise(args)
 
