@@ -37,6 +37,12 @@ def demo_pu() -> None:
     ci = detm.conf_int_pi()
     print(f"\npi-hat = {detm.pi:.4f}, 95% profile EL interval [{ci['lower']:.4f}, "
           f"{ci['upper']:.4f}]   (paper: 0.667, [0.6425, 0.6903]; truth 0.6667)")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the LabelAmbiguityWarning is recorded and printed
+        kl = DETM.from_formula(formula, data=df).fit()
+    print(f"The default label rule (KL, Remark 1) compared {kl.label_check.compared}: "
+          f"{'weakly determined' if kl.label_check.near_tie else 'clear'} (pi = {kl.pi:.4f}); "
+          "the paper's labelling is label_rule='pi>0.5'.")
     y = df.loc[df.labeled == 0, "y_true"].to_numpy()
     acc = np.mean((detm.predict().to_numpy() > 0.5) == y)
     print(f"Accuracy of the approximate Bayes classifier on the target rows: {acc:.3f}")

@@ -15,6 +15,7 @@ __all__ = [
     "ConfidenceSetWarning",
     "AssumptionWarning",
     "EmptyBinWarning",
+    "LabelAmbiguityWarning",
 ]
 
 
@@ -56,3 +57,9 @@ class AssumptionWarning(PuinferWarning):
 
 class ConfidenceSetWarning(PuinferWarning):
     """The profile-likelihood confidence set is not an interval (the profile is multimodal)."""
+
+
+class LabelAmbiguityWarning(PuinferWarning):
+    """A label-switching rule chose between two labellings whose comparison is within its
+    sampling error (e.g. DETM's two KL divergences, or pi-hat and 0.5): the data barely
+    determine which component is "positive"."""

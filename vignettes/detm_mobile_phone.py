@@ -46,12 +46,16 @@ print(setm.summary())
 # Kullback-Leibler divergence (Remark 1). Here both target components are neighbours of the
 # source class (classes 0-1 below, class 3 above), the two divergences are close, and the KL
 # rule picks the labelling with `pi = 1/3`; the paper reports the labelling with `pi` near 2/3,
-# which `label_rule="pi>0.5"` selects. The two fits are the same maximum:
+# which `label_rule="pi>0.5"` selects. The difference of the two divergences is well within its
+# standard error (a delta-method sandwich, `label_check`), so the default fit issues a
+# `LabelAmbiguityWarning`: the data do not choose the labelling, what is known about them must.
+# The two fits are the same maximum:
 
 # %%
 kl = pu.DETM.from_formula(formula, data=df).fit()
 print(f"KL rule: pi = {kl.pi:.4f} (KL = {kl.kl_divergences[0]:.3f} vs {kl.kl_divergences[1]:.3f})")
 print(f"pi>0.5 : pi = {detm.pi:.4f}; same log-EL: {np.isclose(kl.llf, detm.llf)}")
+print(kl.label_check.compared, "| near-tie:", kl.label_check.near_tie)
 
 # %%
 print(detm.summary())

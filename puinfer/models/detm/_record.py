@@ -13,17 +13,23 @@ from ...base.results import ConvergenceInfo, readonly
 from ...exceptions import (
     BoundaryWarning,
     ConvergenceWarning,
+    LabelAmbiguityWarning,
     SeparationWarning,
     StartsDisagreeWarning,
 )
 from . import _el
+from ._label import (
+    LABEL_RULES,
+    LabelCheck,
+    kl_difference_se,
+    kl_divergences,
+    label_check,
+    swap_needed,
+)
 from ._separation import check_separation
 from ._starts import StartRun, free_fun, pi_of_v, theta_pi
 
 __all__ = ["TiltFit", "build_record", "LABEL_RULES", "param_names", "to_original_map"]
-
-LABEL_RULES = ("kl", "pi<0.5", "pi>0.5")
-
 
 @dataclass(frozen=True)
 class TiltFit:
@@ -40,6 +46,7 @@ class TiltFit:
     pi: float
     labels_swapped: bool
     kl_divergences: tuple
+    label_check: LabelCheck | None   # None for SETM (no switching)
     llf: float
     llf_penalized: float
     llf_method: str
@@ -71,28 +78,6 @@ def to_original_map(data) -> np.ndarray:
         J[o + 1:o + k, o + 1:o + k] = np.diag(1.0 / data.sd)
         J[o, o + 1:o + k] = -data.mean / data.sd
     return J
-
-
-def kl_divergences(data, v, pi) -> tuple[float, float]:
-    """Estimated ``KL(p_s || p_t(.|y=1))`` and ``KL(p_s || p_t(.|y=0))`` (Remark 1 of Liu et
-    al.): ``KL_t = -sum_i p_i (alpha_t + z_i'beta_t)`` with the EL weights ``p_i``."""
-    s1, b1, s2, b2 = _el.split(v, data.p)
-    eta1, eta2 = s1 + data.Z @ b1, s2 + data.Z @ b2
-    w = np.exp(-np.logaddexp(0, np.logaddexp(eta1, eta2))) / data.n
-    with np.errstate(divide="ignore"):
-        a1 = s1 - np.log(data.m * pi / data.n)
-        a2 = s2 - np.log(data.m * (1 - pi) / data.n)
-    return float(-(w @ (a1 + data.Z @ b1))), float(-(w @ (a2 + data.Z @ b2)))
-
-
-def swap_needed(data, v, pi, rule) -> bool:
-    """True if components 1 and 2 must be swapped under the label ``rule``."""
-    if rule == "pi<0.5":
-        return pi > 0.5
-    if rule == "pi>0.5":
-        return pi < 0.5
-    kl1, kl2 = kl_divergences(data, v, pi)
-    return bool(kl1 > kl2)
 
 
 def labelled_pi(data, restricted, rule, v) -> float:
@@ -222,6 +207,17 @@ def build_record(data, restricted: bool, name: str, best: StartRun, runs: list, 
         H = H.copy()
         H[np.ix_(pidx, pidx)] -= ph
     cov = _covariance(data, restricted, H, record, name)
+    check = None
+    if not restricted:
+        kl_se = kl_difference_se(data, v, c) if label_rule == "kl" else float("nan")
+        check = label_check(label_rule, kl, kl_se, pi, float(np.sqrt(cov.loc["pi", "pi"])))
+        if check.near_tie:
+            record.append((LabelAmbiguityWarning, f"{name}: the labelling is weakly determined: "
+                           f"rule {label_rule!r} compared {check.compared}; equality has "
+                           f"p = {check.pvalue:.2g}, so the mirror labelling (pi = "
+                           f"{1 - pi:.4f}) is about as well supported by the rule; choose the "
+                           "labelling from what is known about the data (label_rule="
+                           "'pi<0.5' or 'pi>0.5')"))
     names = param_names(data.names)
     params = pd.Series(to_original_map(data) @ np.r_[theta, pi], index=names, name="coef")
     if restricted:
@@ -236,6 +232,7 @@ def build_record(data, restricted: bool, name: str, best: StartRun, runs: list, 
         restricted=restricted, name=name, penalty_strength=c,
         label_rule=label_rule if not restricted else "none (SETM)", maxiter=maxiter, tol=tol,
         v=readonly(v), theta=readonly(theta), pi=pi, labels_swapped=swapped, kl_divergences=kl,
+        label_check=check,
         llf=llf, llf_penalized=float(llf - (_el.penalty(b1, b2, c) if c else 0.0)),
         llf_method=llf_method, lagrange_multipliers=readonly(extra["lam"]),
         el_weights=readonly(extra["p"]), omega=readonly(extra["omega"]), params=params, cov=cov,

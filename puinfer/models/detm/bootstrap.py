@@ -1,9 +1,15 @@
-"""The smoothed empirical-likelihood bootstrap of the SCAR test (SETM against DETM).
+"""The smoothed empirical-likelihood bootstrap of DETM/SETM.
 
-Resamples are drawn from the fitted SETM (the null): source rows and target positives from the
-EL weights ``p_i`` (the estimate of ``p_s``), target negatives from ``p_i w2_i``; with
-smoothing, every row is jittered by ``N(0, h^2 S)`` and the negatives are tilted so that the
-resampling world lies exactly inside SETM. Both models are refitted on every resample.
+SCAR test (SETM against DETM): resamples are drawn from the fitted SETM (the null): source rows
+and target positives from the EL weights ``p_i`` (the estimate of ``p_s``), target negatives
+from ``p_i w2_i``; with smoothing, every row is jittered by ``N(0, h^2 S)`` and the negatives
+are tilted so that the resampling world lies exactly inside SETM. Both models are refitted on
+every resample.
+
+Interval for pi (issue 19): resamples from the fitted DETM (:func:`detm_world`: target
+positives from ``p_i w1_i``, negatives from ``p_i w2_i``, both tilts carried through the
+smoothing the same way), refitted, give ``R*_b(pi-hat)``, the profile statistic at the world's
+true pi; their quantile calibrates the cut-off of the profile interval.
 """
 
 from __future__ import annotations
@@ -16,7 +22,9 @@ import numpy as np
 from ...base.results import readonly
 from ._data import prepare
 
-__all__ = ["BootstrapWorld", "bandwidth", "world", "sample", "statistic", "replicate"]
+__all__ = ["BootstrapWorld", "bandwidth", "bandwidth_for", "world", "sample", "statistic",
+           "replicate", "DETMWorld", "detm_world", "sample_detm", "interval_statistic",
+           "interval_replicate"]
 
 
 @dataclass(frozen=True)
@@ -42,11 +50,15 @@ class BootstrapWorld:
 def bandwidth(data, smooth) -> float:
     """Kernel bandwidth of the smoothed bootstrap (in units of the source covariance):
     Silverman's rule ``(4 / (p + 2))^(1/(p+4)) N^(-1/(p+4))`` or the number given."""
+    return bandwidth_for(data.N, data.p, smooth)
+
+
+def bandwidth_for(N: int, p: int, smooth) -> float:
+    """:func:`bandwidth` for ``N`` rows and ``p`` features."""
     if isinstance(smooth, str):
         if smooth != "silverman":
             raise ValueError(f"smooth must be 'silverman' or a number >= 0; got {smooth!r}")
-        p = data.p
-        return float((4 / (p + 2)) ** (1 / (p + 4)) * data.N ** (-1 / (p + 4)))
+        return float((4 / (p + 2)) ** (1 / (p + 4)) * N ** (-1 / (p + 4)))
     if isinstance(smooth, bool) or not isinstance(smooth, (int, float, np.floating)) \
             or not np.isfinite(smooth) or smooth < 0:
         raise ValueError(f"smooth must be 'silverman' or a number >= 0; got {smooth!r}")
@@ -148,5 +160,111 @@ def replicate(detm, setm, n_boot: int, rng: np.random.Generator, refit: str = "q
         try:
             out[b] = statistic(detm, setm, Xs, Xt, refit)
         except ValueError:  # e.g. a resample with a constant column
+            continue
+    return out
+
+
+# -- the interval for pi: resampling from the fitted DETM -----------------------------------
+@dataclass(frozen=True)
+class DETMWorld:
+    """The fitted DETM as a distribution on the pooled sample (read-only arrays): ``ps`` the
+    EL weights ``p_i``; ``pi``; ``beta1``, ``beta2`` the slopes on the scale of ``X``; ``L``,
+    ``S`` and ``smooth_cols`` as in :class:`BootstrapWorld`."""
+
+    ps: np.ndarray
+    pi: float
+    beta1: np.ndarray
+    beta2: np.ndarray
+    L: np.ndarray
+    S: np.ndarray
+    smooth_cols: np.ndarray
+
+
+def detm_world(data, fit) -> DETMWorld:
+    """The resampling world of a fitted DETM (a fit record or results; a SETM fit gives the
+    world with ``beta1 = 0``, the target positives drawn as the source)."""
+    p = data.p
+    base = world(data, fit)  # p_s, its covariance and the jittered columns
+    return DETMWorld(base.ps, float(fit.pi), readonly(fit.theta[1:p + 1] / data.sd),
+                     readonly(fit.theta[p + 2:] / data.sd), base.L, base.S, base.smooth_cols)
+
+
+def _tilted(data, w, beta, rng, size, smooth):
+    """``size`` rows of the smoothed source tilted by ``exp(beta'x)`` (see :func:`sample`):
+    rows drawn from ``p_i exp(beta*'x_i)``, jittered by ``N(0, h^2 S)`` and shifted by
+    ``h^2 S beta*``, ``beta* = beta / sqrt(1 + h^2)`` on the jittered columns."""
+    b = np.where(w.smooth_cols, beta / np.sqrt(1 + smooth ** 2), beta) if smooth else beta
+    eta = data.X @ b
+    pr = w.ps * np.exp(eta - eta.max())
+    X = data.X[rng.choice(data.N, size=size, p=pr / pr.sum())]
+    if smooth:
+        X = X + smooth * rng.standard_normal(X.shape) @ w.L.T + smooth ** 2 * (w.S @ b)
+    return X
+
+
+def sample_detm(data, w: DETMWorld, rng: np.random.Generator, smooth: float = 0.0):
+    """One resample ``(Xs, Xt)`` from the fitted DETM: ``n`` source rows from ``p_s``, and
+    ``m`` target rows of which ``Binomial(m, pi)`` from component 1 (``p_s`` tilted by
+    ``beta1``) and the rest from component 2 (tilted by ``beta2``); smoothed as :func:`sample`
+    (the world is then, for Gaussian components exactly, an affine image of the fitted DETM
+    with the same pi)."""
+    m_pos = rng.binomial(data.m, w.pi)
+    zero = np.zeros(data.p)
+    Xs = _tilted(data, w, zero, rng, data.n, smooth)
+    Xt = np.vstack([_tilted(data, w, w.beta1, rng, m_pos, smooth),
+                    _tilted(data, w, w.beta2, rng, data.m - m_pos, smooth)])
+    return Xs, Xt
+
+
+def interval_statistic(res, Xs, Xt, pi0: float) -> tuple[float, float]:
+    """``(R*_b(pi0), pi-hat_b)`` on a resample: the model refitted (the original solution, the
+    SETM start and a reduced grid; no probe) and profiled at ``pi0`` from the resample's fit
+    and the original fit, over the labelled parameter space of the fit's label rule."""
+    from ._profile import PiProfiler
+    from ._starts import fit_fixed_pi
+    from .model import fit_data
+
+    fit = res._fit
+    p = res.model.data.p
+    restricted = fit.restricted
+    dat = prepare(Xs, Xt, names=res.model.data.names)
+    setm_v = np.r_[fit.v[0], np.zeros(p), fit.v[p + 1:]]
+    opts = dict(setm_start=setm_v, grid=True)
+    if not restricted:
+        opts["extra_starts"] = [("original DETM", fit.v)]
+    rule = fit.label_rule if not restricted else "kl"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rec = fit_data(dat, restricted, c=fit.penalty_strength, label_rule=rule,
+                       maxiter=fit.maxiter, tol=fit.tol, check_separation=False, probe=False,
+                       start_options=opts)[0]
+        prof = PiProfiler(dat, rec, np.nan, quick=True)
+        best = best_any = -np.inf
+        for th0 in (rec.theta, fit.theta):
+            f, th, info = fit_fixed_pi(dat, restricted, pi0, th0, fit.penalty_strength,
+                                       fit.maxiter, fit.tol)
+            if not (info.converged and np.isfinite(f)):
+                continue
+            best_any = max(best_any, f)
+            if f > best and prof.labelled(th, pi0):
+                best = f
+    best = best if np.isfinite(best) else best_any
+    if not np.isfinite(best):
+        return float("nan"), float(rec.pi)
+    return max(0.0, 2 * (rec.llf_penalized - best)), float(rec.pi)
+
+
+def interval_replicate(res, n_boot: int, rng: np.random.Generator,
+                       smooth: float = 0.0) -> np.ndarray:
+    """``(n_boot, 2)`` array of ``(R*_b(pi-hat), pi-hat_b)`` from the fitted model ``res``
+    (NaN where a resample cannot be fitted)."""
+    data = res.model.data
+    w = detm_world(data, res._fit)
+    out = np.full((n_boot, 2), np.nan)
+    for b in range(n_boot):
+        Xs, Xt = sample_detm(data, w, rng, smooth)
+        try:
+            out[b] = interval_statistic(res, Xs, Xt, float(res.pi))
+        except ValueError:
             continue
     return out

@@ -1,0 +1,390 @@
+"""Issue 19: is the fit's maximum the maximum, and which interval for pi holds 95%?
+
+One loop over fresh replicates of Liu et al.'s SAR design (p = 15, n = m, pi in {0.3, 0.7};
+seeds ``1_000_000 * cell + replicate``, used by no other study) records per replicate:
+
+* the default fit (pi-hat, penalised log-EL, SE, label check, ridge binding, time);
+* the best objective reached by polished independent starts, each maximised by the package's
+  Newton on the same penalised objective: the true parameters, the SETM fit in both
+  labellings, and ``--random`` random starts -- ``beats`` counts a fit that is lower by more
+  than 1e-6 (the search missed the global maximum);
+* ``R*(pi_true)`` of the default (full) profile -- coverage of the plain profile interval is
+  ``R* <= chi2_1(0.95)`` -- and the interval's limits and time;
+* for the warp-speed calibration of the cut-off (Giacomini, Politis and White 2013): one
+  resample from the fitted DETM's smoothed EL bootstrap world
+  (:func:`puinfer.models.detm.bootstrap.detm_world`), refitted, and its ``R*_b(pi-hat)``;
+  the warp-speed cut-off of a cell is the 95% quantile of the pooled ``R*_b`` and its coverage
+  the share of replicates with ``R*(pi_true)`` below it;
+* with ``--ridge-scales``: pi-hat and ``R*(pi_true)`` of fits with the ridge scaled.
+
+Usage (restartable: rows are appended to ``results/detm_interval_raw<tag>.csv`` as they come
+and replicates already there are skipped):
+
+    python studies/detm_interval.py run [--pi 0.3 0.7] --reps 400 [--n 1000] [--tag _a]
+    python studies/detm_interval.py summarise [--tag "" _a]   # pools the files of the tags
+    python studies/detm_interval.py direct [--pi 0.3 0.7] --reps 400 [--n-boot 199] [--tag _d]
+    python studies/detm_interval.py klse --design gauss2 --reps 400   # the label check's SE
+    python studies/detm_interval.py klse --design sar --reps 40
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+import warnings
+from pathlib import Path
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from scipy import stats  # noqa: E402
+
+import puinfer as pu  # noqa: E402
+from puinfer.base.optimize import newton_maximize  # noqa: E402
+from puinfer.models.detm import bootstrap as boot  # noqa: E402
+from puinfer.models.detm._starts import free_fun, pi_of_v, v_from  # noqa: E402
+from puinfer.simulate import sar_design  # noqa: E402
+
+OUT = Path(__file__).resolve().parent / "results"
+CUT = float(stats.chi2.ppf(0.95, 1))
+
+
+def formula(p):
+    return "labeled ~ " + " + ".join(f"x{j}" for j in range(1, p + 1))
+
+
+def true_v(data, pi, p):
+    """The true parameters of ``sar_design`` as a binary-regression start ``v``: the target
+    positives N(mu3, I) and negatives N(1, I) are tilts of the source N(0, I) with
+    ``alpha = -|mu|^2 / 2``, ``beta = mu`` (original scale)."""
+    k = 7 if p == 15 else int(round(7 * p / 15))
+    mu1, mu2 = np.r_[np.ones(k), np.zeros(p - k)], np.ones(p)
+    th = []
+    for mu in (mu1, mu2):
+        a, b = -mu @ mu / 2, mu
+        th += [a + b @ data.mean, b * data.sd]  # standardised: z = (x - mean) / sd
+    theta = np.r_[th[0], th[1], th[2], th[3]]
+    return v_from(data, False, theta, pi)
+
+
+def random_starts(data, rng, k):
+    """``k`` random starts: pi0 ~ U(0.1, 0.9), slopes ~ N(0, 0.5^2) on the standardised
+    scale, intercepts giving each component its share (as the package's grid)."""
+    out = []
+    Zs = data.Z[: data.n]
+    for _ in range(k):
+        pi0 = rng.uniform(0.1, 0.9)
+        b1, b2 = rng.normal(0, 0.5, data.p), rng.normal(0, 0.5, data.p)
+        s1 = np.log(data.m * pi0 / data.n) - np.log(np.mean(np.exp(Zs @ b1)))
+        s2 = np.log(data.m * (1 - pi0) / data.n) - np.log(np.mean(np.exp(Zs @ b2)))
+        out.append(np.r_[s1, b1, s2, b2])
+    return out
+
+
+def independent(res, data, starts):
+    """Best (objective on the llf_penalized scale, pi) over Newton runs from ``starts``."""
+    fun, _ = free_fun(data, res.penalty_strength, False)
+    const = data.n * np.log(data.n) + data.m * np.log(data.m)
+    best = (-np.inf, np.nan, "")
+    for label, v0 in starts:
+        try:
+            u, f, _, _, info = newton_maximize(fun, v0, maxiter=200, tol=1e-10)
+        except (ValueError, FloatingPointError):
+            continue
+        if np.isfinite(f) and f - const > best[0]:
+            best = (f - const, pi_of_v(data, u), label)
+    return best
+
+
+def one(pi, n, p, seed, n_random, ridge_scales, h, cuts=()):
+    rng = np.random.default_rng(seed)
+    df = sar_design(n, n, pi, p=p, rng=rng)
+    row = dict(seed=seed, pi=pi, n=n, p=p)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = pu.DETM.from_formula(formula(p), data=df)
+        t0 = time.perf_counter()
+        res = model.fit()
+        row["t_fit"] = time.perf_counter() - t0
+        data = model.data
+        row.update(pi_hat=res.pi, f_fit=res.llf_penalized, se=float(res.bse["pi"]),
+                   near_tie=res.label_check.near_tie, label_p=res.label_check.pvalue,
+                   kl_diff=res.label_check.difference, kl_se=res.label_check.se,
+                   ridge_binding=res.ridge_binding,
+                   refits_by_probe=int((res.starts["start"] == "profile probe").sum()))
+        # polished independent starts
+        t0 = time.perf_counter()
+        setm = model.restricted_model().fit()
+        sv = np.asarray(setm._fit.v)
+        mirror = np.r_[sv[p + 1:], sv[: p + 1]]
+        starts = [("truth", true_v(data, pi, p)), ("SETM", sv), ("SETM mirrored", mirror)]
+        starts += [(f"random {k}", v) for k, v in enumerate(random_starts(data, rng, n_random))]
+        f_ind, pi_ind, lab = independent(res, data, starts)
+        row.update(f_indep=f_ind, pi_indep=pi_ind, indep_label=lab,
+                   beats=bool(f_ind > res.llf_penalized + 1e-6),
+                   t_indep=time.perf_counter() - t0)
+        # the plain profile interval and R*(pi_true)
+        t0 = time.perf_counter()
+        try:
+            ci = res.conf_int_pi()
+            prof = res.profile_pi()
+            row.update(lower=ci["lower"], upper=ci["upper"], r_true=prof.statistic(pi))
+            for cut in cuts:  # the interval's limits at larger cut-offs (for widths)
+                lo, lo_b = prof._limit(-1, cut)
+                hi, hi_b = prof._limit(+1, cut)
+                row.update({f"lower_{cut:g}": 0.0 if lo_b else lo,
+                            f"upper_{cut:g}": 1.0 if hi_b else hi})
+        except ValueError as exc:
+            row.update(ci_error=str(exc)[:80])
+        row["t_ci"] = time.perf_counter() - t0
+        # one resample of the fitted DETM's smoothed EL bootstrap world: R*_b(pi-hat)
+        t0 = time.perf_counter()
+        try:
+            row["rstar_b"], row["pi_b"] = boot.interval_replicate(res, 1, rng, smooth=h)[0]
+        except ValueError:
+            row["rstar_b"] = row["pi_b"] = np.nan
+        row["t_boot"] = time.perf_counter() - t0
+        for s in ridge_scales:
+            t0 = time.perf_counter()
+            r2 = model.fit(penalty=s * res.penalty_strength)
+            try:
+                r_s = r2.profile_pi().statistic(pi)
+            except ValueError:
+                r_s = np.nan
+            row.update({f"pi_hat_x{s:g}": r2.pi, f"r_true_x{s:g}": r_s,
+                        f"se_x{s:g}": float(r2.bse["pi"]),
+                        f"t_x{s:g}": time.perf_counter() - t0})
+    return row
+
+
+def run(args):
+    path = OUT / f"detm_interval_raw{args.tag}.csv"
+    done = set()
+    if path.exists():
+        old = pd.read_csv(path)
+        done = set(zip(old["pi"].round(6), old["n"], old["seed"], strict=True))
+    smooth = args.smooth if args.smooth == "silverman" else float(args.smooth)
+    h = boot.bandwidth_for(2 * args.n, args.p, smooth)
+    jobs = [(r, pi) for r in range(args.first, args.first + args.reps) for pi in args.pi]
+    for r, pi in jobs:  # interleaved: the cells grow together
+        cell = {0.3: 1, 0.7: 2}[pi] + 10 * (args.n // 1000)
+        seed = 1_000_000 * cell + r
+        if (round(pi, 6), args.n, seed) in done:
+            continue
+        row = one(pi, args.n, args.p, seed, args.random, args.ridge_scales, h, args.cuts)
+        row["h"] = h
+        out = pd.DataFrame([row])
+        if path.exists():  # the file's columns (a column added since is not recorded)
+            out = out.reindex(columns=pd.read_csv(path, nrows=0).columns)
+        out.to_csv(path, mode="a", header=not path.exists(), index=False)
+        print(f"{pi} {r}: pi-hat {row['pi_hat']:.3f} R*(true) {row.get('r_true', np.nan):.2f} "
+              f"R*_b {row['rstar_b']:.2f} beats {row['beats']} "
+              f"t {row['t_fit']:.1f}+{row['t_indep']:.1f}+{row['t_ci']:.1f}+{row['t_boot']:.1f}",
+              flush=True)
+
+
+def klse(args):
+    """The sandwich SE of KL2 - KL1 (the label check) against the Monte-Carlo SD.
+
+    ``--design gauss2``: source N(0, I2), target 0.5 N((1, 0), I) + 0.5 N((0, 2), I), n = m =
+    500 (true difference 1.5; KL rule), seeds 1000 + r. ``--design sar``: Liu et al.'s SAR
+    design, p = 15, n = m = 1000, pi = 0.3 with the paper's labelling (``"pi<0.5"``; true
+    difference 4), ``probe=False``, seeds 5000 + r."""
+    from puinfer.simulate.detm import pu_normal
+
+    out = []
+    for r in range(args.reps):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            if args.design == "gauss2":
+                df = pu_normal(500, 500, 0.5, [0, 0], [1, 0], [0, 2],
+                               rng=np.random.default_rng(1000 + r))
+                res = pu.DETM.from_formula("labeled ~ x1 + x2", data=df).fit(probe=False)
+            else:
+                df = sar_design(1000, 1000, 0.3, rng=np.random.default_rng(5000 + r))
+                res = pu.DETM.from_formula(formula(15), data=df).fit(probe=False,
+                                                                     label_rule="pi<0.5")
+        kl = res.kl_divergences
+        from puinfer.models.detm._label import kl_difference_se
+        out.append((kl[1] - kl[0], kl_difference_se(res.model.data, np.asarray(res._fit.v),
+                                                     res.penalty_strength)))
+    o = np.array(out)
+    print(f"{args.design}: {len(o)} replicates; KL2 - KL1 mean {o[:, 0].mean():.4g}, SD "
+          f"{o[:, 0].std(ddof=1):.4g}; sandwich SE mean {np.nanmean(o[:, 1]):.4g}, median "
+          f"{np.nanmedian(o[:, 1]):.4g}")
+
+
+def direct(args):
+    """The bootstrap-calibrated interval itself on each replicate (``n_boot`` resamples):
+    coverage, width, bootstrap SE and time, beside the plain profile interval."""
+    path = OUT / f"detm_interval_direct_raw{args.tag}.csv"
+    done = set()
+    if path.exists():
+        old = pd.read_csv(path)
+        done = set(zip(old["pi"].round(6), old["n"], old["seed"], strict=True))
+    for r, pi in [(r, pi) for r in range(args.first, args.first + args.reps) for pi in args.pi]:
+        # seeds of a block used by no other run (cell + 50 * 10^6)
+        seed = 1_000_000 * ({0.3: 1, 0.7: 2}[pi] + 10 * (args.n // 1000) + 50) + r
+        if (round(pi, 6), args.n, seed) in done:
+            continue
+        df = sar_design(args.n, args.n, pi, p=args.p, rng=np.random.default_rng(seed))
+        row = dict(seed=seed, pi=pi, n=args.n, p=args.p, n_boot=args.n_boot)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            t0 = time.process_time()
+            res = pu.DETM.from_formula(formula(args.p), data=df).fit()
+            row.update(pi_hat=res.pi, se=float(res.bse["pi"]),
+                       t_fit=time.process_time() - t0)
+            for method in ("profile", "bootstrap"):
+                t0 = time.process_time()
+                try:
+                    ci = res.conf_int_pi(method=method, n_boot=args.n_boot,
+                                         rng=np.random.default_rng(seed + 7))
+                    row.update({f"lower_{method}": ci["lower"], f"upper_{method}": ci["upper"],
+                                f"cutoff_{method}": ci.attrs["cutoff"]})
+                    if method == "bootstrap":
+                        row["boot_se"] = ci.attrs["bootstrap_se"]
+                except ValueError as exc:
+                    row[f"error_{method}"] = str(exc)[:80]
+                row[f"t_{method}"] = time.process_time() - t0
+        out = pd.DataFrame([row])
+        if path.exists():
+            out = out.reindex(columns=pd.read_csv(path, nrows=0).columns)
+        out.to_csv(path, mode="a", header=not path.exists(), index=False)
+        print(row, flush=True)
+
+
+def summarise(args):
+    frames = []
+    for t in args.tag:
+        f = pd.read_csv(OUT / f"detm_interval_raw{t}.csv")
+        f["file"] = t or "(none)"
+        frames.append(f)
+    df = pd.concat(frames, ignore_index=True).drop_duplicates(["pi", "n", "seed"])
+    df["ci_failed"] = df["r_true"].isna()
+    rows = []
+    for (pi, n), g in df.groupby(["pi", "n"]):
+        k = len(g)
+        rb = g["rstar_b"].dropna()
+        cut_w = float(np.quantile(rb, 0.95)) if len(rb) else np.nan
+        cov = float(np.mean(g["r_true"] <= CUT))
+        cov_w = float(np.mean(g["r_true"] <= cut_w))
+        row = {"pi": pi, "n = m": n, "reps": k, "misses (indep. start higher)": int(g["beats"].sum()),
+               "CI failed (ProfileError)": int(g["ci_failed"].sum()),
+               "pi-hat mean": g["pi_hat"].mean(), "pi-hat SD": g["pi_hat"].std(ddof=1),
+               "SE (obs. info) mean": g["se"].mean(),
+               "profile cov.": cov, "MC SE": np.sqrt(cov * (1 - cov) / k),
+               "profile width": (g["upper"] - g["lower"]).mean(),
+               "warp cut-off": cut_w, "resamples": len(rb),
+               "warp cov.": cov_w, "MC SE ": np.sqrt(cov_w * (1 - cov_w) / k)}
+        if "pi_b" in g:
+            e = (g["pi_b"] - g["pi_hat"]).dropna()
+            row["warp boot. SE (SD of pi_b - pi-hat)"] = e.std(ddof=1)
+            row["(its resamples)"] = len(e)
+        for cut in (6.63, 9.0, 14.0):
+            c = f"lower_{cut:g}"
+            row[f"cov. at cut {cut:g}"] = float(np.mean(g["r_true"] <= cut))
+            if c in g:
+                w = (g[f"upper_{cut:g}"] - g[c]).dropna()
+                row[f"width at cut {cut:g}"] = w.mean() if len(w) else np.nan
+                row["(reps with widths at these cuts)"] = len(w)
+        row.update({"label near-tie (KL rule)": int(g["near_tie"].sum()),
+                    "time fit (s)": g["t_fit"].mean(), "time profile CI (s)": g["t_ci"].mean(),
+                    "time 1 resample (s)": g["t_boot"].mean()})
+        for c in g.columns:
+            if c.startswith("r_true_x"):
+                sc = c[len("r_true_x"):]
+                row[f"cov. ridge x{sc}"] = float(np.mean(g[c] <= CUT))
+                row[f"pi-hat SD ridge x{sc}"] = g[f"pi_hat_x{sc}"].std(ddof=1)
+        rows.append(row)
+    out = pd.DataFrame(rows).set_index(["pi", "n = m"]).T
+    text = out.to_markdown(floatfmt=".4g")
+    by_file = df.groupby(["file", "pi"]).agg(reps=("seed", "size"), misses=("beats", "sum"),
+                                             ci_failed=("ci_failed", "sum"))
+    text += "\n\nSearch misses by file (code version, see README_detm.md):\n\n" + \
+        by_file.to_markdown()
+    print(text)
+    if "kl_diff" in df:
+        kd = df.dropna(subset=["kl_diff"])
+        print(f"\nKL rule, KL2 - KL1: {len(kd)} replicates; SD {kd['kl_diff'].std(ddof=1):.3g}, "
+              f"mean sandwich SE {kd['kl_se'].mean():.3g}")
+    if args.write is not None:
+        files = ", ".join(f"`detm_interval_raw{t}.csv`" for t in args.tag)
+        (OUT / f"detm_interval{args.write}.md").write_text(
+            "# DETM: the search for the maximum and the interval for pi, SAR design (issue 19)\n\n"
+            f"`python studies/detm_interval.py summarise --tag {' '.join(args.tag)} --write "
+            f"{args.write}` over {files}. See `README_detm.md` for the commands, commits and "
+            "the reading.\n\n" + text + "\n")
+    return out
+
+
+def summarise_direct(args):
+    """Coverage, width and time of the plain and the bootstrap-calibrated interval."""
+    df = pd.concat([pd.read_csv(OUT / f"detm_interval_direct_raw{t}.csv") for t in args.tag],
+                   ignore_index=True).drop_duplicates(["pi", "n", "seed"])
+    rows = []
+    for (pi, n), g in df.groupby(["pi", "n"]):
+        row = {"pi": pi, "n = m": n, "reps": len(g), "pi-hat SD": g["pi_hat"].std(ddof=1),
+               "SE (obs. info) mean": g["se"].mean(), "bootstrap SE mean": g["boot_se"].mean()}
+        for m in ("profile", "bootstrap"):
+            cov = float(np.mean((g[f"lower_{m}"] <= pi) & (pi <= g[f"upper_{m}"])))
+            row.update({f"{m}: coverage": cov, f"{m}: MC SE": np.sqrt(cov * (1 - cov) / len(g)),
+                        f"{m}: mean width": (g[f"upper_{m}"] - g[f"lower_{m}"]).mean(),
+                        f"{m}: CPU s": g[f"t_{m}"].mean()})
+        row["bootstrap cut-off mean"] = g["cutoff_bootstrap"].mean()
+        row["fit CPU s"] = g["t_fit"].mean()
+        rows.append(row)
+    text = pd.DataFrame(rows).set_index(["pi", "n = m"]).T.to_markdown(floatfmt=".4g")
+    print(text)
+    return text
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run")
+    r.add_argument("--pi", type=float, nargs="+", default=[0.3, 0.7], choices=[0.3, 0.7])
+    r.add_argument("--n", type=int, default=1000)
+    r.add_argument("--p", type=int, default=15)
+    r.add_argument("--reps", type=int, default=400)
+    r.add_argument("--first", type=int, default=0)
+    r.add_argument("--random", type=int, default=4, help="random starts per replicate")
+    r.add_argument("--ridge-scales", type=float, nargs="*", default=[])
+    r.add_argument("--smooth", default="silverman")
+    r.add_argument("--cuts", type=float, nargs="*", default=[6.63, 9.0, 14.0],
+                   help="also record the interval's limits at these cut-offs")
+    r.add_argument("--tag", default="")
+    k = sub.add_parser("klse")
+    k.add_argument("--design", choices=["gauss2", "sar"], default="gauss2")
+    k.add_argument("--reps", type=int, default=400)
+    d = sub.add_parser("direct")
+    d.add_argument("--pi", type=float, nargs="+", default=[0.3, 0.7], choices=[0.3, 0.7])
+    d.add_argument("--n", type=int, default=1000)
+    d.add_argument("--p", type=int, default=15)
+    d.add_argument("--reps", type=int, default=400)
+    d.add_argument("--first", type=int, default=0)
+    d.add_argument("--n-boot", type=int, default=199)
+    d.add_argument("--tag", default="")
+    sd = sub.add_parser("summarise-direct")
+    sd.add_argument("--tag", nargs="+", default=["_d"])
+    s = sub.add_parser("summarise")
+    s.add_argument("--tag", nargs="+", default=[""], help="files to pool (their tags)")
+    s.add_argument("--write", default=None, help="write results/detm_interval<WRITE>.md")
+    args = ap.parse_args()
+    if args.cmd == "run":
+        run(args)
+    elif args.cmd == "direct":
+        direct(args)
+    elif args.cmd == "klse":
+        klse(args)
+    elif args.cmd == "summarise-direct":
+        summarise_direct(args)
+    else:
+        summarise(args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,103 @@
+"""The bootstrap-calibrated interval for pi and the fitted DETM's resampling world (issue 19)."""
+
+import warnings
+
+import numpy as np
+import pytest
+from scipy import stats
+
+import puinfer as pu
+from puinfer.models.detm import bootstrap as boot
+from puinfer.simulate.detm import pu_normal
+
+
+@pytest.fixture(scope="module")
+def fit():
+    df = pu_normal(300, 300, 0.3, [0, 0], [1, 0], [0, 2], rng=np.random.default_rng(2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return pu.DETM.from_formula("labeled ~ x1 + x2", data=df).fit()
+
+
+def test_world_draws_components_from_tilted_el_weights(fit):
+    """Unsmoothed, the target positives are rows drawn with probability p_i w1_i and the
+    negatives with p_i w2_i (the fitted DETM's components; Liu et al., eq. (4))."""
+    d = fit.model.data
+    w = boot.detm_world(d, fit._fit)
+    th = fit.theta
+    p = d.p
+    for t, beta in ((0, w.beta1), (1, w.beta2)):
+        a, b = (th[0], th[1:p + 1]) if t == 0 else (th[p + 1], th[p + 2:])
+        prob = fit.el_weights * np.exp(a + d.Z @ b)
+        prob = prob / prob.sum()
+        X = boot._tilted(d, w, beta, np.random.default_rng(t), 200_000, 0.0)
+        # identify the drawn rows by their first feature (continuous: unique)
+        idx = np.searchsorted(np.sort(d.X[:, 0]), X[:, 0])
+        order = np.argsort(d.X[:, 0])
+        freq = np.bincount(order[idx], minlength=d.N) / len(X)
+        # the mean of x under the tilted weights, reproduced within Monte-Carlo error
+        mean_w = prob @ d.X
+        se = np.sqrt(prob @ (d.X - mean_w) ** 2 / len(X))
+        assert np.all(np.abs(X.mean(axis=0) - mean_w) < 4 * se)
+        assert np.corrcoef(freq, prob)[0, 1] > 0.99
+
+
+def test_smoothed_world_keeps_the_tilt(fit):
+    """Smoothed, the component means move by h^2 S beta* (the jitter shifted along the tilt),
+    so each component is the jittered source tilted by beta* (see bootstrap.sample)."""
+    d = fit.model.data
+    w = boot.detm_world(d, fit._fit)
+    h = 0.5
+    X = boot._tilted(d, w, w.beta2, np.random.default_rng(1), 200_000, h)
+    b = w.beta2 / np.sqrt(1 + h ** 2)
+    pr = w.ps * np.exp(d.X @ b - (d.X @ b).max())
+    pr = pr / pr.sum()
+    expect = pr @ d.X + h ** 2 * (w.S @ b)
+    np.testing.assert_allclose(X.mean(axis=0), expect, atol=0.02)
+
+
+def test_bootstrap_interval(fit):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ci = fit.conf_int_pi(method="bootstrap", n_boot=19, rng=3)
+        again = fit.conf_int_pi(method="bootstrap", n_boot=19, rng=3)
+    assert ci["lower"] < fit.pi < ci["upper"]
+    assert ci.equals(again) and ci.attrs["cutoff"] == again.attrs["cutoff"]
+    assert ci.attrs["method"] == "bootstrap" and ci.attrs["n_boot_used"] == 19
+    assert ci.attrs["bootstrap_se"] > 0
+    # the limits are where the profile statistic meets the bootstrap cut-off
+    prof = fit.profile_pi()
+    for v in ci[["lower", "upper"]]:
+        assert prof.statistic(v) == pytest.approx(ci.attrs["cutoff"], abs=1e-6)
+    plain = fit.conf_int_pi(method="profile")
+    assert plain.attrs["cutoff"] == pytest.approx(stats.chi2.ppf(0.95, 1))
+    # wider exactly when the bootstrap cut-off is above chi2_1(0.95)
+    wider = ci["upper"] - ci["lower"] > plain["upper"] - plain["lower"]
+    assert wider == (ci.attrs["cutoff"] > plain.attrs["cutoff"])
+
+
+def test_bootstrap_interval_bad_input(fit):
+    with pytest.raises(ValueError, match="method"):
+        fit.conf_int_pi(method="wald")
+    with pytest.raises(ValueError, match="n_boot"):
+        fit.conf_int_pi(method="bootstrap", n_boot=0)
+
+
+@pytest.mark.slow
+def test_probe_checks_points_beyond_the_interval():
+    """Issue 19, SAR design replicate 11000019 (studies/detm_interval.py): the starts and the
+    probe of the 95% interval stopped at pi = 0.953, while the profile beyond the interval's
+    lower limit is 0.178 higher at pi = 0.682; conf_int_pi then raised ProfileError. The probe
+    now also evaluates the points beyond the limits, and refits from there."""
+    from puinfer.simulate import sar_design
+
+    df = sar_design(1000, 1000, 0.3, p=15, rng=np.random.default_rng(11000019))
+    f = "labeled ~ " + " + ".join(f"x{j}" for j in range(1, 16))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = pu.DETM.from_formula(f, data=df).fit()
+        ci = r.conf_int_pi()  # raised ProfileError before
+    # the old fit's objective (-14079.1957, the study's raw file) is beaten
+    assert r.llf_penalized > -14079.1957 + 0.1
+    assert ci["lower"] < r.pi < ci["upper"]
+    assert (r.starts["start"] == "profile probe").any()
