@@ -12,7 +12,7 @@ from scipy.special import expit
 from ..._validation import check_alpha, check_rng
 from ...base.results import LikelihoodResults
 from ...exceptions import ConfidenceSetWarning
-from ...inference.hypothesis import HypothesisTestResult, chi2_test, format_pvalue, lr_test
+from ...inference.hypothesis import HypothesisTestResult, chi2_test, lr_test, pvalue_phrase
 from ...inference.profile import Profile
 from ...summary import Summary, coef_table
 from . import _el, bootstrap
@@ -355,7 +355,7 @@ class DETMResults(TiltResults):
     def _extra_notes(self, s: Summary) -> None:
         t = self.test_scar()
         s.add_note(f"SCAR test (SETM vs DETM): R_N = {t.statistic:.4f}, df = {t.df:g}, "
-                   f"p-value = {format_pvalue(t.pvalue)}")
+                   f"{pvalue_phrase(t.pvalue)}")
         kl1, kl2 = self.kl_divergences
         s.add_note(f"KL(p_s || component 1) = {kl1:.4f}, KL(p_s || component 2) = {kl2:.4f}; "
                    "labels " + ("swapped" if self.labels_swapped else "as fitted")
