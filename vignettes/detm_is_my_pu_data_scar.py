@@ -103,6 +103,15 @@ ax = mob.profile_pi().plot(true_value=2 / 3)
 ax.figure.savefig("detm_mobile_profile.png", dpi=100)
 
 # %% [markdown]
+# In a notebook the test and the profile display as tables (`print` gives the same as text):
+
+# %%
+mob.test_scar()
+
+# %%
+mob.profile_pi()
+
+# %% [markdown]
 # Our `R_N` (about 1266) differs from the paper's 1218.6: the features are nearly separable, so
 # both log-ELs depend on the vanishing ridge and on how close to the maximum the optimiser gets
 # (puinfer maximises exactly with Newton's method; the paper's EM stopped at a 1e-6 increment).
