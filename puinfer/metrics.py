@@ -330,6 +330,9 @@ def plot_reliability(y, p, *, n_bins: int = 10, strategy: str = "quantile", alph
                      label=None, ax=None, **kwargs):
     """Reliability diagram: observed rate (with binomial intervals) against mean forecast.
 
+    The error bars are the exact (Clopper-Pearson) intervals of :func:`reliability_curve`, of
+    level ``1 - alpha``; the y-axis label says so.
+
     Parameters
     ----------
     y, p : array_like
@@ -357,7 +360,8 @@ def plot_reliability(y, p, *, n_bins: int = 10, strategy: str = "quantile", alph
         ax.plot([0, lim], [0, lim], ls=":", color="grey", lw=1)
         ax._puinfer_diagonal = True
     ax.set_xlabel("mean predicted probability")
-    ax.set_ylabel("observed share of positives")
+    # say what the bars are: reliability_curve's exact binomial intervals
+    ax.set_ylabel(f"observed share of positives\n(bars: {1 - alpha:.0%} Clopper-Pearson interval)")
     if label is not None:
         ax.legend()
     return ax

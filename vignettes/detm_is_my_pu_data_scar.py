@@ -10,11 +10,11 @@
 
 # %%
 import os
-import warnings
 
 import matplotlib.pyplot as plt
 
 import puinfer as pu
+from puinfer.inference import pvalue_phrase
 from puinfer.simulate import sar_design, scar_design
 
 FAST = os.environ.get("PUINFER_VIGNETTE_TEST") == "1"
@@ -29,14 +29,12 @@ formula = "labeled ~ " + " + ".join(f"x{j}" for j in range(1, 16))
 # %%
 scar = scar_design(1000, 1000, 0.3, rng=1)
 sar = sar_design(1000, 1000, 0.3, rng=2)
-with warnings.catch_warnings():
-    warnings.simplefilter("ignore")
-    fits = {name: pu.DETM.from_formula(formula, data=d).fit() for name, d in
-            [("SCAR", scar), ("SAR", sar)]}
+fits = {name: pu.DETM.from_formula(formula, data=d).fit() for name, d in
+        [("SCAR", scar), ("SAR", sar)]}
 for name, res in fits.items():
     t = res.test_scar()
     ci = res.conf_int_pi()
-    print(f"{name}: R_N = {t.statistic:8.2f}  df = {t.df:g}  p = {t.pvalue:.3g}   "
+    print(f"{name}: R_N = {t.statistic:8.2f}  df = {t.df:g}  {pvalue_phrase(t.pvalue, 'p')}   "
           f"pi-hat = {res.pi:.3f}  95% CI [{ci['lower']:.3f}, {ci['upper']:.3f}]   "
           f"ridge binding: {res.ridge_binding}")
 
@@ -67,9 +65,7 @@ print(boot)
 # `pu.lr_test(restricted, full)` is the same test for any nested pair of puinfer results:
 
 # %%
-with warnings.catch_warnings():
-    warnings.simplefilter("ignore")
-    setm_sar = pu.SETM.from_formula(formula, data=sar).fit()
+setm_sar = pu.SETM.from_formula(formula, data=sar).fit()
 print(pu.lr_test(setm_sar, fits["SAR"]))
 print(f"SETM on SAR data: pi-hat = {setm_sar.pi:.4f} (the misspecified model fails)")
 
@@ -98,15 +94,22 @@ fig.savefig("detm_profiles.png", dpi=100)
 # %%
 df = pu.datasets.load_mobile_pu()
 mformula = "labeled ~ " + " + ".join(pu.datasets.MOBILE_FEATURES)
-with warnings.catch_warnings():
-    warnings.simplefilter("ignore")
-    mob = pu.DETM.from_formula(mformula, data=df).fit(label_rule="pi>0.5")
+mob = pu.DETM.from_formula(mformula, data=df).fit(label_rule="pi>0.5")
 print(mob.test_scar())
 ci = mob.conf_int_pi()
 print(f"pi-hat = {mob.pi:.4f}, 95% CI [{ci['lower']:.4f}, {ci['upper']:.4f}]; "
       f"SE = {mob.bse['pi']:.4f}")
 ax = mob.profile_pi().plot(true_value=2 / 3)
 ax.figure.savefig("detm_mobile_profile.png", dpi=100)
+
+# %% [markdown]
+# In a notebook the test and the profile display as tables (`print` gives the same as text):
+
+# %%
+mob.test_scar()
+
+# %%
+mob.profile_pi()
 
 # %% [markdown]
 # Our `R_N` (about 1266) differs from the paper's 1218.6: the features are nearly separable, so

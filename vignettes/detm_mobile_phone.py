@@ -12,8 +12,6 @@
 # positives are *cheaper* than the labeled ones: the data are SAR by construction.
 
 # %%
-import warnings
-
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
@@ -33,11 +31,10 @@ print(df.groupby(["labeled", "price_range"]).size())
 
 # %%
 formula = "labeled ~ " + " + ".join(pu.datasets.MOBILE_FEATURES)
-with warnings.catch_warnings(record=True) as caught:
-    warnings.simplefilter("always")
-    setm = pu.SETM.from_formula(formula, data=df).fit()
-    detm = pu.DETM.from_formula(formula, data=df).fit(label_rule="pi>0.5")
-print([w.category.__name__ for w in caught])
+setm = pu.SETM.from_formula(formula, data=df).fit()
+detm = pu.DETM.from_formula(formula, data=df).fit(label_rule="pi>0.5")
+# the warnings issued above are also kept on each result, as (category, message) pairs
+print([category for category, _ in detm.warnings])
 print(setm.summary())
 
 # %% [markdown]

@@ -11,18 +11,27 @@ from scipy import stats
 
 from .._validation import check_int
 
-__all__ = ["HypothesisTestResult", "lr_test", "chisq_gof", "format_pvalue"]
+__all__ = ["HypothesisTestResult", "lr_test", "chisq_gof", "format_pvalue", "pvalue_phrase"]
 
 
 def format_pvalue(p: float) -> str:
-    """Format a p-value as R does: ``< 2.2e-16`` below machine precision, else 4 significant digits."""
+    """Format a p-value as R's ``print.htest``: ``< 2.2e-16`` below machine precision, else 4
+    significant digits (``0.005853``, ``3.3e-07``).
+
+    This is the text of a p-value *cell*; in a sentence use :func:`pvalue_phrase`, which gives
+    ``"p-value < 2.2e-16"`` rather than ``"p-value = < 2.2e-16"``.
+    """
     if p is None or (isinstance(p, float) and math.isnan(p)):
         return "NA"
     if p < 2.2e-16:
         return "< 2.2e-16"
-    if p < 1e-4:
-        return f"{p:.3g}"
-    return f"{p:.4f}"
+    return f"{p:.4g}"
+
+
+def pvalue_phrase(p: float, name: str = "p-value") -> str:
+    """``"p-value = 0.0432"``, or ``"p-value < 2.2e-16"`` below machine precision (as R prints)."""
+    text = format_pvalue(p)
+    return f"{name} {text}" if text.startswith("<") else f"{name} = {text}"
 
 
 @dataclass(frozen=True)
@@ -68,14 +77,18 @@ class HypothesisTestResult:
         """The 95% quantile of the chi-square reference distribution."""
         return float(stats.chi2.ppf(0.95, self.df)) if self.distribution == "chi2" else float("nan")
 
+    @property
+    def reference(self) -> str:
+        """The reference distribution as printed: ``"chi2(3)"`` or e.g. ``"bootstrap"``."""
+        return f"chi2({self.df:g})" if self.distribution == "chi2" else self.distribution
+
     def _lines(self):
         lines = [self.method, f"H0: {self.null}"]
         if self.invalid_reason:
             lines.append(f"Invalid test: {self.invalid_reason}")
             return lines
-        ref = f"chi2({self.df:g})" if self.distribution == "chi2" else self.distribution
         lines.append(f"statistic = {self.statistic:.4f}, df = {self.df:g}, "
-                     f"p-value = {format_pvalue(self.pvalue)} ({ref})")
+                     f"{pvalue_phrase(self.pvalue)} ({self.reference})")
         for k, v in self.extra.items():
             lines.append(f"{k}: {v}")
         return lines
@@ -87,12 +100,31 @@ class HypothesisTestResult:
         if self.invalid_reason:
             return f"<HypothesisTestResult {self.method}: invalid ({self.invalid_reason})>"
         return (f"<HypothesisTestResult {self.method}: statistic={self.statistic:.4f}, "
-                f"df={self.df:g}, pvalue={format_pvalue(self.pvalue)}>")
+                f"df={self.df:g}, {pvalue_phrase(self.pvalue, 'pvalue')}>")
 
     def _repr_html_(self):
-        rows = "".join(f"<tr><td>{html.escape(line)}</td></tr>" for line in self._lines()[1:])
-        return (f"<table><caption>{html.escape(self.method)}</caption>"
-                f"<tbody>{rows}</tbody></table>")
+        """One row (statistic, df, p-value, reference distribution) under the method's name,
+        then the null hypothesis and any details, each in a full-width row."""
+        esc = html.escape
+        head = ("statistic", "df", "p-value", "reference distribution")
+        if self.invalid_reason:
+            cells = ("NA", f"{self.df:g}", "NA", "not computed")
+        else:
+            cells = (f"{self.statistic:.4f}", f"{self.df:g}", format_pvalue(self.pvalue),
+                     self.reference)
+        n = len(head)
+        notes = [("H0", self.null)]
+        if self.invalid_reason:
+            notes.append(("invalid test", self.invalid_reason))
+        notes += [(str(k), str(v)) for k, v in self.extra.items()]
+        foot = "".join(f"<tr><th scope='row' style='text-align:left'>{esc(k)}</th>"
+                       f"<td colspan='{n - 1}' style='text-align:left'>{esc(v)}</td></tr>"
+                       for k, v in notes)
+        return ("<table class='puinfer-test'>"
+                f"<caption style='text-align:left'><b>{esc(self.method)}</b></caption>"
+                "<thead><tr>" + "".join(f"<th>{esc(h)}</th>" for h in head) + "</tr></thead>"
+                "<tbody><tr>" + "".join(f"<td>{esc(c)}</td>" for c in cells) + "</tr>"
+                f"{foot}</tbody></table>")
 
 
 def chi2_test(statistic: float, df: float, *, null: str, method: str, extra=None):

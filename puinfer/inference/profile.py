@@ -8,6 +8,7 @@ silently returning NA.
 
 from __future__ import annotations
 
+import html
 from collections.abc import Callable
 
 import numpy as np
@@ -245,6 +246,45 @@ class Profile:
         ax.set_title(f"{level:.0%} CI for {self.name}: [{ci['lower']:.4f}, {ci['upper']:.4f}]")
         ax.legend(fontsize="small")
         return ax
+
+    def _table(self, alpha: float = 0.05) -> list[tuple[str, str]]:
+        """Rows (label, text) of the printed and HTML forms: estimate, interval, level,
+        cut-off and the number of profile evaluations."""
+        level = 1 - check_alpha(alpha)
+        cutoff = float(stats.chi2.ppf(level, 1))
+        try:
+            ci = self.conf_int(alpha)
+        except ProfileError as exc:
+            interval = f"not available: {exc}"
+        else:
+            def lim(v, at_bound):
+                return f"{v:.6g}" + (" (bound)" if at_bound else "")
+
+            interval = (f"[{lim(ci['lower'], ci.attrs['lower_at_bound'])}, "
+                        f"{lim(ci['upper'], ci.attrs['upper_at_bound'])}]")
+            if ci.attrs["lower_at_bound"] or ci.attrs["upper_at_bound"]:
+                interval += ", one-sided"
+        return [("estimate", f"{self.estimate:.6g}"),
+                ("profile-likelihood interval", interval),
+                ("level", f"{level:.0%}"),
+                ("cut-off", f"{cutoff:.4f} (chi2(1) {level:.0%} quantile; interval: R <= cut-off)"),
+                ("parameter bounds", f"[{self.bounds[0]:g}, {self.bounds[1]:g}]"),
+                ("evaluations", f"{len(self._cache)} (profile fits so far)")]
+
+    def __str__(self):
+        rows = self._table()
+        w = max(len(k) for k, _ in rows)
+        return "\n".join([f"Profile likelihood of {self.name}"]
+                          + [f"  {k + ':':<{w + 1}} {v}" for k, v in rows])
+
+    def _repr_html_(self):
+        esc = html.escape
+        body = "".join(f"<tr><th scope='row' style='text-align:left'>{esc(k)}</th>"
+                       f"<td style='text-align:left'>{esc(v)}</td></tr>"
+                       for k, v in self._table())
+        return ("<table class='puinfer-profile'><caption style='text-align:left'>"
+                f"<b>Profile likelihood of {esc(self.name)}</b></caption>"
+                f"<tbody>{body}</tbody></table>")
 
     def __repr__(self):
         return (f"<Profile of {self.name}: estimate {self.estimate:.6g}, "

@@ -4,7 +4,13 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from puinfer.inference import HypothesisTestResult, chi2_test, chisq_gof, format_pvalue
+from puinfer.inference import (
+    HypothesisTestResult,
+    chi2_test,
+    chisq_gof,
+    format_pvalue,
+    pvalue_phrase,
+)
 
 
 def test_pearson_and_g_match_scipy():
@@ -47,7 +53,10 @@ def test_result_prints():
 
 def test_format_pvalue():
     assert format_pvalue(1e-20) == "< 2.2e-16"
-    assert format_pvalue(0.04321) == "0.0432"
+    # R 4.x: format.pval(c(0.04321, 0.005852662593, 0.5), digits = 4) (as print.htest)
+    assert format_pvalue(0.04321) == "0.04321"
+    assert format_pvalue(0.005852662593) == "0.005853"
+    assert format_pvalue(0.5) == "0.5"
     assert format_pvalue(3.3e-7) == "3.3e-07"
 
 
@@ -80,3 +89,44 @@ def test_chisq_gof_integral_float_ddof_and_no_runtime_warning():
     assert chisq_gof([10, 20, 30], [20, 20, 20], ddof=1.0).df == 1
     with pytest.raises(ValueError, match="statistic must be"):
         chisq_gof([10, 20, 30], [20, 20, 20], statistic="G")
+
+
+# -- issue 15: the HTML of a test result is a table; p-values as R prints them ------------------
+def test_result_html_is_a_table_with_the_values(read_table):
+    r = chi2_test(12.5, 3, null="the treated labels carry no bias", method="LR test of bias",
+                  extra={"maximised log-likelihoods": "-10.0, -3.75"})
+    caption, rows = read_table(r._repr_html_())
+    assert caption == "LR test of bias"
+    head = [text for _, text, _ in rows[0]]
+    assert head == ["statistic", "df", "p-value", "reference distribution"]
+    assert all(tag == "th" for tag, _, _ in rows[0])
+    values = dict(zip(head, (text for _, text, _ in rows[1]), strict=True))
+    assert float(values["statistic"]) == pytest.approx(12.5)
+    assert float(values["df"]) == 3
+    assert values["p-value"] == f"{stats.chi2.sf(12.5, 3):.4g}"  # 0.005853: 4 significant digits
+    assert values["reference distribution"] == "chi2(3)"
+    # the null and the details: a header cell, then one cell spanning the other three columns
+    assert rows[2] == [("th", "H0", 1), ("td", "the treated labels carry no bias", 3)]
+    assert rows[3] == [("th", "maximised log-likelihoods", 1), ("td", "-10.0, -3.75", 3)]
+    assert len(rows) == 4
+
+
+def test_tiny_pvalue_is_a_cell_not_a_sentence(read_table):
+    r = chi2_test(500.0, 1, null="nothing", method="A test")
+    _, rows = read_table(r._repr_html_())
+    assert rows[1][2] == ("td", "< 2.2e-16", 1)  # escaped in the HTML, decoded by the parser
+    assert "&lt; 2.2e-16" in r._repr_html_()
+    text = str(r)
+    assert "p-value < 2.2e-16 (chi2(1))" in text and "= <" not in text
+    assert "= <" not in repr(r) and "pvalue < 2.2e-16" in repr(r)
+    assert "p-value = 0.07364" in str(chi2_test(3.2, 1, null="n", method="m"))  # chi2.sf(3.2, 1)
+    assert pvalue_phrase(1e-20) == "p-value < 2.2e-16"
+    assert pvalue_phrase(0.5, "p") == "p = 0.5"
+    assert pvalue_phrase(float("nan")) == "p-value = NA"
+
+
+def test_invalid_result_html_gives_the_reason(read_table):
+    r = chisq_gof([5, 5], [5, 5], ddof=1)
+    caption, rows = read_table(r._repr_html_())
+    assert [t for _, t, _ in rows[1]] == ["NA", "0", "NA", "not computed"]
+    assert ("th", "invalid test", 1) in rows[3] and "no degrees of freedom" in rows[3][1][1]

@@ -102,3 +102,39 @@ def test_profile_missing_step_means_default_and_nan_value_refused():
         prof.statistic(float("nan"))
     with pytest.raises(TypeError, match="alpha must be a number"):
         prof.conf_int("0.05")
+
+
+# -- issue 15: the profile prints and renders its interval as a table ----------------------------
+def test_profile_html_table_holds_the_interval(read_table):
+    p = Profile("pi", 0.3, 0.0, _quadratic(0.3, 0.05), bounds=(0.0, 1.0), step=0.05)
+    caption, rows = read_table(p._repr_html_())
+    assert caption == "Profile likelihood of pi"
+    assert all([c[0] for c in r] == ["th", "td"] for r in rows)
+    table = {r[0][1]: r[1][1] for r in rows}
+    assert float(table["estimate"]) == 0.3
+    # a quadratic log-likelihood: the profile interval is the Wald interval 0.3 -/+ 1.96 * 0.05
+    lo, hi = (float(v) for v in table["profile-likelihood interval"].strip("[]").split(","))
+    z = stats.norm.ppf(0.975)
+    assert lo == pytest.approx(0.3 - z * 0.05, rel=1e-5) and hi == pytest.approx(0.3 + z * 0.05,
+                                                                                rel=1e-5)
+    assert table["level"] == "95%"
+    assert float(table["cut-off"].split()[0]) == pytest.approx(stats.chi2.ppf(0.95, 1), abs=1e-4)
+    n_eval = int(table["evaluations"].split()[0])
+    assert n_eval == len(p._cache) > 0
+    # the plain text holds the same rows
+    text = str(p)
+    assert text.splitlines()[0] == "Profile likelihood of pi"
+    assert f"[{lo:.6g}, {hi:.6g}]" in text and "95%" in text
+    assert repr(p).startswith("<Profile of pi: estimate 0.3")
+
+
+def test_profile_html_one_sided_and_failed_interval(read_table):
+    p = Profile("pi", 0.0, 0.0, _quadratic(0.0, 0.05), bounds=(0.0, 1.0), step=0.05)
+    _, rows = read_table(p._repr_html_())
+    interval = dict((r[0][1], r[1][1]) for r in rows)["profile-likelihood interval"]
+    assert interval.startswith("[0 (bound), ") and interval.endswith("one-sided")
+    # a profile above the maximum: the table says why there is no interval (no exception)
+    bad = Profile("pi", 0.3, 0.0, lambda v: 1.0, bounds=(0.0, 1.0))
+    _, rows = read_table(bad._repr_html_())
+    interval = dict((r[0][1], r[1][1]) for r in rows)["profile-likelihood interval"]
+    assert interval.startswith("not available:") and "had not converged" in interval

@@ -265,8 +265,9 @@ class ParametricEngine:
             # every fitted probability is 0 or 1 (diverging, separated fit): least squares
             return np.linalg.lstsq(HQ, ev["G"], rcond=None)[0]
 
-    def sandwich(self, theta):
-        """Sandwich covariance of the CalEM fixed point as a stacked M-estimator in (theta, eta).
+    def sandwich(self, theta, joint: bool = False):
+        """Sandwich covariance of the CalEM fixed point as a stacked M-estimator in (theta, eta)
+        (the ``theta`` block; both, ``2k x 2k``, with ``joint=True``).
 
         Estimating equations: ``U_eta = sum_t (z - g_eta) x`` (the biased fit) and
         ``U_theta = G(theta, eta)`` (the fixed-point equation). ``cov = A^-1 B A^-T`` with
@@ -293,7 +294,8 @@ class ParametricEngine:
             Ainv = np.linalg.inv(A)
         except np.linalg.LinAlgError:
             return None
-        return (Ainv @ B @ Ainv.T)[:k, :k]
+        cov = Ainv @ B @ Ainv.T
+        return cov if joint else cov[:k, :k]
 
 
 class IsotonicEngine:

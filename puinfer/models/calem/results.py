@@ -171,16 +171,60 @@ class _CurvesMixin:
         ax.legend()
         return ax
 
-    def plot_treatment_effect(self, *, ax=None, n_points: int = 200):
-        """The estimated treatment-effect curve ``h(score)``."""
+    def _h_band(self, s, alpha: float):
+        """Pointwise delta-method band for ``h(s)``: ``(lower, upper)``, or the reason there is
+        none. ``log(1 - h) = log g_theta - log g_eta`` has gradient ``((1 - g_theta) B(s),
+        -(1 - g_eta) B(s))`` in ``(theta, eta)``, whose joint sandwich covariance the fixed
+        point's estimating equations give; the band is built on that scale, so it stays
+        below 1, and is then clipped to [0, 1] as ``h`` is."""
+        from scipy import stats
+
+        from ._engine import ParametricEngine, canonical_rows
+
+        if self._cov is None:
+            return self._no_cov_reason
+        cal = self.model.calibrator
+        s_c, s_t, y, z, _ = canonical_rows(self.model)
+        X = cal.design(self.basis, np.concatenate([s_c, s_t]))
+        eng = ParametricEngine(cal, self.basis, X, s_c.size, y, z,
+                               X[s_c.size:] @ self.biased.params.to_numpy(),
+                               cal.penalty(self.basis))
+        V = eng.sandwich(self.calibrator.params.to_numpy(), joint=True)
+        if V is None:
+            return _NO_COV_SINGULAR
+        B = cal.design(self.basis, s)
+        g, ge = self.calibrator.predict(s), self.biased.predict(s)
+        J = np.hstack([(1 - g)[:, None] * B, -(1 - ge)[:, None] * B])
+        se = np.sqrt(np.clip(np.einsum("ij,jk,ik->i", J, V, J), 0, None))
+        q = stats.norm.ppf(1 - alpha / 2)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = g / ge  # 1 - h, unclipped
+        return np.clip(1 - ratio * np.exp(q * se), 0, 1), np.clip(1 - ratio * np.exp(-q * se), 0, 1)
+
+    def plot_treatment_effect(self, *, ax=None, n_points: int = 200, alpha: float = 0.05):
+        """The estimated treatment-effect curve ``h(score)`` with a pointwise band.
+
+        The band has level ``1 - alpha`` at each score: the delta method on ``log(1 - h)``
+        with the joint sandwich covariance of ``(theta, eta)`` (parametric calibrators with
+        an estimated ``h``; isotonic fits and fits with a known ``h`` have no covariance and
+        get no band, which the legend says). Returns the Axes.
+        """
         from ...plotting import get_ax
 
+        alpha = check_alpha(alpha)
         ax = get_ax(ax)
         s = self._grid(n_points)
-        ax.plot(s, self.treatment_effect(s), color="C3")
+        ax.plot(s, self.treatment_effect(s), color="C3", label="h(score), estimated")
+        band = self._h_band(s, alpha)
+        if isinstance(band, str):
+            ax.plot([], [], " ", label="no band: no covariance")
+        else:
+            ax.fill_between(s, band[0], band[1], color="C3", alpha=0.2, lw=0,
+                            label=f"{1 - alpha:.0%} pointwise band (delta method, sandwich)")
         ax.set_ylim(-0.02, 1.02)
         ax.set_xlabel("score")
         ax.set_ylabel("h(score) = P(Y = 0 | Z = 1, score)")
+        ax.legend(fontsize="small")
         return ax
 
 

@@ -12,7 +12,7 @@ from scipy.special import expit
 from ..._validation import check_alpha, check_rng
 from ...base.results import LikelihoodResults
 from ...exceptions import ConfidenceSetWarning
-from ...inference.hypothesis import HypothesisTestResult, chi2_test, format_pvalue, lr_test
+from ...inference.hypothesis import HypothesisTestResult, chi2_test, lr_test, pvalue_phrase
 from ...inference.profile import Profile
 from ...summary import Summary, coef_table
 from . import _el, bootstrap
@@ -418,11 +418,12 @@ class DETMResults(TiltResults):
     def _extra_notes(self, s: Summary) -> None:
         t = self.test_scar()
         s.add_note(f"SCAR test (SETM vs DETM): R_N = {t.statistic:.4f}, df = {t.df:g}, "
-                   f"p-value = {format_pvalue(t.pvalue)}")
+                   f"{pvalue_phrase(t.pvalue)}")
         chk = self.label_check
-        s.add_note(f"Label rule {self.label_rule!r} compared {chk.compared}; p-value of "
-                   f"equality {format_pvalue(chk.pvalue) if np.isfinite(chk.pvalue) else 'n/a'}"
-                   "; labels " + ("swapped" if self.labels_swapped else "as fitted"))
+        equality = (pvalue_phrase(chk.pvalue, "p-value of equality") if np.isfinite(chk.pvalue)
+                    else "p-value of equality n/a")
+        s.add_note(f"Label rule {self.label_rule!r} compared {chk.compared}; {equality}; labels "
+                   + ("swapped" if self.labels_swapped else "as fitted"))
         if self.label_rule != "kl":
             kl1, kl2 = self.kl_divergences
             s.add_note(f"KL(p_s || component 1) = {kl1:.4f}, KL(p_s || component 2) = "

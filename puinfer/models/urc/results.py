@@ -643,6 +643,8 @@ class URCResults(InformationCriteria, LikelihoodResults):
     def plot_histogram(self, group=None, ax=None):
         """Observed field histogram against the fitted one (and the no-shift expectation).
 
+        The cells are labelled with their ranges of predictions (the partition's edges).
+
         Returns
         -------
         matplotlib.axes.Axes
@@ -657,9 +659,12 @@ class URCResults(InformationCriteria, LikelihoodResults):
         ax.plot(x, self._P[g] @ self._Mhat, "o-", color="tab:blue", label="fitted $M_A' \\hat p$")
         ax.plot(x, self._d.pi_lab @ self._d.M_lab, "s--", color="tab:red",
                 label="no shift (lab base rates)")
-        ax.set_xticks(x)
-        ax.set_xticklabels([str(i + 1) for i in x])
-        ax.set_xlabel("cell of the partition")
+        # each cell by its range of predictions (the partition's edges), not by its number
+        labels = list(self.model.partition.labels)
+        long = max(len(t) for t in labels) > 12 or len(labels) > 6
+        ax.set_xticks(x, labels, rotation=30 if long else 0, ha="right" if long else "center",
+                      fontsize="small")
+        ax.set_xlabel("cell of the partition (range of predictions)")
         ax.set_ylabel("share of field predictions")
         ax.set_title(f"URC histogram: {self._groups[g]}")
         ax.legend(fontsize="small")

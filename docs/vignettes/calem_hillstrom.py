@@ -1,0 +1,1 @@
+../../vignettes/calem_hillstrom.py

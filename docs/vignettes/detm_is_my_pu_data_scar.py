@@ -1,0 +1,1 @@
+../../vignettes/detm_is_my_pu_data_scar.py

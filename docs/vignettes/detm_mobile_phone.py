@@ -1,0 +1,1 @@
+../../vignettes/detm_mobile_phone.py

@@ -1,0 +1,1 @@
+../../vignettes/urc_base_rates.py

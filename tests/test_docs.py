@@ -1,0 +1,40 @@
+"""The documentation builds with warnings as errors (the vignettes executed as notebooks).
+
+Runs the README's command, ``python -m sphinx -W --keep-going -b html docs <out>``, into a
+temporary folder; the docs extra (``pip install -e ".[test,docs]"``) provides Sphinx.
+"""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+pytest.importorskip("sphinx", reason="the docs extra is not installed: pip install -e '.[docs]'")
+
+
+def test_docs_build_without_warnings(tmp_path):
+    out = tmp_path / "html"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p))
+    env.pop("PUINFER_VIGNETTE_TEST", None)  # the site shows the full vignettes
+    proc = subprocess.run(
+        [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-b", "html", "-q",
+         "-d", str(tmp_path / "doctrees"), str(ROOT / "docs"), str(out)],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=1200)
+    assert proc.returncode == 0, f"sphinx failed:\n{proc.stdout[-5000:]}\n{proc.stderr[-10000:]}"
+    # -q prints only warnings and errors: there must be none
+    assert "WARNING" not in proc.stderr and "ERROR" not in proc.stderr, proc.stderr[-10000:]
+    # the pages exist: guide, API stubs, executed vignettes with their outputs and figures
+    for page in ("index", "getting_started", "guide/detm", "guide/calem", "guide/urc",
+                 "guide/prior_shift", "api", "generated/puinfer.DETM",
+                 "generated/puinfer.HypothesisTestResult", "vignettes/urc_base_rates"):
+        assert (out / f"{page}.html").is_file(), page
+    vignette = (out / "vignettes" / "detm_mobile_phone.html").read_text(encoding="utf-8")
+    assert "cell_output" in vignette  # executed, not just highlighted source
+    assert "SeparationWarning" in vignette and "output stderr" in vignette  # warnings shown
+    assert list((out / "_images").glob("*.png")), "the vignettes' figures are missing"
+    api = (out / "generated" / "puinfer.DETM.html").read_text(encoding="utf-8")
+    assert "from_formula" in api and "Parameters" in api
