@@ -4,7 +4,7 @@ Public names
 ------------
 DETM, SETM
     Positive-unlabeled data: density-ratio tilting models fitted by empirical likelihood.
-CalEM, LogisticCalibrator, BetaCalibrator, SplineCalibrator, IsotonicCalibrator
+CalEM, LogisticCalibrator, TemperatureCalibrator, BetaCalibrator, SplineCalibrator, IsotonicCalibrator
     Calibration from a small clean (control) set and a large set with biased labels.
 metrics
     Calibration metrics: Brier, log-loss, KS error, ECE, reliability curves.
@@ -24,6 +24,7 @@ from .models.calibrators import (
     IsotonicCalibrator,
     LogisticCalibrator,
     SplineCalibrator,
+    TemperatureCalibrator,
 )
 from .models.detm import DETM, SETM, DETMResults, SETMResults
 from .models.urc import URC, URCResults
@@ -38,6 +39,7 @@ __all__ = [
     "BetaCalibrator",
     "SplineCalibrator",
     "IsotonicCalibrator",
+    "TemperatureCalibrator",
     "metrics",
     "DETM",
     "SETM",

@@ -125,6 +125,10 @@ class CalEM(Model):
             raise ValueError(f"score must be in [0, 1]; {int(bad.sum())} value(s) are not "
                              f"(e.g. {s[bad][:3].tolist()})")
         self.calibrator: Calibrator = make_calibrator(calibrator, **calibrator_options)
+        if getattr(self.calibrator, "prior_correction", False):
+            raise ValueError("calibrator: Platt's prior correction (prior_correction=True) is "
+                             "not available in CalEM, whose EM maximises the likelihood of the "
+                             "labels themselves; use LogisticCalibrator()")
         try:
             eps_ok = 0 < eps < 0.5
         except TypeError:
