@@ -10,14 +10,14 @@ metrics
     Calibration metrics: Brier, log-loss, KS error, ECE, reliability curves.
 URC, adjust_prior, downsampling_correction
     Unsupervised recalibration: field base rates from predictions; exact prior-shift corrections.
-lr_test, chisq_gof, HypothesisTestResult, Profile
+lr_test, anova, chisq_gof, HypothesisTestResult, Profile
     Inference shared by every model.
 datasets, simulate
     Bundled data and the papers' simulation designs.
 """
 
 from . import datasets, exceptions, metrics, simulate
-from .inference import HypothesisTestResult, Profile, chisq_gof, lr_test
+from .inference import HypothesisTestResult, Profile, anova, chisq_gof, lr_test
 from .models.calem import CalEM, CalEMResults
 from .models.calibrators import (
     BetaCalibrator,
@@ -53,6 +53,7 @@ __all__ = [
     "Profile",
     "chisq_gof",
     "lr_test",
+    "anova",
     "datasets",
     "exceptions",
     "simulate",

@@ -446,7 +446,6 @@ _EXPECTED: dict = {
     "CalEMClassifier": dict.fromkeys(_CALEM_CHECKS, _CALEM_REASON),
     "DETMClassifier": {**dict.fromkeys(_TILT_SMALL, _TILT_SMALL_REASON),
                        "check_classifiers_train": _TILT_TRAIN_REASON},
-    "SETMClassifier": {"check_dtype_object": _TILT_SMALL_REASON,
-                       "check_n_features_in_after_fitting": _TILT_SMALL_REASON,
+    "SETMClassifier": {"check_n_features_in_after_fitting": _TILT_SMALL_REASON,
                        "check_classifiers_train": _TILT_TRAIN_REASON},
 }

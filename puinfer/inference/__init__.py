@@ -1,7 +1,8 @@
 """Inference written once: test results, LR and chi-square tests, profile likelihood."""
 
+from .comparison import anova
 from .hypothesis import HypothesisTestResult, chi2_test, chisq_gof, format_pvalue, lr_test
 from .profile import Profile, ProfileError
 
 __all__ = ["HypothesisTestResult", "chi2_test", "chisq_gof", "format_pvalue", "lr_test",
-           "Profile", "ProfileError"]
+           "Profile", "ProfileError", "anova"]

@@ -213,6 +213,7 @@ class CalEM(Model):
             index.
         """
         check_missing_option(missing)
+        call = {"data": data, "treated": treated, "score": score, "eps": eps, "missing": missing}
         if isinstance(data, dict):
             data = pd.DataFrame(data)
         if not isinstance(data, pd.DataFrame):
@@ -249,6 +250,7 @@ class CalEM(Model):
         design = build_design(formula, data, require_lhs=cls._formula_lhs)
         model = cls._from_design(design, data, treated=tr, score=score, eps=eps, missing=missing)
         model.n_dropped = n_dropped
+        model._formula_call = call  # for update()
         return model
 
     @classmethod
