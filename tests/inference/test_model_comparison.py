@@ -176,3 +176,46 @@ def test_calibrator_refusals(scores):
         pu.lr_test(pu.LogisticCalibrator().fit(s, y), pu.IsotonicCalibrator().fit(s, y))
     with pytest.raises(ValueError, match="same scores"):
         pu.lr_test(pu.LogisticCalibrator().fit(s[:-1], y[:-1]), sp)
+
+
+# ---------------------------------------------------------------------------------------------
+# URC: pooled vs grouped
+# ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("likelihood", ["joint", "fixed"])
+def test_urc_pooled_in_grouped(likelihood):
+    """The pooled fit against the grouped one equals the grouped fit's own test of equal base
+    rates (whose restricted fit is computed separately, on the grouped counts)."""
+    from puinfer.simulate.urc import simulate_urc
+
+    sim = simulate_urc(n_lab=400, n_field=[1500, 2500, 2000], lab_base_rates=0.5,
+                       field_base_rate=[0.2, 0.3, 0.35], separation=1.5,
+                       rng=np.random.default_rng(12))
+    m = pu.URC(sim.lab_pred, sim.lab_y)
+    pooled = m.fit(sim.field_pred, likelihood=likelihood)
+    grouped = m.fit(sim.field_pred, groups=sim.field_group, likelihood=likelihood)
+    t = pu.lr_test(pooled, grouped)
+    ref = grouped.test_equal_base_rates()
+    assert t.df == ref.df == 2
+    assert_allclose(t.statistic, ref.statistic, rtol=1e-6, atol=1e-8)
+    assert pu.anova(pooled, grouped).statistic.iloc[1] == t.statistic
+    part = m.fit(sim.field_pred[:-10], likelihood=likelihood)
+    with pytest.raises(ValueError, match="same field rows"):
+        pu.lr_test(part, grouped)
+    pri = m.fit(sim.field_pred, likelihood=likelihood, prior_strength=10)
+    gpri = m.fit(sim.field_pred, groups=sim.field_group, likelihood=likelihood, prior_strength=10)
+    with pytest.raises(ValueError, match="Dirichlet prior"):
+        pu.lr_test(pri, gpri)
+    other = "fixed" if likelihood == "joint" else "joint"
+    with pytest.raises(ValueError, match="likelihoods differ"):
+        pu.lr_test(m.fit(sim.field_pred, likelihood=other), grouped)
+
+
+def test_calem_pairs_refused_with_reason():
+    from puinfer.simulate.calem import simulate_calem
+
+    d = simulate_calem(2000, clean_share=0.2, rng=np.random.default_rng(3))
+    a = pu.CalEM(d["score"], d["label"], d["treated"], calibrator="logistic").fit()
+    b = pu.CalEM(d["score"], d["label"], d["treated"], calibrator="spline").fit()
+    with pytest.raises(ValueError, match="surrogate log-likelihood F is not an observed-data"):
+        pu.lr_test(a, b)
+    assert np.isfinite(a.test_bias().statistic)  # the bias test (its own curves) still works
