@@ -267,29 +267,33 @@ def _tilt_nesting(small: TiltResults, big: TiltResults) -> str | None:
     restricts it)."""
     if not isinstance(big, TiltResults):
         return f"{big.model_name} is not a DETM/SETM fit"
+    if small.data_fingerprint == big.data_fingerprint:  # same features: the shared rule
+        return LikelihoodResults._nesting(small, big)
+    a, b = small.model.data, big.model.data
+    if (a.n, a.m) != (b.n, b.m):
+        return (f"the two models were not fitted to the same data: {a.n} and {b.n} source rows, "
+                f"{a.m} and {b.m} target rows")
+    if small.llf_kind != big.llf_kind:
+        return (f"the log-likelihoods were computed differently ({small.llf_kind!r} vs "
+                f"{big.llf_kind!r}); they cannot be compared")
     if not small.restricted and big.restricted:
         return "a DETM fit is not nested in a SETM fit (SETM fixes alpha1 = 0, beta1 = 0)"
-    a, b = small.model.data, big.model.data
-    if a.p > b.p:
-        return (f"the restricted model has more features ({a.p}: {list(a.names)}) than the full "
-                f"one ({b.p}: {list(b.names)}); pass the smaller model first")
-    if (a.n, a.m) != (b.n, b.m):
-        return (f"the two models were not fitted to the same rows ({a.n} and {b.n} source rows, "
-                f"{a.m} and {b.m} target rows)")
     ia, ib = _row_labels(small.model), _row_labels(big.model)
     if ia is not None and ib is not None and not ia.equals(ib):
         return "the two models were not fitted to the same rows (their row labels differ)"
-    if small.penalty_strength != big.penalty_strength:
-        return (f"the fits used different penalties (c = {small.penalty_strength:.4g} and "
-                f"{big.penalty_strength:.4g})")
+    if a.p > b.p:
+        return (f"the restricted model has more features ({a.p}: {list(a.names)}) than the full "
+                f"one ({b.p}: {list(b.names)}): not nested (pass the smaller model first), or "
+                "not fitted to the same data")
     if small.penalty_strength > 0:
         # each restricted column must be one of the full model's columns
         match = np.all(np.isclose(a.X[:, :, None], b.X[:, None, :], rtol=1e-12, atol=0), axis=0)
         if not match.any(axis=1).all():
             missing = [n for n, ok in zip(a.names, match.any(axis=1), strict=True) if not ok]
-            return (f"the features {missing} are not columns of the larger model; with the "
-                    "ridge penalty on each standardised column only dropping columns restricts "
-                    "the model (refit both with penalty='none' to compare spans)")
+            return (f"the features {missing} are not columns of the larger model (not nested, or "
+                    "not fitted to the same data); with the ridge penalty on each standardised "
+                    "column only dropping columns restricts the model (refit both with "
+                    "penalty='none' to compare spans)")
         return None
     B = np.column_stack([np.ones(b.N), b.X])
     coef, *_ = np.linalg.lstsq(B, a.X, rcond=None)
@@ -297,7 +301,8 @@ def _tilt_nesting(small: TiltResults, big: TiltResults) -> str | None:
     if np.any(resid > 1e-8):
         bad = [n for n, r in zip(a.names, resid, strict=True) if r > 1e-8]
         return (f"the features {bad} are not linear combinations of the larger model's "
-                f"features {list(b.names)} on these rows: the models are not nested")
+                f"features {list(b.names)} on these rows: the models are not nested on the "
+                "same data")
     return None
 
 
