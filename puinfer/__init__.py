@@ -4,26 +4,27 @@ Public names
 ------------
 DETM, SETM
     Positive-unlabeled data: density-ratio tilting models fitted by empirical likelihood.
-CalEM, LogisticCalibrator, BetaCalibrator, SplineCalibrator, IsotonicCalibrator
+CalEM, LogisticCalibrator, TemperatureCalibrator, BetaCalibrator, SplineCalibrator, IsotonicCalibrator
     Calibration from a small clean (control) set and a large set with biased labels.
 metrics
     Calibration metrics: Brier, log-loss, KS error, ECE, reliability curves.
 URC, adjust_prior, downsampling_correction
     Unsupervised recalibration: field base rates from predictions; exact prior-shift corrections.
-lr_test, chisq_gof, HypothesisTestResult, Profile
+lr_test, anova, chisq_gof, HypothesisTestResult, Profile
     Inference shared by every model.
 datasets, simulate
     Bundled data and the papers' simulation designs.
 """
 
 from . import datasets, exceptions, metrics, simulate
-from .inference import HypothesisTestResult, Profile, chisq_gof, lr_test
+from .inference import HypothesisTestResult, Profile, anova, chisq_gof, lr_test
 from .models.calem import CalEM, CalEMResults
 from .models.calibrators import (
     BetaCalibrator,
     IsotonicCalibrator,
     LogisticCalibrator,
     SplineCalibrator,
+    TemperatureCalibrator,
 )
 from .models.detm import DETM, SETM, DETMResults, SETMResults
 from .models.urc import URC, URCResults
@@ -38,6 +39,7 @@ __all__ = [
     "BetaCalibrator",
     "SplineCalibrator",
     "IsotonicCalibrator",
+    "TemperatureCalibrator",
     "metrics",
     "DETM",
     "SETM",
@@ -51,6 +53,7 @@ __all__ = [
     "Profile",
     "chisq_gof",
     "lr_test",
+    "anova",
     "datasets",
     "exceptions",
     "simulate",

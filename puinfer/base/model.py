@@ -8,13 +8,39 @@ the stateful transforms learned on the fitting data) on new data; the design pic
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 
 from .._validation import as_float_matrix
 from ..formula import Design, build_design
 
-__all__ = ["Model"]
+__all__ = ["Model", "update_formula"]
+
+# a "." standing alone (not part of a name or a number such as 1.5 or x.1)
+_DOT = re.compile(r"(?<![\w.])\.(?![\w.])")
+
+
+def update_formula(old: str, new: str) -> str:
+    """R's ``update.formula``: ``new`` with each ``.`` replaced by the same side of ``old``.
+
+    >>> update_formula("y ~ x1 + x2", ". ~ . - x2")
+    'y ~ (x1 + x2) - x2'
+    >>> update_formula("y ~ x1", "~ . + x2")
+    'y ~ (x1) + x2'
+    """
+    if not isinstance(new, str) or "~" not in new:
+        raise ValueError(f"formula must be a string with '~' (e.g. '. ~ . - x2'); got {new!r}")
+    old_lhs, old_rhs = (s.strip() for s in old.split("~", 1))
+    new_lhs, new_rhs = (s.strip() for s in new.split("~", 1))
+    if not new_lhs:
+        new_lhs = old_lhs  # "~ . + x2" keeps the response, as R does
+    lhs = _DOT.sub(lambda _: old_lhs, new_lhs)
+    rhs = _DOT.sub(lambda _: f"({old_rhs})", new_rhs)
+    if _DOT.search(new_lhs) and not old_lhs:
+        raise ValueError(f"formula {new!r}: '.' on the left but {old!r} has no left-hand side")
+    return f"{lhs} ~ {rhs}".strip()
 
 
 class Model:
@@ -60,13 +86,45 @@ class Model:
         says what the two sides mean and which further keyword arguments it takes.
         """
         design = build_design(formula, data, require_lhs=cls._formula_lhs, missing=missing)
+        original = data
         if design.kept is not None:
             data = data[design.kept]
         model = cls._from_design(design, data, **kwargs)
         # the subclass may add rows it dropped itself (e.g. from further arguments)
         model.missing = missing
         model.n_dropped = int(design.n_dropped + model.__dict__.get("n_dropped", 0))
+        model._formula_call = {"data": original, "missing": missing, **kwargs}
         return model
+
+    def update(self, formula: str | None = None, **kwargs):
+        """The same model built again with a changed formula (R's ``update``).
+
+        Parameters
+        ----------
+        formula : str, optional
+            The new formula. A ``.`` stands for the current side, as in R:
+            ``"labeled ~ . - x2"`` drops ``x2``, ``". ~ . + I(x1**2)"`` adds a term; a formula
+            without ``.`` replaces the old one. Default: the current formula.
+        **kwargs
+            Further arguments of ``from_formula`` to change (e.g. ``missing="drop"``); the
+            others are those the model was built with (the same data frame).
+
+        Returns
+        -------
+        Model
+            A new model of the same class (not fitted); this one is unchanged.
+
+        Raises
+        ------
+        ValueError
+            For a model not built by ``from_formula``.
+        """
+        call = self.__dict__.get("_formula_call")
+        if call is None or self.formula is None:
+            raise ValueError(f"update() needs a {type(self).__name__} built by from_formula "
+                             "(this one was built from arrays); build the new model directly")
+        new = self.formula if formula is None else update_formula(self.formula, formula)
+        return type(self).from_formula(new, **{**call, **kwargs})
 
     @classmethod
     def _from_design(cls, design: Design, data: pd.DataFrame, **kwargs):

@@ -189,6 +189,38 @@ class LikelihoodResults(Results):
         """Whether this model is a restriction of ``other`` (used by :func:`puinfer.lr_test`)."""
         return False
 
+    def _nesting(self, other: LikelihoodResults) -> str | None:
+        """Why this fit cannot be tested as a restriction of ``other`` by :func:`puinfer.lr_test`
+        (a sentence), or None when it can.
+
+        The default asks for the same data (``data_fingerprint``), the same kind of
+        log-likelihood (``llf_kind``) and :meth:`is_nested_in`; models that nest in further
+        ways (covariate subsets, calibrator families, pooled groups) override it.
+        """
+        if self.data_fingerprint != other.data_fingerprint:
+            return "the two models were not fitted to the same data"
+        if self.llf_kind != other.llf_kind:
+            return (f"the log-likelihoods were computed differently ({self.llf_kind!r} vs "
+                    f"{other.llf_kind!r}); they cannot be compared")
+        if not self.is_nested_in(other):
+            return (f"{type(self).__name__} ({self.model_name}) is not nested in "
+                    f"{type(other).__name__} ({other.model_name})")
+        return None
+
+    def _llf_as_restriction_of(self, other: LikelihoodResults) -> float:
+        """The maximised objective of this fit on the scale of ``other``'s (the two differ by a
+        constant when the data are arranged differently, e.g. pooled vs grouped counts)."""
+        return self.llf_penalized
+
+    # -- refits ----------------------------------------------------------------------------
+    def update(self, formula: str | None = None, **fit_kwargs):
+        """Refit with a changed formula, as R's ``update(fit, . ~ . - x2)``.
+
+        ``self.model.update(formula)`` (see :meth:`puinfer.base.model.Model.update`), then
+        ``fit(**fit_kwargs)``: the fit options are the defaults unless given again here.
+        """
+        return self.model.update(formula).fit(**fit_kwargs)
+
     # -- presentation ---------------------------------------------------------------------
     def summary(self, alpha: float = 0.05):
         """A :class:`~puinfer.summary.Summary` (``as_text``, ``as_html``, ``as_latex``)."""

@@ -1,5 +1,6 @@
 """Inference written once: test results, LR and chi-square tests, profile likelihood."""
 
+from .comparison import anova
 from .hypothesis import (
     HypothesisTestResult,
     chi2_test,
@@ -10,5 +11,5 @@ from .hypothesis import (
 )
 from .profile import Profile, ProfileError
 
-__all__ = ["HypothesisTestResult", "chi2_test", "chisq_gof", "format_pvalue", "pvalue_phrase", "lr_test",
-           "Profile", "ProfileError"]
+__all__ = ["HypothesisTestResult", "chi2_test", "chisq_gof", "format_pvalue", "pvalue_phrase",
+           "lr_test", "Profile", "ProfileError", "anova"]

@@ -139,8 +139,14 @@ def lr_test(restricted, full, *, tol: float = 1e-6) -> HypothesisTestResult:
 
     Parameters
     ----------
-    restricted, full : LikelihoodResults
+    restricted, full : LikelihoodResults or FittedCalibrator
         Fitted puinfer results on the same data; ``restricted`` must be nested in ``full``.
+        Nested pairs: a model and its restricted fits (SETM in DETM, URC's no-shift and
+        equal-rate fits); DETM/SETM fits with a subset of the covariates (by column space)
+        on the same rows; calibrators fitted by ``Calibrator.fit`` to the same data whose
+        family nests (temperature in logistic in beta or an unpenalised spline); a URC fit
+        without groups in the grouped fit of the same field rows. Anything else is refused
+        with the reason.
     tol : float
         Tolerance on ``restricted.llf - full.llf`` (the restricted log-likelihood cannot exceed
         the full one; a small excess from optimiser error is set to a statistic of 0).
@@ -160,33 +166,44 @@ def lr_test(restricted, full, *, tol: float = 1e-6) -> HypothesisTestResult:
         If the models are not nested, were fitted to different data, or computed their
         log-likelihoods differently (e.g. one penalised, one not).
     """
-    from ..base.results import LikelihoodResults
-
-    for name, r in (("restricted", restricted), ("full", full)):
-        if not isinstance(r, LikelihoodResults):
-            raise TypeError(f"{name} must be a fitted puinfer results object, got {type(r).__name__}")
-    if restricted.data_fingerprint != full.data_fingerprint:
-        raise ValueError("lr_test: the two models were not fitted to the same data")
-    if restricted.llf_kind != full.llf_kind:
-        raise ValueError("lr_test: the log-likelihoods were computed differently "
-                         f"({restricted.llf_kind!r} vs {full.llf_kind!r}); they cannot be compared")
-    if not restricted.is_nested_in(full):
-        raise ValueError(f"lr_test: {type(restricted).__name__} ({restricted.model_name}) is not "
-                         f"nested in {type(full).__name__} ({full.model_name})")
+    restricted, full = _comparable(restricted, "restricted"), _comparable(full, "full")
+    reason = restricted._nesting(full)
+    if reason is not None:
+        raise ValueError(f"lr_test: {reason}")
     df = full.df_model - restricted.df_model
     if df <= 0:
         raise ValueError(f"lr_test: the full model must have more free parameters than the "
                          f"restricted one (got {full.df_model} and {restricted.df_model})")
-    stat = 2.0 * (full.llf_penalized - restricted.llf_penalized)
+    llf0 = restricted._llf_as_restriction_of(full)
+    stat = 2.0 * (full.llf_penalized - llf0)
     if stat < 0:
         if stat < -2 * tol * max(1.0, abs(full.llf_penalized)):
             raise ValueError(f"lr_test: the restricted log-likelihood exceeds the full one by "
                              f"{-stat / 2:.3g}; the full model did not reach its maximum")
         stat = 0.0
-    return chi2_test(stat, df, null=f"{restricted.model_name} (restricted) holds",
-                     method=f"Likelihood-ratio test: {restricted.model_name} vs {full.model_name}",
+    r_name, f_name = describe_fit(restricted), describe_fit(full)
+    return chi2_test(stat, df, null=f"{r_name} (restricted) holds",
+                     method=f"Likelihood-ratio test: {r_name} vs {f_name}",
                      extra={"maximised log-likelihoods (restricted, full)":
-                            f"{restricted.llf_penalized:.4f}, {full.llf_penalized:.4f}"})
+                            f"{llf0:.4f}, {full.llf_penalized:.4f}"})
+
+
+def describe_fit(r) -> str:
+    """A fit's name for test results and tables: the model name, with its formula if any."""
+    formula = getattr(getattr(r, "model", None), "formula", None)
+    return f"{r.model_name}: {formula}" if isinstance(formula, str) else str(r.model_name)
+
+
+def _comparable(r, name):
+    """``r`` as a :class:`~puinfer.base.results.LikelihoodResults` (a fitted calibrator is
+    wrapped), or ``TypeError`` naming the argument."""
+    from ..base.results import LikelihoodResults
+
+    if hasattr(r, "_as_likelihood_results"):
+        r = r._as_likelihood_results()
+    if not isinstance(r, LikelihoodResults):
+        raise TypeError(f"{name} must be a fitted puinfer results object, got {type(r).__name__}")
+    return r
 
 
 def _counts(x, name: str) -> np.ndarray:

@@ -19,11 +19,13 @@ from .calibrators import (
     IsotonicCalibrator,
     LogisticCalibrator,
     SplineCalibrator,
+    TemperatureCalibrator,
     make_calibrator,
+    platt_targets,
 )
 from .model import CalEM
 from .results import CalEMResults
 
 __all__ = ["CalEM", "CalEMResults", "Calibrator", "LogisticCalibrator", "BetaCalibrator",
            "SplineCalibrator", "IsotonicCalibrator", "FormulaCalibrator", "FittedCalibrator",
-           "make_calibrator"]
+           "TemperatureCalibrator", "make_calibrator", "platt_targets"]

@@ -3,7 +3,10 @@
 A calibrator maps a raw score ``s = f(x)`` to a probability ``g_theta(s) = expit(B(s)' theta)``
 (Sergazinov et al., eqs. (5)-(6)) where ``B`` is a basis of the score:
 
-* ``"logistic"``: basis ``1, logit(s)`` (Platt scaling; Platt 1999);
+* ``"logistic"``: basis ``1, logit(s)`` (Platt scaling; Platt 1999), optionally with Platt's
+  prior correction of the targets;
+* ``"temperature"``: basis ``logit(s)`` without intercept, ``g(s) = expit(logit(s) / T)``
+  (temperature scaling; Guo et al. 2017);
 * ``"beta"``: basis ``1, log(s), -log(1 - s)`` (beta calibration; Kull et al. 2017);
 * ``"spline"``: natural cubic regression spline of ``logit(s)`` in the cardinal basis, whose
   parameters are the calibrated log-odds at the knots, with an optional curvature penalty
@@ -22,6 +25,7 @@ log-likelihood ``sum_i w_i {y_i log g_i + (1 - y_i) log(1 - g_i)} - lam/2 theta'
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from dataclasses import dataclass, field
 
@@ -32,17 +36,20 @@ from scipy.special import expit
 
 from ..._validation import as_float_vector, check_unit_interval
 from ...base.optimize import newton_maximize
-from ...exceptions import ConvergenceWarning, SeparationWarning
+from ...base.results import data_fingerprint as _fingerprint
+from ...exceptions import AssumptionWarning, ConvergenceWarning, SeparationWarning
 
 __all__ = [
     "Calibrator",
     "LogisticCalibrator",
+    "TemperatureCalibrator",
     "BetaCalibrator",
     "SplineCalibrator",
     "IsotonicCalibrator",
     "FormulaCalibrator",
     "FittedCalibrator",
     "make_calibrator",
+    "platt_targets",
 ]
 
 _EPS = 1e-15
@@ -159,6 +166,13 @@ class FittedCalibrator:
     information : pandas.DataFrame or None
         Negative Hessian of the penalised objective at the fit (None for isotonic).
     warnings : list of (str, str)
+    prior_corrected : bool
+        Whether the fit used Platt's prior-corrected targets (then ``llf`` is the
+        log-likelihood of the *labels* at parameters that do not maximise it, so the fit cannot
+        enter a likelihood-ratio test, and ``information`` is that of the corrected targets).
+    data_fingerprint : str or None
+        Hash of ``(score, y, sample_weight)`` of a :meth:`Calibrator.fit` call (used by
+        :func:`puinfer.lr_test` to refuse fits to different data); None inside CalEM.
     """
 
     calibrator: Calibrator
@@ -172,6 +186,8 @@ class FittedCalibrator:
     iterations: int
     information: pd.DataFrame | None = None
     warnings: list = field(default_factory=list)
+    prior_corrected: bool = False
+    data_fingerprint: str | None = None
 
     def predict(self, score) -> np.ndarray:
         """Calibrated probability ``g_theta(score)`` for new scores (array in, array out)."""
@@ -191,6 +207,20 @@ class FittedCalibrator:
         cov = np.linalg.pinv(self.information.to_numpy())
         return pd.Series(np.sqrt(np.clip(np.diag(cov), 0, None)), index=self.params.index,
                          name="std err")
+
+    @property
+    def temperature(self) -> float:
+        """The fitted temperature ``T = 1 / coefficient`` (temperature scaling only)."""
+        if not isinstance(self.calibrator, TemperatureCalibrator):
+            raise AttributeError(f"a {self.calibrator.name} calibrator has no temperature")
+        return float(1.0 / self.params.iloc[0])
+
+    def _as_likelihood_results(self):
+        """This fit as a :class:`~puinfer.base.results.LikelihoodResults` for
+        :func:`puinfer.lr_test` (see :mod:`puinfer.inference.comparison`)."""
+        from ...inference.comparison import CalibratorLikelihood
+
+        return CalibratorLikelihood(self)
 
     def __repr__(self):
         return (f"<FittedCalibrator {self.calibrator.name}: {len(self.params)} parameters, "
@@ -285,7 +315,17 @@ class Calibrator:
         s, yy, w = _check_fit_inputs(score, y, sample_weight)
         if basis is None:
             basis = self.make_basis(s)
-        fitted = self._fit_arrays(basis, s, yy, w, start=start, maxiter=maxiter, tol=tol)
+        fingerprint = _fingerprint(s, yy, w)
+        if getattr(self, "prior_correction", False):
+            fitted = self._fit_arrays(basis, s, platt_targets(yy, w), w, start=start,
+                                      maxiter=maxiter, tol=tol)
+            # llf stays the log-likelihood of the labels (at the corrected fit)
+            eta = self._eta(basis, fitted.params.to_numpy(), s)
+            fitted = dataclasses.replace(fitted, llf=weighted_loglik(eta, yy, w),
+                                         prior_corrected=True, data_fingerprint=fingerprint)
+        else:
+            fitted = self._fit_arrays(basis, s, yy, w, start=start, maxiter=maxiter, tol=tol)
+            fitted = dataclasses.replace(fitted, data_fingerprint=fingerprint)
         from ... import exceptions as _exc
 
         for cat, msg in fitted.warnings:  # already recorded on the fit; now issue them
@@ -325,8 +365,37 @@ class Calibrator:
         return f"{type(self).__name__}()"
 
 
+def platt_targets(y, w=None) -> np.ndarray:
+    """Platt's prior-corrected targets: ``(N+ + 1)/(N+ + 2)`` for positives and
+    ``1/(N- + 2)`` for negatives (Platt 1999, section 2.2).
+
+    ``N+`` and ``N-`` are the (weighted) numbers of positives and negatives. Soft labels
+    ``y`` in [0, 1] get ``y t+ + (1 - y) t-`` with ``N+ = sum w y``, ``N- = sum w (1 - y)``
+    (the same targets as splitting each row into a positive and a negative part).
+    """
+    y = np.asarray(y, dtype=float)
+    w = np.ones_like(y) if w is None else np.asarray(w, dtype=float)
+    n_pos, n_neg = float(w @ y), float(w @ (1.0 - y))
+    return y * (n_pos + 1.0) / (n_pos + 2.0) + (1.0 - y) / (n_neg + 2.0)
+
+
 class LogisticCalibrator(Calibrator):
     """Logistic (Platt) calibration ``logit g(s) = a + b logit(s)`` (Platt 1999).
+
+    Parameters
+    ----------
+    prior_correction : bool, default False
+        Fit to Platt's prior-corrected targets (:func:`platt_targets`): ``(N+ + 1)/(N+ + 2)``
+        for positives, ``1/(N- + 2)`` for negatives, instead of 1 and 0 (Platt 1999, section
+        2.2: a uniform prior on the probability of each label, which keeps the fit finite on
+        separated data and shrinks it towards the base rate on small samples). This is what
+        scikit-learn's ``CalibratedClassifierCV(method="sigmoid")`` fits. The default is the
+        maximum-likelihood fit (uncorrected targets) because everything else in puinfer rests
+        on it: ``llf`` and likelihood-ratio tests, the standard errors, and CalEM's EM (whose
+        M-step is this fit); the correction changes the fit by O(1/N) and cannot be used
+        inside CalEM.
+    eps : float, default 1e-12
+        See :class:`Calibrator`.
 
     Examples
     --------
@@ -340,12 +409,67 @@ class LogisticCalibrator(Calibrator):
 
     name = "logistic"
 
+    def __init__(self, *, prior_correction: bool = False, eps: float = 1e-12):
+        super().__init__(eps=eps)
+        if not isinstance(prior_correction, (bool, np.bool_)):
+            raise TypeError(f"prior_correction must be True or False; got {prior_correction!r}")
+        self.prior_correction = bool(prior_correction)
+
     def design(self, basis, score):
         s = self._clip(score)
         return np.column_stack([np.ones_like(s), np.log(s) - np.log1p(-s)])
 
     def param_names(self, basis):
         return ["Intercept", "logit(score)"]
+
+    def __repr__(self):
+        return ("LogisticCalibrator(prior_correction=True)" if self.prior_correction
+                else "LogisticCalibrator()")
+
+
+class TemperatureCalibrator(Calibrator):
+    """Temperature scaling ``g(s) = expit(logit(s) / T)`` (Guo et al. 2017).
+
+    One parameter: the coefficient ``1/T`` of ``logit(score)`` in a logistic regression
+    without intercept, fitted by maximum likelihood (equivalently, minimum log-loss). ``T > 1``
+    softens over-confident scores, ``T < 1`` sharpens them; the score 0.5 stays 0.5. The
+    fitted temperature is :attr:`FittedCalibrator.temperature`. It nests in
+    :class:`LogisticCalibrator` (intercept 0, so :func:`puinfer.lr_test` can compare them),
+    and, being a logistic likelihood, works inside :class:`~puinfer.CalEM`.
+
+    For a binary score this is Guo et al.'s ``softmax(z / T)`` with logits
+    ``z = (log(1 - s), log s)``; the multiclass form (one ``T`` for a matrix of logits) is not
+    provided, as puinfer's calibrators take one score per row.
+
+    Parameters
+    ----------
+    eps : float, default 1e-12
+        See :class:`Calibrator`.
+
+    Warns
+    -----
+    AssumptionWarning
+        If the fitted coefficient ``1/T`` is not positive (the score is uninformative or
+        anti-informative for the labels: no temperature fits).
+    """
+
+    name = "temperature"
+
+    def design(self, basis, score):
+        s = self._clip(score)
+        return (np.log(s) - np.log1p(-s))[:, None]
+
+    def param_names(self, basis):
+        return ["1/T"]
+
+    def _fit_design(self, basis, X, y, w, *, start=None, maxiter=100, tol=1e-10):
+        fitted = super()._fit_design(basis, X, y, w, start=start, maxiter=maxiter, tol=tol)
+        if fitted.params.iloc[0] <= 0:
+            fitted.warnings.append((AssumptionWarning.__name__,
+                                    f"temperature calibrator: the fitted 1/T = "
+                                    f"{fitted.params.iloc[0]:.4g} is not positive; the score "
+                                    "does not rank the labels, and no temperature fits"))
+        return fitted
 
 
 class BetaCalibrator(Calibrator):
@@ -593,6 +717,7 @@ def _check_fit_inputs(score, y, sample_weight):
 _REGISTRY = {
     "logistic": LogisticCalibrator,
     "platt": LogisticCalibrator,
+    "temperature": TemperatureCalibrator,
     "beta": BetaCalibrator,
     "spline": SplineCalibrator,
     "gam": SplineCalibrator,
@@ -601,7 +726,7 @@ _REGISTRY = {
 
 
 def make_calibrator(spec, **kwargs) -> Calibrator:
-    """Turn a name (``"logistic"``/``"platt"``, ``"beta"``, ``"spline"``/``"gam"``,
+    """Turn a name (``"logistic"``/``"platt"``, ``"temperature"``, ``"beta"``, ``"spline"``/``"gam"``,
     ``"isotonic"``), a formula string (``"~ logit(score)"``) or a :class:`Calibrator` into a
     :class:`Calibrator`. ``kwargs`` go to the constructor (e.g. ``df=6`` for the spline)."""
     if isinstance(spec, Calibrator):

@@ -127,6 +127,10 @@ class CalEM(Model):
             raise ValueError(f"score must be in [0, 1]; {int(bad.sum())} value(s) are not "
                              f"(e.g. {s[bad][:3].tolist()})")
         self.calibrator: Calibrator = make_calibrator(calibrator, **calibrator_options)
+        if getattr(self.calibrator, "prior_correction", False):
+            raise ValueError("calibrator: Platt's prior correction (prior_correction=True) is "
+                             "not available in CalEM, whose EM maximises the likelihood of the "
+                             "labels themselves; use LogisticCalibrator()")
         try:
             eps_ok = 0 < eps < 0.5
         except TypeError:
@@ -211,6 +215,7 @@ class CalEM(Model):
             index.
         """
         check_missing_option(missing)
+        call = {"data": data, "treated": treated, "score": score, "eps": eps, "missing": missing}
         if isinstance(data, dict):
             data = pd.DataFrame(data)
         if not isinstance(data, pd.DataFrame):
@@ -241,6 +246,7 @@ class CalEM(Model):
         model = super().from_formula(formula, data, missing=missing, treated=treated,
                                      score=score, eps=eps)
         model.n_dropped += n_extra
+        model._formula_call = call  # for update(): the caller's data and treated
         return model
 
     @classmethod

@@ -404,6 +404,15 @@ class CalEMResults(_CurvesMixin, LikelihoodResults):
         return self.model.n_treated
 
     # -- inference ---------------------------------------------------------------------------
+    def _nesting(self, other) -> str | None:
+        """CalEM fits are not compared by :func:`puinfer.lr_test` (the reason says why)."""
+        return ("CalEM's surrogate log-likelihood F is not an observed-data log-likelihood (its "
+                "Hessian is not the variance of its score, hence the sandwich standard errors), "
+                "so 2 (F_full - F_restricted) has no chi-square reference even for nested "
+                "calibrator families; compare the families on the clean control rows instead: "
+                "lr_test(small.fit(score_c, y_c), large.fit(score_c, y_c)) with the two "
+                "Calibrator objects")
+
     def test_bias(self) -> HypothesisTestResult:
         """Likelihood-ratio test that the treated labels carry no bias.
 

@@ -218,8 +218,10 @@ class _TiltModel(Model):
         for nm, part in (("source", src), ("target", tgt)):
             if len(part) == 0:
                 raise ValueError(f"no {nm} rows left after dropping rows with missing values")
-        return cls._from_parts(prepare(src, tgt, target_index=target.index[kt]), design,
-                               missing, int((~ks).sum()), int((~kt).sum()))
+        model = cls._from_parts(prepare(src, tgt, target_index=target.index[kt]), design,
+                                missing, int((~ks).sum()), int((~kt).sum()))
+        model._formula_call = {"source": source, "target": target, "missing": missing}
+        return model
 
     @classmethod
     def _from_design(cls, design: Design, data: pd.DataFrame):

@@ -317,6 +317,58 @@ class TiltResults(LikelihoodResults):
         return s
 
 
+def _row_labels(model):
+    """The caller's labels of the model's rows (formula on one data frame), else None."""
+    d = getattr(model, "design", None)
+    return None if d is None or getattr(d, "X", None) is None else d.X.index
+
+
+def _tilt_nesting(small: TiltResults, big: TiltResults) -> str | None:
+    """Why ``small`` is not a restriction of ``big`` (None if it is): same rows, same penalty,
+    SETM/DETM order, and ``small``'s features in the span of ``big``'s (unpenalised) or among
+    them (ridge: the penalty acts on each standardised column, so only dropping columns
+    restricts it)."""
+    if not isinstance(big, TiltResults):
+        return f"{big.model_name} is not a DETM/SETM fit"
+    if small.data_fingerprint == big.data_fingerprint:  # same features: the shared rule
+        return LikelihoodResults._nesting(small, big)
+    a, b = small.model.data, big.model.data
+    if (a.n, a.m) != (b.n, b.m):
+        return (f"the two models were not fitted to the same data: {a.n} and {b.n} source rows, "
+                f"{a.m} and {b.m} target rows")
+    if small.llf_kind != big.llf_kind:
+        return (f"the log-likelihoods were computed differently ({small.llf_kind!r} vs "
+                f"{big.llf_kind!r}); they cannot be compared")
+    if not small.restricted and big.restricted:
+        return "a DETM fit is not nested in a SETM fit (SETM fixes alpha1 = 0, beta1 = 0)"
+    ia, ib = _row_labels(small.model), _row_labels(big.model)
+    if ia is not None and ib is not None and not ia.equals(ib):
+        return "the two models were not fitted to the same rows (their row labels differ)"
+    if a.p > b.p:
+        return (f"the restricted model has more features ({a.p}: {list(a.names)}) than the full "
+                f"one ({b.p}: {list(b.names)}): not nested (pass the smaller model first), or "
+                "not fitted to the same data")
+    if small.penalty_strength > 0:
+        # each restricted column must be one of the full model's columns
+        match = np.all(np.isclose(a.X[:, :, None], b.X[:, None, :], rtol=1e-12, atol=0), axis=0)
+        if not match.any(axis=1).all():
+            missing = [n for n, ok in zip(a.names, match.any(axis=1), strict=True) if not ok]
+            return (f"the features {missing} are not columns of the larger model (not nested, or "
+                    "not fitted to the same data); with the ridge penalty on each standardised "
+                    "column only dropping columns restricts the model (refit both with "
+                    "penalty='none' to compare spans)")
+        return None
+    B = np.column_stack([np.ones(b.N), b.X])
+    coef, *_ = np.linalg.lstsq(B, a.X, rcond=None)
+    resid = np.linalg.norm(a.X - B @ coef, axis=0) / np.maximum(np.linalg.norm(a.X, axis=0), 1e-300)
+    if np.any(resid > 1e-8):
+        bad = [n for n, r in zip(a.names, resid, strict=True) if r > 1e-8]
+        return (f"the features {bad} are not linear combinations of the larger model's "
+                f"features {list(b.names)} on these rows: the models are not nested on the "
+                "same data")
+    return None
+
+
 class SETMResults(TiltResults):
     """Results of :meth:`SETM.fit` (see :class:`TiltResults`)."""
 
@@ -325,9 +377,18 @@ class SETMResults(TiltResults):
         return isinstance(other, DETMResults) and \
             self.penalty_strength == other.penalty_strength
 
+    def _nesting(self, other) -> str | None:
+        """SETM with the same or a subset of the features (same rows, same penalty) is nested
+        in SETM or DETM (see :func:`puinfer.lr_test`)."""
+        return _tilt_nesting(self, other)
+
 
 class DETMResults(TiltResults):
     """Results of :meth:`DETM.fit` (see :class:`TiltResults`), with the SCAR test."""
+
+    def _nesting(self, other) -> str | None:
+        """DETM with a subset of the features (same rows, same penalty) is nested in DETM."""
+        return _tilt_nesting(self, other)
 
     @cached_property
     def null_fit(self) -> SETMResults:

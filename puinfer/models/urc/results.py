@@ -390,6 +390,39 @@ class URCResults(InformationCriteria, LikelihoodResults):
                 and self.constraint.kind in order and other.constraint.kind in order
                 and order[self.constraint.kind] < order[other.constraint.kind])
 
+    def _nesting(self, other) -> str | None:
+        """Restricted fits nest in the free fit (:meth:`is_nested_in`); a fit without groups
+        also nests in the grouped fit of the same field rows (one base rate for all groups),
+        for :func:`puinfer.lr_test` and :func:`puinfer.anova`."""
+        if isinstance(other, URCResults) and len(self._groups) == 1 and len(other._groups) > 1:
+            return self._pooled_nesting(other)
+        return super()._nesting(other)
+
+    def _pooled_nesting(self, other) -> str | None:
+        d, e = self._d, other._d
+        if self.constraint.kind != "free" or other.constraint.kind != "free":
+            return "compare the unrestricted pooled and grouped fits"
+        if d.joint != e.joint:
+            return (f"the likelihoods differ ({self.likelihood} vs {other.likelihood}); fit both "
+                    "with the same likelihood=")
+        if d.strength > 0 or e.strength > 0:
+            return ("with a Dirichlet prior the pooled fit counts the prior once and the grouped "
+                    "fit once per group, so the pooled fit is not a restriction of the grouped "
+                    "one; use the grouped fit's test_equal_base_rates()")
+        if d.L.shape != e.L.shape or not np.array_equal(d.L, e.L):
+            return "the two fits do not share the lab data and partition (different URC models)"
+        if not np.allclose(d.F[0], e.F.sum(axis=0), rtol=0, atol=1e-9):
+            return ("the pooled field histogram is not the sum of the grouped ones: the two fits "
+                    "were not made on the same field rows")
+        return None
+
+    def _llf_as_restriction_of(self, other) -> float:
+        """A pooled fit's log-likelihood on the grouped data: the kernels agree and only the
+        multinomial coefficients of the field histograms differ."""
+        if isinstance(other, URCResults) and len(self._groups) == 1 and len(other._groups) > 1:
+            return self.llf_penalized + (other._d.const - self._d.const)
+        return super()._llf_as_restriction_of(other)
+
     def _lr(self, restricted, null, method) -> HypothesisTestResult:
         t = lr_test(restricted, self)
         extra = {**t.extra, "likelihood": self.likelihood}

@@ -13,7 +13,9 @@ from puinfer.models.calem import (
     IsotonicCalibrator,
     LogisticCalibrator,
     SplineCalibrator,
+    TemperatureCalibrator,
     make_calibrator,
+    platt_targets,
 )
 
 PARAMETRIC = {
@@ -231,3 +233,166 @@ def test_spline_basis_equals_patsy_cr(n_knots):
                                        {"x": x, "inner": tuple(k[1:-1]), "lo": k[0],
                                         "hi": k[-1]}))
     np.testing.assert_allclose(cal.design(basis, new), ref, rtol=0, atol=1e-12)
+
+
+# ---------------------------------------------------------------------------------------------
+# Platt's prior correction and temperature scaling
+# ---------------------------------------------------------------------------------------------
+def _logit(s):
+    return np.log(s) - np.log1p(-s)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_prior_correction_matches_sklearn_sigmoid_calibration(data, weighted):
+    """Reference: scikit-learn's own implementation of Platt (1999), ``_sigmoid_calibration``
+    (sklearn/calibration.py; L-BFGS on the targets (N+ + 1)/(N+ + 2), 1/(N- + 2), weighted
+    counts with sample_weight), fitted on the same feature logit(score). Its model is
+    ``1 / (1 + exp(A F + B))``: our (intercept, slope) is (-B, -A)."""
+    calibration = pytest.importorskip("sklearn.calibration")
+    s, y, w = data
+    w = w if weighted else None
+    fit = LogisticCalibrator(prior_correction=True).fit(s, y, w)
+    A, B = calibration._sigmoid_calibration(_logit(s), y, sample_weight=w)
+    assert fit.prior_corrected
+    # sklearn stops L-BFGS at gtol 1e-6; our Newton fit is exact
+    assert_allclose(fit.params.to_numpy(), [-B, -A], rtol=1e-5, atol=1e-6)
+    # and it differs from the maximum-likelihood fit (by O(1/N)), so the test can tell them apart
+    ml = LogisticCalibrator().fit(s, y, w)
+    assert np.max(np.abs(ml.params.to_numpy() - fit.params.to_numpy())) > 1e-3
+
+
+def test_prior_correction_matches_calibrated_classifier_cv():
+    """Reference: CalibratedClassifierCV(method="sigmoid") on a frozen classifier whose
+    decision function is logit(score): the published scikit-learn API end to end."""
+    pytest.importorskip("sklearn", minversion="1.6")
+    from sklearn.base import BaseEstimator, ClassifierMixin
+    from sklearn.calibration import CalibratedClassifierCV
+    from sklearn.frozen import FrozenEstimator
+
+    class LogitScore(ClassifierMixin, BaseEstimator):
+        def fit(self, X, y):
+            self.classes_ = np.array([0, 1])
+            return self
+
+        def decision_function(self, X):
+            return _logit(np.asarray(X)[:, 0])
+
+        def predict(self, X):
+            return (self.decision_function(X) > 0).astype(int)
+
+    rng = np.random.default_rng(5)
+    s = rng.uniform(0.02, 0.98, 80)
+    y = rng.binomial(1, s ** 1.5)
+    clf = CalibratedClassifierCV(FrozenEstimator(LogitScore().fit(None, None)),
+                                 method="sigmoid").fit(s[:, None], y)
+    ours = LogisticCalibrator(prior_correction=True).fit(s, y)
+    grid = np.linspace(0.01, 0.99, 25)
+    assert_allclose(ours.predict(grid), clf.predict_proba(grid[:, None])[:, 1], rtol=1e-5)
+
+
+def test_platt_targets_and_soft_labels():
+    y = np.array([1, 1, 0, 0, 0])
+    assert_allclose(platt_targets(y), [3 / 4, 3 / 4, 1 / 5, 1 / 5, 1 / 5])
+    # weighted counts: N+ = 3, N- = 1
+    assert_allclose(platt_targets([1, 0], [3, 1]), [4 / 5, 1 / 3])
+    # a soft label is the split pair (1, a) + (0, 1 - a): the same fit
+    rng = np.random.default_rng(2)
+    s = rng.uniform(0.05, 0.95, 200)
+    a = rng.uniform(0, 1, 200)
+    cal = LogisticCalibrator(prior_correction=True)
+    soft = cal.fit(s, a)
+    split = cal.fit(np.r_[s, s], np.r_[np.ones(200), np.zeros(200)], np.r_[a, 1 - a])
+    assert_allclose(soft.params.to_numpy(), split.params.to_numpy(), rtol=1e-9)
+
+
+def test_prior_correction_is_finite_on_separated_data():
+    s = np.array([0.1, 0.2, 0.3, 0.7, 0.8, 0.9])
+    y = np.array([0, 0, 0, 1, 1, 1])
+    fit = LogisticCalibrator(prior_correction=True).fit(s, y)  # no SeparationWarning
+    assert fit.warnings == [] and fit.converged
+    # the fitted probabilities of the extreme rows are close to the targets 4/5 and 1/5
+    p = fit.predict([0.1, 0.9])
+    assert 0.05 < p[0] < 0.25 and 0.75 < p[1] < 0.95
+    # llf is the log-likelihood of the labels at the corrected fit (below the supremum 0)
+    eta = fit.linear_predictor(s)
+    assert_allclose(fit.llf, np.sum(y * eta - np.logaddexp(0, eta)), rtol=1e-12)
+
+
+def test_prior_correction_refused_in_calem():
+    from puinfer import CalEM
+
+    rng = np.random.default_rng(0)
+    s = rng.uniform(0.05, 0.95, 200)
+    with pytest.raises(ValueError, match="prior correction"):
+        CalEM(s, rng.binomial(1, s), np.arange(200) % 2,
+              calibrator=LogisticCalibrator(prior_correction=True))
+    with pytest.raises(TypeError, match="prior_correction"):
+        LogisticCalibrator(prior_correction="yes")
+
+
+def test_temperature_matches_direct_minimisation(data):
+    """Reference: scipy.optimize.minimize_scalar of the weighted log loss of
+    expit(logit(s) / T) over log T (Guo et al. 2017, binary form)."""
+    s, y, w = data
+    fit = TemperatureCalibrator().fit(s, y, w)
+    z = _logit(s)
+
+    def loss(log_t):
+        eta = z / np.exp(log_t)
+        return -np.dot(w, y * eta - np.logaddexp(0, eta))
+
+    ref = optimize.minimize_scalar(loss, bounds=(-5, 5), method="bounded",
+                                   options={"xatol": 1e-10})
+    assert_allclose(fit.temperature, np.exp(ref.x), rtol=1e-6)
+    assert_allclose(fit.llf, -ref.fun, rtol=1e-10)
+    assert_allclose(fit.predict([0.5]), [0.5])
+    # the standard error of 1/T is the inverse observed information
+    info = np.dot(w * np.exp(-np.logaddexp(0, z / fit.temperature)) *
+                  np.exp(-np.logaddexp(0, -z / fit.temperature)), z ** 2)
+    assert_allclose(fit.bse.iloc[0], 1 / np.sqrt(info), rtol=1e-8)
+
+
+def test_temperature_matches_sklearn():
+    """Reference: scikit-learn's temperature scaling (sklearn >= 1.8,
+    ``_TemperatureScaling``: minimize_scalar over log(1/T) of softmax(log p / T))."""
+    calibration = pytest.importorskip("sklearn.calibration")
+    if not hasattr(calibration, "_TemperatureScaling"):
+        pytest.skip("this scikit-learn has no temperature scaling")
+    rng = np.random.default_rng(8)
+    s = rng.beta(0.6, 0.6, 500)  # over-confident scores: T > 1
+    y = rng.binomial(1, 1 / (1 + np.exp(-_logit(s) / 2.5)))
+    ours = TemperatureCalibrator().fit(s, y)
+    ref = calibration._TemperatureScaling().fit(np.column_stack([1 - s, s]), y)
+    assert ours.temperature > 1.5
+    assert_allclose(ours.temperature, 1 / ref.beta_, rtol=1e-6)
+
+
+def test_temperature_warns_when_not_positive():
+    from puinfer.exceptions import AssumptionWarning
+
+    rng = np.random.default_rng(1)
+    s = rng.uniform(0.05, 0.95, 300)
+    y = rng.binomial(1, 1 - s)  # anti-informative score
+    with pytest.warns(AssumptionWarning, match="not positive"):
+        fit = TemperatureCalibrator().fit(s, y)
+    assert fit.params.iloc[0] < 0
+    with pytest.raises(AttributeError, match="no temperature"):
+        _ = LogisticCalibrator().fit(s, y).temperature
+
+
+def test_temperature_inside_calem():
+    """CalEM takes any logistic-likelihood calibrator: temperature scaling reaches a fixed
+    point of Algorithm 3, and equals the same map given as a formula without intercept."""
+    from puinfer import CalEM
+    from puinfer.simulate.calem import simulate_calem
+
+    d = simulate_calem(3000, clean_share=0.15, rng=np.random.default_rng(4))
+    res = CalEM(d["score"], d["label"], d["treated"], calibrator="temperature").fit()
+    assert res.converged and list(res.params.index) == ["1/T"]
+    theta = res.params.to_numpy()
+    assert_allclose(res.model.em_step(theta), theta, rtol=1e-7)
+    assert np.abs(res.model.loglike_gradient(theta)).max() < 1e-6 * len(d)
+    alt = CalEM(d["score"], d["label"], d["treated"],
+                calibrator=FormulaCalibrator("~ 0 + logit(score)")).fit()
+    assert_allclose(alt.params.to_numpy(), theta, rtol=1e-8)
+    assert np.isfinite(res.bse.iloc[0]) and res.bse.iloc[0] > 0

@@ -1,0 +1,451 @@
+"""scikit-learn estimators wrapping puinfer's models (an optional extra: ``puinfer[sklearn]``).
+
+Thin wrappers for users who live in Pipelines, ``cross_val_predict`` and grid searches. The
+statistical objects stay the primary API: every wrapper keeps the puinfer results of its last
+fit in ``results_`` (summary, tests, intervals).
+
+* :class:`DETMClassifier`, :class:`SETMClassifier`: positive-unlabeled data. ``fit(X, s)``
+  with ``s`` the labeled indicator; ``predict_proba`` the posterior ``P_t(y = 1 | x)``;
+  fitted ``pi_`` and its profile interval ``pi_conf_int_``.
+* :class:`LogisticCalibrator`, :class:`TemperatureCalibrator`, :class:`BetaCalibrator`,
+  :class:`SplineCalibrator`, :class:`IsotonicCalibrator`: calibration maps of a score in
+  [0, 1] (``X`` is that score, one column).
+* :class:`CalEMClassifier`: CalEM; ``X`` has two columns, the score and the 0/1 treated
+  indicator, ``y`` the label (clean on control rows, biased on treated rows).
+
+Importing :mod:`puinfer` never imports scikit-learn; importing this module without it raises
+an ``ImportError`` that names the extra.
+
+Checks that do not apply
+------------------------
+The wrappers are run through ``sklearn.utils.estimator_checks.check_estimator`` (in
+``tests/test_sklearn.py``). The checks that cannot pass are listed, with the reason, by
+:func:`expected_failed_checks` (the ``expected_failed_checks`` argument of scikit-learn >=
+1.6); everything else passes.
+"""
+
+from __future__ import annotations
+
+try:
+    import sklearn
+except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
+    raise ImportError("puinfer.sklearn needs scikit-learn, an optional dependency of puinfer: "
+                      "pip install 'puinfer[sklearn]' (scikit-learn >= 1.6)") from exc
+
+import warnings
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted
+
+try:
+    from sklearn.utils.validation import validate_data
+except ImportError as exc:  # pragma: no cover - scikit-learn < 1.6
+    raise ImportError(f"puinfer.sklearn needs scikit-learn >= 1.6 (found {sklearn.__version__}): "
+                      "pip install 'puinfer[sklearn]'") from exc
+
+from .models import calem as _calem
+from .models import detm as _detm
+
+__all__ = ["DETMClassifier", "SETMClassifier", "LogisticCalibrator", "TemperatureCalibrator",
+           "BetaCalibrator", "SplineCalibrator", "IsotonicCalibrator", "CalEMClassifier",
+           "expected_failed_checks"]
+
+
+def _binary_target(est, y):
+    """Classes and the 0/1 version of ``y`` (the larger label is the positive class)."""
+    check_classification_targets(y)
+    classes, y01 = np.unique(y, return_inverse=True)
+    if classes.size == 1:
+        raise ValueError(f"{type(est).__name__}: y has one class ({classes[0]!r}); two are "
+                         "needed")
+    if classes.size != 2:
+        raise ValueError(f"{type(est).__name__}: Only binary classification is supported. y has "
+                         f"{classes.size} classes ({classes[:5].tolist()})")
+    return classes, y01.astype(float)
+
+
+def _proba_columns(p):
+    p = np.asarray(p, dtype=float)
+    return np.column_stack([1.0 - p, p])
+
+
+class _BinaryProba(ClassifierMixin, BaseEstimator):
+    """``predict`` from ``predict_proba``: the positive class where its probability > 0.5."""
+
+    def predict(self, X):
+        """The class with probability above one half (``classes_[1]`` when ``p > 0.5``)."""
+        p = self.predict_proba(X)[:, 1]
+        return self.classes_[(p > 0.5).astype(int)]
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = False
+        return tags
+
+
+# ---------------------------------------------------------------------------------------------
+# DETM / SETM
+# ---------------------------------------------------------------------------------------------
+class _TiltClassifier(_BinaryProba):
+    _model = None
+
+    def __init__(self, *, penalty="ridge", label_rule="kl", alpha=0.05, maxiter=200,
+                 tol=1e-10, probe=None):
+        self.penalty = penalty
+        self.label_rule = label_rule
+        self.alpha = alpha
+        self.maxiter = maxiter
+        self.tol = tol
+        self.probe = probe
+
+    def fit(self, X, y):
+        """Fit the model to the features ``X`` with ``y`` the labeled indicator.
+
+        Parameters
+        ----------
+        X : array_like, shape (n_samples, n_features)
+            Features ``T(x)`` of all rows (labeled and unlabeled).
+        y : array_like, shape (n_samples,)
+            Two values; the larger (1, True) marks the labeled (source) positives, the smaller
+            (0, False) the unlabeled target rows.
+
+        Returns
+        -------
+        self
+        """
+        X, y = validate_data(self, X, y, dtype=float)
+        self.classes_, s = _binary_target(self, y)
+        src, tgt = X[s == 1], X[s == 0]
+        model = self._model(src, tgt)
+        self.results_ = model.fit(penalty=self.penalty, label_rule=self.label_rule,
+                                  maxiter=self.maxiter, tol=self.tol, probe=self.probe)
+        self.pi_ = float(self.results_.pi)
+        with warnings.catch_warnings():
+            # a non-interval confidence set or an unidentified pi is recorded in results_
+            warnings.simplefilter("ignore")
+            ci = self.results_.conf_int_pi(self.alpha)
+        self.pi_conf_int_ = (float(ci["lower"]), float(ci["upper"]))
+        return self
+
+    def predict_proba(self, X):
+        """Posterior ``[P_t(y=0|x), P_t(y=1|x)]`` in the target population (Liu et al.,
+        Section 4.2): column 1 is the probability that ``x`` is positive; ``classes_[1]`` (the
+        labeled rows' label) names the positive class, as labeled rows are positives."""
+        check_is_fitted(self)
+        X = validate_data(self, X, dtype=float, reset=False)
+        return _proba_columns(self.results_.predict(X))
+
+
+class DETMClassifier(_TiltClassifier):
+    """Positive-unlabeled classifier from the double exponential tilting model (DETM).
+
+    A scikit-learn wrapper of :class:`puinfer.DETM` (Liu et al., *Positive and Unlabeled Data:
+    Model, Estimation, Inference, and Classification*): ``fit(X, s)`` with ``s`` the labeled
+    indicator, ``predict_proba`` the posterior ``P_t(y = 1 | x)`` of the target population.
+
+    Parameters
+    ----------
+    penalty, label_rule, maxiter, tol, probe
+        As :meth:`puinfer.DETM.fit`.
+    alpha : float, default 0.05
+        Level of the profile-likelihood interval ``pi_conf_int_``.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (2,)
+        ``[unlabeled label, labeled label]``.
+    pi_ : float
+        Estimated share of positives in the unlabeled target sample.
+    pi_conf_int_ : tuple of float
+        Its ``1 - alpha`` profile empirical-likelihood interval.
+    results_ : DETMResults
+        The puinfer results (``summary()``, ``test_scar()``, ``profile_pi()``...).
+    n_features_in_ : int
+    feature_names_in_ : ndarray (when ``X`` was a DataFrame)
+    """
+
+    _model = _detm.DETM
+
+
+class SETMClassifier(_TiltClassifier):
+    """Positive-unlabeled classifier under SCAR (single exponential tilting model, SETM).
+
+    Same interface as :class:`DETMClassifier`; wraps :class:`puinfer.SETM`.
+    """
+
+    _model = _detm.SETM
+
+
+# ---------------------------------------------------------------------------------------------
+# calibrators
+# ---------------------------------------------------------------------------------------------
+def _check_one_column(est, X):
+    if X.shape[1] != 1:
+        raise ValueError(f"{type(est).__name__}: X must hold one column, the score in [0, 1]; "
+                         f"got {X.shape[1]} columns")
+    return X[:, 0]
+
+
+class _CalibratorEstimator(_BinaryProba):
+    """Fit a puinfer calibrator to (score, label); ``fitted_`` is the FittedCalibrator."""
+
+    def _calibrator(self):
+        raise NotImplementedError
+
+    def fit(self, X, y, sample_weight=None):
+        """Fit the calibration map.
+
+        Parameters
+        ----------
+        X : array_like, shape (n_samples, 1)
+            Scores in [0, 1] (one column: ``score.reshape(-1, 1)`` or a one-column frame).
+        y : array_like, shape (n_samples,)
+            Two classes; the larger label is the positive class.
+        sample_weight : array_like, optional
+            Non-negative weights.
+
+        Returns
+        -------
+        self
+        """
+        X, y = validate_data(self, X, y, dtype=float)
+        self.classes_, y01 = _binary_target(self, y)
+        s = self._scores(X)
+        w = None if sample_weight is None else _check_sample_weight(sample_weight, X)
+        self.fitted_ = self._calibrator().fit(s, y01, w)
+        return self
+
+    def predict_proba(self, X):
+        """``[1 - g(score), g(score)]``, the calibrated probabilities of the two classes."""
+        check_is_fitted(self)
+        X = validate_data(self, X, dtype=float, reset=False)
+        return _proba_columns(self.fitted_.predict(self._scores(X)))
+
+    def _scores(self, X):
+        """The score from the validated ``X`` (one column)."""
+        return _check_one_column(self, X)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        # a calibrator is a monotone map of the score it is given: it cannot rank rows better
+        # than that score, so the accuracy bar of the generic checks does not apply
+        tags.classifier_tags.poor_score = True
+        return tags
+
+
+class LogisticCalibrator(_CalibratorEstimator):
+    """Platt scaling ``logit g = a + b logit(score)`` (:class:`puinfer.LogisticCalibrator`).
+
+    Parameters
+    ----------
+    prior_correction : bool, default False
+        Platt's prior-corrected targets (as ``CalibratedClassifierCV(method="sigmoid")``).
+    eps : float, default 1e-12
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (2,)
+    fitted_ : puinfer FittedCalibrator
+        ``params``, ``bse``, ``llf``; usable in :func:`puinfer.lr_test`.
+    """
+
+    def __init__(self, *, prior_correction=False, eps=1e-12):
+        self.prior_correction = prior_correction
+        self.eps = eps
+
+    def _calibrator(self):
+        return _calem.LogisticCalibrator(prior_correction=self.prior_correction, eps=self.eps)
+
+
+class TemperatureCalibrator(_CalibratorEstimator):
+    """Temperature scaling ``g = expit(logit(score) / T)`` (:class:`puinfer.TemperatureCalibrator`).
+
+    Attributes
+    ----------
+    temperature_ : float
+    fitted_ : puinfer FittedCalibrator
+    """
+
+    def __init__(self, *, eps=1e-12):
+        self.eps = eps
+
+    def _calibrator(self):
+        return _calem.TemperatureCalibrator(eps=self.eps)
+
+    def fit(self, X, y, sample_weight=None):
+        super().fit(X, y, sample_weight)
+        self.temperature_ = self.fitted_.temperature
+        return self
+
+    fit.__doc__ = _CalibratorEstimator.fit.__doc__
+
+
+class BetaCalibrator(_CalibratorEstimator):
+    """Beta calibration (:class:`puinfer.BetaCalibrator`; Kull et al. 2017)."""
+
+    def __init__(self, *, eps=1e-12):
+        self.eps = eps
+
+    def _calibrator(self):
+        return _calem.BetaCalibrator(eps=self.eps)
+
+
+class SplineCalibrator(_CalibratorEstimator):
+    """Natural cubic spline of ``logit(score)`` (:class:`puinfer.SplineCalibrator`)."""
+
+    def __init__(self, df=5, *, lam=0.0, knots=None, eps=1e-12):
+        self.df = df
+        self.lam = lam
+        self.knots = knots
+        self.eps = eps
+
+    def _calibrator(self):
+        return _calem.SplineCalibrator(self.df, lam=self.lam, knots=self.knots, eps=self.eps)
+
+
+class IsotonicCalibrator(_CalibratorEstimator):
+    """Isotonic regression of the label on the score (:class:`puinfer.IsotonicCalibrator`)."""
+
+    def __init__(self, *, eps=1e-12):
+        self.eps = eps
+
+    def _calibrator(self):
+        return _calem.IsotonicCalibrator(eps=self.eps)
+
+
+# ---------------------------------------------------------------------------------------------
+# CalEM
+# ---------------------------------------------------------------------------------------------
+class CalEMClassifier(_BinaryProba):
+    """CalEM calibration (:class:`puinfer.CalEM`) as an estimator.
+
+    ``X`` has two columns: the score in [0, 1] and the 0/1 treated indicator (1: the row's
+    label is biased); ``y`` is the label. ``predict_proba`` gives the calibrated clean
+    probability ``g_theta(score)`` and ignores the treated column (present so that the
+    columns stay the same through a Pipeline and cross-validation).
+
+    Parameters
+    ----------
+    calibrator : str or puinfer Calibrator, default "spline"
+        As :class:`puinfer.CalEM`.
+    method, maxiter, tol
+        As :meth:`puinfer.CalEM.fit`.
+    eps : float, default 1e-6
+        Clipping of scores equal to 0 or 1.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (2,)
+    results_ : CalEMResults
+    """
+
+    def __init__(self, calibrator="spline", *, method="auto", maxiter=None, tol=1e-8,
+                 eps=1e-6):
+        self.calibrator = calibrator
+        self.method = method
+        self.maxiter = maxiter
+        self.tol = tol
+        self.eps = eps
+
+    def _columns(self, X):
+        """``(score, treated)`` from the validated ``X``."""
+        if X.shape[1] != 2:
+            raise ValueError(f"CalEMClassifier: X must have two columns (score, treated); got "
+                             f"{X.shape[1]}")
+        return X[:, 0], X[:, 1]
+
+    def fit(self, X, y):
+        """Fit CalEM to ``X = [score, treated]`` and the labels ``y``.
+
+        Returns
+        -------
+        self
+        """
+        X, y = validate_data(self, X, y, dtype=float)
+        self.classes_, y01 = _binary_target(self, y)
+        s, treated = self._columns(X)
+        model = _calem.CalEM(s, y01, treated, calibrator=self.calibrator, eps=self.eps)
+        self.results_ = model.fit(method=self.method, maxiter=self.maxiter, tol=self.tol)
+        return self
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.poor_score = True  # a calibrator: see _CalibratorEstimator
+        return tags
+
+    def predict_proba(self, X):
+        """``[1 - g(score), g(score)]`` with ``g`` the CalEM calibration map."""
+        check_is_fitted(self)
+        X = validate_data(self, X, dtype=float, reset=False)
+        return _proba_columns(self.results_.predict(self._columns(X)[0]))
+
+
+# ---------------------------------------------------------------------------------------------
+# checks that cannot apply
+# ---------------------------------------------------------------------------------------------
+def expected_failed_checks(estimator) -> dict:
+    """The scikit-learn estimator checks that cannot pass for ``estimator``, with the reason.
+
+    For ``check_estimator(est, expected_failed_checks=expected_failed_checks(est))`` and
+    ``parametrize_with_checks(..., expected_failed_checks=expected_failed_checks)``.
+    """
+    return dict(_EXPECTED.get(type(estimator).__name__, {}))
+
+
+_SCORE_CHECKS = [
+    "check_all_zero_sample_weights_error", "check_classifier_data_not_an_array",
+    "check_classifiers_classes", "check_classifiers_one_label_sample_weights",
+    "check_classifiers_train", "check_dict_unchanged", "check_dont_overwrite_parameters",
+    "check_dtype_object", "check_estimators_dtypes", "check_estimators_fit_returns_self",
+    "check_estimators_nan_inf", "check_estimators_overwrite_params", "check_estimators_pickle",
+    "check_f_contiguous_array_estimator", "check_fit2d_1feature", "check_fit2d_predict1d",
+    "check_fit_check_is_fitted", "check_fit_idempotent", "check_fit_score_takes_y",
+    "check_methods_sample_order_invariance", "check_methods_subset_invariance",
+    "check_n_features_in", "check_n_features_in_after_fitting", "check_pipeline_consistency",
+    "check_positive_only_tag_during_fit", "check_readonly_memmap_input",
+    "check_sample_weight_equivalence_on_dense_data", "check_sample_weights_list",
+    "check_sample_weights_not_an_array", "check_sample_weights_not_overwritten",
+    "check_sample_weights_pandas_series", "check_sample_weights_shape", "check_supervised_y_2d"]
+_SCORE_REASON = ("X must be one column of scores in [0, 1]; the check fits on several columns "
+                 "or on values outside [0, 1], which are refused (the check passes when the "
+                 "same data are first mapped to one score in (0, 1): tests/test_sklearn.py)")
+_CALEM_CHECKS = [
+    "check_classifier_data_not_an_array", "check_classifiers_classes", "check_classifiers_train",
+    "check_dict_unchanged", "check_dont_overwrite_parameters", "check_dtype_object",
+    "check_estimators_dtypes", "check_estimators_fit_returns_self", "check_estimators_nan_inf",
+    "check_estimators_overwrite_params", "check_estimators_pickle",
+    "check_f_contiguous_array_estimator", "check_fit2d_1feature", "check_fit2d_predict1d",
+    "check_fit_check_is_fitted", "check_fit_idempotent", "check_fit_score_takes_y",
+    "check_methods_sample_order_invariance", "check_methods_subset_invariance",
+    "check_n_features_in", "check_n_features_in_after_fitting", "check_pipeline_consistency",
+    "check_positive_only_tag_during_fit", "check_readonly_memmap_input", "check_supervised_y_2d"]
+_CALEM_REASON = ("X must be two columns, a score in [0, 1] and a 0/1 treated indicator; the "
+                 "check fits on other columns, which are refused (the check passes when the "
+                 "same data are first mapped to a score and a treated column: "
+                 "tests/test_sklearn.py)")
+_TILT_SMALL = [
+    "check_classifier_data_not_an_array", "check_dict_unchanged",
+    "check_dont_overwrite_parameters", "check_dtype_object", "check_estimators_dtypes",
+    "check_estimators_nan_inf", "check_f_contiguous_array_estimator", "check_fit2d_predict1d",
+    "check_methods_sample_order_invariance", "check_methods_subset_invariance",
+    "check_n_features_in_after_fitting"]
+_TILT_SMALL_REASON = ("the check fits on fewer unlabeled rows than the model has parameters "
+                      "(DETM: 2p + 3, SETM: p + 2, for p features), which the model refuses as "
+                      "not identified")
+_TILT_TRAIN_REASON = ("predict() classifies rows as positive or negative in the target "
+                      "population; the check scores it against the labeled indicator it was "
+                      "fitted on (on the check's separated blobs no unlabeled row is positive, "
+                      "so every row is predicted negative)")
+
+_EXPECTED: dict = {
+    **{name: dict.fromkeys(_SCORE_CHECKS, _SCORE_REASON)
+       for name in ("LogisticCalibrator", "TemperatureCalibrator", "BetaCalibrator",
+                    "SplineCalibrator", "IsotonicCalibrator")},
+    "CalEMClassifier": dict.fromkeys(_CALEM_CHECKS, _CALEM_REASON),
+    "DETMClassifier": {**dict.fromkeys(_TILT_SMALL, _TILT_SMALL_REASON),
+                       "check_classifiers_train": _TILT_TRAIN_REASON},
+    "SETMClassifier": {"check_n_features_in_after_fitting": _TILT_SMALL_REASON,
+                       "check_classifiers_train": _TILT_TRAIN_REASON},
+}

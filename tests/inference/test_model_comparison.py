@@ -1,0 +1,221 @@
+"""Model comparison: lr_test on covariate subsets and nested calibrator families, anova tables,
+update() -- checked against separate fits and statsmodels."""
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+import statsmodels.api as sm
+from numpy.testing import assert_allclose
+from scipy import stats
+
+import puinfer as pu
+from puinfer.base.model import update_formula
+
+
+@pytest.fixture(scope="module")
+def pu_frame():
+    rng = np.random.default_rng(21)
+    n, m = 300, 300
+    pos = rng.random(m) < 0.4
+    x1 = np.r_[rng.normal(1, 1, n), np.where(pos, rng.normal(1.5, 1, m), rng.normal(-1, 1, m))]
+    return pd.DataFrame({"labeled": np.r_[np.ones(n, int), np.zeros(m, int)], "x1": x1,
+                         "x2": rng.normal(0, 1, n + m), "x3": rng.normal(0, 1, n + m)},
+                        index=np.arange(n + m) * 3)
+
+
+def _fit(model, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return model.fit(**kw)
+
+
+@pytest.fixture(scope="module")
+def detm_fits(pu_frame):
+    small = _fit(pu.DETM.from_formula("labeled ~ x1", data=pu_frame))
+    big = _fit(pu.DETM.from_formula("labeled ~ x1 + x2", data=pu_frame))
+    return small, big
+
+
+def test_covariate_subset_equals_two_separate_fits(pu_frame, detm_fits):
+    """Independent computation: the two models fitted separately from arrays, and the
+    chi-square difference by hand."""
+    small, big = detm_fits
+    t = pu.lr_test(small, big)
+    src, tgt = pu_frame[pu_frame.labeled == 1], pu_frame[pu_frame.labeled == 0]
+    a = _fit(pu.DETM(src[["x1"]], tgt[["x1"]]))
+    b = _fit(pu.DETM(src[["x1", "x2"]], tgt[["x1", "x2"]]))
+    stat = 2 * (b.llf_penalized - a.llf_penalized)
+    assert_allclose(t.statistic, stat, rtol=1e-6, atol=1e-7)
+    assert t.df == 2  # beta1 and beta2 of x2
+    assert_allclose(t.pvalue, stats.chi2.sf(stat, 2), rtol=1e-5)
+    assert "labeled ~ x1 + x2" in t.method
+
+
+def test_setm_subset_in_detm_and_setm(pu_frame, detm_fits):
+    _, big = detm_fits
+    s1 = _fit(pu.SETM.from_formula("labeled ~ x1", data=pu_frame))
+    s12 = _fit(s1.model.update(". ~ . + x2"))
+    t = pu.lr_test(s1, s12)
+    assert t.df == 1
+    assert_allclose(t.statistic, 2 * (s12.llf_penalized - s1.llf_penalized), rtol=1e-12)
+    t2 = pu.lr_test(s1, big)
+    assert t2.df == big.df_model - s1.df_model == 3
+
+
+def test_refusals_with_reasons(pu_frame, detm_fits):
+    small, big = detm_fits
+    with pytest.raises(ValueError, match="more features"):
+        pu.lr_test(big, small)
+    other = pu_frame.copy()
+    other.index = other.index + 1
+    moved = _fit(pu.DETM.from_formula("labeled ~ x1", data=other))
+    with pytest.raises(ValueError, match="row labels differ"):
+        pu.lr_test(moved, big)
+    fewer = _fit(pu.DETM.from_formula("labeled ~ x1", data=pu_frame.iloc[:-5]))
+    with pytest.raises(ValueError, match="same data: 300 and 300 source rows, 295 and 300"):
+        pu.lr_test(fewer, big)
+    x3 = _fit(pu.DETM.from_formula("labeled ~ x3", data=pu_frame))
+    with pytest.raises(ValueError, match=r"\['x3'\] are not columns"):
+        pu.lr_test(x3, big)
+    s = _fit(pu.SETM.from_formula("labeled ~ x1 + x2", data=pu_frame))
+    with pytest.raises(ValueError, match="DETM fit is not nested in a SETM"):
+        pu.lr_test(small, s)
+
+
+def test_span_nesting_without_penalty(pu_frame):
+    """Unpenalised: nesting is by column space (a rescaled column still nests); with the
+    ridge only dropped columns do."""
+    a = _fit(pu.DETM.from_formula("labeled ~ I(2 * x1 + 1)", data=pu_frame), penalty="none")
+    b = _fit(pu.DETM.from_formula("labeled ~ x1 + x2", data=pu_frame), penalty="none")
+    t = pu.lr_test(a, b)
+    assert t.df == 2 and t.statistic >= 0
+    assert_allclose(t.statistic, 2 * (b.llf - a.llf), rtol=1e-12)
+    c = _fit(pu.DETM.from_formula("labeled ~ x3", data=pu_frame), penalty="none")
+    with pytest.raises(ValueError, match="not linear combinations"):
+        pu.lr_test(c, b)
+    ra = _fit(pu.DETM.from_formula("labeled ~ I(2 * x1 + 1)", data=pu_frame))
+    rb = _fit(pu.DETM.from_formula("labeled ~ x1 + x2", data=pu_frame))
+    with pytest.raises(ValueError, match="ridge penalty"):
+        pu.lr_test(ra, rb)
+    with pytest.raises(ValueError, match="computed differently"):
+        pu.lr_test(a, rb)
+
+
+def test_anova_table(pu_frame, detm_fits):
+    small, big = detm_fits
+    s1 = _fit(pu.SETM.from_formula("labeled ~ x1", data=pu_frame))
+    tab = pu.anova(s1, small, big)
+    assert list(tab.columns) == ["model", "df_model", "llf", "statistic", "df", "pvalue"]
+    assert np.isnan(tab.statistic.iloc[0])
+    assert_allclose(tab.statistic.iloc[1:], [pu.lr_test(s1, small).statistic,
+                                            pu.lr_test(small, big).statistic])
+    assert list(tab.df.iloc[1:]) == [1.0, 2.0]
+    assert_allclose(tab.llf, [s1.llf_penalized, small.llf_penalized, big.llf_penalized])
+    with pytest.raises(ValueError, match="fits 0 and 1"):
+        pu.anova(big, small)
+    with pytest.raises(ValueError, match="at least two"):
+        pu.anova(big)
+
+
+def test_update(pu_frame, detm_fits):
+    small, big = detm_fits
+    assert update_formula("y ~ x1 + x2", ". ~ . - x2") == "y ~ (x1 + x2) - x2"
+    assert update_formula("y ~ x1", "~ . + x.2") == "y ~ (x1) + x.2"
+    m = big.model.update(". ~ . - x2")
+    assert m.exog_names == ["x1"] and big.model.exog_names == ["x1", "x2"]
+    r = big.update("labeled ~ x1")
+    assert_allclose(r.llf, small.llf, rtol=1e-10)
+    arr = pu.DETM(pu_frame.loc[pu_frame.labeled == 1, ["x1"]],
+                  pu_frame.loc[pu_frame.labeled == 0, ["x1"]])
+    with pytest.raises(ValueError, match="from_formula"):
+        arr.update("~ x1")
+    with pytest.raises(ValueError, match="'~'"):
+        big.model.update("x1")
+
+
+# ---------------------------------------------------------------------------------------------
+# calibrator families
+# ---------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def scores():
+    rng = np.random.default_rng(4)
+    s = rng.beta(2, 3, 800)
+    y = rng.binomial(1, 1 / (1 + np.exp(-(0.3 + 1.4 * np.log(s / (1 - s))))))
+    return s, y
+
+
+def test_calibrator_families_nest_and_match_statsmodels(scores):
+    """temperature in logistic in spline (the natural spline contains the linear term); the
+    log-likelihoods from statsmodels GLM fits of the same designs (independent)."""
+    s, y = scores
+    fits = [pu.TemperatureCalibrator().fit(s, y), pu.LogisticCalibrator().fit(s, y),
+            pu.SplineCalibrator(df=5).fit(s, y)]
+    llf = [sm.GLM(y, f.calibrator.design(f.basis, s), family=sm.families.Binomial())
+           .fit(tol=1e-13).llf for f in fits]
+    tab = pu.anova(*fits)
+    assert_allclose(tab.statistic.iloc[1:], 2 * np.diff(llf), rtol=1e-6)
+    assert list(tab.df.iloc[1:]) == [1.0, 3.0]
+    t = pu.lr_test(fits[1], pu.BetaCalibrator().fit(s, y))
+    assert t.df == 1
+
+
+def test_calibrator_refusals(scores):
+    s, y = scores
+    sp = pu.SplineCalibrator(df=5).fit(s, y)
+    with pytest.raises(ValueError, match="not contained"):
+        pu.lr_test(pu.BetaCalibrator().fit(s, y), sp)
+    with pytest.raises(ValueError, match="not contained"):  # different knots
+        pu.lr_test(pu.SplineCalibrator(df=4).fit(s, y), sp)
+    with pytest.raises(ValueError, match="prior correction"):
+        pu.lr_test(pu.LogisticCalibrator(prior_correction=True).fit(s, y), sp)
+    with pytest.raises(ValueError, match="penalised spline"):
+        pu.lr_test(pu.LogisticCalibrator().fit(s, y), pu.SplineCalibrator(lam=1.0).fit(s, y))
+    with pytest.raises(ValueError, match="isotonic"):
+        pu.lr_test(pu.LogisticCalibrator().fit(s, y), pu.IsotonicCalibrator().fit(s, y))
+    with pytest.raises(ValueError, match="same scores"):
+        pu.lr_test(pu.LogisticCalibrator().fit(s[:-1], y[:-1]), sp)
+
+
+# ---------------------------------------------------------------------------------------------
+# URC: pooled vs grouped
+# ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("likelihood", ["joint", "fixed"])
+def test_urc_pooled_in_grouped(likelihood):
+    """The pooled fit against the grouped one equals the grouped fit's own test of equal base
+    rates (whose restricted fit is computed separately, on the grouped counts)."""
+    from puinfer.simulate.urc import simulate_urc
+
+    sim = simulate_urc(n_lab=400, n_field=[1500, 2500, 2000], lab_base_rates=0.5,
+                       field_base_rate=[0.2, 0.3, 0.35], separation=1.5,
+                       rng=np.random.default_rng(12))
+    m = pu.URC(sim.lab_pred, sim.lab_y)
+    pooled = m.fit(sim.field_pred, likelihood=likelihood)
+    grouped = m.fit(sim.field_pred, groups=sim.field_group, likelihood=likelihood)
+    t = pu.lr_test(pooled, grouped)
+    ref = grouped.test_equal_base_rates()
+    assert t.df == ref.df == 2
+    assert_allclose(t.statistic, ref.statistic, rtol=1e-6, atol=1e-8)
+    assert pu.anova(pooled, grouped).statistic.iloc[1] == t.statistic
+    part = m.fit(sim.field_pred[:-10], likelihood=likelihood)
+    with pytest.raises(ValueError, match="same field rows"):
+        pu.lr_test(part, grouped)
+    pri = m.fit(sim.field_pred, likelihood=likelihood, prior_strength=10)
+    gpri = m.fit(sim.field_pred, groups=sim.field_group, likelihood=likelihood, prior_strength=10)
+    with pytest.raises(ValueError, match="Dirichlet prior"):
+        pu.lr_test(pri, gpri)
+    other = "fixed" if likelihood == "joint" else "joint"
+    with pytest.raises(ValueError, match="likelihoods differ"):
+        pu.lr_test(m.fit(sim.field_pred, likelihood=other), grouped)
+
+
+def test_calem_pairs_refused_with_reason():
+    from puinfer.simulate.calem import simulate_calem
+
+    d = simulate_calem(2000, clean_share=0.2, rng=np.random.default_rng(3))
+    a = pu.CalEM(d["score"], d["label"], d["treated"], calibrator="logistic").fit()
+    b = pu.CalEM(d["score"], d["label"], d["treated"], calibrator="spline").fit()
+    with pytest.raises(ValueError, match="surrogate log-likelihood F is not an observed-data"):
+        pu.lr_test(a, b)
+    assert np.isfinite(a.test_bias().statistic)  # the bias test (its own curves) still works

@@ -1,0 +1,360 @@
+"""puinfer.sklearn: scikit-learn's estimator checks, clone, Pipeline, cross_val_predict, and
+the numbers against the puinfer objects they wrap."""
+
+import pickle
+import subprocess
+import sys
+import textwrap
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from numpy.testing import assert_allclose
+
+sklearn = pytest.importorskip("sklearn", minversion="1.6")
+
+from sklearn.base import clone  # noqa: E402
+from sklearn.exceptions import NotFittedError  # noqa: E402
+from sklearn.model_selection import KFold, cross_val_predict  # noqa: E402
+from sklearn.pipeline import make_pipeline  # noqa: E402
+from sklearn.preprocessing import FunctionTransformer, StandardScaler  # noqa: E402
+from sklearn.utils.estimator_checks import check_estimator  # noqa: E402
+
+import puinfer as pu  # noqa: E402
+import puinfer.sklearn as ps  # noqa: E402
+
+CALIBRATORS = [ps.LogisticCalibrator(), ps.LogisticCalibrator(prior_correction=True),
+               ps.TemperatureCalibrator(), ps.BetaCalibrator(), ps.SplineCalibrator(),
+               ps.IsotonicCalibrator()]
+
+
+# ---------------------------------------------------------------------------------------------
+# scikit-learn's estimator checks
+# ---------------------------------------------------------------------------------------------
+def _failed_checks(estimator):
+    """Names of the scikit-learn checks that fail (all checks run; none is skipped by us)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = check_estimator(estimator, on_fail=None, on_skip=None, expected_failed_checks={})
+    return {r["check_name"] for r in res if r["status"] == "failed"}, len(res)
+
+
+@pytest.mark.parametrize("estimator", [*CALIBRATORS, ps.CalEMClassifier(calibrator="logistic"),
+                                       ps.CalEMClassifier()], ids=repr)
+def test_check_estimator(estimator):
+    """The checks that fail are exactly those listed, with their reason, by
+    ``puinfer.sklearn.expected_failed_checks`` (so a listed check that passes fails this too).
+    (One test per estimator rather than ``parametrize_with_checks``: pytest's reports of ~300
+    expected failures cost a minute of CI.)"""
+    failed, n = _failed_checks(estimator)
+    assert n > 50
+    assert failed == set(ps.expected_failed_checks(estimator))
+
+
+@pytest.mark.slow  # about 2 minutes (DETM is fitted, with its profile interval, ~100 times)
+@pytest.mark.parametrize("estimator", [ps.DETMClassifier(), ps.SETMClassifier()], ids=repr)
+def test_check_estimator_tilt(estimator):
+    failed, n = _failed_checks(estimator)
+    assert failed == set(ps.expected_failed_checks(estimator))
+
+
+# The checks fit on arbitrary real features; the calibrators take one score in [0, 1]. These
+# subclasses map the check's X to valid input (a fixed monotone map of the first column into
+# (0, 1); CalEM: alternate rows treated), so the same checks exercise the wrappers' API.
+def _to_score(x):
+    return 0.5 + np.arctan(x) / np.pi
+
+
+class ScoredLogisticCalibrator(ps.LogisticCalibrator):
+    def _scores(self, X):
+        return _to_score(X[:, 0])
+
+
+class ScoredTemperatureCalibrator(ps.TemperatureCalibrator):
+    def _scores(self, X):
+        return _to_score(X[:, 0])
+
+
+class ScoredBetaCalibrator(ps.BetaCalibrator):
+    def _scores(self, X):
+        return _to_score(X[:, 0])
+
+
+class ScoredSplineCalibrator(ps.SplineCalibrator):
+    def _scores(self, X):
+        return _to_score(X[:, 0])
+
+
+class ScoredIsotonicCalibrator(ps.IsotonicCalibrator):
+    def _scores(self, X):
+        return _to_score(X[:, 0])
+
+
+class ScoredCalEMClassifier(ps.CalEMClassifier):
+    def _columns(self, X):
+        return _to_score(X[:, 0]), (np.arange(X.shape[0]) % 2).astype(float)
+
+
+_FEW_SCORES = "the check's data have fewer distinct scores than the 5 knots of the spline"
+
+
+def _scored_expected(estimator):
+    name = type(estimator).__name__
+    if name == "ScoredSplineCalibrator":
+        return dict.fromkeys(["check_estimators_dtypes", "check_sample_weights_pandas_series",
+                              "check_sample_weights_not_an_array", "check_sample_weights_shape",
+                              "check_sample_weights_not_overwritten"], _FEW_SCORES)
+    if name == "ScoredCalEMClassifier":
+        return {"check_estimators_dtypes": "alternate rows of the check's 20 rows leave no "
+                                           "positive label in the control group"}
+    return {}
+
+
+@pytest.mark.parametrize("estimator", [
+    ScoredLogisticCalibrator(), ScoredTemperatureCalibrator(), ScoredBetaCalibrator(),
+    ScoredSplineCalibrator(), ScoredIsotonicCalibrator(),
+    ScoredCalEMClassifier(calibrator="logistic")], ids=repr)
+def test_check_estimator_on_scores(estimator):
+    failed, n = _failed_checks(estimator)
+    assert n > 50
+    assert failed == set(_scored_expected(estimator))
+
+
+def test_expected_failures_have_reasons():
+    for est in [*CALIBRATORS, ps.CalEMClassifier(), ps.DETMClassifier(), ps.SETMClassifier()]:
+        exp = ps.expected_failed_checks(est)
+        assert exp and all(isinstance(r, str) and len(r) > 40 for r in exp.values())
+    assert ps.expected_failed_checks(StandardScaler()) == {}
+
+
+# ---------------------------------------------------------------------------------------------
+# optional dependency
+# ---------------------------------------------------------------------------------------------
+def _run(code):
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
+                          text=True, cwd=pu.__file__.rsplit("/puinfer/", 1)[0])
+
+
+def test_import_puinfer_does_not_import_sklearn():
+    out = _run("""
+        import sys, puinfer
+        assert 'sklearn' not in sys.modules, 'sklearn imported'
+        print('ok')
+    """)
+    assert out.returncode == 0 and "ok" in out.stdout, out.stderr
+
+
+def test_clear_import_error_without_sklearn():
+    out = _run("""
+        import sys
+        class Block:
+            def find_spec(self, name, path=None, target=None):
+                if name == 'sklearn' or name.startswith('sklearn.'):
+                    raise ImportError('No module named ' + repr(name))
+        sys.meta_path.insert(0, Block())
+        import puinfer
+        try:
+            import puinfer.sklearn
+        except ImportError as exc:
+            print('MESSAGE', exc)
+    """)
+    assert out.returncode == 0, out.stderr
+    assert "puinfer[sklearn]" in out.stdout and "scikit-learn" in out.stdout
+
+
+# ---------------------------------------------------------------------------------------------
+# calibrators: numbers, clone, Pipeline, cross_val_predict
+# ---------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def scores():
+    rng = np.random.default_rng(0)
+    s = rng.beta(1.5, 2.5, 400)
+    y = rng.binomial(1, 1 / (1 + np.exp(-(0.4 + 1.6 * np.log(s / (1 - s))))))
+    return s, y
+
+
+@pytest.mark.parametrize("est", CALIBRATORS, ids=repr)
+def test_calibrator_equals_puinfer_fit(scores, est):
+    s, y = scores
+    w = np.r_[np.ones(200), np.full(200, 2.0)]
+    fitted = est.fit(s[:, None], y, sample_weight=w)
+    spec = fitted._calibrator()
+    ref = spec.fit(s, y, w)
+    grid = np.linspace(0.01, 0.99, 21)
+    assert_allclose(fitted.predict_proba(grid[:, None])[:, 1], ref.predict(grid), rtol=1e-12)
+    assert_allclose(fitted.predict_proba(grid[:, None]).sum(axis=1), 1.0)
+    assert_allclose(fitted.fitted_.params.to_numpy(), ref.params.to_numpy())
+    np.testing.assert_array_equal(fitted.predict(grid[:, None]),
+                                  (ref.predict(grid) > 0.5).astype(int))
+
+
+def test_string_labels_and_frames(scores):
+    s, y = scores
+    lab = np.where(y == 1, "yes", "no")
+    X = pd.DataFrame({"score": s})
+    est = ps.LogisticCalibrator().fit(X, lab)
+    assert list(est.classes_) == ["no", "yes"] and list(est.feature_names_in_) == ["score"]
+    ref = pu.LogisticCalibrator().fit(s, y)
+    assert_allclose(est.predict_proba(X)[:, 1], ref.predict(s), rtol=1e-12)
+    assert set(est.predict(X)) <= {"no", "yes"}
+
+
+def test_clone_keeps_params_and_drops_fit(scores):
+    s, y = scores
+    est = ps.SplineCalibrator(df=4, lam=0.5).fit(s[:, None], y)
+    c = clone(est)
+    assert c.get_params() == est.get_params() and c.get_params()["df"] == 4
+    assert not hasattr(c, "fitted_")
+    with pytest.raises(NotFittedError):
+        c.predict_proba(s[:, None])
+    c.set_params(df=6).fit(s[:, None], y)
+    assert len(c.fitted_.params) == 6
+    back = pickle.loads(pickle.dumps(est))
+    assert_allclose(back.predict_proba(s[:5, None]), est.predict_proba(s[:5, None]))
+
+
+def test_temperature_attribute(scores):
+    s, y = scores
+    est = ps.TemperatureCalibrator().fit(s[:, None], y)
+    assert_allclose(est.temperature_, pu.TemperatureCalibrator().fit(s, y).temperature)
+
+
+def test_calibrator_in_pipeline(scores):
+    """A Pipeline step that produces the score (here: from its logit), then the calibrator."""
+    s, y = scores
+    z = np.log(s / (1 - s))[:, None]
+    pipe = make_pipeline(FunctionTransformer(lambda v: 1 / (1 + np.exp(-v))),
+                         ps.BetaCalibrator()).fit(z, y)
+    ref = pu.BetaCalibrator().fit(s, y)
+    assert_allclose(pipe.predict_proba(z)[:, 1], ref.predict(s), rtol=1e-9)
+
+
+def test_calibrator_cross_val_predict(scores):
+    s, y = scores
+    cv = KFold(4, shuffle=True, random_state=1)
+    got = cross_val_predict(ps.LogisticCalibrator(), s[:, None], y, cv=cv,
+                            method="predict_proba")[:, 1]
+    ref = np.empty_like(s)
+    for tr, te in cv.split(s):  # four folds: one fit each
+        ref[te] = pu.LogisticCalibrator().fit(s[tr], y[tr]).predict(s[te])
+    assert_allclose(got, ref, rtol=1e-12)
+
+
+def test_calibrator_bad_input(scores):
+    s, y = scores
+    with pytest.raises(ValueError, match="one column"):
+        ps.LogisticCalibrator().fit(np.column_stack([s, s]), y)
+    with pytest.raises(ValueError, match="score must be in"):
+        ps.LogisticCalibrator().fit((s + 1)[:, None], y)
+    with pytest.raises(ValueError, match="Only binary classification"):
+        ps.LogisticCalibrator().fit(s[:, None], np.arange(s.size) % 3)
+    with pytest.raises(ValueError, match="Expected 2D array"):
+        ps.LogisticCalibrator().fit(s, y)
+
+
+# ---------------------------------------------------------------------------------------------
+# CalEM
+# ---------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def calem_data():
+    from puinfer.simulate.calem import simulate_calem
+
+    return simulate_calem(3000, clean_share=0.2, rng=np.random.default_rng(7))
+
+
+def test_calem_classifier_equals_calem(calem_data):
+    d = calem_data
+    X = d[["score", "treated"]].to_numpy(dtype=float)
+    est = ps.CalEMClassifier(calibrator="logistic").fit(X, d["label"])
+    ref = pu.CalEM(d["score"], d["label"], d["treated"], calibrator="logistic").fit()
+    assert_allclose(est.results_.params.to_numpy(), ref.params.to_numpy(), rtol=1e-10)
+    assert_allclose(est.predict_proba(X)[:, 1], ref.predict(d["score"].to_numpy()), rtol=1e-10)
+    c = clone(est)
+    assert c.get_params()["calibrator"] == "logistic" and not hasattr(c, "results_")
+
+
+def test_calem_classifier_cross_val_predict(calem_data):
+    d = calem_data
+    X = d[["score", "treated"]].to_numpy(dtype=float)
+    y = d["label"].to_numpy()
+    cv = KFold(3, shuffle=True, random_state=0)
+    got = cross_val_predict(ps.CalEMClassifier(calibrator="logistic"), X, y, cv=cv,
+                            method="predict_proba")[:, 1]
+    ref = np.empty(len(y))
+    for tr, te in cv.split(X):
+        r = pu.CalEM(X[tr, 0], y[tr], X[tr, 1], calibrator="logistic").fit()
+        ref[te] = r.predict(X[te, 0])
+    assert_allclose(got, ref, rtol=1e-9)
+
+
+# ---------------------------------------------------------------------------------------------
+# DETM / SETM
+# ---------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def pu_data():
+    rng = np.random.default_rng(3)
+    n, m, pi = 300, 500, 0.4
+    src = rng.normal(1.0, 1.0, (n, 2))
+    pos = rng.random(m) < pi
+    tgt = np.where(pos[:, None], rng.normal(1.0, 1.0, (m, 2)), rng.normal(-0.5, 1.0, (m, 2)))
+    X = pd.DataFrame(np.vstack([src, tgt]), columns=["x1", "x2"])
+    s = np.r_[np.ones(n, int), np.zeros(m, int)]
+    return X, s
+
+
+@pytest.fixture(scope="module")
+def detm_fit(pu_data):
+    X, s = pu_data
+    return ps.DETMClassifier().fit(X, s)
+
+
+def test_detm_classifier_equals_detm(pu_data, detm_fit):
+    X, s = pu_data
+    ref = pu.DETM(X[s == 1], X[s == 0]).fit()
+    est = detm_fit
+    assert_allclose(est.pi_, ref.pi, rtol=1e-8)  # optimiser tolerance
+    ci = ref.conf_int_pi(0.05)
+    assert_allclose(est.pi_conf_int_, (ci["lower"], ci["upper"]), rtol=1e-7)
+    assert est.pi_conf_int_[0] < est.pi_ < est.pi_conf_int_[1]
+    assert_allclose(est.predict_proba(X)[:, 1], ref.predict(X).to_numpy(), rtol=1e-7)
+    assert list(est.feature_names_in_) == ["x1", "x2"] and est.n_features_in_ == 2
+    assert isinstance(est.results_, pu.DETMResults)
+
+
+def test_setm_classifier_and_alpha(pu_data):
+    X, s = pu_data
+    est = ps.SETMClassifier(alpha=0.1).fit(X, s)
+    ref = pu.SETM(X[s == 1], X[s == 0]).fit()
+    ci = ref.conf_int_pi(0.1)
+    assert_allclose(est.pi_, ref.pi, rtol=1e-8)  # optimiser tolerance
+    assert_allclose(est.pi_conf_int_, (ci["lower"], ci["upper"]), rtol=1e-7)
+
+
+def test_detm_clone_pipeline_and_cross_val_predict(pu_data, detm_fit):
+    X, s = pu_data
+    c = clone(detm_fit)
+    assert c.get_params() == detm_fit.get_params() and not hasattr(c, "pi_")
+    # DETM is invariant to affine maps of the features: the standardised pipeline agrees
+    pipe = make_pipeline(StandardScaler(), ps.SETMClassifier()).fit(X, s)
+    ref = ps.SETMClassifier().fit(X, s)
+    assert_allclose(pipe.predict_proba(X)[:, 1], ref.predict_proba(X)[:, 1], rtol=1e-6,
+                    atol=1e-9)
+    assert_allclose(pipe[-1].pi_, ref.pi_, rtol=1e-6)
+    cv = KFold(2, shuffle=True, random_state=0)
+    got = cross_val_predict(ps.SETMClassifier(), X, s, cv=cv, method="predict_proba")[:, 1]
+    out = np.empty(len(s))
+    for tr, te in cv.split(X):
+        Xt, st = X.iloc[tr], s[tr]
+        out[te] = pu.SETM(Xt[st == 1], Xt[st == 0]).fit().predict(X.iloc[te]).to_numpy()
+    assert_allclose(got, out, rtol=1e-8)
+    back = pickle.loads(pickle.dumps(detm_fit))
+    assert_allclose(back.predict_proba(X.iloc[:5]), detm_fit.predict_proba(X.iloc[:5]))
+
+
+def test_detm_classifier_bad_input(pu_data):
+    X, s = pu_data
+    with pytest.raises(ValueError, match="Only binary classification"):
+        ps.DETMClassifier().fit(X, np.arange(len(s)) % 3)
+    with pytest.raises(ValueError, match="one class"):
+        ps.DETMClassifier().fit(X, np.ones(len(s)))
