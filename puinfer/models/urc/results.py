@@ -30,7 +30,10 @@ __all__ = ["URCResults", "URCFitRecord"]
 
 _GOF_NULL = "Axiom 2 (consistency): the field histograms are mixtures M_A' p of the lab ones"
 _MODEL_NAMES = {"free": "URC", "equal": "URC (equal base rates)",
-                "rows": "URC (base rates fixed)", "entry": "URC (one base rate fixed)"}
+                "rows": "URC (base rates fixed)", "entry": "URC (one base rate fixed)",
+                "pooled": "URC (base rates = lab population's)"}
+_DESIGN_TEXT = {"random": "random (class counts multinomial, lab base rates estimated)",
+                "stratified": "stratified (class counts fixed by design)"}
 
 
 @dataclass(frozen=True)
@@ -67,17 +70,19 @@ class URCFitRecord:
     n_dropped: int = 0
 
 
-def _null_rates(value, pi_lab, classes):
+def _null_rates(value, pi_lab, classes, random_lab=False):
     """The base rates of the no-shift null (``value``, validated; default the lab rates) and
     their description."""
     if value is None:
-        return pi_lab.copy(), "the lab base rates"
+        return pi_lab.copy(), ("the lab population's base rates (estimated)" if random_lab
+                               else "the lab base rates (fixed by the stratified design)")
     arr = rates_vector(value, "value", classes)
     return arr, (f"{arr[1]:.4g}" if len(classes) == 2 else str(np.round(arr, 4).tolist()))
 
 
-def _tests_table(tests, several_groups) -> pd.DataFrame:
-    index = ["no shift (= lab rates)", "equal across groups", "goodness of fit (Axiom 2)"]
+def _tests_table(tests, several_groups, random_lab) -> pd.DataFrame:
+    index = ["no shift (= lab population rates)" if random_lab else "no shift (= lab rates)",
+             "equal across groups", "goodness of fit (Axiom 2)"]
     if not several_groups:
         index.pop(1)
     return pd.DataFrame({"statistic": [t.statistic for t in tests],
@@ -97,17 +102,22 @@ class URCResults(InformationCriteria, LikelihoodResults):
     model : URC
     likelihood : str
         ``"joint"`` or ``"fixed"``.
+    lab_design : str
+        ``"random"`` or ``"stratified"`` (the model's; see :class:`URC`).
     prior_strength : float
         Dirichlet prior strength (0: maximum likelihood).
     llf : float
-        The log-likelihood of the counts at the estimate (with the multinomial coefficients).
+        The log-likelihood of the counts at the estimate (with the multinomial coefficients);
+        under a random lab design it includes the lab class counts' multinomial (at
+        ``pi_lab = n_i / n`` except in the no-shift null).
     llf_penalized : float
         The maximised objective: ``llf`` plus the log Dirichlet prior when
         ``prior_strength > 0`` (used by the likelihood-ratio tests and the profiles).
     nobs : int
-        Field items, plus lab items under the joint likelihood.
+        Field items, plus lab items under the joint likelihood or a random lab design.
     df_model : int
-        Number of free parameters (base rates, and ``M_A`` under the joint likelihood).
+        Number of free parameters (base rates, ``M_A`` under the joint likelihood, the lab
+        population's base rates under a random lab design).
     constraint : Constraint
         What was held fixed (restricted fits of the tests only).
     convergence : ConvergenceInfo
@@ -128,16 +138,22 @@ class URCResults(InformationCriteria, LikelihoodResults):
         self._groups = record.groups
         self.constraint = con
         self.likelihood = "joint" if d.joint else "fixed"
+        self.lab_design = "random" if d.random_lab else "stratified"
         self.prior_strength = d.strength
         k, (G, A) = self.model.n_classes, d.F.shape
         self._llf_penalized = est.objective + d.const
         self.llf = lik.objective(est.P, est.M, dataclasses.replace(d, strength=0.0)) + d.const
-        self.llf_kind = (f"URC multinomial log-likelihood ({self.likelihood})"
+        self.llf_kind = (f"URC multinomial log-likelihood ({self.likelihood}, "
+                         f"{self.lab_design} lab)"
                          + (f" + Dirichlet log prior (strength {d.strength:g})"
                             if d.strength > 0 else ""))
-        self.nobs = int(d.F.sum() + (d.L.sum() if d.joint else 0))
-        n_p = {"free": G * (k - 1), "equal": k - 1, "rows": 0, "entry": G * (k - 1) - 1}
-        self.df_model = n_p[con.kind] + (k * (A - 1) if d.joint else 0)
+        self.nobs = int(d.F.sum() + (d.L.sum() if d.joint or d.random_lab else 0))
+        n_p = {"free": G * (k - 1), "equal": k - 1, "rows": 0, "entry": G * (k - 1) - 1,
+               "pooled": k - 1}
+        # the lab population's base rates: free under a random design, except in the pooled
+        # null where they are the shared base rates counted in n_p
+        n_pi = k - 1 if d.random_lab and con.kind != "pooled" else 0
+        self.df_model = n_p[con.kind] + n_pi + (k * (A - 1) if d.joint else 0)
         self.data_fingerprint = data_fingerprint(d.L, d.F, [d.strength])
         self.model_name = _MODEL_NAMES[con.kind]
         self.convergence: ConvergenceInfo = est.convergence
@@ -349,6 +365,8 @@ class URCResults(InformationCriteria, LikelihoodResults):
 
     @functools.cached_property
     def _no_shift_fit(self) -> URCResults:
+        if self._d.random_lab:
+            return self._restricted(lik.Constraint("pooled"))
         return self._restricted(lik.Constraint("rows", value=self._d.pi_lab.copy()))
 
     @functools.cached_property
@@ -362,9 +380,12 @@ class URCResults(InformationCriteria, LikelihoodResults):
         Parameters
         ----------
         value : float, array_like or pandas.Series, optional
-            Default the lab base rates. Binary: ``P(Y = 1)`` (or both shares); multiclass:
-            class shares summing to 1, in the class order, or a Series indexed by the classes
-            (matched by name).
+            Default: the lab base rates -- under a random lab design every group's base rates
+            equal the lab population's, one set of base rates estimated from the lab class
+            counts and the field histograms together (its ``base_rates`` show it); under a
+            stratified design the lab sample's class shares, fixed. Binary: ``P(Y = 1)`` (or
+            both shares); multiclass: class shares summing to 1, in the class order, or a
+            Series indexed by the classes (matched by name).
 
         Returns
         -------
@@ -383,7 +404,7 @@ class URCResults(InformationCriteria, LikelihoodResults):
 
     def is_nested_in(self, other) -> bool:
         """Restricted URC fits are nested in the free fit on the same data and likelihood."""
-        order = {"rows": 0, "equal": 1, "free": 2}
+        order = {"rows": 0, "pooled": 1, "equal": 1, "free": 2}
         return (isinstance(other, URCResults)
                 and other.data_fingerprint == self.data_fingerprint
                 and other.llf_kind == self.llf_kind
@@ -403,9 +424,21 @@ class URCResults(InformationCriteria, LikelihoodResults):
         Parameters
         ----------
         value : float, array_like or pandas.Series, optional
-            The base rates under the null; default the lab base rates (no prior shift).
-            Binary: ``P(Y = 1)`` in [0, 1] (or both shares); multiclass: a vector over the
-            classes summing to 1, or a Series indexed by the classes (matched by name).
+            The base rates under the null; default the lab base rates (no prior shift), whose
+            meaning depends on the model's ``lab_design``:
+
+            * ``"random"``: the two-sample test of field base rates = the lab *population's*
+              base rates ``pi_lab``. ``H0: p_g = pi_lab`` for every group, with ``pi_lab``
+              unknown and estimated from the lab class counts (multinomial data) and the field
+              histograms together; ``H1``: ``p_g`` and ``pi_lab`` free. The test carries the
+              sampling error of the lab class shares.
+            * ``"stratified"``: the lab class shares were fixed by design and are taken as the
+              known lab base rates (a one-sample test).
+
+            An explicit ``value`` is a known null under either design (``pi_lab`` separates
+            and the statistic is the same). Binary: ``P(Y = 1)`` in [0, 1] (or both shares);
+            multiclass: a vector over the classes summing to 1, or a Series indexed by the
+            classes (matched by name).
 
         Raises
         ------
@@ -416,10 +449,10 @@ class URCResults(InformationCriteria, LikelihoodResults):
         Returns
         -------
         HypothesisTestResult
-            ``2 (llf - llf_0)`` against chi-square with ``G (k - 1)`` degrees of freedom (under
-            the joint likelihood ``M_A`` is re-maximised under the null).
+            ``2 (llf - llf_0)`` against chi-square with ``G (k - 1)`` degrees of freedom under
+            either design (under the joint likelihood ``M_A`` is re-maximised under the null).
         """
-        _, what = _null_rates(value, self._d.pi_lab, self.model.classes)
+        _, what = _null_rates(value, self._d.pi_lab, self.model.classes, self._d.random_lab)
         return self._lr(self.fit_no_shift(value),
                         f"the field base rates of every group equal {what}",
                         "URC likelihood-ratio test of no prior shift")
@@ -595,7 +628,8 @@ class URCResults(InformationCriteria, LikelihoodResults):
             f"[{alpha / 2:.3g}": ci["lower"],
             f"{1 - alpha / 2:.3g}]": ci["upper"],
             "naive": self.naive.stack().reindex(pidx).to_numpy(),
-            "lab": self.lab_base_rates.reindex(pidx.get_level_values("class")).to_numpy(),
+            "lab sample": self.lab_base_rates.reindex(
+                pidx.get_level_values("class")).to_numpy(),
         }, index=pidx)
 
     def summary(self, alpha: float = 0.05) -> Summary:
@@ -615,6 +649,7 @@ class URCResults(InformationCriteria, LikelihoodResults):
         s = Summary("Unsupervised recalibration (URC): field base rates")
         for key, value in [
                 ("Likelihood", "joint (lab + field)" if self._d.joint else "fixed M_A (paper)"),
+                ("Lab design", _DESIGN_TEXT[self.lab_design]),
                 ("Classes", m.n_classes), ("Cells |A|", m.partition.n_cells),
                 ("Partition", m.partition.kind), ("Lab n", m.n_lab),
                 ("Field N", int(self._d.F.sum())), ("Groups", len(self._groups)),
@@ -631,7 +666,7 @@ class URCResults(InformationCriteria, LikelihoodResults):
         several = len(self._groups) > 1
         tests = [self.test_no_shift()] + ([self.test_equal_base_rates()] if several else [])
         s.add_table("Likelihood-ratio and chi-square tests",
-                    _tests_table(tests + [self.gof()], several))
+                    _tests_table(tests + [self.gof()], several, self._d.random_lab))
         s.add_note(self.convergence.line())
         if self.prior_strength > 0:
             s.add_note("With a prior the estimates are MAP; intervals and tests use the "

@@ -1,0 +1,288 @@
+"""Monte-Carlo study of URC's lab design (issue 14): size of ``test_no_shift`` and coverage of the
+95% profile intervals when the lab set is a random sample of the lab population and when its
+class counts are fixed by design (stratified).
+
+Design (:func:`puinfer.simulate.urc.simulate_urc`): the classifier is the Bayes classifier of a
+Gaussian score model calibrated on the lab population (separation 1.5); binary with lab
+population base rate ``P(Y = 1) = 0.3`` (``|A| = 4``), three classes with (0.5, 0.3, 0.2)
+(``|A| = 6``, arg max x 2 quantile bins); lab n in {100, 300, 1000}; field n = 3000 drawn with
+the **lab population's** base rates (the null of no shift is true). The lab set is drawn at
+random (``lab_design="random"`` in the simulator and in ``URC``) or stratified (class counts
+``n_lab * pi_lab``; ``lab_design="stratified"``). Joint likelihood (the default).
+
+Per replicate and class it records the p-value of ``test_no_shift()`` (the design's default
+null), the p-value of the stratified form of the test on the same data (``value`` = the lab
+sample's class shares: what the default was before issue 14), the estimate, the 95% profile
+interval and the profile likelihood-ratio statistic at the true value ``R(p_true)`` (coverage
+for any cut-off ``c`` is the share of ``R(p_true) <= c``).
+
+Extra cells (``--set shift``, for the small-lab coverage question of issue 14): three classes,
+lab population (1/3, 1/3, 1/3), field (0.6, 0.3, 0.1), lab n = 300, field 3000.
+
+Replicate ``r`` of cell ``c`` uses ``numpy.random.default_rng([seed, c, r])``; rows are appended
+to the CSV as they come and a rerun resumes where the CSV stops (replicates interleave the
+cells, so a partial run covers every cell).
+
+Usage::
+
+    nice -n 10 python studies/urc_labdesign.py --reps 1000            # the full study
+    nice -n 10 python studies/urc_labdesign.py --set shift --reps 2000
+    python studies/urc_labdesign.py --reps 3 --out /tmp/x              # smoke run
+    python studies/urc_labdesign.py --report                           # tables from the CSV
+
+Writes ``studies/results/urc_labdesign_{set}_raw.csv`` and ``studies/results/urc_labdesign.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from puinfer import URC
+from puinfer.simulate.urc import simulate_urc
+
+OUT = Path(__file__).resolve().parent / "results"
+RATES = {2: (0.7, 0.3), 3: (0.5, 0.3, 0.2)}
+N_FIELD = 3000
+SEP = 1.5
+CUT95 = float(stats.chi2.ppf(0.95, 1))
+
+
+def null_cells():
+    """(k, n_lab, design, lab rates, field rates) of the must-show cells (null true)."""
+    return [dict(k=k, n_lab=n, design=d, lab=RATES[k], field=RATES[k])
+            for k in (2, 3) for n in (100, 300, 1000) for d in ("random", "stratified")]
+
+
+def shift_cells():
+    third = (1 / 3, 1 / 3, 1 / 3)
+    return [dict(k=3, n_lab=300, design=d, lab=third, field=(0.6, 0.3, 0.1))
+            for d in ("random", "stratified")]
+
+
+def diag_cells():
+    third = (1 / 3, 1 / 3, 1 / 3)
+    return [dict(k=3, n_lab=n, design="random", lab=third, field=(0.6, 0.3, 0.1))
+            for n in (300, 1000)]
+
+
+CELLS = {"null": null_cells, "shift": shift_cells, "diag": diag_cells}
+
+
+def _population_partition(cell, n_bins):
+    """The partition at the lab population's quantiles (from 200,000 independent lab draws):
+    the same scheme as URC's, but not built on the lab data."""
+    from puinfer.models.urc.partition import build_partition
+
+    key = (cell["k"], tuple(cell["lab"]), n_bins)
+    if key not in _POP_PART:
+        k = cell["k"]
+        lab = cell["lab"][1] if k == 2 else np.asarray(cell["lab"])
+        big = simulate_urc(n_lab=200_000, n_field=1, lab_base_rates=lab, field_base_rate=lab,
+                           separation=SEP,
+                           rng=np.random.default_rng(99), lab_design="random")
+        _POP_PART[key] = build_partition(big.lab_pred, k, n_bins, k == 2, [])
+    return _POP_PART[key]
+
+
+_POP_PART: dict = {}
+
+
+def _refit_with_partition(model, lab_pred, lab_y, part, field_pred):
+    """``model`` with its partition replaced (diagnosis only: URC has no public way to give
+    the cells), refitted to ``field_pred``."""
+    import copy
+
+    m = copy.copy(model)
+    m.partition = part
+    A = part.n_cells
+    m._L = np.bincount(lab_y * A + part.assign(lab_pred),
+                       minlength=m.n_classes * A).reshape(m.n_classes, A).astype(float)
+    return m.fit(field_pred)
+
+
+def diag_replicate(cell, rng):
+    """Profile statistic at the truth under URC's partition (built on the lab data), under the
+    lab population's partition, and with |A| = k cells (one bin per predicted class: the
+    fewest nuisance parameters); zero cells of the lab histogram."""
+    field = np.asarray(cell["field"])
+    s = simulate_urc(n_lab=cell["n_lab"], n_field=N_FIELD, lab_base_rates=np.asarray(cell["lab"]),
+                     field_base_rate=field, separation=SEP, rng=rng, lab_design=cell["design"])
+    out = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = URC(s.lab_pred, s.lab_y, lab_design=cell["design"])
+        fits = {"data": m.fit(s.field_pred),
+                "pop": _refit_with_partition(m, s.lab_pred, s.lab_y,
+                                             _population_partition(cell, 2), s.field_pred),
+                "A3": URC(s.lab_pred, s.lab_y, n_bins=1).fit(s.field_pred)}
+        out["zero_cells"] = int((m.lab_counts.to_numpy() == 0).sum())
+        out["min_cell"] = float(m.lab_counts.to_numpy().min())
+        for name, r in fits.items():
+            P = r.base_rates.iloc[0].to_numpy()
+            for j in range(cell["k"]):
+                out[f"R_{name}{j}"] = r.profile(cls=j).statistic(field[j])
+                out[f"est_{name}{j}"] = P[j]
+    return out
+
+
+def one_replicate(cell, rng, alpha=0.05):
+    """Fit one simulated data set; a dict of the recorded quantities."""
+    k = cell["k"]
+    lab = cell["lab"][1] if k == 2 else np.asarray(cell["lab"])
+    field = np.asarray(cell["field"])
+    s = simulate_urc(n_lab=cell["n_lab"], n_field=N_FIELD, lab_base_rates=lab,
+                     field_base_rate=field[1] if k == 2 else field, separation=SEP, rng=rng,
+                     lab_design=cell["design"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = URC(s.lab_pred, s.lab_y, lab_design=cell["design"]).fit(s.field_pred)
+        t = r.test_no_shift()
+        t_strat = r.test_no_shift(value=r.lab_base_rates.to_numpy())
+        ci = r.conf_int(alpha)
+        out = dict(p_noshift=t.pvalue, stat_noshift=t.statistic,
+                   p_noshift_stratified_null=t_strat.pvalue,
+                   converged=bool(r.converged), n_warn=len(r.warnings))
+        classes = [1] if k == 2 else list(range(k))
+        P = r.base_rates.iloc[0].to_numpy()
+        for j, (lo, hi) in zip(classes, ci.to_numpy(), strict=True):
+            pr = r.profile(cls=j)
+            out[f"est{j}"] = P[j]
+            out[f"lab{j}"] = r.lab_base_rates.iloc[j]
+            out[f"lower{j}"] = lo
+            out[f"upper{j}"] = hi
+            out[f"R_true{j}"] = pr.statistic(field[j])
+    return out
+
+
+def run(which, reps, seed, path):
+    cells = CELLS[which]()
+    done = pd.read_csv(path) if path.exists() else None
+    have = set() if done is None else set(zip(done.cell, done.rep, strict=True))
+    t0, n_new = time.time(), 0
+    for rep in range(reps):
+        rows = []
+        for c, cell in enumerate(cells):
+            if (c, rep) in have:
+                continue
+            t1 = time.time()
+            fn = diag_replicate if which == "diag" else one_replicate
+            res = fn(cell, np.random.default_rng([seed, c, rep]))
+            rows.append(dict(cell=c, rep=rep, k=cell["k"], n_lab=cell["n_lab"],
+                             design=cell["design"], seconds=time.time() - t1, **res))
+        if rows:
+            df = pd.DataFrame(rows)
+            df.to_csv(path, mode="a", header=not path.exists(), index=False)
+            n_new += len(rows)
+        if rows and (rep + 1) % 25 == 0:
+            print(f"rep {rep + 1}: {n_new} new fits in {time.time() - t0:.0f} s", flush=True)
+
+
+def mc_se(p, n):
+    return np.sqrt(np.maximum(p * (1 - p), 1e-12) / n)
+
+
+def to_markdown(df: pd.DataFrame) -> str:
+    d = df.reset_index()
+    cols = [str(c) for c in d.columns]
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for row in d.itertuples(index=False):
+        lines.append("| " + " | ".join(f"{v:.4g}" if isinstance(v, float) else str(v)
+                                       for v in row) + " |")
+    return "\n".join(lines)
+
+
+def size_table(df, alpha=0.05):
+    rows = []
+    for (k, n, d), g in df.groupby(["k", "n_lab", "design"]):
+        n_rep = len(g)
+        p = (g.p_noshift < alpha).mean()
+        q = (g.p_noshift_stratified_null < alpha).mean()
+        rows.append(dict(k=k, n_lab=n, design=d, reps=n_rep, size=p, mc_se=mc_se(p, n_rep),
+                         size_stratified_null=q, mc_se_strat=mc_se(q, n_rep),
+                         sec_per_rep=g.seconds.mean()))
+    return pd.DataFrame(rows).set_index(["k", "n_lab", "design"])
+
+
+def coverage_table(df, rates, cut=CUT95):
+    rows = []
+    for (k, n, d), g in df.groupby(["k", "n_lab", "design"]):
+        field = rates(k, n, d)
+        classes = [1] if k == 2 else list(range(k))
+        for j in classes:
+            lo, hi = g[f"lower{j}"], g[f"upper{j}"]
+            cov = ((lo <= field[j]) & (field[j] <= hi)).mean()
+            est = g[f"est{j}"]
+            rows.append(dict(k=k, n_lab=n, design=d, cls=j, true=field[j], reps=len(g),
+                             coverage=cov, mc_se=mc_se(cov, len(g)),
+                             miss_low=(hi < field[j]).mean(), miss_high=(lo > field[j]).mean(),
+                             cov_R=(g[f"R_true{j}"] <= cut).mean(),
+                             mean_R=g[f"R_true{j}"].mean(),
+                             bias=est.mean() - field[j], se_bias=est.std() / np.sqrt(len(g)),
+                             sd_est=est.std(), mean_width=(hi - lo).mean()))
+    return pd.DataFrame(rows).set_index(["k", "n_lab", "design", "cls"])
+
+
+def report(out):
+    md = ["# URC: lab design, size of `test_no_shift` and coverage (issue 14)\n",
+          "Generated by `studies/urc_labdesign.py` (see its docstring for the design); "
+          "commands:\n",
+          "    nice -n 10 python studies/urc_labdesign.py --reps 1000",
+          "    nice -n 10 python studies/urc_labdesign.py --set shift --reps 2000",
+          "    python studies/urc_labdesign.py --report\n",
+          f"Field n = {N_FIELD}, separation {SEP}, joint likelihood. Binary: lab population "
+          "base rate 0.3, |A| = 4; three classes: (0.5, 0.3, 0.2), |A| = 6. The null of no "
+          "shift is true (field = lab population base rates). Monte-Carlo SE = "
+          "sqrt(p(1-p)/reps).\n"]
+    path = out / "urc_labdesign_null_raw.csv"
+    if path.exists():
+        df = pd.read_csv(path)
+        st = size_table(df)
+        md += ["## Size of `test_no_shift()` at 5%\n",
+               "`size`: the design's default null (random: two-sample LR test of field = lab "
+               "population base rates; stratified: lab class shares fixed). "
+               "`size_stratified_null`: the stratified form (the lab sample's shares taken as "
+               "known, the pre-issue-14 default) on the same replicates.\n",
+               to_markdown(st), ""]
+        ct = coverage_table(df, lambda k, n, d: np.asarray(RATES[k]))
+        md += ["## Coverage of the 95% profile-likelihood intervals\n",
+               "`coverage`: share of intervals holding the true base rate; `cov_R`: share of "
+               "replicates with the profile statistic at the truth `R(p) <= 3.841` (the same "
+               "up to the root-finding tolerance); `mean_R`: its mean (1 for an exact "
+               "chi-square(1)); `bias`: mean estimate - truth (`se_bias` its MC SE).\n",
+               to_markdown(ct), ""]
+    path = out / "urc_labdesign_shift_raw.csv"
+    if path.exists():
+        df = pd.read_csv(path)
+        ct = coverage_table(df, lambda k, n, d: np.array([0.6, 0.3, 0.1]))
+        md += ["## Small-lab coverage with a shift (issue 14's design)\n",
+               "Three classes, lab population (1/3, 1/3, 1/3), field (0.6, 0.3, 0.1), lab n = "
+               "300, field 3000.\n", to_markdown(ct), ""]
+    (out / "urc_labdesign.md").write_text("\n".join(md) + "\n")
+    print("\n".join(md))
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--reps", type=int, default=1000)
+    ap.add_argument("--set", choices=sorted(CELLS), default="null")
+    ap.add_argument("--seed", type=int, default=14)
+    ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument("--report", action="store_true", help="only write the tables")
+    args = ap.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    if not args.report:
+        run(args.set, args.reps, args.seed, args.out / f"urc_labdesign_{args.set}_raw.csv")
+    report(args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
