@@ -73,7 +73,33 @@ def diag_cells():
             for n in (300, 1000)]
 
 
-CELLS = {"null": null_cells, "shift": shift_cells, "diag": diag_cells}
+def bartlett_cells():
+    return shift_cells()[:1]  # the random-lab shift cell: the same replicates (seeds) as --set shift
+
+
+CELLS = {"null": null_cells, "shift": shift_cells, "diag": diag_cells,
+         "bartlett": bartlett_cells}
+N_BOOT = 100
+
+
+def bartlett_replicate(cell, rng):
+    """The data of :func:`one_replicate` (same draws), the profile statistic at the truth and
+    the bootstrap Bartlett factor of each class (``n_boot = N_BOOT``): covered by the
+    Bartlett-corrected interval iff ``R(p_true) <= factor * 3.841``."""
+    k = cell["k"]
+    field = np.asarray(cell["field"])
+    s = simulate_urc(n_lab=cell["n_lab"], n_field=N_FIELD, lab_base_rates=np.asarray(cell["lab"]),
+                     field_base_rate=field, separation=SEP, rng=rng, lab_design=cell["design"])
+    out = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = URC(s.lab_pred, s.lab_y, lab_design=cell["design"]).fit(s.field_pred)
+        b = r.bartlett_factors(n_boot=N_BOOT, rng=rng)
+        out["n_usable"] = b.attrs["n_usable"]
+        for j in range(k):
+            out[f"R_true{j}"] = r.profile(cls=j).statistic(field[j])
+            out[f"factor{j}"] = b.iloc[j]
+    return out
 
 
 def _population_partition(cell, n_bins):
@@ -173,7 +199,8 @@ def run(which, reps, seed, path):
             if (c, rep) in have:
                 continue
             t1 = time.time()
-            fn = diag_replicate if which == "diag" else one_replicate
+            fn = {"diag": diag_replicate, "bartlett": bartlett_replicate}.get(which,
+                                                                              one_replicate)
             res = fn(cell, np.random.default_rng([seed, c, rep]))
             rows.append(dict(cell=c, rep=rep, k=cell["k"], n_lab=cell["n_lab"],
                              design=cell["design"], seconds=time.time() - t1, **res))

@@ -723,3 +723,41 @@ def gof_test(d: Data, P, M, statistic: str, null: str):
         return t
     return dataclasses.replace(t, method=f"URC {t.method} ({'joint' if d.joint else 'fixed'}"
                                " likelihood)")
+
+
+def bootstrap_lr(d: Data, est: Estimate, targets, n_boot: int, rng: np.random.Generator,
+                 options: FitOptions) -> np.ndarray:
+    """Parametric-bootstrap profile likelihood-ratio statistics at the fitted base rates.
+
+    Counts are drawn from the fitted model (lab class counts multinomial with the lab sample's
+    shares under a random lab design, else fixed; lab cells ``Mult(n_i, M_hat[i])``; field
+    ``Mult(N_g, p_hat_g' M_hat)``), refitted (warm-started at the estimate) and the statistic
+    ``2 {l(theta*) - l_profile(p_hat[g, j])}`` computed for each ``(g, j)`` in ``targets``: the
+    bootstrap distribution of ``R(true value)`` under the fitted model (for a Bartlett-type
+    calibration of the cut-off). Returns an ``n_boot x len(targets)`` array (NaN where a fit
+    failed)."""
+    P, M = est.P, est.M
+    n = d.L.sum(axis=1)
+    Ng = d.F.sum(axis=1).astype(np.int64)
+    Q = P @ M
+    out = np.full((n_boot, len(targets)), np.nan)
+    for b in range(n_boot):
+        nb = n.astype(np.int64)
+        if d.random_lab:
+            while True:  # URC needs every class in the lab set
+                nb = rng.multinomial(int(n.sum()), n / n.sum())
+                if np.all(nb > 0):
+                    break
+        Lb = rng.multinomial(nb, M).astype(float)
+        Fb = rng.multinomial(Ng, Q).astype(float)
+        db = dataclasses.replace(d, L=Lb, F=Fb, pi_lab=Lb.sum(axis=1) / Lb.sum(), pooled=False)
+        # warm Newton from the estimate: the bootstrap data are near it (no further starts)
+        free = _maximize_once(db, Constraint(), (P, M), options, warm=True)
+        if not free.convergence.converged:
+            continue
+        for t, (g, j) in enumerate(targets):
+            con = Constraint("entry", group=g, cls=j, v=float(P[g, j]))
+            f0 = _maximize_once(db, con, (free.P, free.M), options, warm=True)
+            if f0.convergence.converged and np.isfinite(f0.objective):
+                out[b, t] = max(2.0 * (free.objective - f0.objective), 0.0)
+    return out

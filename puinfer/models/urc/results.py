@@ -9,9 +9,10 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
 from ..._align import align_rows
-from ..._validation import check_alpha
+from ..._validation import check_alpha, check_rng
 from ...base.results import (
     ConvergenceInfo,
     InformationCriteria,
@@ -325,8 +326,40 @@ class URCResults(InformationCriteria, LikelihoodResults):
         """Profile intervals at the default ``alpha = 0.05``."""
         return self._profile_intervals(0.05)
 
-    def conf_int(self, alpha: float = 0.05, kind: str = "profile") -> pd.DataFrame:
-        """Confidence intervals for the base rates: profile likelihood (default) or Wald.
+    def bartlett_factors(self, n_boot: int = 200, rng=None) -> pd.Series:
+        """Bootstrap Bartlett factors ``E[R(p)]`` of the profile statistics (see
+        :meth:`conf_int` with ``kind="bartlett"``).
+
+        Parameters
+        ----------
+        n_boot : int
+            Parametric-bootstrap resamples (of the lab and field histograms).
+        rng : numpy.random.Generator or int, optional
+            Random source (an int seed or a Generator); default a fresh Generator.
+
+        Returns
+        -------
+        pandas.Series
+            The mean bootstrap statistic ``R*(p_hat)`` per (group, class), with
+            ``attrs["n_usable"]`` the resamples that could be fitted.
+        """
+        if self.constraint.kind != "free":
+            raise ValueError("Bartlett factors are available for the unrestricted fit only")
+        if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 2:
+            raise ValueError(f"n_boot must be an integer >= 2; got {n_boot!r}")
+        gen = check_rng(rng)
+        R = lik.bootstrap_lr(self._d, self._record.estimate, list(self._free_index),
+                             int(n_boot), gen, self._record.options)
+        ok = np.isfinite(R).all(axis=1)
+        out = pd.Series(R[ok].mean(axis=0) if ok.any() else np.nan, index=self._params.index,
+                        name="Bartlett factor")
+        out.attrs["n_usable"] = int(ok.sum())
+        return out
+
+    def conf_int(self, alpha: float = 0.05, kind: str = "profile", *, n_boot: int = 200,
+                 rng=None) -> pd.DataFrame:
+        """Confidence intervals for the base rates: profile likelihood (default), Wald, or
+        profile likelihood with a bootstrap Bartlett correction of the cut-off.
 
         Rows are (group, class); binary classifiers give class 1 only.
 
@@ -334,27 +367,50 @@ class URCResults(InformationCriteria, LikelihoodResults):
         ----------
         alpha : float
             Significance level in (0, 0.5]: the intervals have level ``1 - alpha``.
-        kind : {"profile", "wald"}
+        kind : {"profile", "wald", "bartlett"}
             Profile: the limits solve ``R(v) = chi2_{1, 1 - alpha}`` by root-finding; a limit
             at 0 or 1 is one-sided (the profile never reaches the cut-off). Wald:
             ``estimate -/+ z se`` with ``se`` from the observed information (``bse``), which
-            can leave [0, 1]. (``"bootstrap"`` is not available for URC.)
+            can leave [0, 1]. Bartlett: the profile interval with the cut-off
+            ``b chi2_{1, 1 - alpha}``, ``b`` the mean of the profile statistic at the
+            estimate over a parametric bootstrap of the histograms from the fitted model
+            (:meth:`bartlett_factors`; ``E R = 1`` for an exact chi-square(1)). It corrects
+            the small-sample excess of ``R`` when the lab set is small against the number of
+            cells (``studies/results/urc_labdesign.md``), at the cost of ``n_boot`` refits per
+            base rate. (``"bootstrap"`` is not available for URC.)
+        n_boot : int
+            Bootstrap resamples for ``kind="bartlett"``.
+        rng : numpy.random.Generator or int, optional
+            Random source for ``kind="bartlett"`` (an int seed or a Generator).
 
         Returns
         -------
         pandas.DataFrame
-            Columns ``lower`` and ``upper``.
+            Columns ``lower`` and ``upper`` (``kind="bartlett"`` adds ``factor``).
 
         Notes
         -----
-        The intervals at ``alpha = 0.05`` are cached; other levels reuse the cached profile
-        evaluations.
+        The profile intervals at ``alpha = 0.05`` are cached; other levels reuse the cached
+        profile evaluations.
         """
         alpha = check_alpha(alpha)
         if kind == "wald":
             return super().conf_int(alpha)
+        if kind == "bartlett":
+            b = self.bartlett_factors(n_boot, rng)
+            cut = stats.chi2.ppf(1 - alpha, 1) * b.to_numpy()
+            rows = []
+            for (g, j), c in zip(self._free_index, cut, strict=True):
+                prof = self.profile(self._groups[g], self.model.classes[j])
+                # the level whose chi-square(1) quantile is the corrected cut-off
+                a = float(np.clip(stats.chi2.sf(c, 1), 1e-15, 0.5)) if np.isfinite(c) else alpha
+                rows.append(prof.conf_int(a))
+            return pd.DataFrame({"lower": [r["lower"] for r in rows],
+                                 "upper": [r["upper"] for r in rows],
+                                 "factor": b.to_numpy()}, index=self._params.index)
         if kind != "profile":
-            raise ValueError(f"kind must be 'profile' or 'wald' for URC; got {kind!r}")
+            raise ValueError(f"kind must be 'profile', 'wald' or 'bartlett' for URC; got "
+                             f"{kind!r}")
         if alpha == 0.05:
             return self._profile_ci.copy()
         return self._profile_intervals(alpha)

@@ -261,3 +261,48 @@ def test_inputs_not_modified_and_index_kept(sim2):
     res.test_no_shift()
     pd.testing.assert_series_equal(lp, before[0])
     pd.testing.assert_series_equal(ly, before[1])
+
+
+# ---- the bootstrap Bartlett correction of the profile cut-off ---------------------------------
+def test_bartlett_interval_solves_the_corrected_cutoff(sim3):
+    res = _fit(sim3)
+    ci = res.conf_int(kind="bartlett", n_boot=40, rng=5)
+    again = res.conf_int(kind="bartlett", n_boot=40, rng=5)
+    pd.testing.assert_frame_equal(ci, again)  # reproducible from the seed
+    f = res.bartlett_factors(n_boot=40, rng=5)
+    assert_allclose(ci["factor"].to_numpy(), f.to_numpy())
+    assert f.attrs["n_usable"] == 40
+    cut = stats.chi2.ppf(0.95, 1)
+    plain = res.conf_int()
+    for (g, cls), row in ci.iterrows():
+        prof = res.profile(cls=cls)
+        for lim in ("lower", "upper"):
+            assert prof.statistic(row[lim]) == pytest.approx(row["factor"] * cut, abs=1e-4)
+        # a factor above 1 widens the interval, below 1 narrows it
+        wider = row["factor"] > 1
+        assert (row["lower"] < plain.loc[(g, cls), "lower"]) == wider
+        assert (row["upper"] > plain.loc[(g, cls), "upper"]) == wider
+
+
+def test_bartlett_factor_near_one_in_large_samples():
+    """With 20,000 lab items the profile statistic is chi-square(1): E R = 1. Over 3 classes x
+    150 resamples the mean has sd about sqrt(2 / 450) = 0.067 (less the correlation)."""
+    s = simulate_urc(20000, 20000, lab_base_rates=[0.5, 0.3, 0.2],
+                     field_base_rate=[0.4, 0.4, 0.2], rng=np.random.default_rng(8),
+                     lab_design="random")
+    res = _fit(s)
+    f = res.bartlett_factors(n_boot=150, rng=1)
+    assert abs(f.mean() - 1) < 0.25
+    assert np.all((f > 0.6) & (f < 1.4))
+
+
+def test_bartlett_bad_arguments(sim2):
+    res = _fit(sim2)
+    with pytest.raises(ValueError, match="n_boot"):
+        res.conf_int(kind="bartlett", n_boot=1)
+    with pytest.raises(TypeError, match="rng"):
+        res.conf_int(kind="bartlett", rng="x")
+    with pytest.raises(ValueError, match="unrestricted"):
+        res.fit_no_shift().bartlett_factors()
+    with pytest.raises(ValueError, match="kind"):
+        res.conf_int(kind="bootstrap")
