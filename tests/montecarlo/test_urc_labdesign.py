@@ -27,8 +27,9 @@ def _se(p):
 
 
 def test_random_lab_no_shift_size_and_coverage():
-    df = pd.DataFrame([study.one_replicate(CELL, np.random.default_rng([1414, r]))
-                       for r in range(REPS)])
+    # coverage from the profile statistic at the truth (the interval is {v : R(v) <= 3.841})
+    df = pd.DataFrame([study.one_replicate(CELL, np.random.default_rng([1414, r]),
+                                           intervals=False) for r in range(REPS)])
     size = (df.p_noshift < 0.05).mean()
     assert abs(size - 0.05) < 3 * _se(0.05)
     # p-values of a valid test are uniform under the null (Kolmogorov-Smirnov at 0.1%)
@@ -37,5 +38,5 @@ def test_random_lab_no_shift_size_and_coverage():
     # sampling error and over-rejects on the same replicates (study: about 0.19 in this cell)
     naive = (df.p_noshift_stratified_null < 0.05).mean()
     assert naive > 0.05 + 3 * _se(0.05)
-    cover = ((df.lower1 <= 0.3) & (0.3 <= df.upper1)).mean()
+    cover = (df.R_true1 <= stats.chi2.ppf(0.95, 1)).mean()
     assert cover > 0.95 - 3 * _se(0.95)

@@ -538,7 +538,7 @@ def maximize(d: Data, con: Constraint = Constraint(), start=None,
     The fixed likelihood is concave in ``p``: its maximum is unique. The joint likelihood is
     only biconcave (concave in ``p`` for fixed ``M`` and in ``M`` for fixed ``p``) and can have
     several local maxima when the lab set is small, so the unrestricted fit and the fit with
-    equal base rates also start from :func:`_extra_starts` (cold: EM first) and keep the
+    equal (or pooled) base rates also start from :func:`_extra_starts` (cold: EM first) and keep the
     highest maximum. Fits with every ``p`` fixed (``"rows"``) are concave in ``M``; profiles
     (``"entry"``) follow their warm starts.
     """
