@@ -761,3 +761,34 @@ def bootstrap_lr(d: Data, est: Estimate, targets, n_boot: int, rng: np.random.Ge
             if f0.convergence.converged and np.isfinite(f0.objective):
                 out[b, t] = max(2.0 * (free.objective - f0.objective), 0.0)
     return out
+
+
+def bootstrap_lr_test(d: Data, est0: Estimate, con: Constraint, n_boot: int,
+                      rng: np.random.Generator, options: FitOptions) -> np.ndarray:
+    """Parametric-bootstrap likelihood-ratio statistics of the null ``con`` (fit ``est0`` on
+    data ``d``, ``d.pooled`` for the random design's no-shift null): counts drawn from the null
+    fit (lab class counts multinomial with the null's lab base rates under a random lab design,
+    else fixed), both fits redone (warm-started at the null fit) and ``2 (l_free - l_null)``
+    returned for each resample (NaN where a fit failed)."""
+    P0, M0 = est0.P, est0.M
+    n = d.L.sum(axis=1)
+    Ng = d.F.sum(axis=1).astype(np.int64)
+    pi0 = P0[0] if con.kind == "pooled" else n / n.sum()
+    Q = P0 @ M0
+    out = np.full(n_boot, np.nan)
+    for b in range(n_boot):
+        nb = n.astype(np.int64)
+        if d.random_lab:
+            while True:  # URC needs every class in the lab set
+                nb = rng.multinomial(int(n.sum()), pi0)
+                if np.all(nb > 0):
+                    break
+        Lb = rng.multinomial(nb, M0).astype(float)
+        Fb = rng.multinomial(Ng, Q).astype(float)
+        db = dataclasses.replace(d, L=Lb, F=Fb, pi_lab=Lb.sum(axis=1) / Lb.sum(), pooled=False)
+        free = _maximize_once(db, Constraint(), (P0, M0), options, warm=True)
+        dn = dataclasses.replace(db, pooled=con.kind == "pooled")
+        null = _maximize_once(dn, con, (P0, M0), options, warm=True)
+        if free.convergence.converged and null.convergence.converged:
+            out[b] = max(2.0 * (free.objective + db.const - null.objective - dn.const), 0.0)
+    return out

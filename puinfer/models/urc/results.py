@@ -474,7 +474,8 @@ class URCResults(InformationCriteria, LikelihoodResults):
             extra["note"] = "an estimate is on the boundary; the chi-square reference is approximate"
         return dataclasses.replace(t, null=null, method=method, extra=extra)
 
-    def test_no_shift(self, value=None) -> HypothesisTestResult:
+    def test_no_shift(self, value=None, reference: str = "chi2", *, n_boot: int = 200,
+                      rng=None) -> HypothesisTestResult:
         """Likelihood-ratio test that every group's field base rates equal ``value``.
 
         Parameters
@@ -495,6 +496,16 @@ class URCResults(InformationCriteria, LikelihoodResults):
             and the statistic is the same). Binary: ``P(Y = 1)`` in [0, 1] (or both shares);
             multiclass: a vector over the classes summing to 1, or a Series indexed by the
             classes (matched by name).
+        reference : {"chi2", "bartlett"}
+            ``"chi2"`` (default): chi-square with ``G (k - 1)`` degrees of freedom.
+            ``"bartlett"``: the statistic scaled by ``df / mean(R*)``, ``R*`` its values over
+            a parametric bootstrap of the histograms from the null fit (both fits redone on
+            every resample), then referred to the same chi-square: a Bartlett correction for
+            small lab sets (``studies/results/urc_labdesign.md``).
+        n_boot : int
+            Bootstrap resamples for ``reference="bartlett"``.
+        rng : numpy.random.Generator or int, optional
+            Random source for ``reference="bartlett"``.
 
         Raises
         ------
@@ -508,10 +519,37 @@ class URCResults(InformationCriteria, LikelihoodResults):
             ``2 (llf - llf_0)`` against chi-square with ``G (k - 1)`` degrees of freedom under
             either design (under the joint likelihood ``M_A`` is re-maximised under the null).
         """
+        if reference not in ("chi2", "bartlett"):
+            raise ValueError(f"reference must be 'chi2' or 'bartlett'; got {reference!r}")
+        if reference == "bartlett":
+            if self.constraint.kind != "free":
+                raise ValueError("the Bartlett reference is available for the unrestricted fit "
+                                 "only")
+            if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or \
+                    n_boot < 2:
+                raise ValueError(f"n_boot must be an integer >= 2; got {n_boot!r}")
+            gen = check_rng(rng)
         _, what = _null_rates(value, self._d.pi_lab, self.model.classes, self._d.random_lab)
-        return self._lr(self.fit_no_shift(value),
-                        f"the field base rates of every group equal {what}",
-                        "URC likelihood-ratio test of no prior shift")
+        null = self.fit_no_shift(value)
+        t = self._lr(null, f"the field base rates of every group equal {what}",
+                     "URC likelihood-ratio test of no prior shift")
+        if reference == "chi2":
+            return t
+        R = lik.bootstrap_lr_test(null._d, null._record.estimate, null.constraint, int(n_boot),
+                                  gen, self._record.options)
+        ok = np.isfinite(R)
+        if ok.sum() < 2:
+            return HypothesisTestResult.invalid("fewer than 2 bootstrap resamples could be "
+                                                "fitted", null=t.null, method=t.method, df=t.df)
+        factor = float(R[ok].mean() / t.df)
+        stat = t.statistic / factor
+        extra = {**t.extra, "Bartlett factor (bootstrap mean / df)": f"{factor:.4f}",
+                 "bootstrap resamples": f"{int(ok.sum())} of {n_boot} usable",
+                 "uncorrected statistic": f"{t.statistic:.4f}",
+                 "asymptotic p-value": f"{t.pvalue:.4g}"}
+        return dataclasses.replace(t, statistic=stat, pvalue=float(stats.chi2.sf(stat, t.df)),
+                                   method=t.method + " (bootstrap Bartlett correction)",
+                                   extra=extra)
 
     def test_equal_base_rates(self) -> HypothesisTestResult:
         """Likelihood-ratio test that all groups share one set of base rates.

@@ -306,3 +306,40 @@ def test_bartlett_bad_arguments(sim2):
         res.fit_no_shift().bartlett_factors()
     with pytest.raises(ValueError, match="kind"):
         res.conf_int(kind="bootstrap")
+
+
+@pytest.mark.parametrize("design", ["random", "stratified"])
+def test_no_shift_bartlett_reference(sim3, design):
+    res = _fit(sim3, design=design)
+    t = res.test_no_shift()
+    tb = res.test_no_shift(reference="bartlett", n_boot=30, rng=3)
+    assert tb.df == t.df
+    factor = float(tb.extra["Bartlett factor (bootstrap mean / df)"])
+    assert tb.statistic == pytest.approx(t.statistic / factor, rel=1e-3)  # factor printed to 4 dp
+    assert tb.pvalue == pytest.approx(stats.chi2.sf(tb.statistic, t.df), rel=1e-10)
+    assert tb.extra["bootstrap resamples"] == "30 of 30 usable"
+    again = res.test_no_shift(reference="bartlett", n_boot=30, rng=3)
+    assert again.statistic == tb.statistic
+    # an explicit null works too
+    tv = res.test_no_shift(value=[0.5, 0.3, 0.2], reference="bartlett", n_boot=10, rng=1)
+    assert np.isfinite(tv.pvalue)
+
+
+def test_no_shift_bartlett_factor_near_one_in_large_samples():
+    """Large lab and field sets: the LR statistic is chi-square(2), mean 2; over 150 resamples
+    its mean has sd 2 / sqrt(150) = 0.16, the factor (mean / 2) sd 0.08."""
+    s = simulate_urc(20000, 20000, lab_base_rates=[0.5, 0.3, 0.2],
+                     field_base_rate=[0.5, 0.3, 0.2], rng=np.random.default_rng(9),
+                     lab_design="random")
+    tb = _fit(s).test_no_shift(reference="bartlett", n_boot=150, rng=2)
+    assert abs(float(tb.extra["Bartlett factor (bootstrap mean / df)"]) - 1) < 0.25
+
+
+def test_no_shift_bartlett_bad_arguments(sim2):
+    res = _fit(sim2)
+    with pytest.raises(ValueError, match="reference"):
+        res.test_no_shift(reference="bootstrap")
+    with pytest.raises(ValueError, match="n_boot"):
+        res.test_no_shift(reference="bartlett", n_boot=0)
+    with pytest.raises(ValueError, match="unrestricted"):
+        res.fit_no_shift().test_no_shift(reference="bartlett")
