@@ -67,7 +67,7 @@ def coverage_cell(n_lab, n_field, rate, reps, rng, delta=1.5, alpha=0.05):
                          field_base_rate=rate, separation=delta, rng=rng)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            m = URC(s.lab_pred, s.lab_y)
+            m = URC(s.lab_pred, s.lab_y, lab_design="stratified")
             for lik in LIKS:
                 r = m.fit(s.field_pred, likelihood=lik)
                 lo, hi = r.conf_int(alpha).iloc[0]
@@ -95,7 +95,7 @@ def tests_cell(reps, rng, *, n_lab=200, n_field=5000, rate=0.5, groups=1, field_
                          field_scale=field_scale, field_shift=field_shift, rng=rng)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            m = URC(s.lab_pred, s.lab_y)
+            m = URC(s.lab_pred, s.lab_y, lab_design="stratified")
             for lik in LIKS:
                 r = m.fit(s.field_pred, groups=s.field_group, likelihood=lik)
                 rej[lik, "no_shift"] += r.test_no_shift().pvalue < alpha
@@ -125,13 +125,13 @@ def multiclass_cell(n_lab, reps, rng, truth=(0.6, 0.3, 0.1), n_field=5000, delta
             warnings.simplefilter("ignore")
             s = simulate_urc(n_lab=n_lab, n_field=n_field, lab_base_rates=np.full(k, 1 / k),
                              field_base_rate=truth, separation=delta, rng=rng)
-            r = URC(s.lab_pred, s.lab_y).fit(s.field_pred)
+            r = URC(s.lab_pred, s.lab_y, lab_design="stratified").fit(s.field_pred)
             ci = r.conf_int()
             cover += (ci["lower"].to_numpy() <= truth) & (truth <= ci["upper"].to_numpy())
             est.append(r.base_rates.iloc[0].to_numpy())
             s0 = simulate_urc(n_lab=n_lab, n_field=n_field, lab_base_rates=np.full(k, 1 / k),
                               field_base_rate=np.full(k, 1 / k), separation=delta, rng=rng)
-            r0 = URC(s0.lab_pred, s0.lab_y).fit(s0.field_pred)
+            r0 = URC(s0.lab_pred, s0.lab_y, lab_design="stratified").fit(s0.field_pred)
             rej["no_shift"] += r0.test_no_shift().pvalue < 0.05
             rej["gof_pearson"] += r0.gof().pvalue < 0.05
     est = np.array(est)

@@ -63,7 +63,8 @@ print(field.groupby("mailbox").agg(n=("spam", "size"), true_share=("spam", "mean
 # ## Global URC: one base rate for all the field data
 
 # %%
-model = pu.URC(d.lab_pred, d.lab_y, n_bins=4)
+# the lab set holds 200 spam and 200 non-spam e-mails by design: stratified
+model = pu.URC(d.lab_pred, d.lab_y, n_bins=4, lab_design="stratified")
 print(model.lab_counts)
 glob = model.fit(d.field_pred)
 print(glob.summary())
@@ -98,7 +99,11 @@ fig.savefig("urc_global.png", dpi=80)
 # ## Tests
 #
 # * **No shift**: are the field base rates the lab's? A likelihood-ratio test (under the joint
-#   likelihood `M_A` is re-estimated under the null).
+#   likelihood `M_A` is re-estimated under the null). The lab set here is balanced by design
+#   (`lab_design="stratified"`), so "the lab's" base rates are the fixed 50/50. A lab set drawn
+#   at random from a population (the default, `lab_design="random"`) makes it a two-sample
+#   test of field = lab *population* base rates, which allows for the sampling error of the lab
+#   shares.
 # * **Goodness of fit** of the fitted histogram, `|A| - k = 2` degrees of freedom per group:
 #   a test of Axiom 2, the assumption everything rests on.
 

@@ -8,9 +8,10 @@ distort the field scores:
   ``C = expit(logit pi_lab + delta s)`` = ``P_lab(Y = 1 | s)``;
 * ``k`` classes: ``s | Y = y ~ N(delta e_y, I_k)``; ``C = softmax(log pi_lab + delta s)``.
 
-The lab set is stratified (its class counts are fixed at ``n_lab * pi_lab``, rounded by largest
-remainder), as in the paper's balanced lab set of 200 images; field classes are drawn i.i.d.
-with the field base rates, per group.
+By default the lab set is stratified (its class counts are fixed at ``n_lab * pi_lab``, rounded by
+largest remainder), as in the paper's balanced lab set of 200 images; with
+``lab_design="random"`` it is an i.i.d. sample of the lab population (class counts multinomial).
+Field classes are drawn i.i.d. with the field base rates, per group.
 """
 
 from __future__ import annotations
@@ -80,8 +81,8 @@ def _rates(value, name):
 
 
 def simulate_urc(n_lab=200, n_field=5000, lab_base_rates=0.5, field_base_rate=0.2, *,
-                 separation=1.5, field_scale=1.0, field_shift=0.0, rng=None
-                 ) -> URCSimulation:
+                 separation=1.5, field_scale=1.0, field_shift=0.0, rng=None,
+                 lab_design="stratified") -> URCSimulation:
     """Simulate a classifier's predictions on a labelled lab set and an unlabelled field set.
 
     Parameters
@@ -102,12 +103,19 @@ def simulate_urc(n_lab=200, n_field=5000, lab_base_rates=0.5, field_base_rate=0.
         values other than 1 and 0 break Axiom 2.
     rng : numpy.random.Generator
         Source of randomness (required for reproducibility; default a fresh Generator).
+    lab_design : {"stratified", "random"}
+        ``"stratified"`` (default): lab class counts fixed at ``n_lab * lab_base_rates``
+        (largest remainder); ``"random"``: lab classes drawn i.i.d. with ``lab_base_rates``
+        (a draw that leaves a class without lab items is redrawn, since URC needs every class
+        in the lab set).
 
     Returns
     -------
     URCSimulation
     """
     rng = np.random.default_rng() if rng is None else rng
+    if lab_design not in ("stratified", "random"):
+        raise ValueError(f"lab_design must be 'stratified' or 'random'; got {lab_design!r}")
     if not isinstance(rng, np.random.Generator):
         raise TypeError(f"rng must be a numpy.random.Generator; got {type(rng).__name__}")
     pi_lab = _rates(lab_base_rates, "lab_base_rates")
@@ -146,8 +154,16 @@ def simulate_urc(n_lab=200, n_field=5000, lab_base_rates=0.5, field_base_rate=0.
         s = delta * np.eye(k)[y] + scale * rng.standard_normal((n, k)) + shift
         return special.softmax(np.log(pi_lab) + delta * s, axis=1)
 
-    lab_y = np.repeat(np.arange(k), _stratified_counts(int(n_lab), pi_lab))
-    lab_y = rng.permutation(lab_y)
+    if lab_design == "stratified":
+        lab_y = np.repeat(np.arange(k), _stratified_counts(int(n_lab), pi_lab))
+        lab_y = rng.permutation(lab_y)
+    else:
+        if int(n_lab) < np.count_nonzero(pi_lab):
+            raise ValueError("n_lab: a random lab set needs at least one item per class")
+        while True:  # conditional on every class present (a rare redraw for sane sizes)
+            lab_y = rng.choice(k, size=int(n_lab), p=pi_lab)
+            if np.all(np.bincount(lab_y, minlength=k)[pi_lab > 0] > 0):
+                break
     lab_pred = predict(lab_y, 1.0, 0.0)
     field_y = np.concatenate([rng.choice(k, size=int(m), p=P[g]) for g, m in enumerate(sizes)])
     group = np.repeat(np.arange(G), sizes) if G > 1 else None

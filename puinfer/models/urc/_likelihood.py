@@ -15,6 +15,16 @@ and the fixed likelihood (the paper's eq. (13)) drops the first sum and fixes ``
 estimate ``L[i, a] / n_i``. A Dirichlet prior ``Dir(1 + s pi_lab)`` on each ``p_g`` adds
 ``s sum_i pi_lab[i] log p_g[i]``.
 
+Lab design. For a lab set drawn at random from the lab population (``Data.random_lab``) the
+lab class counts ``n_i`` are multinomial data too: ``sum_i n_i log pi[i]`` with ``pi`` the lab
+population's base rates, a parameter. It separates from ``(p, M)`` except under the null
+``p_g = pi`` for every group (:attr:`Data.pooled`, constraint ``"pooled"``: one ``p`` shared by
+the groups and the lab population, estimated from the lab class counts and the field histograms
+together), where the term is ``sum_i n_i log p[i]``: the lab class counts enter the objective as
+``n_i / G`` pseudo-counts on each (tied) row of ``P``. Elsewhere ``pi`` is at its maximum
+``n_i / n`` and the term is the constant ``sum_i n_i log(n_i / n)`` (in :attr:`Data.const`).
+For a stratified lab set (class counts fixed by design) the term is absent.
+
 :func:`maximize` runs EM (the latent class of every field item) accelerated by SQUAREM
 (:func:`puinfer.base.optimize.squarem`, scheme S3, with the monotonicity safeguard and
 backtracking of the extrapolation into the positive orthant), then Newton's method on the
@@ -71,6 +81,13 @@ class Data:
         Joint (lab + field) likelihood with ``M`` free, else ``M`` fixed at the lab estimate.
     strength : float
         Dirichlet prior strength (pseudo-counts); 0 is maximum likelihood.
+    random_lab : bool
+        The lab set is a random sample of the lab population: its class counts are multinomial
+        data (``sum_i n_i log pi[i]``); False for a stratified lab set (counts fixed by design).
+    pooled : bool
+        With ``random_lab``: the lab population's base rates are tied to every group's base
+        rates (the null of no shift), so the lab class counts inform ``P`` (see the module
+        notes); used with the constraint ``"pooled"``.
     """
 
     L: np.ndarray
@@ -78,6 +95,16 @@ class Data:
     pi_lab: np.ndarray
     joint: bool
     strength: float
+    random_lab: bool = False
+    pooled: bool = False
+
+    @functools.cached_property
+    def class_weight(self) -> np.ndarray | None:
+        """Pseudo-counts of the lab class counts on each row of ``P`` (``n_i / G``) when the
+        lab base rates are tied to ``P`` (:attr:`pooled`), else None."""
+        if not (self.random_lab and self.pooled):
+            return None
+        return self.L.sum(axis=1) / self.F.shape[0]
 
     @functools.cached_property
     def M_lab(self) -> np.ndarray:
@@ -86,12 +113,19 @@ class Data:
 
     @functools.cached_property
     def const(self) -> float:
-        """Log multinomial coefficients (lab ones only for the joint likelihood)."""
+        """Log multinomial coefficients (lab ones only for the joint likelihood); for a random
+        lab set those of the lab class counts, and their maximised log-likelihood
+        ``sum_i n_i log(n_i / n)`` unless the lab base rates are tied to ``P``."""
         F = self.F
         c = float(np.sum(special.gammaln(F.sum(axis=1) + 1)) - np.sum(special.gammaln(F + 1)))
         if self.joint:
             L = self.L
             c += float(np.sum(special.gammaln(L.sum(axis=1) + 1)) - np.sum(special.gammaln(L + 1)))
+        if self.random_lab:
+            n = self.L.sum(axis=1)
+            c += float(special.gammaln(n.sum() + 1) - np.sum(special.gammaln(n + 1)))
+            if not self.pooled:
+                c += _xlogy_sum(n, n / n.sum())
         return c
 
     def group(self, g: int) -> Data:
@@ -104,7 +138,8 @@ class Constraint:
     """What is held fixed.
 
     ``kind``: ``"free"`` (nothing), ``"rows"`` (every ``p_g`` equals ``value``), ``"equal"`` (one
-    ``p`` shared by all groups) or ``"entry"`` (``p_group[cls] = v``).
+    ``p`` shared by all groups), ``"pooled"`` (one ``p`` shared by all groups and the lab
+    population: ``"equal"`` on :attr:`Data.pooled` data) or ``"entry"`` (``p_group[cls] = v``).
     """
 
     kind: str = "free"
@@ -150,9 +185,21 @@ def objective(P, M, d: Data) -> float:
     val = _xlogy_sum(d.F, P @ M)
     if d.joint:
         val += _xlogy_sum(d.L, M)
-    if d.strength > 0:
-        val += _xlogy_sum(np.broadcast_to(d.strength * d.pi_lab, P.shape), P)
+    W = _pseudo(d, P.shape)
+    if W is not None:
+        val += _xlogy_sum(W, P)
     return val
+
+
+def _pseudo(d: Data, shape):
+    """Pseudo-counts on the rows of ``P``: the Dirichlet prior's ``s pi_lab`` and the tied lab
+    class counts (``Data.class_weight``); None when there are none."""
+    W = None
+    if d.strength > 0:
+        W = np.broadcast_to(d.strength * d.pi_lab, shape)
+    if d.class_weight is not None:
+        W = np.broadcast_to(d.class_weight, shape) if W is None else W + d.class_weight
+    return W
 
 
 def _fix_entry(c, j, v):
@@ -188,11 +235,12 @@ def em_step(P, M, d: Data, con: Constraint):
         R = np.where((d.F > 0) & (Q > 0), d.F / Q, 0.0)
     # clipped at 0: a no-op at feasible points, and the map's image is always feasible
     C = np.maximum(P * (R @ M.T), 0.0)         # expected field class counts, G x k
-    if d.strength > 0:
-        C = C + d.strength * d.pi_lab
+    W = _pseudo(d, P.shape)
+    if W is not None:
+        C = C + W
     if con.kind == "free":
         Pn = _shares(C, P)
-    elif con.kind == "equal":
+    elif con.kind in ("equal", "pooled"):
         c = C.sum(axis=0)
         Pn = np.broadcast_to(c / c.sum(), P.shape).copy() if c.sum() > 0 else P.copy()
     elif con.kind == "rows":
@@ -218,8 +266,8 @@ def grad_hess(P, M, d: Data):
         W2 = np.where((d.F > 0) & (Q > 0), d.F / Q ** 2, 0.0)
     gP = W @ M.T
     HPP = -np.einsum("ia,ga,ja->gij", M, W2, M)
-    if d.strength > 0:
-        sp = d.strength * d.pi_lab
+    sp = _pseudo(d, P.shape)
+    if sp is not None:
         with np.errstate(divide="ignore", invalid="ignore"):
             gP = gP + np.where(sp > 0, sp / P, 0.0)
             HPP[:, np.arange(k), np.arange(k)] -= np.where(sp > 0, sp / P ** 2, 0.0)
@@ -297,7 +345,7 @@ def tangent(P, M, d: Data, con: Constraint, grad):
         if con.kind == "entry":
             allowed[con.group, con.cls] = False
         parts.append(_simplex_columns(P, gP, allowed, (np.arange(G) * k)[:, None]))
-    elif con.kind == "equal":
+    elif con.kind in ("equal", "pooled"):
         parts.append(_simplex_columns(P[:1], gP.sum(axis=0, keepdims=True),
                                       np.ones((1, k), dtype=bool),
                                       (np.arange(G) * k)[None, :]))
@@ -450,7 +498,7 @@ def _initial(d: Data, con: Constraint, start):
         P0, M0 = (np.array(a, dtype=float) for a in start)
     if con.kind == "rows":
         P0 = np.broadcast_to(con.value, P0.shape).copy()
-    elif con.kind == "equal":
+    elif con.kind in ("equal", "pooled"):
         w = d.F.sum(axis=1)
         P0 = np.broadcast_to((w @ P0) / w.sum(), P0.shape).copy()
     elif con.kind == "entry":
@@ -490,12 +538,12 @@ def maximize(d: Data, con: Constraint = Constraint(), start=None,
     The fixed likelihood is concave in ``p``: its maximum is unique. The joint likelihood is
     only biconcave (concave in ``p`` for fixed ``M`` and in ``M`` for fixed ``p``) and can have
     several local maxima when the lab set is small, so the unrestricted fit and the fit with
-    equal base rates also start from :func:`_extra_starts` (cold: EM first) and keep the
+    equal (or pooled) base rates also start from :func:`_extra_starts` (cold: EM first) and keep the
     highest maximum. Fits with every ``p`` fixed (``"rows"``) are concave in ``M``; profiles
     (``"entry"``) follow their warm starts.
     """
     est = _maximize_once(d, con, start, options, warm=start is not None)
-    if d.joint and con.kind in ("free", "equal"):
+    if d.joint and con.kind in ("free", "equal", "pooled"):
         for st in _extra_starts(d, con, start):
             # a few EM cycles first: a start that is then next to the maximum found is in its
             # basin (EM increases the objective), so only the others are followed to the end
@@ -675,3 +723,72 @@ def gof_test(d: Data, P, M, statistic: str, null: str):
         return t
     return dataclasses.replace(t, method=f"URC {t.method} ({'joint' if d.joint else 'fixed'}"
                                " likelihood)")
+
+
+def bootstrap_lr(d: Data, est: Estimate, targets, n_boot: int, rng: np.random.Generator,
+                 options: FitOptions) -> np.ndarray:
+    """Parametric-bootstrap profile likelihood-ratio statistics at the fitted base rates.
+
+    Counts are drawn from the fitted model (lab class counts multinomial with the lab sample's
+    shares under a random lab design, else fixed; lab cells ``Mult(n_i, M_hat[i])``; field
+    ``Mult(N_g, p_hat_g' M_hat)``), refitted (warm-started at the estimate) and the statistic
+    ``2 {l(theta*) - l_profile(p_hat[g, j])}`` computed for each ``(g, j)`` in ``targets``: the
+    bootstrap distribution of ``R(true value)`` under the fitted model (for a Bartlett-type
+    calibration of the cut-off). Returns an ``n_boot x len(targets)`` array (NaN where a fit
+    failed)."""
+    P, M = est.P, est.M
+    n = d.L.sum(axis=1)
+    Ng = d.F.sum(axis=1).astype(np.int64)
+    Q = P @ M
+    out = np.full((n_boot, len(targets)), np.nan)
+    for b in range(n_boot):
+        nb = n.astype(np.int64)
+        if d.random_lab:
+            while True:  # URC needs every class in the lab set
+                nb = rng.multinomial(int(n.sum()), n / n.sum())
+                if np.all(nb > 0):
+                    break
+        Lb = rng.multinomial(nb, M).astype(float)
+        Fb = rng.multinomial(Ng, Q).astype(float)
+        db = dataclasses.replace(d, L=Lb, F=Fb, pi_lab=Lb.sum(axis=1) / Lb.sum(), pooled=False)
+        # warm Newton from the estimate: the bootstrap data are near it (no further starts)
+        free = _maximize_once(db, Constraint(), (P, M), options, warm=True)
+        if not free.convergence.converged:
+            continue
+        for t, (g, j) in enumerate(targets):
+            con = Constraint("entry", group=g, cls=j, v=float(P[g, j]))
+            f0 = _maximize_once(db, con, (free.P, free.M), options, warm=True)
+            if f0.convergence.converged and np.isfinite(f0.objective):
+                out[b, t] = max(2.0 * (free.objective - f0.objective), 0.0)
+    return out
+
+
+def bootstrap_lr_test(d: Data, est0: Estimate, con: Constraint, n_boot: int,
+                      rng: np.random.Generator, options: FitOptions) -> np.ndarray:
+    """Parametric-bootstrap likelihood-ratio statistics of the null ``con`` (fit ``est0`` on
+    data ``d``, ``d.pooled`` for the random design's no-shift null): counts drawn from the null
+    fit (lab class counts multinomial with the null's lab base rates under a random lab design,
+    else fixed), both fits redone (warm-started at the null fit) and ``2 (l_free - l_null)``
+    returned for each resample (NaN where a fit failed)."""
+    P0, M0 = est0.P, est0.M
+    n = d.L.sum(axis=1)
+    Ng = d.F.sum(axis=1).astype(np.int64)
+    pi0 = P0[0] if con.kind == "pooled" else n / n.sum()
+    Q = P0 @ M0
+    out = np.full(n_boot, np.nan)
+    for b in range(n_boot):
+        nb = n.astype(np.int64)
+        if d.random_lab:
+            while True:  # URC needs every class in the lab set
+                nb = rng.multinomial(int(n.sum()), pi0)
+                if np.all(nb > 0):
+                    break
+        Lb = rng.multinomial(nb, M0).astype(float)
+        Fb = rng.multinomial(Ng, Q).astype(float)
+        db = dataclasses.replace(d, L=Lb, F=Fb, pi_lab=Lb.sum(axis=1) / Lb.sum(), pooled=False)
+        free = _maximize_once(db, Constraint(), (P0, M0), options, warm=True)
+        dn = dataclasses.replace(db, pooled=con.kind == "pooled")
+        null = _maximize_once(dn, con, (P0, M0), options, warm=True)
+        if free.convergence.converged and null.convergence.converged:
+            out[b] = max(2.0 * (free.objective + db.const - null.objective - dn.const), 0.0)
+    return out

@@ -24,6 +24,8 @@ from .results import URCFitRecord, URCResults
 
 __all__ = ["URC"]
 
+LAB_DESIGNS = ("random", "stratified")
+
 
 def _binary_codes(labels, can_drop) -> np.ndarray:
     if isinstance(labels, pd.Series) and labels.dtype == bool:
@@ -131,6 +133,30 @@ class URC(Model):
         What to do with lab rows holding a missing prediction or label (R's ``na.action``):
         refuse them (default) or drop them; the number dropped is ``n_dropped`` and is shown
         by the results' ``summary()``.
+    lab_design : {"random", "stratified"}
+        How the lab set was sampled from the lab population (the population the classifier is
+        calibrated on, with base rates ``pi_lab``):
+
+        * ``"random"`` (default, the common case): an ordinary random sample, so the lab class
+          counts ``n_i ~ Multinomial(n, pi_lab)`` are data and ``pi_lab`` is a parameter. The
+          default null of :meth:`URCResults.test_no_shift` is then "field base rates = lab
+          population base rates", a two-sample likelihood-ratio test that estimates
+          ``pi_lab`` from the lab class counts and the field histograms together and so carries
+          the sampling error of the lab base rate.
+        * ``"stratified"``: the lab class counts were fixed by design (e.g. 200 images of each
+          class, as in the paper's experiment, or a case-control sample). The lab class shares
+          say nothing about any population; the default null of ``test_no_shift`` takes them
+          as the known lab base rates.
+
+        Use ``"stratified"`` only when the class counts really were chosen; with a random lab
+        set it treats the sample's class shares as known and the no-shift test over-rejects
+        (15% at the 5% level with 300 lab items, three classes, field 3000; 19% with 100 lab
+        items; see ``studies/results/urc_labdesign.md``). The design is the lab data's, so it is given
+        here, once for every fit of this lab set. The field base rates, their intervals and
+        profiles are the same under both designs (``pi_lab`` separates from them in the
+        likelihood), and so is ``test_no_shift`` with an explicit ``value``; only the
+        default no-shift null and the log-likelihood (``llf``, which includes the lab class
+        counts under ``"random"``) differ.
 
     Attributes
     ----------
@@ -141,6 +167,8 @@ class URC(Model):
         Of the lab ``M_A``.
     lab_separation_pvalue : float
         Chi-square test that the classes have the same lab histogram.
+    lab_design : str
+        ``"random"`` or ``"stratified"``.
     warnings : tuple of (str, str)
         Warnings raised while building the partition.
     n_dropped : int
@@ -184,8 +212,11 @@ class URC(Model):
     _formula_lhs = None
 
     def __init__(self, lab_pred, lab_labels, n_bins: int | None = None, *,
-                 missing: str = "raise"):
+                 missing: str = "raise", lab_design: str = "random"):
         check_missing_option(missing)
+        if not isinstance(lab_design, str) or lab_design not in LAB_DESIGNS:
+            raise ValueError(f"lab_design must be 'random' or 'stratified'; got {lab_design!r}")
+        self.lab_design = lab_design
         check_rowwise(lab_pred, "lab_pred")
         check_rowwise(lab_labels, "lab_labels")
         al, _ = align_rows({"lab_pred": lab_pred, "lab_labels": lab_labels})
@@ -345,13 +376,19 @@ class URC(Model):
         likelihood : {"joint", "fixed"}
             ``"joint"`` (default): lab and field histograms in one likelihood with ``M_A`` free,
             so intervals and tests carry the lab set's uncertainty. ``"fixed"`` (alias
-            ``"paper"``): ``M_A`` fixed at its lab estimate (eq. (13)).
+            ``"paper"``): ``M_A`` fixed at its lab estimate (eq. (13)). Under either, a random
+            lab design (:class:`URC`'s ``lab_design``) adds the multinomial of the lab class
+            counts, ``sum_i n_i log pi_lab[i]``, with ``pi_lab`` free: for the fixed likelihood
+            too the lab class counts are data on the lab population's base rates, and
+            ``M_A``'s lab estimate, conditional on them, does not depend on ``pi_lab``.
         prior_strength : float
             Strength ``s >= 0`` (in pseudo-observations per group) of a Dirichlet prior
             ``Dir(1 + s pi_lab)`` on each group's base rates, centred (its mode) at the lab base
             rates ``pi_lab``: the regulariser of Remark 11 in clean form (its log density is
             ``-s KL(pi_lab || p)`` up to a constant). ``0`` gives maximum likelihood; ``s > 0``
-            the MAP estimate (Theorem 10, part 3).
+            the MAP estimate (Theorem 10, part 3). The prior is centred at the lab *sample*'s
+            class shares under either lab design: a fixed, data-derived centre, not
+            re-estimated with the field data.
         maxiter, tol : int, float
             EM iterations (SQUAREM cycles) and the convergence tolerance on the largest
             parameter change.
@@ -423,7 +460,8 @@ class URC(Model):
         F = np.bincount(codes * A + cells, minlength=G * A).reshape(G, A).astype(float)
         naive = _naive(pred, codes, G, F.sum(axis=1), self._binary, self.n_classes)
         L = self._L
-        d = lik.Data(L, F, L.sum(axis=1) / L.sum(), likelihood == "joint", s)
+        d = lik.Data(L, F, L.sum(axis=1) / L.sum(), likelihood == "joint", s,
+                     random_lab=self.lab_design == "random")
         options = lik.FitOptions(maxiter=int(maxiter), tol=float(tol))
         est = lik.maximize(d, lik.Constraint(), options=options)
         record = list(self.warnings)
@@ -433,10 +471,13 @@ class URC(Model):
 
     def _fit_constrained(self, record: URCFitRecord, con: lik.Constraint) -> URCResults:
         """The fit of ``record``'s data under the constraint ``con`` (the null of a test),
-        started from the free estimate; called by the results when a test first needs it."""
-        est = lik.maximize(record.data, con, start=(record.estimate.P, record.estimate.M),
+        started from the free estimate; called by the results when a test first needs it.
+        ``"pooled"`` (random lab design: every group's base rates = the lab population's) ties
+        the lab class counts to the base rates (``Data.pooled``)."""
+        d = dataclasses.replace(record.data, pooled=con.kind == "pooled")
+        est = lik.maximize(d, con, start=(record.estimate.P, record.estimate.M),
                            options=record.options)
-        return URCResults(dataclasses.replace(record, estimate=est, constraint=con,
+        return URCResults(dataclasses.replace(record, data=d, estimate=est, constraint=con,
                                               warnings=tuple(self.warnings)))
 
     def _check_fit(self, est, gindex, record):
@@ -456,4 +497,4 @@ class URC(Model):
 
     def __repr__(self):
         return (f"<URC: {self.n_classes} classes, |A| = {self.partition.n_cells} cells, "
-                f"{self.n_lab} lab items>")
+                f"{self.n_lab} lab items ({self.lab_design})>")

@@ -37,13 +37,13 @@ def sim_groups():
 
 @pytest.fixture(scope="module")
 def fits(sim):
-    m = pu.URC(sim.lab_pred, sim.lab_y)
+    m = pu.URC(sim.lab_pred, sim.lab_y, lab_design="stratified")
     return {lik: m.fit(sim.field_pred, likelihood=lik) for lik in ("joint", "fixed")}
 
 
 @pytest.fixture(scope="module")
 def gfit(sim_groups):
-    m = pu.URC(sim_groups.lab_pred, sim_groups.lab_y)
+    m = pu.URC(sim_groups.lab_pred, sim_groups.lab_y, lab_design="stratified")
     return m.fit(sim_groups.field_pred, groups=sim_groups.field_group)
 
 
@@ -159,7 +159,8 @@ def test_groups_joint_matches_scipy(gfit):
 
 
 def test_map_matches_scipy(sim):
-    res = pu.URC(sim.lab_pred, sim.lab_y).fit(sim.field_pred, prior_strength=50)
+    res = pu.URC(sim.lab_pred, sim.lab_y, lab_design="stratified").fit(sim.field_pred,
+                                                                       prior_strength=50)
     L, F = _counts(res)
     P, M, obj = ref_fit(L, F, True, strength=50)
     assert res.llf_penalized == pytest.approx(obj, abs=1e-6)
@@ -182,7 +183,7 @@ def test_multiclass_matches_scipy():
     sim3 = simulate_urc(n_lab=600, n_field=4000, lab_base_rates=[1 / 3, 1 / 3, 1 / 3],
                         field_base_rate=[0.5, 0.3, 0.2], separation=1.5,
                         rng=np.random.default_rng(5))
-    res = pu.URC(sim3.lab_pred, sim3.lab_y).fit(sim3.field_pred)
+    res = pu.URC(sim3.lab_pred, sim3.lab_y, lab_design="stratified").fit(sim3.field_pred)
     L, F = _counts(res)
     P, M, llf = ref_fit(L, F, True)
     assert res.llf == pytest.approx(llf, abs=1e-6)
