@@ -71,6 +71,11 @@ class Data:
         Joint (lab + field) likelihood with ``M`` free, else ``M`` fixed at the lab estimate.
     strength : float
         Dirichlet prior strength (pseudo-counts); 0 is maximum likelihood.
+    penalty : object, optional
+        An additive log-penalty on the base rates: an object with
+        ``value(P)``, ``grad_hess(P)``, ``mstep(C, P, con)`` and ``describe()``, e.g.
+        :class:`~puinfer.models.urc._smoothing.SmoothnessPenalty`. Objective, EM map, Newton,
+        profiles and tests then all use the penalised objective.
     """
 
     L: np.ndarray
@@ -78,6 +83,7 @@ class Data:
     pi_lab: np.ndarray
     joint: bool
     strength: float
+    penalty: object = None
 
     @functools.cached_property
     def M_lab(self) -> np.ndarray:
@@ -152,6 +158,8 @@ def objective(P, M, d: Data) -> float:
         val += _xlogy_sum(d.L, M)
     if d.strength > 0:
         val += _xlogy_sum(np.broadcast_to(d.strength * d.pi_lab, P.shape), P)
+    if d.penalty is not None:
+        val += d.penalty.value(P)
     return val
 
 
@@ -190,7 +198,10 @@ def em_step(P, M, d: Data, con: Constraint):
     C = np.maximum(P * (R @ M.T), 0.0)         # expected field class counts, G x k
     if d.strength > 0:
         C = C + d.strength * d.pi_lab
-    if con.kind == "free":
+    if d.penalty is not None and con.kind != "rows":
+        # no closed form with a penalty: the penalised M-step is solved by the penalty itself
+        Pn = d.penalty.mstep(C, P, con)
+    elif con.kind == "free":
         Pn = _shares(C, P)
     elif con.kind == "equal":
         c = C.sum(axis=0)
@@ -223,6 +234,10 @@ def grad_hess(P, M, d: Data):
         with np.errstate(divide="ignore", invalid="ignore"):
             gP = gP + np.where(sp > 0, sp / P, 0.0)
             HPP[:, np.arange(k), np.arange(k)] -= np.where(sp > 0, sp / P ** 2, 0.0)
+    if d.penalty is not None:
+        gpen, hpen = d.penalty.grad_hess(P)
+        gP = gP + gpen
+        HPP = HPP + hpen
     n = G * k + k * A
     H = np.zeros((n, n))
     r = (np.arange(G)[:, None, None] * k + np.arange(k)[None, :, None])
