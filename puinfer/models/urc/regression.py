@@ -45,7 +45,7 @@ __all__ = ["RegressionURC", "RegressionURCResults", "MeanPartition", "DEFAULT_SM
 
 #: default strength and order of the smoothness penalty (chosen by studies/urc_regression.py;
 #: see the docstring of :meth:`RegressionURC.fit`)
-DEFAULT_SMOOTHING = 10.0
+DEFAULT_SMOOTHING = 3.0
 DEFAULT_ORDER = 2
 
 
