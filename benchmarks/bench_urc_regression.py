@@ -62,14 +62,18 @@ def main(argv=None):
             fp = sim.field_pred
             forms["quantiles (19 levels)"] = pu.QuantilePredictive(
                 lv, fp.mean[:, None] + fp.sd[:, None] * stats.norm.ppf(lv)[None])
-        for form, pred in forms.items():
-            t_fit, res = best_of(lambda pred=pred: model.fit(pred), args.repeat)
+        cases = [(form, pred, "joint") for form, pred in forms.items()]
+        cases.append(("normal (mean, sd)", sim.field_pred, "fixed"))
+        for form, pred, likelihood in cases:
+            t_fit, res = best_of(lambda pred=pred, lk=likelihood: model.fit(pred, likelihood=lk),
+                                 args.repeat)
             blob = pickle.dumps(res)
             t_ci, ci = best_of(lambda blob=blob: pickle.loads(blob).conf_int(), 1)
             t_test, _ = best_of(lambda res=res: (res.test_no_shift(), res.gof()), 1)
             truth = sim.field_interval_rates(model.edges)[0]
             cover = np.mean((ci["lower"].to_numpy() <= truth) & (truth <= ci["upper"].to_numpy()))
-            rows.append(dict(N=n, predictive=form, fit_s=t_fit, cis_s=t_ci, tests_s=t_test,
+            rows.append(dict(N=n, predictive=form, likelihood=likelihood, fit_s=t_fit,
+                             cis_s=t_ci, tests_s=t_test,
                              total_s=t_fit + t_ci + t_test,
                              max_abs_err=float(np.max(np.abs(res.base_rates.iloc[0] - truth))),
                              covered=f"{cover:.0%}"))
