@@ -283,8 +283,13 @@ class RegressionURC(URC):
         The penalty is part of the objective that the profiles and the tests maximise, so
         intervals and tests are penalised-likelihood ones (approximate). Its default strength
         and order were chosen by ``studies/urc_regression.py`` (results in
-        ``studies/results/urc_regression.md``): see that file for the errors, coverage, test
-        sizes and scores over a grid of strengths.
+        ``studies/results/urc_regression.md``): over strengths {1, 3, 10, 30} and orders
+        {1, 2}, order 2 with strength 3 had the lowest or near-lowest error of the interval
+        shares and the best log score and CRPS under the shifts studied. Without a penalty the
+        interval shares are barely identified (a deconvolution problem). With it, the 95%
+        profile intervals covered 0.92-0.93 on average (middle intervals down to 0.82), the
+        no-shift test is conservative (size 0.012 at 5%), and the goodness-of-fit test
+        over-rejects (a rough diagnostic only).
         """
         lam = DEFAULT_SMOOTHING if smoothing is None else smoothing
         order = DEFAULT_ORDER if smooth_order is None else smooth_order
