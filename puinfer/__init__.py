@@ -10,6 +10,8 @@ metrics
     Calibration metrics: Brier, log-loss, KS error, ECE, reliability curves.
 URC, adjust_prior, downsampling_correction
     Unsupervised recalibration: field base rates from predictions; exact prior-shift corrections.
+RegressionURC, NormalPredictive, GridPredictive, QuantilePredictive
+    URC for regression: recalibrated predictive distributions under a shift in the outcome.
 lr_test, anova, chisq_gof, HypothesisTestResult, Profile
     Inference shared by every model.
 datasets, simulate
@@ -28,6 +30,8 @@ from .models.calibrators import (
 )
 from .models.detm import DETM, SETM, DETMResults, SETMResults
 from .models.urc import URC, URCResults
+from .models.urc.predictive import GridPredictive, NormalPredictive, QuantilePredictive
+from .models.urc.regression import RegressionURC, RegressionURCResults
 from .prior_shift import adjust_prior, downsampling_correction
 
 __version__ = "0.1.0"
@@ -47,6 +51,11 @@ __all__ = [
     "SETMResults",
     "URC",
     "URCResults",
+    "RegressionURC",
+    "RegressionURCResults",
+    "NormalPredictive",
+    "GridPredictive",
+    "QuantilePredictive",
     "adjust_prior",
     "downsampling_correction",
     "HypothesisTestResult",

@@ -76,6 +76,16 @@ def _urc(multiclass, groups):
     return build
 
 
+def _regression_urc():
+    from puinfer.simulate.urc_regression import simulate_urc_regression
+
+    sim = simulate_urc_regression(400, 2000, field_shift=0.5, rng=np.random.default_rng(8))
+    r = _quiet(lambda: pu.RegressionURC(sim.lab_pred, sim.lab_y, 5).fit(sim.field_pred))
+    head = sim.field_pred.take(np.arange(7))
+    return (r, lambda res: res.conf_int(), lambda res: res.recalibrate(head),
+            lambda m: m.fit(sim.field_pred))
+
+
 CASES = {
     "DETM": _detm,
     "SETM": _setm,
@@ -84,6 +94,7 @@ CASES = {
     "URC-binary": _urc(False, False),
     "URC-groups": _urc(False, True),
     "URC-multiclass": _urc(True, False),
+    "RegressionURC": _regression_urc,
 }
 
 

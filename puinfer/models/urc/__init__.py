@@ -22,3 +22,8 @@ from .partition import Partition
 from .results import URCResults
 
 __all__ = ["URC", "URCResults", "Partition"]
+from .predictive import GridPredictive, NormalPredictive, QuantilePredictive  # noqa: E402
+from .regression import RegressionURC, RegressionURCResults  # noqa: E402
+
+__all__ += ["RegressionURC", "RegressionURCResults", "NormalPredictive", "GridPredictive",
+            "QuantilePredictive"]

@@ -88,6 +88,11 @@ class Data:
         With ``random_lab``: the lab population's base rates are tied to every group's base
         rates (the null of no shift), so the lab class counts inform ``P`` (see the module
         notes); used with the constraint ``"pooled"``.
+    penalty : object, optional
+        An additive log-penalty on the base rates: an object with
+        ``value(P)``, ``grad_hess(P)``, ``mstep(C, P, con)`` and ``describe()``, e.g.
+        :class:`~puinfer.models.urc._smoothing.SmoothnessPenalty`. Objective, EM map, Newton,
+        profiles and tests then all use the penalised objective.
     """
 
     L: np.ndarray
@@ -97,6 +102,7 @@ class Data:
     strength: float
     random_lab: bool = False
     pooled: bool = False
+    penalty: object = None
 
     @functools.cached_property
     def class_weight(self) -> np.ndarray | None:
@@ -188,6 +194,8 @@ def objective(P, M, d: Data) -> float:
     W = _pseudo(d, P.shape)
     if W is not None:
         val += _xlogy_sum(W, P)
+    if d.penalty is not None:
+        val += d.penalty.value(P)
     return val
 
 
@@ -238,7 +246,10 @@ def em_step(P, M, d: Data, con: Constraint):
     W = _pseudo(d, P.shape)
     if W is not None:
         C = C + W
-    if con.kind == "free":
+    if d.penalty is not None and con.kind != "rows":
+        # no closed form with a penalty: the penalised M-step is solved by the penalty itself
+        Pn = d.penalty.mstep(C, P, con)
+    elif con.kind == "free":
         Pn = _shares(C, P)
     elif con.kind in ("equal", "pooled"):
         c = C.sum(axis=0)
@@ -271,6 +282,10 @@ def grad_hess(P, M, d: Data):
         with np.errstate(divide="ignore", invalid="ignore"):
             gP = gP + np.where(sp > 0, sp / P, 0.0)
             HPP[:, np.arange(k), np.arange(k)] -= np.where(sp > 0, sp / P ** 2, 0.0)
+    if d.penalty is not None:
+        gpen, hpen = d.penalty.grad_hess(P)
+        gP = gP + gpen
+        HPP = HPP + hpen
     n = G * k + k * A
     H = np.zeros((n, n))
     r = (np.arange(G)[:, None, None] * k + np.arange(k)[None, :, None])

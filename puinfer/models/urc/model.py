@@ -254,7 +254,7 @@ class URC(Model):
             raise ValueError(f"n_bins = {int(n_bins)} exceeds the number of lab predictions "
                              f"({pred.shape[0]}); use fewer bins")
         record: list = []
-        self.partition: Partition = build_partition(pred, k, int(n_bins), binary, record)
+        self.partition: Partition = self._build_partition(pred, k, int(n_bins), binary, record)
         A = self.partition.n_cells
         if A < k:
             raise ValueError(f"the partition has |A| = {A} cells (after merging empty bins) for "
@@ -290,6 +290,11 @@ class URC(Model):
                             "the predictions separate the classes poorly, so the base rates are "
                             "weakly identified and their intervals wide", IllConditionedWarning,
                             stacklevel=4)
+
+    def _build_partition(self, pred, k, n_bins, binary, record) -> Partition:
+        """The partition of the lab predictions (eq. (11)); a hook for subclasses that
+        partition differently (``RegressionURC``: quantiles of the predicted value)."""
+        return build_partition(pred, k, n_bins, binary, record)
 
     @classmethod
     def _from_design(cls, design, data, **kwargs):
@@ -359,7 +364,7 @@ class URC(Model):
     # -- fitting --------------------------------------------------------------------------------
     def fit(self, field_pred, groups=None, *, likelihood: str = "joint",
             prior_strength: float = 0.0, maxiter: int = 5000, tol: float = 1e-10,
-            missing: str = "raise") -> URCResults:
+            missing: str = "raise", penalty=None) -> URCResults:
         """Estimate the field base rates (Definition 8), per group when ``groups`` is given.
 
         Parameters
@@ -395,6 +400,10 @@ class URC(Model):
         missing : {"raise", "drop"}
             Field rows with a missing prediction or group: refused (default) or dropped; the
             number dropped is the results' ``n_dropped`` and is shown by ``summary()``.
+        penalty : object, optional
+            An additive log-penalty on the base rates, added to the objective that the fit,
+            the profiles and the tests maximise (see ``_likelihood.Data.penalty``; used by
+            :class:`~puinfer.models.urc.regression.RegressionURC` for its smoothness penalty).
 
         Returns
         -------
@@ -462,6 +471,8 @@ class URC(Model):
         L = self._L
         d = lik.Data(L, F, L.sum(axis=1) / L.sum(), likelihood == "joint", s,
                      random_lab=self.lab_design == "random")
+        if penalty is not None:
+            d = dataclasses.replace(d, penalty=penalty)
         options = lik.FitOptions(maxiter=int(maxiter), tol=float(tol))
         est = lik.maximize(d, lik.Constraint(), options=options)
         record = list(self.warnings)

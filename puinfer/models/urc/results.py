@@ -143,11 +143,12 @@ class URCResults(InformationCriteria, LikelihoodResults):
         self.prior_strength = d.strength
         k, (G, A) = self.model.n_classes, d.F.shape
         self._llf_penalized = est.objective + d.const
-        self.llf = lik.objective(est.P, est.M, dataclasses.replace(d, strength=0.0)) + d.const
+        self.llf = lik.objective(est.P, est.M, dataclasses.replace(d, strength=0.0, penalty=None)) + d.const
         self.llf_kind = (f"URC multinomial log-likelihood ({self.likelihood}, "
                          f"{self.lab_design} lab)"
                          + (f" + Dirichlet log prior (strength {d.strength:g})"
-                            if d.strength > 0 else ""))
+                            if d.strength > 0 else "")
+                         + (f" + {d.penalty.describe()}" if d.penalty is not None else ""))
         self.nobs = int(d.F.sum() + (d.L.sum() if d.joint or d.random_lab else 0))
         n_p = {"free": G * (k - 1), "equal": k - 1, "rows": 0, "entry": G * (k - 1) - 1,
                "pooled": k - 1}

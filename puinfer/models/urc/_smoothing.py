@@ -1,0 +1,221 @@
+"""A smoothness penalty on ordered base rates: the continuity component of Ziegler and Czyż.
+
+Section 5 of "Unsupervised Recalibration" recalibrates a regression model through the ordered
+intervals of its support and asks for a regulariser that "should generally increase if
+``|C_i - C_{i+1}| >> 0``": neighbouring intervals should have similar shifts. The penalty here
+is a Gaussian random-walk prior of order ``r`` on the log shift ``x_j - x0_j``,
+``x = log p``, ``x0 = log pi_lab``::
+
+    log penalty(p) = -(lambda / 2) || D_r (log p - log pi_lab) ||^2,
+
+``D_r`` the ``r``-th order difference matrix. Order 1 shrinks towards no shift (a constant
+ratio ``p_j / pi_lab_j``); order 2 shrinks towards a log-linear ratio in the interval index,
+which contains no shift and is close to a location shift. The penalty is a function of the
+differences only, so it is unchanged by the normalisation of ``p`` (``D_r 1 = 0``).
+
+:class:`SmoothnessPenalty` has the interface of the ``penalty`` hook of
+:class:`~puinfer.models.urc._likelihood.Data`: its value, gradient and Hessian in ``P`` (added
+to the URC objective and its derivatives) and the penalised M-step of EM, which has no closed
+form; it is solved by Newton's method in the softmax parameters (concave there for free rows).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["SmoothnessPenalty", "difference_matrix"]
+
+_MSTEP_MAXITER = 1  # Newton steps per EM cycle: a generalised EM (see mstep)
+
+
+def difference_matrix(k: int, order: int, positions=None) -> np.ndarray:
+    """The ``(k - order) x k`` matrix of scaled ``order``-th differences at ``positions``.
+
+    Order 1: ``(x_{j+1} - x_j) / sqrt(h_j)``, ``h_j = m_{j+1} - m_j`` (a Brownian motion in
+    ``m``: the variance of an increment grows with the distance). Order 2: the differences of
+    the slopes ``(x_{j+1} - x_j) / h_j``, divided by ``sqrt((m_{j+2} - m_j) / 2)`` (an
+    integrated random walk in ``m``). Equally spaced positions (the default ``0, 1, ...``) give
+    the plain differences."""
+    m = np.arange(k, dtype=float) if positions is None else np.asarray(positions, dtype=float)
+    h = np.diff(m)
+    if np.any(h <= 0):
+        raise ValueError("positions must be strictly increasing")
+    D1 = np.diff(np.eye(k), axis=0)
+    if order == 1:
+        return D1 / np.sqrt(h)[:, None]
+    S = D1 / h[:, None]                       # slopes
+    return np.diff(S, axis=0) / np.sqrt((m[2:] - m[:-2]) / 2)[:, None]
+
+
+def _softmax(eta):
+    z = eta - eta.max(axis=1, keepdims=True)
+    e = np.exp(z)
+    return e / e.sum(axis=1, keepdims=True)
+
+
+class SmoothnessPenalty:
+    """Gaussian random-walk prior of order ``order`` on ``log(p / pi_lab)`` across ordered classes.
+
+    Parameters
+    ----------
+    strength : float
+        ``lambda > 0``: the precision of each ``order``-th difference of the log shift (its prior
+        standard deviation is ``lambda ** -0.5``), applied to every group's base rates.
+    order : {1, 2}
+        Order of the differences.
+    pi_lab : array_like
+        Lab base rates (the centre: ``p = pi_lab`` has penalty 0).
+    positions : array_like, optional
+        Positions of the ordered classes (regression: the lab mean of the outcome in each
+        interval, in lab standard deviations); differences are scaled by their distances
+        (see :func:`difference_matrix`). Default equally spaced.
+    """
+
+    def __init__(self, strength: float, order: int, pi_lab, positions=None):
+        self.strength = float(strength)
+        self.order = int(order)
+        self.x0 = np.log(np.asarray(pi_lab, dtype=float))
+        k = self.x0.size
+        self.positions = None if positions is None else np.asarray(positions, dtype=float)
+        D = difference_matrix(k, self.order, self.positions)
+        self.K = self.strength * (D.T @ D)
+
+    def describe(self) -> str:
+        """Words for the results' ``llf_kind`` and summary."""
+        return (f"smoothness penalty (random walk of order {self.order} on log(p / pi_lab), "
+                f"strength {self.strength:g})")
+
+    def __repr__(self):
+        return f"<SmoothnessPenalty: order {self.order}, strength {self.strength:g}>"
+
+    # -- the objective's terms --------------------------------------------------------------------
+    def value(self, P) -> float:
+        """Sum over the rows of ``P`` of the log penalty (-inf when a rate is 0)."""
+        P = np.asarray(P, dtype=float)
+        if np.any(P <= 0):
+            return -np.inf
+        u = np.log(P) - self.x0
+        return float(-0.5 * np.einsum("gi,ij,gj->", u, self.K, u))
+
+    def grad_hess(self, P):
+        """Gradient ``(G, k)`` and per-row Hessian ``(G, k, k)`` of :meth:`value` in ``P``."""
+        P = np.asarray(P, dtype=float)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            u = np.log(P) - self.x0
+            a = -(u @ self.K)                      # d penalty / d log p
+            g = a / P
+            H = -self.K[None, :, :] / (P[:, :, None] * P[:, None, :])
+            k = P.shape[1]
+            H[:, np.arange(k), np.arange(k)] -= a / P ** 2
+        return g, H
+
+    # -- the penalised M-step ----------------------------------------------------------------------
+    def mstep(self, C, P, con):
+        """Maximise ``sum_i C[g, i] log p_g[i] + penalty(p_g)`` under the constraint ``con``
+        (``"free"``, ``"equal"``/``"pooled"`` or ``"entry"``), warm-started at ``P``."""
+        C = np.asarray(C, dtype=float)
+        P = np.asarray(P, dtype=float)
+        if con.kind in ("equal", "pooled"):
+            G = P.shape[0]
+            row = self._free_rows(C.sum(axis=0, keepdims=True), P[:1], G)
+            return np.broadcast_to(row, P.shape).copy()
+        out = self._free_rows(C, P, 1)
+        if con.kind == "entry":
+            g = con.group
+            out[g] = self._entry_row(C[g], P[g], con.cls, con.v)
+        return out
+
+    def _free_rows(self, C, P, weight):
+        """Newton in ``eta`` (``p = softmax(eta)``) for each row: the objective is concave in
+        ``eta``; its Hessian is singular along ``1`` only, which ``- 1 1'`` removes."""
+        K = weight * self.K
+        x0 = self.x0
+        csum = C.sum(axis=1)
+        eta = np.log(np.maximum(P, 1e-300))
+        k = P.shape[1]
+        ones = np.ones((k, k))
+
+        def f(eta):
+            x = eta - _lse(eta)
+            u = x - x0
+            return np.sum(C * x, axis=1) - 0.5 * np.einsum("gi,ij,gj->g", u, K, u)
+
+        fe = f(eta)
+        for _ in range(_MSTEP_MAXITER):
+            s = _softmax(eta)
+            x = np.log(s)
+            grad = C - csum[:, None] * s - (x - x0) @ K
+            if np.max(np.abs(grad) / (1.0 + csum[:, None])) < 1e-12:
+                break
+            H = (-csum[:, None, None] * (s[:, :, None] * np.eye(k) - s[:, :, None] * s[:, None, :])
+                 - K[None] - ones[None])
+            step = np.linalg.solve(H, -grad[:, :, None])[:, :, 0]
+            t = np.ones(eta.shape[0])
+            for _ in range(60):  # backtracking, row by row (vectorised)
+                new = eta + t[:, None] * step
+                fn = f(new)
+                bad = ~(fn >= fe - 1e-13 * (1.0 + np.abs(fe)))
+                if not bad.any():
+                    break
+                t = np.where(bad, t / 2, t)
+            eta = np.where(bad[:, None], eta, new)
+            fe = np.where(bad, fe, fn)
+            if bad.all():
+                break
+        return _softmax(eta)
+
+    def _entry_row(self, c, p, j, v):
+        """One row with ``p[j] = v`` fixed: the others are ``(1 - v) softmax(eta)``; Newton
+        with the Hessian made negative definite (Fisher-type), and backtracking."""
+        k = c.size
+        if not (0 < v < 1):  # the penalty is -inf there: any feasible point will do
+            out = np.full(k, (1.0 - v) / (k - 1))
+            out[j] = v
+            return out
+        S = np.delete(np.arange(k), j)
+        cs = c[S]
+        K, x0 = self.K, self.x0
+        lm = np.log1p(-v)
+        eta = np.log(np.maximum(p[S], 1e-300))
+
+        def xfull(eta):
+            x = np.empty(k)
+            x[S] = lm + eta - _lse(eta[None])[0]
+            x[j] = np.log(v)
+            return x
+
+        def f(eta):
+            x = xfull(eta)
+            u = x - x0
+            return float(cs @ x[S] - 0.5 * u @ K @ u)
+
+        fe = f(eta)
+        m = S.size
+        eye = np.eye(m)
+        for _ in range(_MSTEP_MAXITER):
+            x = xfull(eta)
+            s = np.exp(x[S] - lm)
+            h = cs - (K @ (x - x0))[S]
+            grad = h - s * h.sum()
+            if np.max(np.abs(grad)) < 1e-12 * (1.0 + c.sum()):
+                break
+            J = eye - np.outer(np.ones(m), s)
+            V = np.diag(s) - np.outer(s, s)
+            H = (-J.T @ K[np.ix_(S, S)] @ J - (max(h.sum(), 0.0) + 1e-8 * (1 + c.sum())) * V
+                 - np.ones((m, m)))
+            step = np.linalg.solve(H, -grad)
+            t, moved = 1.0, False
+            for _ in range(60):
+                fn = f(eta + t * step)
+                if fn >= fe - 1e-13 * (1.0 + abs(fe)):
+                    eta, fe, moved = eta + t * step, fn, True
+                    break
+                t /= 2
+            if not moved:
+                break
+        return np.exp(xfull(eta))
+
+
+def _lse(eta):
+    m = eta.max(axis=1, keepdims=True)
+    return (m + np.log(np.exp(eta - m).sum(axis=1, keepdims=True)))

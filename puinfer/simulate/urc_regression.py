@@ -1,0 +1,113 @@
+"""A shifted regression problem for regression URC (Section 5 of Ziegler and Czyż).
+
+Prior shift in the outcome: ``p(x | y)`` is the same in lab and field, ``p(y)`` changes, so
+Axiom 2 holds for any prediction computed from ``x``. The design is Gaussian, so every truth is
+known in closed form:
+
+* lab: ``y ~ N(0, 1)``; field: ``y ~ N(field_shift, field_scale^2)`` (per group);
+* feature ``x = y + e``, ``e ~ N(0, noise_sd^2)``, the same in lab and field;
+* the model is the exact conditional of the lab population, ``y | x ~ N(b x, b noise_sd^2)``
+  with ``b = 1 / (1 + noise_sd^2)`` (its R^2 on the lab population is ``b``): calibrated on the
+  lab, miscalibrated in a shifted field;
+* the field's own conditional (the oracle a recalibration aims at) is
+  ``N((x / noise_sd^2 + mu / s^2) v, v)`` with ``v = 1 / (1 / noise_sd^2 + 1 / s^2)``.
+
+The lab rows are an ordinary random sample of the lab population (the intervals of
+:class:`~puinfer.models.urc.regression.RegressionURC` are cut at their sample quantiles).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+from ..models.urc.predictive import NormalPredictive
+
+__all__ = ["URCRegressionSimulation", "simulate_urc_regression"]
+
+
+@dataclass(frozen=True)
+class URCRegressionSimulation:
+    """A simulated lab/field regression data set.
+
+    Attributes
+    ----------
+    lab_pred, field_pred : NormalPredictive
+        The lab-calibrated model's predictive distributions.
+    lab_y, field_y : numpy.ndarray
+        Outcomes (``field_y`` is unknown to URC; for scoring).
+    field_group : numpy.ndarray or None
+        Group (0..G-1) of each field row when several groups were simulated.
+    field_shift, field_scale : numpy.ndarray
+        Mean and SD of the field outcome per group.
+    noise_sd : float
+    oracle_pred : NormalPredictive
+        The field's own conditional distribution of ``y`` given ``x`` (each row's group).
+    """
+
+    lab_pred: NormalPredictive
+    lab_y: np.ndarray
+    field_pred: NormalPredictive
+    field_y: np.ndarray
+    field_group: np.ndarray | None
+    field_shift: np.ndarray
+    field_scale: np.ndarray
+    noise_sd: float
+    oracle_pred: NormalPredictive
+
+    def field_interval_rates(self, edges) -> np.ndarray:
+        """True field probabilities of the intervals cut at ``edges`` (groups x intervals)."""
+        e = np.concatenate([[-np.inf], np.asarray(edges, dtype=float), [np.inf]])
+        F = stats.norm.cdf((e[None, :] - self.field_shift[:, None]) / self.field_scale[:, None])
+        return np.diff(F, axis=1)
+
+    def lab_interval_rates(self, edges) -> np.ndarray:
+        """Lab-population probabilities of the intervals cut at ``edges``."""
+        e = np.concatenate([[-np.inf], np.asarray(edges, dtype=float), [np.inf]])
+        return np.diff(stats.norm.cdf(e))
+
+
+def simulate_urc_regression(n_lab: int = 1000, n_field=5000, field_shift=0.5, field_scale=1.0,
+                            noise_sd: float = 1.0, rng=None) -> URCRegressionSimulation:
+    """Simulate lab and field rows of a regression problem with a prior shift in ``y``.
+
+    Parameters
+    ----------
+    n_lab : int
+        Lab rows.
+    n_field : int or sequence of int
+        Field rows (one number per group for several groups).
+    field_shift, field_scale : float or sequence of float
+        Mean and SD of the field outcome (lab: 0 and 1), one per group or shared. ``0`` and
+        ``1`` give no shift.
+    noise_sd : float
+        SD of the feature noise: the model's lab R^2 is ``1 / (1 + noise_sd^2)``.
+    rng : numpy.random.Generator or int, optional
+
+    Returns
+    -------
+    URCRegressionSimulation
+    """
+    rng = np.random.default_rng(rng)
+    sizes = np.atleast_1d(np.asarray(n_field, dtype=int))
+    G = sizes.size
+    mu = np.broadcast_to(np.asarray(field_shift, dtype=float), (G,)).copy()
+    sc = np.broadcast_to(np.asarray(field_scale, dtype=float), (G,)).copy()
+    if n_lab < 2 or np.any(sizes < 1) or np.any(sc <= 0) or not noise_sd > 0:
+        raise ValueError("n_lab >= 2, n_field >= 1, field_scale > 0 and noise_sd > 0 needed")
+    b = 1.0 / (1.0 + noise_sd ** 2)
+    sd_model = np.sqrt(b) * noise_sd
+    y_lab = rng.standard_normal(n_lab)
+    x_lab = y_lab + noise_sd * rng.standard_normal(n_lab)
+    grp = np.repeat(np.arange(G), sizes)
+    y_f = mu[grp] + sc[grp] * rng.standard_normal(grp.size)
+    x_f = y_f + noise_sd * rng.standard_normal(grp.size)
+    v = 1.0 / (1.0 / noise_sd ** 2 + 1.0 / sc[grp] ** 2)
+    oracle = NormalPredictive((x_f / noise_sd ** 2 + mu[grp] / sc[grp] ** 2) * v, np.sqrt(v))
+    return URCRegressionSimulation(
+        lab_pred=NormalPredictive(b * x_lab, np.full(n_lab, sd_model)), lab_y=y_lab,
+        field_pred=NormalPredictive(b * x_f, np.full(grp.size, sd_model)), field_y=y_f,
+        field_group=grp if G > 1 else None, field_shift=mu, field_scale=sc,
+        noise_sd=float(noise_sd), oracle_pred=oracle)

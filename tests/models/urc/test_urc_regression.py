@@ -1,0 +1,347 @@
+"""Regression URC (Section 5 of Ziegler and Czyż): predictive distributions -> interval
+probabilities -> URC with a smoothness penalty; recalibrated predictive distributions."""
+
+import importlib.util
+import pickle
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from numpy.testing import assert_allclose
+from scipy import optimize, stats
+
+import puinfer as pu
+from puinfer.models.urc import _likelihood as lik
+from puinfer.models.urc._smoothing import SmoothnessPenalty, difference_matrix
+from puinfer.simulate.urc_regression import simulate_urc_regression
+
+STUDY = Path(__file__).resolve().parents[3] / "studies" / "urc_regression.py"
+
+
+def quiet(fn):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return fn()
+
+
+@pytest.fixture(scope="module")
+def sim():
+    return simulate_urc_regression(800, 4000, field_shift=0.5, rng=np.random.default_rng(3))
+
+
+@pytest.fixture(scope="module")
+def model(sim):
+    return quiet(lambda: pu.RegressionURC(sim.lab_pred, sim.lab_y))
+
+
+@pytest.fixture(scope="module")
+def res(model, sim):
+    return quiet(lambda: model.fit(sim.field_pred))
+
+
+# ---- input validation -----------------------------------------------------------------------
+def test_bad_inputs(sim):
+    lp, ly = sim.lab_pred, sim.lab_y
+    with pytest.raises(ValueError, match="lab_pred must be predictive"):
+        pu.RegressionURC(np.ones((10, 2)), ly[:10])
+    with pytest.raises(ValueError, match="lab_y has 5 rows"):
+        pu.RegressionURC(lp, ly[:5])
+    with pytest.raises(ValueError, match="n_intervals must be an integer >= 2"):
+        pu.RegressionURC(lp, ly, 1)
+    with pytest.raises(ValueError, match="partition must be"):
+        pu.RegressionURC(lp, ly, partition="median")
+    with pytest.raises(ValueError, match="n_cells must be an integer >= n_intervals"):
+        pu.RegressionURC(lp, ly, 10, n_cells=5)
+    with pytest.raises(ValueError, match="n_intervals = 10 exceeds"):
+        pu.RegressionURC(lp.take(np.arange(5)), ly[:5])
+    y = ly.copy()
+    y[3] = np.nan
+    with pytest.raises(ValueError, match="missing value.*missing='drop'"):
+        pu.RegressionURC(lp, y)
+    m = quiet(lambda: pu.RegressionURC(lp, y, missing="drop"))
+    assert m.n_dropped == 1 and m.n_lab == ly.size - 1
+    assert np.isnan(y[3])  # the input is not modified
+    with pytest.raises(ValueError, match="sd must be positive"):
+        pu.NormalPredictive([0.0, 1.0], [1.0, -1.0])
+    with pytest.raises(ValueError, match="y_grid must hold"):
+        pu.GridPredictive([0.0, 0.0, 1.0], np.zeros((2, 3)))
+    with pytest.raises(ValueError, match="row 1 decreases"):
+        pu.GridPredictive([0.0, 1.0, 2.0], [[0.1, 0.5, 0.9], [0.5, 0.4, 0.9]])
+    with pytest.raises(ValueError, match="levels must lie strictly inside"):
+        pu.QuantilePredictive([0.0, 0.5], np.zeros((2, 2)))
+    with pytest.raises(ValueError, match="cdf has 2 columns; expected 3"):
+        pu.GridPredictive([0.0, 1.0, 2.0], np.zeros((2, 2)))
+
+
+def test_bad_fit_inputs(model, sim):
+    fp = sim.field_pred
+    with pytest.raises(ValueError, match="smoothing must be a non-negative"):
+        model.fit(fp, smoothing=-1)
+    with pytest.raises(ValueError, match="smooth_order must be 1 or 2"):
+        model.fit(fp, smooth_order=3)
+    with pytest.raises(ValueError, match="field_pred must be predictive"):
+        model.fit(np.zeros(10))
+    with pytest.raises(ValueError, match="groups has 3 rows"):
+        model.fit(fp, groups=[1, 2, 3])
+    # a grid that does not reach the cut points
+    narrow = pu.GridPredictive([-0.5, 0.0, 0.5], np.tile([0.2, 0.5, 0.8], (20, 1)))
+    with pytest.raises(ValueError, match="does not cover the interval cut points"):
+        model.fit(narrow)
+
+
+def test_pandas_alignment(sim):
+    """A predictive built from Series is matched to a Series of outcomes on the index."""
+    idx = pd.Index([f"r{i}" for i in range(sim.lab_y.size)])
+    perm = np.random.default_rng(0).permutation(sim.lab_y.size)
+    lp = pu.NormalPredictive(pd.Series(sim.lab_pred.mean, idx), pd.Series(sim.lab_pred.sd, idx))
+    ly = pd.Series(sim.lab_y, idx).iloc[perm]  # shuffled: must be matched on the index
+    m1 = quiet(lambda: pu.RegressionURC(lp, ly))
+    m2 = quiet(lambda: pu.RegressionURC(sim.lab_pred, sim.lab_y))
+    assert_allclose(m1._L, m2._L)
+    bad = pd.Series(sim.lab_y, pd.Index([f"s{i}" for i in range(sim.lab_y.size)]))
+    with pytest.raises(ValueError, match="different index labels"):
+        pu.RegressionURC(lp, bad)
+
+
+# ---- agreement with plain URC and with an independent computation ---------------------------
+def test_agrees_with_plain_urc(sim):
+    """partition='argmax' without smoothing is URC on the interval-probability matrix."""
+    m = quiet(lambda: pu.RegressionURC(sim.lab_pred, sim.lab_y, 5, partition="argmax"))
+    r = quiet(lambda: m.fit(sim.field_pred, smoothing=0))
+    C_lab = m.interval_probabilities(sim.lab_pred)
+    codes = np.searchsorted(m.edges, sim.lab_y, side="left")
+    u = quiet(lambda: pu.URC(C_lab, np.asarray(m.classes, dtype=object)[codes]))
+    ru = quiet(lambda: u.fit(m.interval_probabilities(sim.field_pred)))
+    assert_allclose(r.base_rates.to_numpy(), ru.base_rates.to_numpy(), atol=1e-8)
+    assert_allclose(r.llf, ru.llf, rtol=1e-10)
+    assert_allclose(r.test_no_shift().statistic, ru.test_no_shift().statistic, rtol=1e-6)
+    assert_allclose(r.gof().statistic, ru.gof().statistic, rtol=1e-6)
+    cls = m.classes[1]
+    assert_allclose(r.profile(cls=cls).conf_int(0.05), ru.profile(cls=cls).conf_int(0.05),
+                    atol=1e-6)
+
+
+def _interval_probs_by_hand(mean, sd, edges):
+    F = stats.norm.cdf((edges[None, :] - mean[:, None]) / sd[:, None])
+    return np.diff(np.column_stack([np.zeros(mean.size), F, np.ones(mean.size)]), axis=1)
+
+
+def test_penalised_fit_against_scipy(sim, model):
+    """The mean-quantile partition and the penalised (fixed-M) maximum, recomputed from
+    scratch: cells by np.quantile of the predicted value, and scipy on the softmax scale."""
+    lam, order = 5.0, 2
+    r = quiet(lambda: model.fit(sim.field_pred, smoothing=lam, smooth_order=order,
+                                likelihood="fixed"))
+    e = model.edges
+    C_lab = _interval_probs_by_hand(sim.lab_pred.mean, sim.lab_pred.sd, e)
+    C_f = _interval_probs_by_hand(sim.field_pred.mean, sim.field_pred.sd, e)
+    codes = np.searchsorted(e, sim.lab_y, side="left")
+    K = e.size + 1
+    mj = np.array([sim.lab_y[codes == j].mean() for j in range(K)])
+    s_lab, s_f = C_lab @ mj, C_f @ mj
+    cuts = np.sort(s_lab)[(np.arange(1, 2 * K) * s_lab.size) // (2 * K)]
+    a_lab, a_f = np.searchsorted(cuts, s_lab, "right"), np.searchsorted(cuts, s_f, "right")
+    L = np.array([np.bincount(a_lab[codes == j], minlength=2 * K) for j in range(K)], float)
+    F = np.bincount(a_f, minlength=2 * K).astype(float)
+    assert_allclose(model._L, L)
+    assert_allclose(r.observed.to_numpy()[0], F)
+    M = L / L.sum(axis=1, keepdims=True)
+    pi = L.sum(axis=1) / L.sum()
+    pos = mj / np.std(sim.lab_y)
+
+    def pen(x):  # second divided differences of the log shift, written out
+        u = x - np.log(pi)
+        slope = np.diff(u) / np.diff(pos)
+        return -0.5 * lam * np.sum(np.diff(slope) ** 2 / ((pos[2:] - pos[:-2]) / 2))
+
+    def negobj(eta):
+        x = np.concatenate([[0.0], eta])
+        x = x - np.log(np.sum(np.exp(x)))
+        return -(F @ np.log(np.exp(x) @ M) + pen(x))
+
+    x0 = np.log(pi[1:] / pi[0])
+    opt = optimize.minimize(negobj, x0, method="BFGS", options={"gtol": 1e-9})
+    p = np.exp(np.concatenate([[0.0], opt.x]))
+    p /= p.sum()
+    assert_allclose(r.base_rates.to_numpy()[0], p, atol=2e-6)
+    assert_allclose(r.llf_penalized - lik.Data(L, F[None], pi, False, 0.0).const, -opt.fun,
+                    rtol=1e-8)
+
+
+def test_penalty_derivatives_and_mstep():
+    rng = np.random.default_rng(1)
+    k = 6
+    pi = rng.dirichlet(np.ones(k) * 5)
+    pen = SmoothnessPenalty(4.0, 2, pi, positions=np.cumsum(rng.uniform(0.5, 1.5, k)))
+    P = rng.dirichlet(np.ones(k) * 3, size=2)
+    g, H = pen.grad_hess(P)
+    eps = 1e-6
+    for i in range(k):
+        d = np.zeros_like(P)
+        d[0, i] = eps
+        num = (pen.value(P + d) - pen.value(P - d)) / (2 * eps)
+        assert_allclose(g[0, i], num, rtol=1e-5, atol=1e-7)
+        gn = (pen.grad_hess(P + d)[0][0] - pen.grad_hess(P - d)[0][0]) / (2 * eps)
+        assert_allclose(H[0, i], gn, rtol=1e-4, atol=1e-5)
+    assert pen.value(np.tile(pi, (3, 1))) == 0.0  # no shift: no penalty
+    # D annihilates constants (the penalty ignores the normalisation of p)
+    assert_allclose(difference_matrix(k, 2, pen.positions) @ np.ones(k), 0, atol=1e-12)
+    # the M-step maximises sum C log p + penalty (free rows and a fixed entry), GEM steps
+    # iterated to convergence
+    C = rng.uniform(1, 50, size=(2, k))
+
+    def target(p, c):
+        return c @ np.log(p) + pen.value(p[None])
+
+    Pn = P.copy()
+    for _ in range(200):
+        Pn = pen.mstep(C, Pn, lik.Constraint())
+    for g_ in range(2):
+        res = optimize.minimize(lambda e, c=C[g_]: -target(np.exp(e) / np.exp(e).sum(), c),
+                                np.log(P[g_]), method="BFGS", options={"gtol": 1e-10})
+        best = np.exp(res.x) / np.exp(res.x).sum()
+        assert_allclose(Pn[g_], best, atol=1e-6)
+    con = lik.Constraint("entry", group=1, cls=2, v=0.3)
+    Pe = P.copy()
+    for _ in range(300):
+        Pe = pen.mstep(C, Pe, con)
+    assert_allclose(Pe[1, 2], 0.3) and assert_allclose(Pe.sum(axis=1), 1)
+
+    def negt(e):
+        q = np.exp(e) / np.exp(e).sum() * 0.7
+        return -target(np.insert(q, 2, 0.3), C[1])
+
+    res = optimize.minimize(negt, np.log(np.delete(P[1], 2)), method="BFGS",
+                            options={"gtol": 1e-10})
+    q = np.exp(res.x) / np.exp(res.x).sum() * 0.7
+    assert_allclose(np.delete(Pe[1], 2), q, atol=1e-6)
+
+
+def test_predictive_forms_agree(sim, model):
+    """A fine CDF grid and dense quantiles of the same normals give the same interval
+    probabilities (to the interpolation error) and nearly the same fit."""
+    mu, sd = sim.field_pred.mean[:500], sim.field_pred.sd[:500]
+    normal = pu.NormalPredictive(mu, sd)
+    grid = np.linspace(-6, 6, 2401)
+    gp = pu.GridPredictive(grid, stats.norm.cdf((grid[None] - mu[:, None]) / sd[:, None]))
+    lv = np.linspace(0.001, 0.999, 999)
+    qp = pu.QuantilePredictive(lv, mu[:, None] + sd[:, None] * stats.norm.ppf(lv)[None])
+    Cn = model.interval_probabilities(normal).to_numpy()
+    assert_allclose(model.interval_probabilities(gp).to_numpy(), Cn, atol=1e-5)
+    # quantiles: linear interpolation inside, and linear tails beyond the 0.001 and 0.999
+    # levels, so an interval can differ by at most the tail mass 0.001
+    Cq = model.interval_probabilities(qp).to_numpy()
+    assert np.max(np.abs(Cq - Cn)) < 1e-3 and np.mean(np.abs(Cq - Cn)) < 2e-5
+    u = np.random.default_rng(2).uniform(0.01, 0.99, 500)
+    assert_allclose(gp.ppf_rows(u), normal.ppf_rows(u), atol=1e-4)
+    assert_allclose(qp.cdf_rows(normal.ppf_rows(u)), u, atol=1e-4)
+    df = pd.DataFrame({"mean": mu, "sd": sd})
+    assert_allclose(model.interval_probabilities(df).to_numpy(), Cn)
+
+
+# ---- recovery, tests, recalibration ---------------------------------------------------------
+def test_recovery_and_tests(res, sim, model):
+    truth = sim.field_interval_rates(model.edges)[0]
+    est = res.base_rates.iloc[0].to_numpy()
+    # the naive estimator (mean predicted interval probability) is pulled towards the lab
+    # shares (Theorem 5); URC is closer to the truth
+    naive = res.naive.iloc[0].to_numpy()
+    assert np.sqrt(np.mean((est - truth) ** 2)) < 0.7 * np.sqrt(np.mean((naive - truth) ** 2))
+    assert np.max(np.abs(est - truth)) < 0.04
+    assert res.test_no_shift().pvalue < 1e-6
+    ci = res.conf_int()
+    assert list(ci.index.get_level_values("class")) == model.classes
+    assert np.all(ci["lower"].to_numpy() < est) and np.all(est < ci["upper"].to_numpy())
+    assert "smoothness penalty" in res.llf_kind
+    text = res.summary().as_text()
+    assert "Outcome intervals K" in text and "Smoothing (lambda, order)" in text
+
+
+def test_no_shift_not_rejected():
+    s = simulate_urc_regression(800, 4000, field_shift=0.0, rng=np.random.default_rng(4))
+    m = quiet(lambda: pu.RegressionURC(s.lab_pred, s.lab_y))
+    r = quiet(lambda: m.fit(s.field_pred))
+    # the default null: the lab shares of the intervals (the penalty is 0 there)
+    assert r.test_no_shift().pvalue > 0.05
+    assert r.fit_no_shift().llf_penalized == r.fit_no_shift().llf
+
+
+def test_recalibrated_cdf_is_a_cdf(res, sim, model):
+    fp = sim.field_pred.take(np.arange(200))
+    grid = np.linspace(-5, 5, 401)
+    F = res.cdf(fp, grid).to_numpy()
+    assert np.all(np.diff(F, axis=1) >= -1e-12) and F.min() >= 0 and F.max() <= 1
+    assert F[:, 0].max() < 1e-4 and F[:, -1].min() > 1 - 1e-4
+    # at the cut points it is the cumulative recalibrated interval probability (Lemma 3)
+    Pt = res.recalibrate(fp).to_numpy()
+    Fe = res.cdf(fp, model.edges).to_numpy()
+    assert_allclose(Fe, np.cumsum(Pt, axis=1)[:, :-1], atol=1e-12)
+    assert_allclose(Pt.sum(axis=1), 1)
+    # the quantile function inverts it
+    q = res.ppf(fp, [0.05, 0.5, 0.95])
+    back = res.cdf(fp, q.to_numpy())  # per-row points
+    assert_allclose(back, np.tile([0.05, 0.5, 0.95], (200, 1)), atol=1e-8)
+    # recalibrated = original when the base rates equal the lab rates
+    orig = res.cdf(fp, grid, recalibrated=False).to_numpy()
+    assert_allclose(orig, stats.norm.cdf((grid[None] - fp.mean[:, None]) / fp.sd[:, None]))
+
+
+def test_recalibration_improves_scores(res, sim):
+    n = 1500
+    fp, fy = sim.field_pred.take(np.arange(n)), sim.field_y[:n]
+    sc = res.score(fp, fy)
+    # the numerical CRPS of the original normal matches the closed form
+    z = (fy - fp.mean) / fp.sd
+    crps = np.mean(fp.sd * (z * (2 * stats.norm.cdf(z) - 1) + 2 * stats.norm.pdf(z)
+                            - 1 / np.sqrt(np.pi)))
+    assert_allclose(sc.loc["original", "CRPS"], crps, rtol=1e-4)
+    assert_allclose(sc.loc["original", "log score"],
+                    np.mean(stats.norm.logpdf(fy, fp.mean, fp.sd)), rtol=1e-12)
+    assert sc.loc["recalibrated", "CRPS"] < sc.loc["original", "CRPS"] - 0.005
+    assert sc.loc["recalibrated", "log score"] > sc.loc["original", "log score"] + 0.02
+
+
+def test_groups(sim):
+    s = simulate_urc_regression(800, [3000, 3000], field_shift=[-0.4, 0.6],
+                                rng=np.random.default_rng(7))
+    m = quiet(lambda: pu.RegressionURC(s.lab_pred, s.lab_y))
+    g = pd.Series(np.where(s.field_group == 0, "a", "b"))
+    r = quiet(lambda: m.fit(s.field_pred, groups=g))
+    truth = s.field_interval_rates(m.edges)
+    assert np.max(np.abs(r.base_rates.to_numpy() - truth)) < 0.05
+    assert r.test_equal_base_rates().pvalue < 1e-6
+    with pytest.raises(ValueError, match="several groups"):
+        r.recalibrate(s.field_pred)
+    Pt = r.recalibrate(s.field_pred.take(np.arange(5)), groups=g.iloc[:5])
+    assert Pt.shape == (5, m.n_intervals)
+
+
+def test_pickle_and_immutable(res, sim):
+    with pytest.raises(AttributeError, match="immutable"):
+        res.smoothing = 0.0
+    r2 = pickle.loads(pickle.dumps(res))
+    assert type(r2) is type(res)
+    fp = sim.field_pred.take(np.arange(7))
+    pd.testing.assert_frame_equal(r2.recalibrate(fp), res.recalibrate(fp))
+    qp = pu.QuantilePredictive([0.1, 0.5, 0.9], np.tile([-1.0, 0.0, 1.0], (3, 1)))
+    qp.cdf_rows(np.zeros(3))
+    q2 = pickle.loads(pickle.dumps(qp))
+    assert_allclose(q2.cdf_rows(np.zeros(3)), 0.5)
+
+
+# ---- the study, fast --------------------------------------------------------------------------
+def test_study_fast():
+    """One replicate of studies/urc_regression.py (full run: see its docstring)."""
+    spec = importlib.util.spec_from_file_location("urc_regression_study", STUDY)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    rows = quiet(lambda: mod.one(0, "location", [(pu.models.urc.regression.DEFAULT_ORDER,
+                                                 pu.models.urc.regression.DEFAULT_SMOOTHING)],
+                                 True, 1))
+    (row,) = rows
+    assert row["converged"] and row["p_noshift"] < 0.01
+    assert row["crps_oracle"] <= row["crps_recal"] < row["crps_orig"]
+    assert row["ls_recal"] > row["ls_orig"]
+    assert sum(row[f"cov{j}"] for j in range(10)) >= 7
