@@ -92,7 +92,9 @@ class Data:
         An additive log-penalty on the base rates: an object with
         ``value(P)``, ``grad_hess(P)``, ``mstep(C, P, con)`` and ``describe()``, e.g.
         :class:`~puinfer.models.urc._smoothing.SmoothnessPenalty`. Objective, EM map, Newton,
-        profiles and tests then all use the penalised objective.
+        profiles and tests then all use the penalised objective. It penalises the shift from
+        the lab population's base rates, so it vanishes on :attr:`pooled` data (no shift by
+        construction; see :attr:`active_penalty`).
     """
 
     L: np.ndarray
@@ -103,6 +105,12 @@ class Data:
     random_lab: bool = False
     pooled: bool = False
     penalty: object = None
+
+    @property
+    def active_penalty(self):
+        """The penalty in force: None on :attr:`pooled` data, where every group's base rates
+        are the lab population's (a shift of 0 has penalty 0)."""
+        return None if self.pooled else self.penalty
 
     @functools.cached_property
     def class_weight(self) -> np.ndarray | None:
@@ -194,8 +202,8 @@ def objective(P, M, d: Data) -> float:
     W = _pseudo(d, P.shape)
     if W is not None:
         val += _xlogy_sum(W, P)
-    if d.penalty is not None:
-        val += d.penalty.value(P)
+    if d.active_penalty is not None:
+        val += d.active_penalty.value(P)
     return val
 
 
@@ -246,9 +254,9 @@ def em_step(P, M, d: Data, con: Constraint):
     W = _pseudo(d, P.shape)
     if W is not None:
         C = C + W
-    if d.penalty is not None and con.kind != "rows":
+    if d.active_penalty is not None and con.kind != "rows":
         # no closed form with a penalty: the penalised M-step is solved by the penalty itself
-        Pn = d.penalty.mstep(C, P, con)
+        Pn = d.active_penalty.mstep(C, P, con)
     elif con.kind == "free":
         Pn = _shares(C, P)
     elif con.kind in ("equal", "pooled"):
@@ -282,8 +290,8 @@ def grad_hess(P, M, d: Data):
         with np.errstate(divide="ignore", invalid="ignore"):
             gP = gP + np.where(sp > 0, sp / P, 0.0)
             HPP[:, np.arange(k), np.arange(k)] -= np.where(sp > 0, sp / P ** 2, 0.0)
-    if d.penalty is not None:
-        gpen, hpen = d.penalty.grad_hess(P)
+    if d.active_penalty is not None:
+        gpen, hpen = d.active_penalty.grad_hess(P)
         gP = gP + gpen
         HPP = HPP + hpen
     n = G * k + k * A
