@@ -223,34 +223,100 @@ def bootstrap_peers(lab_post, lab_y, field_post, pi_lab, B, rng, start):
     return out
 
 
+# -- asymptotic standard deviations (expected information, population M_A) ---------------------
+def asymptotic_sd(design: str, n_lab: int, n_bins_list, n_field: int = N_FIELD,
+                  n_big: int = 400_000, seed: int = 99) -> pd.DataFrame:
+    """Large-sample SDs of the field base rates: URC's joint likelihood (lab class counts fixed,
+    stratified; lab and field multinomial histograms; ``M_A`` free) for each ``n_bins``, and
+    EMQ's MLE with the exact posteriors (field information only: the posteriors carry no lab
+    error). The population ``M_A`` and the expectations over the field are computed from a
+    large simulated sample (``n_big`` lab items)."""
+    d = DESIGNS[design]
+    rng = np.random.default_rng(seed)
+    lab, y, _, pi = simulate(design, n_big, rng, n_field=1)
+    p = d["truth"]
+    k = p.size
+    T = np.vstack([np.eye(k - 1), -np.ones(k - 1)])          # p = T p_free + e_k
+    rows = []
+    # EMQ: per-item score of the field mixture in p_free, expectations over the field
+    R = lab / pi
+    den = R @ p
+    S = (R[:, :-1] - R[:, -1:]) / den[:, None]
+    w = (p / np.bincount(y, minlength=k))[y]                 # field expectation by class
+    info = n_field * (S * w[:, None]).T @ S
+    cov = T @ np.linalg.inv(info) @ T.T
+    rows.append(dict(design=design, n_lab=n_lab, estimator="EMQ (exact posteriors)",
+                     n_bins=0, **{f"sd{j}": np.sqrt(cov[j, j]) for j in range(k)}))
+    for m in n_bins_list:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            M = URC(urc_input(lab), y, n_bins=m).M.to_numpy()
+        A = M.shape[1]
+        v = p @ M
+        npar = (k - 1) + k * (A - 1)
+        E = np.vstack([np.eye(A - 1), -np.ones(A - 1)])       # M_y = E M_y_free + e_A
+        Jf = np.zeros((A, npar))
+        Jf[:, :k - 1] = (M[:-1] - M[-1]).T
+        info_f = np.zeros((npar, npar))
+        info_l = np.zeros((npar, npar))
+        for j in range(k):
+            sl = slice(k - 1 + j * (A - 1), k - 1 + (j + 1) * (A - 1))
+            Jf[:, sl] = p[j] * E
+            Jl = np.zeros((A, npar))
+            Jl[:, sl] = E
+            info_l += n_lab * pi[j] * Jl.T @ (Jl / M[j][:, None])
+        info_f = n_field * Jf.T @ (Jf / v[:, None])
+        for lik_name, info in (("URC joint", info_f + info_l), ("URC, M_A known", None)):
+            if info is None:   # field information only, M_A fixed at the truth
+                sub = info_f[:k - 1, :k - 1]
+                c = T @ np.linalg.inv(sub) @ T.T
+            else:
+                c = T @ np.linalg.inv(info)[:k - 1, :k - 1] @ T.T
+            rows.append(dict(design=design, n_lab=n_lab, estimator=lik_name, n_bins=m,
+                             **{f"sd{j}": np.sqrt(c[j, j]) for j in range(k)}))
+    return pd.DataFrame(rows)
+
+
 # -- the proposed data-driven n_bins (not in puinfer: for the lead to decide) ------------------
-def choose_n_bins_variance(lab_pred, lab_y, field_pred, candidates) -> int:
-    """``n_bins`` minimising URC's estimated variance: the sum over classes of the squared
-    standard errors (inverse observed information of the joint likelihood) of the field base
-    rates, over ``candidates``. Uses lab and field data; costs one fit per candidate."""
-    best, best_v = None, np.inf
+def _pick_by_variance(variances: dict, tol: float):
+    """The smallest ``n_bins`` whose estimated SD is within a factor ``1 + tol`` of the
+    smallest estimated SD (``tol = 0``: the minimiser)."""
+    ok = {m: v for m, v in variances.items() if np.isfinite(v)}
+    if not ok:
+        return None
+    best = min(ok.values())
+    return min(m for m, v in ok.items() if v <= (1 + tol) ** 2 * best)
+
+
+def choose_n_bins_variance(lab_pred, lab_y, field_pred, candidates, tol: float = 0.0) -> int:
+    """``n_bins`` by URC's estimated variance: the sum over classes of the squared standard
+    errors (inverse observed information of the joint likelihood) of the field base rates, for
+    each of ``candidates``; the smallest candidate whose estimated SD is within a factor
+    ``1 + tol`` of the best (``tol = 0``: the minimiser). Uses lab and field data; one fit per
+    candidate."""
+    var = {}
     for m in candidates:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             try:
                 r = URC(lab_pred, lab_y, n_bins=m).fit(field_pred)
-                v = float(np.sum(np.asarray(r.bse) ** 2))
+                var[m] = float(np.sum(np.asarray(r.bse) ** 2))
             except (ValueError, np.linalg.LinAlgError):
                 continue
-        if np.isfinite(v) and v < best_v:
-            best, best_v = m, v
-    return best
+    return _pick_by_variance(var, tol)
 
 
-def choose_n_bins_rule(n_lab: int, k: int, min_count: float = 20.0) -> int:
+def choose_n_bins_rule(n_lab: int, k: int, min_count: float = 20.0,
+                       max_bins: int | None = None) -> int:
     """A rule in the lab size only: the largest power of 2 such that a cell holds about
     ``min_count`` lab items of each class on average, ``n_lab / (k |A|) >= min_count``, with
     ``|A| = n_bins`` (binary) or ``k n_bins`` (multiclass); at least 2 cells (binary) or 1 bin
-    per predicted class."""
+    per predicted class; at most ``max_bins``."""
     cells = n_lab / (k * min_count)
     per = cells if k == 2 else cells / k
     lo = 2 if k == 2 else 1
-    return int(max(lo, 2 ** np.floor(np.log2(max(per, 1)))))
+    m = int(max(lo, 2 ** np.floor(np.log2(max(per, 1)))))
+    return m if max_bins is None else min(m, max_bins)
 
 
 # -- one replicate -----------------------------------------------------------------------------
@@ -468,15 +534,19 @@ def bins_tables(raw: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     tot = urc.groupby(["design", "n_lab", "rep", "n_bins"]).agg(
         v=("var", lambda s: s.sum() if s.notna().all() else np.inf))
     tot = tot.reset_index()
-    pick = tot.loc[tot.groupby(["design", "n_lab", "rep"]).v.idxmin()]
-    chosen = pick.set_index(["design", "n_lab", "rep"]).n_bins
     rows = []
-    for rule in ("min est. variance", "lab-size rule"):
-        if rule == "min est. variance":
-            key = chosen
+    rules = {"min est. variance": 0.0, "within 5% of min est. SD": 0.05,
+             "lab-size rule": None}
+    for rule, tol in rules.items():
+        if tol is not None:
+            key = tot.groupby(["design", "n_lab", "rep"]).apply(
+                lambda g, t=tol: _pick_by_variance(dict(zip(g.n_bins, g.v, strict=True)), t),
+                include_groups=False)
         else:
-            key = pd.Series([choose_n_bins_rule(n, DESIGNS[d]["truth"].size)
-                             for d, n, _ in chosen.index], index=chosen.index)
+            idx = tot.groupby(["design", "n_lab", "rep"]).size().index
+            key = pd.Series([choose_n_bins_rule(n, DESIGNS[d]["truth"].size,
+                                                max_bins=max(BINS[d]))
+                             for d, n, _ in idx], index=idx)
         sel = urc.merge(key.rename("pick").reset_index(), on=["design", "n_lab", "rep"])
         sel = sel[sel.n_bins == sel.pick]
         for (d, n, c), grp in sel.groupby(["design", "n_lab", "cls"]):
@@ -542,6 +612,8 @@ def write_report():
         btab, rules = bins_tables(braw)
         keep = (btab.design != "binary") | (btab.cls == 1)
         bt = btab[keep].copy()
+        bt["_d"] = bt.design.map({d: i for i, d in enumerate(DESIGNS)})
+        bt = bt.sort_values(["_d", "n_lab", "cls", "estimator", "n_bins"], kind="stable")
         bt["n_bins"] = bt.n_bins.astype(int).astype(str).replace("0", "-")
         out.append(f"### URC against n_bins, calibrated setting (raw: `{RAW_BINS.name}`)\n")
         out.append("`n_bins` = cells (binary) or bins per predicted class (3 classes); EMQ-MLE: "
@@ -555,7 +627,24 @@ def write_report():
                    "smallest sum of squared standard errors from the joint likelihood's observed "
                    "information); `lab-size rule`: `choose_n_bins_rule` (about 20 lab items per "
                    "class and cell).\n")
-        out.append(to_markdown(rules[rk]) + "\n")
+        rl = rules[rk].copy()
+        rl["_d"] = rl.design.map({d: i for i, d in enumerate(DESIGNS)})
+        rl = rl.sort_values(["_d", "n_lab", "cls"], kind="stable").drop(columns="_d")
+        out.append(to_markdown(rl) + "\n")
+    asy = pd.concat([asymptotic_sd(d, n, BINS[d]) for d in DESIGNS for n in (300, 1000, 20000)])
+    wide = asy.pivot_table(index=["design", "estimator", "n_bins"], columns="n_lab",
+                           values=["sd1", "sd2"]).dropna(axis=1, how="all")
+    wide.columns = [f"{v} (lab {n})" for v, n in wide.columns]
+    wide = wide.reset_index()
+    wide["_d"] = wide.design.map({d: i for i, d in enumerate(DESIGNS)})
+    wide = wide.sort_values(["_d", "estimator", "n_bins"]).drop(columns="_d")
+    wide["n_bins"] = wide.n_bins.astype(int).astype(str).replace("0", "-")
+    out.append("### Large-sample SDs (expected information; field n 3000)\n")
+    out.append("From `asymptotic_sd`: the population `M_A` (and EMQ's field information) from "
+               "400,000 simulated lab items. `URC joint`: lab and field histograms, `M_A` free "
+               "(lab counts stratified); `URC, M_A known`: the field histogram only. `sd1`: "
+               "class 1 (binary: the base rate 0.2; 3 classes: 0.3); `sd2`: class 2 (0.1).\n")
+    out.append(to_markdown(wide) + "\n")
     REPORT.write_text("\n".join(out))
     return REPORT
 

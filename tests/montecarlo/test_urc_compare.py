@@ -101,8 +101,22 @@ def test_bootstrap_intervals_bracket_estimates():
 
 def test_n_bins_rules():
     assert [uc.choose_n_bins_rule(n, 2) for n in (100, 300, 1000, 20000)] == [2, 4, 16, 256]
+    assert uc.choose_n_bins_rule(20000, 2, max_bins=32) == 32
     assert [uc.choose_n_bins_rule(n, 3) for n in (100, 300, 1000)] == [1, 1, 4]
     rng = np.random.default_rng(3)
     lab, lab_y, field, _ = uc.simulate("binary", 1000, rng)
     m = uc.choose_n_bins_variance(lab[:, 1], lab_y, field[:, 1], (2, 4, 8))
     assert m in (2, 4, 8)
+
+
+def test_asymptotic_sd_limits():
+    # with M_A known, URC's binned likelihood loses information to EMQ's exact posteriors, less
+    # with more bins: 2 bins clearly worse, 32 bins within 1% (a refinement of the partition
+    # cannot lose information); the lab set's sampling error only adds variance
+    sd = uc.asymptotic_sd("binary", 1000, (2, 32), n_big=100_000).set_index(
+        ["estimator", "n_bins"]).sd1
+    emq = sd["EMQ (exact posteriors)", 0]
+    assert sd["URC, M_A known", 2] > 1.1 * emq
+    assert sd["URC, M_A known", 32] == pytest.approx(emq, rel=0.01)
+    assert sd["URC joint", 32] > sd["URC, M_A known", 32]
+    assert sd["URC joint", 2] > sd["URC joint", 32]
