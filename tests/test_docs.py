@@ -30,7 +30,9 @@ def test_docs_build_without_warnings(tmp_path):
     # the pages exist: guide, API stubs, executed vignettes with their outputs and figures
     for page in ("index", "getting_started", "guide/detm", "guide/calem", "guide/urc",
                  "guide/prior_shift", "api", "generated/puinfer.DETM",
-                 "generated/puinfer.HypothesisTestResult", "vignettes/urc_base_rates"):
+                 "generated/puinfer.HypothesisTestResult", "vignettes/urc_base_rates",
+                 "vignettes/urc_regression", "generated/puinfer.RegressionURC",
+                 "generated/puinfer.anova", "generated/puinfer.sklearn.DETMClassifier"):
         assert (out / f"{page}.html").is_file(), page
     vignette = (out / "vignettes" / "detm_mobile_phone.html").read_text(encoding="utf-8")
     assert "cell_output" in vignette  # executed, not just highlighted source

@@ -1,0 +1,1 @@
+../../vignettes/urc_regression.py
