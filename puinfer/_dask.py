@@ -93,16 +93,17 @@ def row_blocks(named: dict) -> list[tuple]:
 
 
 def add_sums(a, b):
-    """Add two block results: numbers and arrays add, dicts/tuples/lists add by entry, and
-    None stands for a block that contributes nothing."""
+    """Add two block results: numbers and arrays add, dicts and tuples add by entry, lists
+    concatenate (to collect small row sets), and None stands for a block that contributes
+    nothing."""
     if a is None:
         return b
     if b is None:
         return a
     if isinstance(a, dict):
         return {k: add_sums(a.get(k), b.get(k)) for k in dict.fromkeys([*a, *b])}
-    if isinstance(a, (tuple, list)):
-        return type(a)(add_sums(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, tuple):
+        return tuple(add_sums(x, y) for x, y in zip(a, b, strict=True))
     return a + b
 
 
