@@ -141,20 +141,24 @@ class DaskData:
         state["_sketch"] = None
         return state
 
-    def reduce(self, func, *, extra=None, combine=None):
-        """``func(s_t, z)`` summed over the treated rows' blocks (one pass)."""
+    def check_available(self):
         if self.blocks is None:
             raise RuntimeError("this CalEM model was unpickled: its Dask collections are not "
                                "kept, so it cannot be fitted again; build it from the "
                                "collections")
+
+    def reduce(self, func, *, extra=None, combine=None):
+        """``func(s_t, z)`` summed over the treated rows' blocks (one pass)."""
+        self.check_available()
         self.passes += 1
         kw = {} if combine is None else {"combine": combine}
         return reduce_blocks(functools.partial(_on_treated, func, self.eps, self.missing),
                              self.blocks, extra=extra, **kw)
 
-    def quantiles(self, q, transform=None) -> np.ndarray:
-        """Exact ``np.quantile(transform(all scores), q)`` (see :func:`exact_quantiles`)."""
-        return exact_quantiles(self, np.asarray(q, dtype=float), transform)
+    def quantiles(self, *requests) -> list:
+        """Exact ``np.quantile(transform(all scores), q)`` for each ``(q, transform)``
+        (see :func:`exact_quantiles`)."""
+        return exact_quantiles(self, requests)
 
 
 def _on_treated(func, eps, missing, score, label, treated):
@@ -187,9 +191,10 @@ def _bracket_block(lo, hi, s, z=None):
                  for a, b in zip(lo, hi, strict=True))
 
 
-def exact_quantiles(data: DaskData, q, transform=None) -> np.ndarray:
+def exact_quantiles(data: DaskData, requests) -> list:
     """``np.quantile(transform(scores), q)`` (linear interpolation) of all rows, exactly, for
-    a non-decreasing elementwise ``transform`` (default: none).
+    each ``(q, transform)`` of ``requests`` (``transform`` non-decreasing and elementwise, or
+    None), in one pass.
 
     The validation pass kept a sketch of each block (sorted values at ``_SKETCH`` evenly
     spaced positions); it brackets every order statistic needed, and one more pass counts the
@@ -198,19 +203,23 @@ def exact_quantiles(data: DaskData, q, transform=None) -> np.ndarray:
     the result is the in-memory value bit for bit.
     """
     n = data.n_treated + data.s_c.size
-    h = (n - 1) * q
-    r0 = np.floor(h).astype(np.int64)
-    r1 = np.minimum(r0 + 1, n - 1)
-    ranks = np.unique(np.concatenate([r0, r1]))
+    qs = [np.asarray(q, dtype=float) for q, _ in requests]
+    hs = [(n - 1) * q for q in qs]
+    r0s = [np.floor(h).astype(np.int64) for h in hs]
+    r1s = [np.minimum(r0 + 1, n - 1) for r0 in r0s]
+    ranks = np.unique(np.concatenate(r0s + r1s))
     lo, hi = _brackets(data._sketch, ranks)
     got = data.reduce(functools.partial(_bracket_block, lo, hi),
                       extra=_bracket_block(lo, hi, data.s_c))
-    stat = {}
-    for r, (below, vals) in zip(ranks, got, strict=True):
-        v = np.sort(np.concatenate(vals))[r - below]
-        stat[r] = v if transform is None else transform(np.array([v]))[0]
-    return np.array([np.quantile(np.array([stat[a], stat[b]]), g)
-                     for a, b, g in zip(r0, r1, h - r0, strict=True)])
+    stat = {r: np.sort(np.concatenate(vals))[r - below]
+            for r, (below, vals) in zip(ranks, got, strict=True)}
+    out = []
+    for (_, transform), h, r0, r1 in zip(requests, hs, r0s, r1s, strict=True):
+        def tr(v, transform=transform):
+            return v if transform is None else transform(np.array([v]))[0]
+        out.append(np.array([np.quantile(np.array([tr(stat[a]), tr(stat[b])]), g)
+                             for a, b, g in zip(r0, r1, h - r0, strict=True)]))
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -222,7 +231,7 @@ def _logistic_block(b, X, lab):
     w = np.ones(lab.size)
     eta = X @ b
     g, H = logistic_derivs(X, lab, w, eta)
-    return {"f": weighted_loglik(eta, lab, w), "g": g, "H": H, "n": lab.size,
+    return {"f": weighted_loglik(eta, lab, w), "g": g, "H": H, "gram": X.T @ X,
             "amax": float(np.max(np.abs(eta), initial=0.0))}
 
 
@@ -238,11 +247,6 @@ def _design_labels(cal, basis, eta_hat, labels, s_t, z):
 def _logistic_treated(cal, basis, eta_hat, labels, b, s_t, z):
     X, lab = _design_labels(cal, basis, eta_hat, labels, s_t, z)
     return _logistic_block(b, X, lab)
-
-
-def _gram_treated(cal, basis, s_t, z):
-    X = cal.design(basis, s_t)
-    return X.T @ X
 
 
 def _combine_max(a, b):
@@ -261,14 +265,17 @@ class DaskRows:
     """The rows of a weighted logistic fit (weights 1) on a :class:`CalEM` model's Dask data:
     the treated rows with their labels ``z`` (``labels=None``) or the E-step labels at
     ``theta_t`` (``labels=theta_t``), plus, with ``control=True``, the control rows with
-    ``y``. The same interface as :class:`~.calibrators.ArrayRows`; each method is one pass."""
+    ``y``. The same interface as :class:`~.calibrators.ArrayRows`. Each pass returns every
+    sum at once: the Gram matrix comes with the sums at ``start`` (the fit's first point)."""
 
-    def __init__(self, data: DaskData, cal, basis, eta_hat, *, labels=None, control=False):
+    def __init__(self, data: DaskData, cal, basis, eta_hat, *, labels=None, control=False,
+                 start=None):
         self.data, self.cal, self.basis, self.eta_hat = data, cal, basis, eta_hat
         self.labels, self.control = labels, control
         self.Xc = cal.design(basis, data.s_c) if control else None
         self.k = len(cal.param_names(basis))
         self.n = data.n_treated + (data.s_c.size if control else 0)
+        self.start = np.zeros(self.k) if start is None else np.array(start, dtype=float)
         self._last = {}
 
     @property
@@ -279,9 +286,7 @@ class DaskRows:
         return func(self.Xc, self.data.y) if self.control else None
 
     def gram(self):
-        extra = self._control(lambda X, y: X.T @ X)
-        return self.data.reduce(functools.partial(_gram_treated, self.cal, self.basis),
-                                extra=extra)
+        return self._sums(self.start)["gram"]
 
     def _sums(self, b):
         key = b.tobytes()
@@ -327,15 +332,17 @@ def _q_treated(cal, basis, eta_hat, theta_t, theta, s_t, z):
     return weighted_loglik(X @ theta, a, np.ones(a.size))
 
 
-def _sandwich_treated(cal, basis, eta_hat, theta, s_t, z):
+def _sandwich_h_treated(cal, basis, eta_hat, theta, s_t, z):
+    """The sandwich's block sums and :func:`_h_block` of the treated rows."""
     X = cal.design(basis, s_t)
-    return sandwich_block(Rows(X, 0, np.empty(0), z, X @ eta_hat), theta)
+    r = Rows(X, 0, np.empty(0), z, X @ eta_hat)
+    return sandwich_block(r, theta), _h_block(r, theta)
 
 
-def _h_treated(cal, basis, eta_hat, theta, s_t, z):
+def _h_block(r, theta):
     """The treated rows' ``h``: clipped shares and the mean over positives (sums)."""
-    X = cal.design(basis, s_t)
-    _, h = soft_labels(z, expit(X @ theta), expit(X @ eta_hat))
+    z = r.z
+    _, h = soft_labels(z, expit(r.X @ theta), r.g_eta_t)
     out = (h < 0) | (h > 1)
     pos = z == 1
     return {"n": h.size, "clipped": int(out.sum()), "pos": int(pos.sum()),
@@ -404,14 +411,14 @@ class DaskEngine(ParametricEngine):
                                 None, [])
 
     def sandwich(self, theta, joint: bool = False):
-        S = self.data.reduce(functools.partial(_sandwich_treated, self.cal, self.basis,
-                                               self.eta_hat, theta),
-                             extra=sandwich_block(self.control, theta))
-        return sandwich_from_sums(S, self.P, joint)
+        return sandwich_from_sums(self.sandwich_and_h(theta)[0], self.P, joint)
 
-    def h_stats(self, theta):
-        return self.data.reduce(functools.partial(_h_treated, self.cal, self.basis,
-                                                  self.eta_hat, theta))
+    def sandwich_and_h(self, theta):
+        """The sandwich's block sums and the statistics of ``h`` at ``theta``: one pass."""
+        S = self.data.reduce(functools.partial(_sandwich_h_treated, self.cal, self.basis,
+                                               self.eta_hat, theta),
+                             extra=(sandwich_block(self.control, theta), None))
+        return S
 
 
 # ---------------------------------------------------------------------------------------------
@@ -497,17 +504,20 @@ def _formula_basis(cal, s_c):
 
 
 def make_basis(model):
-    """The calibrator's basis from all scores: the spline's knots are exact quantiles (two
-    passes); other parametric calibrators need no data."""
+    """The calibrator's basis from all scores (the spline's knots are exact quantiles; other
+    parametric calibrators need no data), and the quantiles of the scores behind the
+    results' plotting grid: one pass."""
     from .calibrators import SplineCalibrator
 
     cal, data = model.calibrator, model._dask
-    if isinstance(cal, FormulaCalibrator):
-        return _formula_basis(cal, data.s_c)
     if isinstance(cal, SplineCalibrator) and cal.knots is None:
-        qx = data.quantiles(np.linspace(0.0, 1.0, cal.df), transform=cal.logit_score)
-        return cal.basis_from_quantiles(qx)
-    return cal.make_basis(data.s_c)
+        qx, grid = data.quantiles((np.linspace(0.0, 1.0, cal.df), cal.logit_score),
+                                  (GRID_Q, None))
+        return cal.basis_from_quantiles(qx), grid
+    (grid,) = data.quantiles((GRID_Q, None))
+    if isinstance(cal, FormulaCalibrator):
+        return _formula_basis(cal, data.s_c), grid
+    return cal.make_basis(data.s_c), grid
 
 
 class _Setup:
@@ -524,7 +534,8 @@ def setup_dask(model):
 
     cal, data = model.calibrator, model._dask
     _check_calibrator(cal)
-    basis = make_basis(model)
+    data.check_available()
+    basis, data.score_grid_q = make_basis(model)
     k = len(cal.param_names(basis))
     for who, m in (("control", data.s_c.size), ("treated", data.n_treated)):
         if m <= k:
@@ -533,9 +544,10 @@ def setup_dask(model):
                 f"{k} parameters; each set needs more rows than parameters (more data, or "
                 "a calibrator with fewer parameters)")
     baseline = _fit_set("control", cal, basis, cal.design(basis, data.s_c), data.y)
-    rows = DaskRows(data, cal, basis, None)
+    start = baseline.params.to_numpy()
     try:
-        biased = cal._fit_rows(basis, rows, start=baseline.params.to_numpy())
+        biased = cal._fit_rows(basis, DaskRows(data, cal, basis, None, start=start),
+                               start=start)
     except np.linalg.LinAlgError as exc:
         raise ValueError(f"treated set: the {cal.name} calibrator cannot be fitted ({exc}); "
                          "too few rows or distinct scores?") from None
@@ -570,20 +582,21 @@ def fit_calem_dask(model, *, method, maxiter, tol, h) -> CalEMFit:
         warn_and_record(warns, f"CalEM ({method}) did not converge: {conv.message}",
                         ConvergenceWarning)
     data = model._dask
-    pooled = cal._fit_rows(st.basis, DaskRows(data, cal, st.basis, None, control=True),
-                           start=st.biased.params.to_numpy())
-    cov_joint = eng.sandwich(theta, joint=True)
+    start = st.biased.params.to_numpy()
+    pooled = cal._fit_rows(st.basis, DaskRows(data, cal, st.basis, None, control=True,
+                                              start=start), start=start)
+    S, hs = eng.sandwich_and_h(theta)
+    cov_joint = sandwich_from_sums(S, eng.P, joint=True)
     k = theta.size
-    hs = eng.h_stats(theta)
     h_stats = {"share_clipped": hs["clipped"] / hs["n"],
                "share_clipped_positives": (hs["clipped_pos"] / hs["pos"] if hs["pos"]
                                            else float("nan")),
                "mean_h_treated_positives": (hs["h_pos"] / hs["pos"] if hs["pos"]
                                             else float("nan"))}
-    data.score_grid_q = data.quantiles(GRID_Q)
     fitted = eng.fitted(theta)
+    ev = eng.evaluate(theta)  # (17) at the fixed point: Q(theta | theta), E-step at theta
     fit = CalEMFit(st.basis, fitted, st.baseline, st.biased, pooled, None,
-                   float(eng.q(theta, theta)), float(eng.surrogate(theta)),
+                   float(ev["Q"]), float(ev["F"]),
                    eng.penalty_value(theta), None if cov_joint is None else cov_joint[:k, :k],
                    trace, conv, method, tuple(warns), h_stats=h_stats, cov_joint=cov_joint)
     data.fit_passes = data.passes - passes0
