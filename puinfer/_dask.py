@@ -17,7 +17,8 @@ import sys
 
 import numpy as np
 
-__all__ = ["is_dask", "any_dask", "require_dask", "row_blocks", "reduce_blocks", "add_sums"]
+__all__ = ["is_dask", "any_dask", "require_dask", "row_blocks", "reduce_blocks", "add_sums",
+           "same_index_block"]
 
 
 def is_dask(x) -> bool:
@@ -90,6 +91,23 @@ def row_blocks(named: dict) -> list[tuple]:
                          "rechunk them alike")
     n = next(iter(sizes.values()))
     return [tuple(blocks[k][i] if k in blocks else None for k in named) for i in range(n)]
+
+
+def same_index_block(named: dict) -> dict:
+    """A block's pandas arguments whose indexes are the same labels in the same order (the
+    columns of one Dask DataFrame's partition) are already aligned: their indexes are reset,
+    so the one alignment rule (:func:`puinfer._align.align_rows`) then matches them by
+    position -- a partition of ``read_parquet`` often repeats index labels across files.
+    Other blocks are returned unchanged (and aligned, or refused, by that rule)."""
+    import pandas as pd
+
+    pandas = {k: v for k, v in named.items() if isinstance(v, (pd.Series, pd.DataFrame))}
+    if not pandas:
+        return named
+    first = next(iter(pandas.values())).index
+    if not all(v.index.equals(first) for v in pandas.values()):
+        return named
+    return {k: v.reset_index(drop=True) if k in pandas else v for k, v in named.items()}
 
 
 def add_sums(a, b):

@@ -234,3 +234,34 @@ def test_urc_multiclass_and_missing(client):
     r0 = m.fit(df[cols], groups=df["g"])
     r1 = m.fit(ddf[cols], groups=ddf["g"])
     _same_urc(r0, r1)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_exact_quantiles_small_sketch(monkeypatch, seed):
+    """The bracketing of the order statistics (exact quantiles on Dask) with sketches much
+    smaller than the blocks, heavy ties and uneven blocks: numpy's np.quantile, bit for bit."""
+    import dask
+
+    from puinfer.models.calem import _dask as cd
+
+    monkeypatch.setattr(cd, "_SKETCH", 5)
+    rng = np.random.default_rng(seed)
+    n = 3000
+    s = np.round(rng.beta(2, 5, n), 2 if seed else 6)  # ties (seed 1: 100 distinct values)
+    tr = rng.random(n) < 0.8
+    lab = rng.binomial(1, 0.5, n).astype(float)
+    ddf = dd.from_pandas(pd.DataFrame({"s": s, "l": lab, "t": tr.astype(float)}),
+                         npartitions=7)
+    with dask.config.set(scheduler="sync"):
+        blocks = cd.row_blocks({"score": ddf["s"], "label": ddf["l"], "treated": ddf["t"]})
+        summary = cd.reduce_blocks(cd.functools.partial(cd._summary_block, 1e-6, "raise"),
+                                   blocks)
+        data = cd.DaskData(blocks, 1e-6, "raise", summary, "x")
+        q = np.concatenate([np.linspace(0, 1, 7), [0.005, 0.995, 0.3333]])
+        def logit(v):
+            return np.log(v) - np.log1p(-v)
+
+        got, got_logit = data.quantiles((q, None), (q, logit))
+    s = np.clip(s, 1e-6, 1 - 1e-6)  # as the model clips scores of 0 or 1
+    np.testing.assert_array_equal(got, np.quantile(s, q))
+    np.testing.assert_array_equal(got_logit, np.quantile(logit(s), q))

@@ -33,7 +33,7 @@ import pandas as pd
 from scipy.special import expit
 
 from ..._align import align_rows, drop_missing
-from ..._dask import is_dask, reduce_blocks, require_dask, row_blocks
+from ..._dask import is_dask, reduce_blocks, require_dask, row_blocks, same_index_block
 from ..._validation import as_float_vector, check_binary, warn_and_record
 from ...exceptions import ClippingWarning, ConvergenceWarning
 from ._engine import (
@@ -64,7 +64,8 @@ def _block_arrays(eps, missing, score, label, treated):
     """A partition's rows as in :class:`CalEM`: aligned on the index, missing rows dropped
     (or refused), validated, scores of 0 or 1 clipped. Returns ``(s, lab, tr, n_dropped,
     n_edge)``."""
-    args, _ = align_rows({"score": score, "label": label, "treated": treated})
+    args, _ = align_rows(same_index_block({"score": score, "label": label,
+                                           "treated": treated}))
     args, _, n_dropped = drop_missing(args, None, missing)
     s = as_float_vector(args["score"], "score")
     lab = check_binary(args["label"], "label")

@@ -16,7 +16,7 @@ import functools
 import numpy as np
 import pandas as pd
 
-from ..._dask import reduce_blocks, row_blocks
+from ..._dask import reduce_blocks, row_blocks, same_index_block
 
 
 def _block_sums(model, missing, pred, groups):
@@ -25,7 +25,8 @@ def _block_sums(model, missing, pred, groups):
     dropped and the groups' name."""
     from .model import _field_groups, field_cells
 
-    arr, grp, cells, n_dropped = field_cells(model, pred, groups, missing)
+    b = same_index_block({"field_pred": pred, "groups": groups})
+    arr, grp, cells, n_dropped = field_cells(model, b["field_pred"], b["groups"], missing)
     codes, gindex = _field_groups(grp, arr.shape[0], missing == "raise")
     G, A = len(gindex), model.partition.n_cells
     F = np.bincount(codes * A + cells, minlength=G * A).reshape(G, A).astype(float)
