@@ -81,7 +81,7 @@ def _cluster(a):
     from distributed import Client, LocalCluster
 
     cluster = LocalCluster(n_workers=a.workers, threads_per_worker=1, processes=True,
-                           memory_limit=a.memory_limit, dashboard_address=None,
+                           memory_limit=a.memory_limit, dashboard_address=":0",
                            silence_logs=50)
     client = Client(cluster)
     client.run(_warm)  # imports on the workers: not part of a fit's cost

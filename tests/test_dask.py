@@ -27,7 +27,7 @@ RTOL = 1e-9
 @pytest.fixture(scope="module")
 def client():
     with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
-                                  dashboard_address=None, silence_logs=50) as cluster, \
+                                  dashboard_address=":0", silence_logs=50) as cluster, \
             distributed.Client(cluster) as c:
         yield c
 
