@@ -265,3 +265,23 @@ def test_exact_quantiles_small_sketch(monkeypatch, seed):
     s = np.clip(s, 1e-6, 1 - 1e-6)  # as the model clips scores of 0 or 1
     np.testing.assert_array_equal(got, np.quantile(s, q))
     np.testing.assert_array_equal(got_logit, np.quantile(logit(s), q))
+
+
+def test_blocks_without_rows_left(client):
+    """A partition whose rows are all dropped (URC) or all control rows (CalEM)."""
+    sim = simulate_urc(n_lab=300, n_field=3000, field_base_rate=0.3,
+                       rng=np.random.default_rng(1))
+    pred = sim.field_pred.copy()
+    pred[1000:2000] = np.nan  # the whole second partition
+    ddf = dd.from_pandas(pd.DataFrame({"p": pred}), npartitions=3)
+    m = pu.URC(sim.lab_pred, sim.lab_y)
+    r0, r1 = m.fit(pred, missing="drop"), m.fit(ddf["p"], missing="drop")
+    assert r1.n_dropped == 1000
+    close(r0.params, r1.params)
+    d = simulate_calem(3000, event_prob=0.3, miscalibration="g1", transition="h1",
+                       clean_share=0.2, rng=np.random.default_rng(2))
+    d = d.sort_values("treated", kind="stable").reset_index(drop=True)
+    ddf = dd.from_pandas(d, npartitions=3)  # the first partition: control rows only
+    r0 = CalEM(d["score"], d["label"], d["treated"], calibrator="logistic").fit()
+    r1 = CalEM(ddf["score"], ddf["label"], ddf["treated"], calibrator="logistic").fit()
+    close(r0.params, r1.params)

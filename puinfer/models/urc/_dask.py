@@ -26,7 +26,10 @@ def _block_sums(model, missing, pred, groups):
     from .model import _field_groups, field_cells
 
     b = same_index_block({"field_pred": pred, "groups": groups})
-    arr, grp, cells, n_dropped = field_cells(model, b["field_pred"], b["groups"], missing)
+    arr, grp, cells, n_dropped = field_cells(model, b["field_pred"], b["groups"], missing,
+                                             allow_empty=True)
+    if arr is None:  # no row left in this block
+        return None, int(n_dropped), None
     codes, gindex = _field_groups(grp, arr.shape[0], missing == "raise")
     G, A = len(gindex), model.partition.n_cells
     F = np.bincount(codes * A + cells, minlength=G * A).reshape(G, A).astype(float)
@@ -38,8 +41,9 @@ def _block_sums(model, missing, pred, groups):
 
 
 def _combine(a, b):
-    table = pd.concat([a[0], b[0]]).groupby(level=0, sort=False).sum()
-    return table, a[1] + b[1], a[2]
+    tables = [t for t in (a[0], b[0]) if t is not None]
+    table = pd.concat(tables).groupby(level=0, sort=False).sum() if tables else None
+    return table, a[1] + b[1], a[2] if a[2] is not None else b[2]
 
 
 def field_histogram_dask(model, field_pred, groups, missing):
@@ -49,6 +53,9 @@ def field_histogram_dask(model, field_pred, groups, missing):
     blocks = row_blocks({"field_pred": field_pred, "groups": groups})
     table, n_dropped, name = reduce_blocks(
         functools.partial(_block_sums, model, missing), blocks, combine=_combine)
+    if table is None:
+        raise ValueError("field_pred is empty" + (" (every row has a missing value)"
+                                                  if n_dropped else ""))
     try:  # the in-memory order: pd.factorize(sort=True), else order of appearance
         table = table.sort_index()
     except TypeError:

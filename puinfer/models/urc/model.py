@@ -96,8 +96,10 @@ def _naive(pred, codes, G, Ng, binary, k):
                             for j in range(k)]) / Ng[:, None]
 
 
-def field_cells(model, field_pred, groups, missing):
-    """Validated field predictions, their groups (aligned), cells and the rows dropped."""
+def field_cells(model, field_pred, groups, missing, allow_empty=False):
+    """Validated field predictions, their groups (aligned), cells and the rows dropped
+    (``None`` for the first three when ``allow_empty`` and no row is left: a block of a
+    Dask collection may hold none)."""
     check_rowwise(field_pred, "field_pred")
     if groups is not None:
         check_rowwise(groups, "groups")
@@ -105,6 +107,8 @@ def field_cells(model, field_pred, groups, missing):
     inp = as_pred(al["field_pred"], "field_pred", model.classes, model._named)
     al, _, n_dropped = drop_missing({"field_pred": inp.arr, "groups": al["groups"]}, None,
                                     missing)
+    if allow_empty and len(al["field_pred"]) == 0:
+        return None, None, None, n_dropped
     pred, _ = check_pred(al["field_pred"], "field_pred", k=model.n_classes,
                          binary=model._binary, can_drop=missing == "raise")
     return pred, al["groups"], model.partition.assign(pred), n_dropped
