@@ -33,7 +33,14 @@ import pandas as pd
 from scipy.special import expit
 
 from ..._align import align_rows, drop_missing
-from ..._dask import is_dask, reduce_blocks, require_dask, row_blocks, same_index_block
+from ..._dask import (
+    add_sums,
+    is_dask,
+    reduce_blocks,
+    require_dask,
+    row_blocks,
+    same_index_block,
+)
 from ..._validation import as_float_vector, check_binary, warn_and_record
 from ...exceptions import ClippingWarning, ConvergenceWarning
 from ._engine import (
@@ -226,14 +233,17 @@ def exact_quantiles(data: DaskData, requests) -> list:
 # ---------------------------------------------------------------------------------------------
 # the rows of a logistic fit, for the shared calibrator fitting code
 # ---------------------------------------------------------------------------------------------
-def _logistic_block(b, X, lab):
-    """One block of a weighted logistic fit (weights 1): value, gradient, Hessian, ``X'X``,
-    ``max |eta|``."""
+def _logistic_block(b, gram, X, lab):
+    """One block of a weighted logistic fit (weights 1): value, gradient, Hessian,
+    ``max |eta|`` and (``gram``) ``X'X``."""
     w = np.ones(lab.size)
     eta = X @ b
     g, H = logistic_derivs(X, lab, w, eta)
-    return {"f": weighted_loglik(eta, lab, w), "g": g, "H": H, "gram": X.T @ X,
-            "amax": float(np.max(np.abs(eta), initial=0.0))}
+    out = {"f": weighted_loglik(eta, lab, w), "g": g, "H": H,
+           "amax": float(np.max(np.abs(eta), initial=0.0))}
+    if gram:
+        out["gram"] = X.T @ X
+    return out
 
 
 def _design_labels(cal, basis, eta_hat, labels, s_t, z):
@@ -245,15 +255,13 @@ def _design_labels(cal, basis, eta_hat, labels, s_t, z):
     return X, a
 
 
-def _logistic_treated(cal, basis, eta_hat, labels, b, s_t, z):
+def _logistic_treated(cal, basis, eta_hat, labels, b, gram, s_t, z):
     X, lab = _design_labels(cal, basis, eta_hat, labels, s_t, z)
-    return _logistic_block(b, X, lab)
+    return _logistic_block(b, gram, X, lab)
 
 
 def _combine_max(a, b):
     """Add block results, except ``amax`` (a maximum)."""
-    from ..._dask import add_sums
-
     if a is None or b is None:
         return a if b is None else b
     out = add_sums({k: v for k, v in a.items() if k != "amax"},
@@ -292,9 +300,10 @@ class DaskRows:
     def _sums(self, b):
         key = b.tobytes()
         if self._last.get("key") != key:
+            gram = bool(np.array_equal(b, self.start))  # the fit's first pass
             f = functools.partial(_logistic_treated, self.cal, self.basis, self.eta_hat,
-                                  self.labels, b)
-            extra = self._control(functools.partial(_logistic_block, b))
+                                  self.labels, b, gram)
+            extra = self._control(functools.partial(_logistic_block, b, gram))
             self._last = {"key": key, "S": self.data.reduce(f, extra=extra,
                                                             combine=_combine_max)}
         return self._last["S"]
