@@ -161,8 +161,8 @@ def test_calem_dask_refusals(client, calem_data):
     with pytest.raises(NotImplementedError, match="isotonic"):
         CalEM(ddf["score"], ddf["label"], ddf["treated"], calibrator="isotonic").fit()
     m = CalEM(ddf["score"], ddf["label"], ddf["treated"], calibrator="logistic")
-    with pytest.raises(NotImplementedError, match="h"):
-        m.fit(h=0.2)
+    with pytest.raises(ValueError, match="h must be"):
+        m.fit(h=1.5)
     bad = d.assign(score=d["score"].where(d.index != 300, 1.5))
     with pytest.raises(ValueError, match="score must be in"):
         CalEM(*(dd.from_pandas(bad, npartitions=2)[c] for c in ("score", "label", "treated")))
@@ -285,3 +285,17 @@ def test_blocks_without_rows_left(client):
     r0 = CalEM(d["score"], d["label"], d["treated"], calibrator="logistic").fit()
     r1 = CalEM(ddf["score"], ddf["label"], ddf["treated"], calibrator="logistic").fit()
     close(r0.params, r1.params)
+
+
+def test_calem_known_h(client, calem_data):
+    d, ddf = calem_data
+    r0 = CalEM(d["score"], d["label"], d["treated"], calibrator="beta").fit(h=lambda s: 0.3 * s)
+    r1 = CalEM(ddf["score"], ddf["label"], ddf["treated"], calibrator="beta").fit(
+        h=lambda s: 0.3 * s)
+    assert r1.method == "known h"
+    close(r0.params, r1.params)
+    close(r0.objective_17, r1.objective_17)
+    close(r0.llf, r1.llf)
+    close(r0.share_clipped, r1.share_clipped, rtol=0)
+    with pytest.raises(NotImplementedError):
+        r1.conf_int()

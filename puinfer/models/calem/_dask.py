@@ -18,10 +18,11 @@ counts the passes. The spline's knots are *exact* quantiles of all scores, found
 (:func:`exact_quantiles`). The estimates equal the in-memory fit's on the same rows up to the
 order of the additions (~1e-12 relative; tested to 1e-9).
 
-Not distributed: the isotonic calibrator (weighted PAVA needs all distinct scores in order),
-a known treatment effect ``h=``, and formula calibrators with stateful transforms (``cr``,
-``bs``, ``poly``, ``center``...: their state is learned from all scores in memory) -- each
-refused with an error that names it.
+A known treatment effect ``fit(h=...)`` (a number or a picklable function of the score) is
+one weighted fit, its labels computed inside the blocks. Not distributed: the isotonic
+calibrator (weighted PAVA needs all distinct scores in order) and formula calibrators with
+stateful transforms (``cr``, ``bs``, ``poly``, ``center``...: their state is learned from all
+scores in memory) -- each refused with an error that names it.
 """
 
 from __future__ import annotations
@@ -47,8 +48,10 @@ from ._engine import (
     CalEMFit,
     ParametricEngine,
     Rows,
+    _known_h_fit,
     block_sums,
     check_method,
+    known_h_values,
     sandwich_block,
     sandwich_from_sums,
     soft_labels,
@@ -246,11 +249,22 @@ def _logistic_block(b, gram, X, lab):
     return out
 
 
+class KnownH:
+    """E-step labels ``z (1 - h(score))`` of a known treatment effect ``h`` (a number or a
+    picklable function of the score), as a label token of :class:`DaskEngine`."""
+
+    def __init__(self, h):
+        self.h = h
+
+
 def _design_labels(cal, basis, eta_hat, labels, s_t, z):
-    """The treated rows' design and labels: ``z``, or the E-step labels at ``theta_t``."""
+    """The treated rows' design and labels: ``z`` (``labels=None``), the E-step labels at
+    ``theta_t`` (``labels=theta_t``) or those of a known ``h`` (:class:`KnownH`)."""
     X = cal.design(basis, s_t)
     if labels is None:
         return X, z
+    if isinstance(labels, KnownH):
+        return X, z * (1.0 - known_h_values(labels.h, s_t))
     a, _ = soft_labels(z, expit(X @ labels), expit(X @ eta_hat))
     return X, a
 
@@ -579,24 +593,27 @@ def fit_calem_dask(model, *, method, maxiter, tol, h) -> CalEMFit:
     if maxiter is not None and (isinstance(maxiter, (bool, np.bool_))
                                 or not isinstance(maxiter, (int, np.integer)) or maxiter < 1):
         raise ValueError(f"maxiter must be a positive integer (or None); got {maxiter!r}")
-    if h is not None:
-        raise NotImplementedError("h: a known treatment effect is not available on Dask "
-                                  "collections; fit without h= (h is then estimated)")
+    if h is not None and not callable(h):
+        known_h_values(h, np.zeros(1))  # refuse a bad h before the (costly) setup
     passes0 = model._dask.passes
     st = setup_dask(model)
     eng, warns = st.engine, list(model.init_warnings) + list(st.warnings)
-    solver = {"newton": solve_newton, "em": solve_em, "squarem": solve_squarem}[method]
-    theta, trace, conv = solver(eng, eng.theta_of(st.baseline),
-                                maxiter or (100 if method == "newton" else 5000), tol)
-    if not conv.converged:
-        warn_and_record(warns, f"CalEM ({method}) did not converge: {conv.message}",
-                        ConvergenceWarning)
+    if h is not None:  # one weighted fit; h(score) is evaluated (and checked) in the blocks
+        theta, trace, conv = _known_h_fit(eng, eng.theta_of(st.baseline), KnownH(h))
+        method = "known h"
+    else:
+        solver = {"newton": solve_newton, "em": solve_em, "squarem": solve_squarem}[method]
+        theta, trace, conv = solver(eng, eng.theta_of(st.baseline),
+                                    maxiter or (100 if method == "newton" else 5000), tol)
+        if not conv.converged:
+            warn_and_record(warns, f"CalEM ({method}) did not converge: {conv.message}",
+                            ConvergenceWarning)
     data = model._dask
     start = st.biased.params.to_numpy()
     pooled = cal._fit_rows(st.basis, DaskRows(data, cal, st.basis, None, control=True,
                                               start=start), start=start)
     S, hs = eng.sandwich_and_h(theta)
-    cov_joint = sandwich_from_sums(S, eng.P, joint=True)
+    cov_joint = None if h is not None else sandwich_from_sums(S, eng.P, joint=True)
     k = theta.size
     h_stats = {"share_clipped": hs["clipped"] / hs["n"],
                "share_clipped_positives": (hs["clipped_pos"] / hs["pos"] if hs["pos"]
@@ -605,8 +622,9 @@ def fit_calem_dask(model, *, method, maxiter, tol, h) -> CalEMFit:
                                             else float("nan"))}
     fitted = eng.fitted(theta)
     ev = eng.evaluate(theta)  # (17) at the fixed point: Q(theta | theta), E-step at theta
+    q17 = ev["Q"] if h is None else eng.q(theta, KnownH(h))  # (17) with the known h
     fit = CalEMFit(st.basis, fitted, st.baseline, st.biased, pooled, None,
-                   float(ev["Q"]), float(ev["F"]),
+                   float(q17), float(ev["F"]),
                    eng.penalty_value(theta), None if cov_joint is None else cov_joint[:k, :k],
                    trace, conv, method, tuple(warns), h_stats=h_stats, cov_joint=cov_joint)
     data.fit_passes = data.passes - passes0
