@@ -468,7 +468,7 @@ def init_dask(model, score, label, treated):
                         f"[{model.eps:g}, 1 - {model.eps:g}]", ClippingWarning)
     model.n_control, model.n_treated = int(data.s_c.size), int(data.n_treated)
     model._check_groups(data.y.sum(), data.pos_treated)
-    model.score_name = getattr(score, "name", None) or "score"
+    model.score_name = "score"
 
 
 def from_formula_dask(cls, formula, data, *, treated, score=None, eps=1e-6, missing="raise"):
@@ -497,6 +497,7 @@ def from_formula_dask(cls, formula, data, *, treated, score=None, eps=1e-6, miss
     cal = FormulaCalibrator("~" + rhs, score_name=score)
     model = cls(data[score], data[lhs], data[treated], calibrator=cal, eps=eps,
                 missing=missing)
+    model.score_name = score
     return model
 
 
