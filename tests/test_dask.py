@@ -107,6 +107,9 @@ def test_calem_equals_in_memory(client, calem_data, cal, opts):
 
 def test_calem_dask_arrays_and_predict(client, calem_data):
     d, _ = calem_data
+    from puinfer.models.calem import _dask as cd
+
+    assert cd._SLICE > 1700  # slices of the partitions: tested in test_partition_slices
     arrs = [da.from_array(d[c].to_numpy(), chunks=1700) for c in ("score", "label", "treated")]
     r0 = CalEM(*(d[c].to_numpy() for c in ("score", "label", "treated")),
                calibrator="beta").fit()
@@ -299,3 +302,19 @@ def test_calem_known_h(client, calem_data):
     close(r0.share_clipped, r1.share_clipped, rtol=0)
     with pytest.raises(NotImplementedError):
         r1.conf_int()
+
+
+def test_partition_slices(monkeypatch, calem_data):
+    """A pass works through each partition in slices of ``_SLICE`` rows (synchronous
+    scheduler: the patched size holds in this process)."""
+    import dask
+
+    from puinfer.models.calem import _dask as cd
+
+    d, _ = calem_data
+    monkeypatch.setattr(cd, "_SLICE", 333)
+    ddf = dd.from_pandas(d, npartitions=2)
+    with dask.config.set(scheduler="sync"):
+        r1 = CalEM(ddf["score"], ddf["label"], ddf["treated"], calibrator="spline").fit()
+    r0 = CalEM(d["score"], d["label"], d["treated"], calibrator="spline").fit()
+    _same_calem(r0, r1)

@@ -63,6 +63,8 @@ from .calibrators import FittedCalibrator, FormulaCalibrator, logistic_derivs, w
 
 #: sample positions per block for the exact-quantile brackets (see :func:`exact_quantiles`)
 _SKETCH = 4097
+#: rows per slice of a partition in a pass (bounds the memory of the block sums' temporaries)
+_SLICE = 1 << 18
 #: quantiles of the scores behind the results' plotting grid (``_CurvesMixin._grid``)
 GRID_Q = (0.005, 0.995)
 
@@ -162,9 +164,10 @@ class DaskData:
         """``func(s_t, z)`` summed over the treated rows' blocks (one pass)."""
         self.check_available()
         self.passes += 1
-        kw = {} if combine is None else {"combine": combine}
-        return reduce_blocks(functools.partial(_on_treated, func, self.eps, self.missing),
-                             self.blocks, extra=extra, **kw)
+        combine = add_sums if combine is None else combine
+        return reduce_blocks(functools.partial(_on_treated, func, combine, self.eps,
+                                               self.missing),
+                             self.blocks, extra=extra, combine=combine)
 
     def quantiles(self, *requests) -> list:
         """Exact ``np.quantile(transform(all scores), q)`` for each ``(q, transform)``
@@ -172,9 +175,14 @@ class DaskData:
         return exact_quantiles(self, requests)
 
 
-def _on_treated(func, eps, missing, score, label, treated):
+def _on_treated(func, combine, eps, missing, score, label, treated):
+    """``func`` on a partition's treated rows, ``_SLICE`` rows at a time (the temporaries of
+    the block sums stay small whatever the partition size), combined."""
     s_t, z = _treated(eps, missing, score, label, treated)
-    return func(s_t, z) if s_t.size else None
+    if not s_t.size:
+        return None
+    return functools.reduce(combine, (func(s_t[i:i + _SLICE], z[i:i + _SLICE])
+                                      for i in range(0, s_t.size, _SLICE)))
 
 
 # ---------------------------------------------------------------------------------------------
