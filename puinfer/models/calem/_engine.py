@@ -68,6 +68,10 @@ class CalEMFit:
     convergence: ConvergenceInfo
     method: str
     warnings: tuple
+    #: Dask data (``h_raw_treated`` is then None): the results' statistics of ``h``
+    h_stats: dict | None = None
+    #: Dask data: the joint ``(theta, eta)`` sandwich (in memory it is recomputed for plots)
+    cov_joint: np.ndarray | None = None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -132,29 +136,121 @@ def known_h_values(h, s_t):
 # ---------------------------------------------------------------------------------------------
 # engines: the E-step, M-step, F and (parametric) its derivatives and the sandwich
 # ---------------------------------------------------------------------------------------------
+class Rows:
+    """A block of rows of the fixed-point iteration: ``nc`` control rows first, then treated
+    rows, with the biased fit's constants on the treated rows. In memory one block holds all
+    rows; on Dask collections each partition's treated rows are a block (and the control rows
+    one more), and the block sums of :func:`block_sums` / :func:`sandwich_block` are added."""
+
+    def __init__(self, X, nc, y, z, eta_e_t):
+        self.X = np.ascontiguousarray(X)
+        self.nc = nc
+        self.y, self.z = y, z
+        self.eta_e_t = eta_e_t
+        self.g_eta_t = expit(eta_e_t)
+        self.z1 = z == 1
+        log_e, log1m_e = -_softplus(-eta_e_t), -_softplus(eta_e_t)
+        self._log_e = log_e
+        self._c = 1.0 - 1.0 / np.maximum(self.g_eta_t, 1e-300)   # phi below the kink
+        self._k = self._c * log1m_e - log_e                       # phi's constant above it
+
+    def ratio(self, eta_t, log1m_t, free):
+        """``g / g_eta`` on the rows where ``g < g_eta`` (``free``; 0 elsewhere), as
+        ``exp(log g - log g_eta)``: exact where ``g_eta`` underflows to 0."""
+        return np.exp(np.where(free, np.minimum(eta_t + log1m_t - self._log_e, 0.0), -np.inf))
+
+
+def block_sums(r: Rows, theta, *, grad=True, jac=False, hq=False):
+    """F, (17), E-step labels, the gradient G of F and (optionally) its Hessian J, without the
+    penalty, summed over the block's rows (plus the per-row ``eta``, ``free``, ``a``, ``d_q``
+    that the in-memory engine keeps). ``hq``: also ``H_Q = X' diag(g (1 - g)) X``."""
+    nc = r.nc
+    eta = r.X @ theta
+    log1m = -_softplus(eta)                     # log(1 - g)
+    eta_t, log1m_t = eta[nc:], log1m[nc:]
+    free = r.z1 & (eta_t < r.eta_e_t)           # treated positives with h > 0 (unclipped)
+    F = (float(r.y @ eta[:nc] + log1m[:nc].sum())
+         # c log(1 - g) only where it is used: elsewhere c (~ -1/g_eta) can overflow it
+         + float(np.where(r.z1, np.where(free, r._c * np.where(free, log1m_t, 0.0),
+                                         eta_t + log1m_t + r._k), log1m_t).sum()))
+    out = {"F": F, "eta": eta, "free": free}
+    if grad or jac:
+        p = np.exp(eta + log1m)                 # g
+        pt = p[nc:]
+        # g / g_eta on the log scale: g_eta can underflow to 0 on separated data
+        ratio = r.ratio(eta_t, log1m_t, free)
+        a = np.where(free, ratio, r.z)          # z min(1, g / g_eta)
+        lab = np.concatenate([r.y, a])
+        out["a"] = a
+        out["Q"] = float(lab @ eta + log1m.sum())
+        out["G"] = r.X.T @ (lab - p)
+        if jac:
+            d = p * (1.0 - p)
+            d[nc:] -= np.where(free, ratio * (1.0 - pt), 0.0)
+            out["J"] = -(r.X.T @ (r.X * d[:, None]))
+            out["d_q"] = p * (1.0 - p)
+            if hq:
+                out["HQ"] = r.X.T @ (r.X * out["d_q"][:, None])
+    return out
+
+
+def sandwich_block(r: Rows, theta):
+    """The block sums of the sandwich (see :meth:`ParametricEngine.sandwich`), without the
+    penalty: ``J`` (the Hessian of F), ``A12 = d U_theta / d eta``, ``A22 = X_t' W X_t`` and
+    ``B = sum psi psi'`` (``2k x 2k``)."""
+    k = theta.size
+    Xt, Xc, z, y = r.X[r.nc:], r.X[:r.nc], r.z, r.y
+    ge = r.g_eta_t
+    ev = block_sums(r, theta, jac=True)
+    p = np.exp(ev["eta"] - _softplus(ev["eta"]))
+    pc, pt = p[:r.nc], p[r.nc:]
+    a, free = ev["a"], ev["free"]
+    # d U_theta / d eta = sum_t z 1{free} g d(1/g_eta)/d eta x x' = -(...)(1 - g_eta)/g_eta
+    d = r.ratio(ev["eta"][r.nc:], -_softplus(ev["eta"][r.nc:]), free) * (1 - ge)
+    A12 = Xt.T @ (Xt * d[:, None])
+    A22 = Xt.T @ (Xt * (ge * (1 - ge))[:, None])
+    psi_c = Xc * (y - pc)[:, None]
+    psi_t = np.hstack([Xt * (a - pt)[:, None], Xt * (z - ge)[:, None]])
+    B = psi_t.T @ psi_t
+    B[:k, :k] += psi_c.T @ psi_c
+    return {"J": ev["J"], "A12": A12, "A22": A22, "B": B}
+
+
+def sandwich_from_sums(S, P, joint=False):
+    """``A^-1 B A^-T`` from the summed :func:`sandwich_block` (None if ``A`` is singular)."""
+    k = P.shape[0]
+    A = np.zeros((2 * k, 2 * k))
+    A[:k, :k] = -(S["J"] - P)
+    A[:k, k:] = S["A12"]
+    A[k:, k:] = S["A22"] + P
+    try:
+        Ainv = np.linalg.inv(A)
+    except np.linalg.LinAlgError:
+        return None
+    cov = Ainv @ S["B"] @ Ainv.T
+    return cov if joint else cov[:k, :k]
+
+
 class ParametricEngine:
     """Fixed-point machinery for ``g_theta = expit(B(s)' theta)``.
 
     Rows are stacked control first, then treated. One call of :meth:`evaluate` makes one pass
-    over the data and returns everything an iteration needs.
+    over the data and returns everything an iteration needs: the block sums of
+    :func:`block_sums` on one block holding all rows (the Dask engine adds them over blocks).
     """
 
     parametric = True
 
     def __init__(self, cal, basis, X, nc, y, z, eta_e_t, P):
         self.cal, self.basis = cal, basis
-        self.X = np.ascontiguousarray(X)
+        self.rows = Rows(X, nc, y, z, eta_e_t)
+        self.X = self.rows.X
         self.nc = nc
         self.y, self.z = y, z
         self.eta_e_t = eta_e_t
-        self.g_eta_t = expit(eta_e_t)
+        self.g_eta_t = self.rows.g_eta_t
         self.P = np.zeros((X.shape[1],) * 2) if P is None else P
         self.w = np.ones(X.shape[0])
-        self.z1 = z == 1
-        log_e, log1m_e = -_softplus(-eta_e_t), -_softplus(eta_e_t)
-        self._log_e = log_e
-        self._c = 1.0 - 1.0 / np.maximum(self.g_eta_t, 1e-300)   # phi below the kink
-        self._k = self._c * log1m_e - log_e                       # phi's constant above it
 
     @property
     def Xc(self):
@@ -169,39 +265,16 @@ class ParametricEngine:
 
     def evaluate(self, theta, *, grad=True, jac=False):
         """F, (17), E-step labels, gradient G of F and (optionally) its Hessian J at theta."""
-        nc = self.nc
-        eta = self.X @ theta
-        log1m = -_softplus(eta)                     # log(1 - g)
-        eta_t, log1m_t = eta[nc:], log1m[nc:]
-        free = self.z1 & (eta_t < self.eta_e_t)     # treated positives with h > 0 (unclipped)
         pen = 0.5 * theta @ self.P @ theta
-        F = (float(self.y @ eta[:nc] + log1m[:nc].sum())
-             # c log(1 - g) only where it is used: elsewhere c (~ -1/g_eta) can overflow it
-             + float(np.where(self.z1, np.where(free, self._c * np.where(free, log1m_t, 0.0),
-                                                eta_t + log1m_t + self._k), log1m_t).sum())
-             - pen)
-        out = {"F": F, "eta": eta, "free": free, "pen": pen}
+        out = block_sums(self.rows, theta, grad=grad, jac=jac)
+        out["F"] = out["F"] - pen
+        out["pen"] = pen
         if grad or jac:
-            p = np.exp(eta + log1m)                 # g
-            pt = p[nc:]
-            # g / g_eta on the log scale: g_eta can underflow to 0 on separated data
-            ratio = self._ratio(eta_t, log1m_t, free)
-            a = np.where(free, ratio, self.z)       # z min(1, g / g_eta)
-            lab = np.concatenate([self.y, a])
-            out["a"] = a
-            out["Q"] = float(lab @ eta + log1m.sum()) - pen
-            out["G"] = self.X.T @ (lab - p) - self.P @ theta
+            out["Q"] = out["Q"] - pen
+            out["G"] = out["G"] - self.P @ theta
             if jac:
-                d = p * (1.0 - p)
-                d[nc:] -= np.where(free, ratio * (1.0 - pt), 0.0)
-                out["J"] = -(self.X.T @ (self.X * d[:, None])) - self.P
-                out["d_q"] = p * (1.0 - p)
+                out["J"] = out["J"] - self.P
         return out
-
-    def _ratio(self, eta_t, log1m_t, free):
-        """``g / g_eta`` on the rows where ``g < g_eta`` (``free``; 0 elsewhere), as
-        ``exp(log g - log g_eta)``: exact where ``g_eta`` underflows to 0."""
-        return np.exp(np.where(free, np.minimum(eta_t + log1m_t - self._log_e, 0.0), -np.inf))
 
     def q(self, theta, a):
         """Objective (17) (penalised as Algorithm 2) at ``theta`` with E-step labels ``a``."""
@@ -258,7 +331,7 @@ class ParametricEngine:
     def em_direction(self, ev):
         """``H_Q^{-1} G``: to first order the EM step ``M(theta) - theta`` (one Newton step
         on (17) from ``theta``)."""
-        HQ = self.X.T @ (self.X * ev["d_q"][:, None]) + self.P
+        HQ = (ev["HQ"] if "HQ" in ev else self.X.T @ (self.X * ev["d_q"][:, None])) + self.P
         try:
             return np.linalg.solve(HQ, ev["G"])
         except np.linalg.LinAlgError:
@@ -273,29 +346,7 @@ class ParametricEngine:
         ``U_theta = G(theta, eta)`` (the fixed-point equation). ``cov = A^-1 B A^-T`` with
         ``A = -dU/d(theta, eta)`` and ``B = sum_j psi_j psi_j'`` over rows.
         """
-        k = theta.size
-        Xt, Xc, z, y = self.Xt, self.Xc, self.z, self.y
-        ge = self.g_eta_t
-        ev = self.evaluate(theta, jac=True)
-        p = np.exp(ev["eta"] - _softplus(ev["eta"]))
-        pc, pt = p[:self.nc], p[self.nc:]
-        a, free = ev["a"], ev["free"]
-        A = np.zeros((2 * k, 2 * k))
-        A[:k, :k] = -ev["J"]
-        # d U_theta / d eta = sum_t z 1{free} g d(1/g_eta)/d eta x x' = -(...)(1 - g_eta)/g_eta
-        d = self._ratio(ev["eta"][self.nc:], -_softplus(ev["eta"][self.nc:]), free) * (1 - ge)
-        A[:k, k:] = Xt.T @ (Xt * d[:, None])
-        A[k:, k:] = Xt.T @ (Xt * (ge * (1 - ge))[:, None]) + self.P
-        psi_c = Xc * (y - pc)[:, None]
-        psi_t = np.hstack([Xt * (a - pt)[:, None], Xt * (z - ge)[:, None]])
-        B = psi_t.T @ psi_t
-        B[:k, :k] += psi_c.T @ psi_c
-        try:
-            Ainv = np.linalg.inv(A)
-        except np.linalg.LinAlgError:
-            return None
-        cov = Ainv @ B @ Ainv.T
-        return cov if joint else cov[:k, :k]
+        return sandwich_from_sums(sandwich_block(self.rows, theta), self.P, joint)
 
 
 class IsotonicEngine:
@@ -442,6 +493,10 @@ def setup(model) -> Setup:
     the engine of the fixed-point iteration."""
     from ... import exceptions as _exc
 
+    if model._dask is not None:  # rows in Dask collections
+        from ._dask import setup_dask
+
+        return setup_dask(model)
     cal = model.calibrator
     s_c, s_t, y, z, order_t = canonical_rows(model)
     basis = cal.make_basis(np.sort(model.score))
@@ -656,6 +711,10 @@ def _known_h_fit(engine, theta0, a):
 
 def fit_calem(model, *, method, maxiter, tol, h) -> CalEMFit:
     """All of the estimation of :meth:`CalEM.fit`; see its docstring."""
+    if model._dask is not None:  # rows in Dask collections: the same solvers on block sums
+        from ._dask import fit_calem_dask
+
+        return fit_calem_dask(model, method=method, maxiter=maxiter, tol=tol, h=h)
     cal = model.calibrator
     method = check_method(cal, method, tol)
     if maxiter is not None and (isinstance(maxiter, (bool, np.bool_))

@@ -64,6 +64,17 @@ def weighted_loglik(eta, y, w):
     return float(np.dot(w, y * eta - np.logaddexp(0.0, eta)))
 
 
+def logistic_derivs(X, y, w, eta):
+    """Gradient and Hessian of ``sum w {y log g + (1-y) log(1-g)}`` (no penalty) at the linear
+    predictor ``eta = X theta``: sums over the rows given. With :func:`weighted_loglik` these
+    are the logistic likelihood's block sums, applied to all rows in memory and to each block
+    of a Dask collection (``puinfer.models.calem._dask``), then added."""
+    p = expit(eta)
+    g = X.T @ (w * (y - p))
+    H = -((X * (w * p * (1.0 - p))[:, None]).T @ X)
+    return g, H
+
+
 def _logistic_objective(X, y, w, P):
     """``fun(theta, order)`` for :func:`~puinfer.base.optimize.newton_maximize`: the penalised
     weighted logistic log-likelihood, its gradient and Hessian."""
@@ -80,12 +91,40 @@ def _logistic_objective(X, y, w, P):
             last.update(key=key, eta=eta, f=f)
         if order == 0:
             return f
-        p = expit(eta)
-        g = X.T @ (w * (y - p)) - P @ b
-        H = -((X * (w * p * (1.0 - p))[:, None]).T @ X) - P
-        return f, g, H
+        g, H = logistic_derivs(X, y, w, eta)
+        return f, g - P @ b, H - P
 
     return fun
+
+
+class ArrayRows:
+    """The rows of a weighted logistic fit held in memory: design ``X``, soft labels ``y``,
+    weights ``w``. Everything a fit needs from its rows goes through these methods (sums,
+    a maximum); ``puinfer.models.calem._dask.DaskRows`` provides the same from the blocks of
+    Dask collections with the same block functions."""
+
+    def __init__(self, X, y, w):
+        self.X, self.y, self.w = X, y, w
+        self.k = X.shape[1]
+        self.n = int(len(y))
+
+    @property
+    def weight_sum(self) -> float:
+        return float(self.w.sum())
+
+    def gram(self):
+        """``X' W X``."""
+        return self.X.T @ (self.X * self.w[:, None])
+
+    def objective(self, P):
+        """``fun(theta, order)`` of the penalised likelihood (see :func:`_logistic_objective`)."""
+        return _logistic_objective(self.X, self.y, self.w, P)
+
+    def max_abs_eta(self, theta) -> float:
+        return float(np.max(np.abs(self.X @ theta), initial=0.0))
+
+    def loglik(self, theta) -> float:
+        return weighted_loglik(self.X @ theta, self.y, self.w)
 
 
 def logistic_fit(X, y, w, *, penalty=None, start=None, maxiter: int = 100, tol: float = 1e-10):
@@ -124,16 +163,23 @@ def logistic_fit(X, y, w, *, penalty=None, start=None, maxiter: int = 100, tol: 
     separated : bool
         Whether the fitted log-odds exceed 30 (or the parameters 1000) in absolute value.
     """
-    k = X.shape[1]
+    return logistic_fit_rows(ArrayRows(X, y, w), penalty=penalty, start=start,
+                             maxiter=maxiter, tol=tol)
+
+
+def logistic_fit_rows(rows, *, penalty=None, start=None, maxiter: int = 100,
+                      tol: float = 1e-10):
+    """:func:`logistic_fit` on rows given as an :class:`ArrayRows` (or its Dask counterpart):
+    the optimiser sees only the rows' sums."""
+    k = rows.k
     P = np.zeros((k, k)) if penalty is None else penalty
     beta = np.zeros(k) if start is None else np.array(start, dtype=float)
-    wsum = max(float(w.sum()), 1.0)
+    wsum = max(rows.weight_sum, 1.0)
     theta, f, _, H, info = newton_maximize(
-        _logistic_objective(X, y, w, P), beta, maxiter=maxiter, tol=1e-24 * wsum, xtol=tol,
+        rows.objective(P), beta, maxiter=maxiter, tol=1e-24 * wsum, xtol=tol,
         armijo=0.0, slack=1e-12, shrink=0.5, min_step=1e-10, escape_saddles=False,
         method="Newton (weighted logistic likelihood)")
-    separated = bool(np.max(np.abs(theta), initial=0.0) > 1e3
-                     or np.max(np.abs(X @ theta), initial=0.0) > 30)
+    separated = bool(np.max(np.abs(theta), initial=0.0) > 1e3 or rows.max_abs_eta(theta) > 30)
     return theta, f, -H, info, separated
 
 
@@ -334,11 +380,16 @@ class Calibrator:
 
     def _fit_design(self, basis, X, y, w, *, start=None, maxiter=100, tol=1e-10):
         """Fit on a precomputed design ``X = design(basis, s)`` (used inside CalEM)."""
+        return self._fit_rows(basis, ArrayRows(X, y, w), start=start, maxiter=maxiter,
+                              tol=tol)
+
+    def _fit_rows(self, basis, rows, *, start=None, maxiter=100, tol=1e-10):
+        """Fit on rows given as an :class:`ArrayRows` (or its Dask counterpart)."""
         rec = []
         P = self.penalty(basis)
-        _check_design_rank(X, w, self.param_names(basis), P)
-        theta, _, info_mat, conv, separated = logistic_fit(X, y, w, penalty=P, start=start,
-                                                          maxiter=maxiter, tol=tol)
+        _check_design_rank(rows.gram(), self.param_names(basis), P)
+        theta, _, info_mat, conv, separated = logistic_fit_rows(rows, penalty=P, start=start,
+                                                                maxiter=maxiter, tol=tol)
         names = self.param_names(basis)
         if separated:
             rec.append((SeparationWarning.__name__,
@@ -348,13 +399,13 @@ class Calibrator:
             rec.append((ConvergenceWarning.__name__,
                         f"{self.name} calibrator: Newton did not converge in {maxiter} "
                         f"iterations ({conv.message})"))
-        llf = weighted_loglik(X @ theta, y, w)
-        df_model = float(X.shape[1])
+        llf = rows.loglik(theta)
+        df_model = float(rows.k)
         if P is not None and np.any(P):
             # effective degrees of freedom tr((H + P)^-1 H)
             df_model = float(np.trace(np.linalg.solve(info_mat, info_mat - P)))
-        return FittedCalibrator(self, basis, pd.Series(theta, index=names), llf, int(len(y)),
-                                float(w.sum()), df_model, conv.converged, conv.iterations,
+        return FittedCalibrator(self, basis, pd.Series(theta, index=names), llf, rows.n,
+                                rows.weight_sum, df_model, conv.converged, conv.iterations,
                                 pd.DataFrame(info_mat, index=names, columns=names), rec)
 
     def _fit_arrays(self, basis, s, y, w, *, start=None, maxiter=100, tol=1e-10):
@@ -462,8 +513,8 @@ class TemperatureCalibrator(Calibrator):
     def param_names(self, basis):
         return ["1/T"]
 
-    def _fit_design(self, basis, X, y, w, *, start=None, maxiter=100, tol=1e-10):
-        fitted = super()._fit_design(basis, X, y, w, start=start, maxiter=maxiter, tol=tol)
+    def _fit_rows(self, basis, rows, *, start=None, maxiter=100, tol=1e-10):
+        fitted = super()._fit_rows(basis, rows, start=start, maxiter=maxiter, tol=tol)
         if fitted.params.iloc[0] <= 0:
             fitted.warnings.append((AssumptionWarning.__name__,
                                     f"temperature calibrator: the fitted 1/T = "
@@ -544,16 +595,28 @@ class SplineCalibrator(Calibrator):
         if self.knots is not None and self.knots.size < 2:
             raise ValueError("knots: need at least 2 knots")
 
-    def make_basis(self, score):
+    def logit_score(self, score):
+        """``logit(clip(score))``: the scale of the knots."""
         s = self._clip(np.asarray(score, dtype=float))
+        return np.log(s) - np.log1p(-s)
+
+    def make_basis(self, score):
         if self.knots is not None:
-            k = self.knots
-        else:
-            x = np.log(s) - np.log1p(-s)
-            k = np.unique(np.quantile(x, np.linspace(0.0, 1.0, self.df)))
-            if k.size < self.df:
-                raise ValueError(f"spline calibrator: only {k.size} distinct knots from the "
-                                 f"scores for df={self.df}; lower df")
+            return self._basis_from_knots(self.knots)
+        x = self.logit_score(score)
+        return self.basis_from_quantiles(np.quantile(x, np.linspace(0.0, 1.0, self.df)))
+
+    def basis_from_quantiles(self, q):
+        """The basis with knots at the quantiles ``q`` of ``logit(score)`` at
+        ``linspace(0, 1, df)`` (computed in memory, or exactly on Dask collections)."""
+        k = np.unique(q)
+        if k.size < self.df:
+            raise ValueError(f"spline calibrator: only {k.size} distinct knots from the "
+                             f"scores for df={self.df}; lower df")
+        return self._basis_from_knots(k)
+
+    @staticmethod
+    def _basis_from_knots(k):
         return _SplineBasis(k, CubicSpline(k, np.eye(k.size), bc_type="natural"))
 
     def design(self, basis, score):
@@ -676,9 +739,9 @@ class IsotonicCalibrator(Calibrator):
         return "IsotonicCalibrator()"
 
 
-def _check_design_rank(X, w, names, P):
-    """``ValueError`` naming the columns of a singular (weighted) design."""
-    G = X.T @ (X * w[:, None])
+def _check_design_rank(G, names, P):
+    """``ValueError`` naming the columns of a singular (weighted) design, from its Gram
+    matrix ``G = X' W X``."""
     if P is not None:
         G = G + P
     d = np.sqrt(np.clip(np.diag(G), 0, None))

@@ -9,6 +9,7 @@ import pandas as pd
 from scipy import stats
 
 from ..._align import align_rows, check_missing_option, drop_missing
+from ..._dask import any_dask
 from ..._validation import as_float_vector, check_binary, warn_and_record
 from ...base.model import Model
 from ...exceptions import AssumptionWarning, ClippingWarning
@@ -106,10 +107,18 @@ class CalEM(Model):
     missing: str = "raise"
     #: the index of the rows (the first pandas argument's, after alignment and drops), or None
     index: pd.Index | None = None
+    #: rows given as Dask collections: their in-memory summaries and blocks (see ``._dask``)
+    _dask = None
 
     def __init__(self, score, label, treated, *, calibrator="spline", eps: float = 1e-6,
                  missing: str = "raise", **calibrator_options):
         self.missing = check_missing_option(missing)
+        if any_dask(score, label, treated):  # rows in Dask collections: see ._dask
+            from ._dask import init_dask
+
+            self._set_options(calibrator, eps, calibrator_options)
+            init_dask(self, score, label, treated)
+            return
         for name, v in (("score", score), ("label", label), ("treated", treated)):
             if _is_scalar(v):
                 raise ValueError(f"{name} must hold one value per row; got {v!r}")
@@ -126,6 +135,21 @@ class CalEM(Model):
         if bad.any():
             raise ValueError(f"score must be in [0, 1]; {int(bad.sum())} value(s) are not "
                              f"(e.g. {s[bad][:3].tolist()})")
+        self._set_options(calibrator, eps, calibrator_options)
+        edge = (s == 0) | (s == 1)
+        if edge.any():
+            warn_and_record(self.init_warnings,
+                            f"{int(edge.sum())} score(s) equal to 0 or 1 were clipped to "
+                            f"[{self.eps:g}, 1 - {self.eps:g}]", ClippingWarning)
+            s = np.clip(s, self.eps, 1 - self.eps)
+        self.score, self.label, self.treated = s, lab, tr
+        self.n_control, self.n_treated = int((~tr).sum()), int(tr.sum())
+        y, z = lab[~tr], lab[tr]
+        self._check_groups(y.sum(), z.sum())
+        self.score_name = "score"
+
+    def _set_options(self, calibrator, eps, calibrator_options):
+        """The calibrator and ``eps``, checked (also for Dask collections)."""
         self.calibrator: Calibrator = make_calibrator(calibrator, **calibrator_options)
         if getattr(self.calibrator, "prior_correction", False):
             raise ValueError("calibrator: Platt's prior correction (prior_correction=True) is "
@@ -139,37 +163,28 @@ class CalEM(Model):
             raise ValueError(f"eps must be in (0, 0.5); got {eps}")
         self.eps = float(eps)
         self.init_warnings: list = []
-        edge = (s == 0) | (s == 1)
-        if edge.any():
-            warn_and_record(self.init_warnings,
-                            f"{int(edge.sum())} score(s) equal to 0 or 1 were clipped to "
-                            f"[{self.eps:g}, 1 - {self.eps:g}]", ClippingWarning)
-            s = np.clip(s, self.eps, 1 - self.eps)
-        self.score, self.label, self.treated = s, lab, tr
-        self.n_control, self.n_treated = int((~tr).sum()), int(tr.sum())
-        self._check_groups()
-        self.score_name = "score"
 
-    def _check_groups(self):
+    def _check_groups(self, pos_c, pos_t):
+        """Checks of the group sizes and Assumption 1 from the counts of rows and positives."""
         n_c, n_t = self.n_control, self.n_treated
         if n_c == 0:
             raise ValueError("treated: the control group is empty (no row has treated == 0)")
         if n_t == 0:
             raise ValueError("treated: the treated group is empty (no row has treated == 1)")
-        y, z = self.label[~self.treated], self.label[self.treated]
-        if y.sum() == 0 or y.sum() == n_c:
+        if pos_c == 0 or pos_c == n_c:
             raise ValueError(f"label: the control group has only one class "
-                             f"({int(y.sum())} positives of {n_c}); nothing to calibrate")
-        if z.sum() == 0:
+                             f"({int(pos_c)} positives of {n_c}); nothing to calibrate")
+        if pos_t == 0:
             raise ValueError("label: the treated group has no positive labels")
-        self._check_assumption1(y, z)
+        self._check_assumption1(pos_c, pos_t)
 
-    def _check_assumption1(self, y, z):
-        pc, pt = y.mean(), z.mean()
+    def _check_assumption1(self, pos_c, pos_t):
+        n_c, n_t = self.n_control, self.n_treated
+        pc, pt = pos_c / n_c, pos_t / n_t
         if pt >= pc:
             return
-        pool = (y.sum() + z.sum()) / (y.size + z.size)
-        se = np.sqrt(pool * (1 - pool) * (1 / y.size + 1 / z.size))
+        pool = (pos_c + pos_t) / (n_c + n_t)
+        se = np.sqrt(pool * (1 - pool) * (1 / n_c + 1 / n_t))
         p = float(stats.norm.cdf((pt - pc) / se))
         msg = (f"the treated share of positives ({pt:.4f}) is below the control's ({pc:.4f}); "
                f"Assumption 1 of CalEM (treatment only turns negatives into positives, so "
@@ -215,6 +230,11 @@ class CalEM(Model):
             index.
         """
         check_missing_option(missing)
+        if any_dask(data):  # a Dask DataFrame: see ._dask
+            from ._dask import from_formula_dask
+
+            return from_formula_dask(cls, formula, data, treated=treated, score=score, eps=eps,
+                                     missing=missing)
         call = {"data": data, "treated": treated, "score": score, "eps": eps, "missing": missing}
         if isinstance(data, dict):
             data = pd.DataFrame(data)

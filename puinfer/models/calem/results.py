@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from ..._align import align_rows
+from ..._dask import is_dask as _is_dask
 from ..._validation import as_float_vector, check_alpha
 from ...base.results import LikelihoodResults, data_fingerprint, readonly
 from ...inference.hypothesis import HypothesisTestResult, lr_test
@@ -68,6 +69,9 @@ class _CurvesMixin:
 
     def _score_in(self, score):
         if score is None:
+            if self.model._dask is not None:
+                raise ValueError("score: the model's rows are Dask collections; pass the scores "
+                                 "to predict (a Dask Series or array gives a lazy result)")
             return self.model.score, self.model.index
         idx = score.index if isinstance(score, (pd.Series, pd.DataFrame)) else None
         s = as_float_vector(score, "score")
@@ -87,6 +91,10 @@ class _CurvesMixin:
         ``score``: the model's rows, as a Series with their index if the model was given
         pandas inputs.
         """
+        if _is_dask(score):
+            from ._dask import predict_dask
+
+            return predict_dask(self.calibrator, score, "calem")
         s, idx = self._score_in(score)
         return self._out(self.calibrator.predict(s), idx, "calem")
 
@@ -140,7 +148,9 @@ class _CurvesMixin:
 
         if (score is None) != (y is None):
             raise ValueError("give both score and y, or neither (control rows)")
-        if score is None:
+        if score is None and self.model._dask is not None:
+            s, y = self.model._dask.s_c, self.model._dask.y
+        elif score is None:
             s = self.model.score[~self.model.treated]
             y = self.model.label[~self.model.treated]
         else:
@@ -154,7 +164,8 @@ class _CurvesMixin:
         return ax
 
     def _grid(self, n_points):
-        q = np.quantile(self.model.score, [0.005, 0.995])
+        q = (self.model._dask.score_grid_q if self.model._dask is not None
+             else np.quantile(self.model.score, [0.005, 0.995]))
         return np.linspace(q[0], q[1], n_points)
 
     def plot_calibration(self, *, ax=None, n_points: int = 200):
@@ -184,12 +195,15 @@ class _CurvesMixin:
         if self._cov is None:
             return self._no_cov_reason
         cal = self.model.calibrator
-        s_c, s_t, y, z, _ = canonical_rows(self.model)
-        X = cal.design(self.basis, np.concatenate([s_c, s_t]))
-        eng = ParametricEngine(cal, self.basis, X, s_c.size, y, z,
-                               X[s_c.size:] @ self.biased.params.to_numpy(),
-                               cal.penalty(self.basis))
-        V = eng.sandwich(self.calibrator.params.to_numpy(), joint=True)
+        if self._cov_joint is not None:  # Dask data: computed by the fit
+            V = self._cov_joint
+        else:
+            s_c, s_t, y, z, _ = canonical_rows(self.model)
+            X = cal.design(self.basis, np.concatenate([s_c, s_t]))
+            eng = ParametricEngine(cal, self.basis, X, s_c.size, y, z,
+                                   X[s_c.size:] @ self.biased.params.to_numpy(),
+                                   cal.penalty(self.basis))
+            V = eng.sandwich(self.calibrator.params.to_numpy(), joint=True)
         if V is None:
             return _NO_COV_SINGULAR
         B = cal.design(self.basis, s)
@@ -313,12 +327,13 @@ class CalEMResults(_CurvesMixin, LikelihoodResults):
         self.objective_17 = fit.objective_17
         self.llf = fit.surrogate + fit.penalty
         self._llf_penalized = fit.surrogate
-        self.nobs = int(model.score.size)
+        self.nobs = int(model.n_control + model.n_treated)
         # edf: tr((H + P)^-1 H) for a penalised spline, the number of levels for isotonic
         self.edf = float(fit.fitted.df_model)
         self.df_model = (len(fit.fitted.params) if model.calibrator.parametric
                          else int(round(self.edf)))
-        self.data_fingerprint = data_fingerprint(model.score, model.label, model.treated)
+        self.data_fingerprint = (model._dask.fingerprint if model._dask is not None else
+                                 data_fingerprint(model.score, model.label, model.treated))
         self._params = fit.fitted.params.rename("coef" if model.calibrator.parametric else "g")
         self._cov = None if fit.cov is None else pd.DataFrame(
             fit.cov, index=self._params.index, columns=self._params.index)
@@ -331,7 +346,9 @@ class CalEMResults(_CurvesMixin, LikelihoodResults):
             warns.append(("NoCovariance", self._no_cov_reason))
         self.warnings = tuple(warns)
         self._trace = fit.trace
-        self._h_raw = readonly(fit.h_raw_treated)
+        self._h_raw = None if fit.h_raw_treated is None else readonly(fit.h_raw_treated)
+        self._h_stats = fit.h_stats  # Dask data: the statistics of h, from the fit
+        self._cov_joint = None if fit.cov_joint is None else readonly(fit.cov_joint)
 
     # -- estimates ---------------------------------------------------------------------------
     @property
@@ -374,6 +391,8 @@ class CalEMResults(_CurvesMixin, LikelihoodResults):
     @cached_property
     def share_clipped(self) -> float:
         """Share of treated rows whose raw ``h = (g_eta - g)/g_eta`` fell outside [0, 1]."""
+        if self._h_stats is not None:
+            return self._h_stats["share_clipped"]
         return float(np.mean((self._h_raw < 0) | (self._h_raw > 1)))
 
     @cached_property
@@ -383,6 +402,8 @@ class CalEMResults(_CurvesMixin, LikelihoodResults):
     @cached_property
     def share_clipped_positives(self) -> float:
         """As :attr:`share_clipped`, among treated rows with ``z = 1`` (the only ones affected)."""
+        if self._h_stats is not None:
+            return self._h_stats["share_clipped_positives"]
         h = self._h_raw[self._zpos]
         return float(np.mean((h < 0) | (h > 1))) if h.size else float("nan")
 
@@ -390,6 +411,8 @@ class CalEMResults(_CurvesMixin, LikelihoodResults):
     def mean_h_treated_positives(self) -> float:
         """Mean estimated ``h`` over treated positives: the share of their positives
         attributed to the treatment."""
+        if self._h_stats is not None:
+            return self._h_stats["mean_h_treated_positives"]
         h = np.sort(np.clip(self._h_raw[self._zpos], 0, 1))  # sorted: free of the row order
         return float(h.mean()) if h.size else float("nan")
 
@@ -468,14 +491,21 @@ class CalEMResults(_CurvesMixin, LikelihoodResults):
     def _default_summary(self) -> Summary:
         return self._build_summary(0.05)
 
+    @cached_property
+    def _positive_shares(self):
+        m = self.model
+        if m._dask is not None:
+            return m._dask.y.mean(), m._dask.pos_treated / m.n_treated
+        return m.label[~m.treated].mean(), m.label[m.treated].mean()
+
     def _build_summary(self, alpha: float) -> Summary:
         m = self.model
         s = Summary("CalEM: calibration with clean control and biased treated labels")
         for key, value in (
                 ("Calibrator", m.calibrator.name if m.formula is None else m.formula),
                 ("Control rows (clean y)", m.n_control), ("Treated rows (biased z)", m.n_treated),
-                ("Positives: control", f"{m.label[~m.treated].mean():.4f}"),
-                ("Positives: treated", f"{m.label[m.treated].mean():.4f}"),
+                ("Positives: control", f"{self._positive_shares[0]:.4f}"),
+                ("Positives: treated", f"{self._positive_shares[1]:.4f}"),
                 ("Objective (17)", self.objective_17), ("Surrogate log-lik. F", self.llf),
                 ("Mean h (treated z=1)", self.mean_h_treated_positives),
                 ("Share h clipped", self.share_clipped), ("Method", self.method)):

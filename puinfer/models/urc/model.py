@@ -96,6 +96,42 @@ def _naive(pred, codes, G, Ng, binary, k):
                             for j in range(k)]) / Ng[:, None]
 
 
+def field_cells(model, field_pred, groups, missing, allow_empty=False):
+    """Validated field predictions, their groups (aligned), cells and the rows dropped
+    (``None`` for the first three when ``allow_empty`` and no row is left: a block of a
+    Dask collection may hold none)."""
+    check_rowwise(field_pred, "field_pred")
+    if groups is not None:
+        check_rowwise(groups, "groups")
+    al, _ = align_rows({"field_pred": field_pred, "groups": groups})
+    inp = as_pred(al["field_pred"], "field_pred", model.classes, model._named)
+    al, _, n_dropped = drop_missing({"field_pred": inp.arr, "groups": al["groups"]}, None,
+                                    missing)
+    if allow_empty and len(al["field_pred"]) == 0:
+        return None, None, None, n_dropped
+    pred, _ = check_pred(al["field_pred"], "field_pred", k=model.n_classes,
+                         binary=model._binary, can_drop=missing == "raise")
+    return pred, al["groups"], model.partition.assign(pred), n_dropped
+
+
+def field_histogram(model, field_pred, groups, missing):
+    """The field enters URC only through its histogram: counts per group and cell ``F``
+    (``G x |A|``), the naive estimator, the group index and the rows dropped. Dask
+    collections are binned block by block (:func:`._dask.field_histogram_dask`)."""
+    from ..._dask import any_dask
+
+    if any_dask(field_pred, groups):
+        from ._dask import field_histogram_dask
+
+        return field_histogram_dask(model, field_pred, groups, missing)
+    pred, grp, cells, n_dropped = field_cells(model, field_pred, groups, missing)
+    codes, gindex = _field_groups(grp, pred.shape[0], missing == "raise")
+    G, A = len(gindex), model.partition.n_cells
+    F = np.bincount(codes * A + cells, minlength=G * A).reshape(G, A).astype(float)
+    naive = _naive(pred, codes, G, F.sum(axis=1), model._binary, model.n_classes)
+    return F, naive, gindex, n_dropped
+
+
 class URC(Model):
     """Unsupervised recalibration: estimate field base rates from a classifier's predictions.
 
@@ -453,21 +489,7 @@ class URC(Model):
         if not tol_ok:
             raise ValueError(f"tol must be a positive number; got {tol!r}")
         check_missing_option(missing)
-        check_rowwise(field_pred, "field_pred")
-        if groups is not None:
-            check_rowwise(groups, "groups")
-        al, _ = align_rows({"field_pred": field_pred, "groups": groups})
-        inp = as_pred(al["field_pred"], "field_pred", self.classes, self._named)
-        al, _, n_dropped = drop_missing({"field_pred": inp.arr, "groups": al["groups"]}, None,
-                                        missing)
-        can_drop = missing == "raise"
-        pred, _ = check_pred(al["field_pred"], "field_pred", k=self.n_classes,
-                             binary=self._binary, can_drop=can_drop)
-        codes, gindex = _field_groups(al["groups"], pred.shape[0], can_drop)
-        G, A = len(gindex), self.partition.n_cells
-        cells = self.partition.assign(pred)
-        F = np.bincount(codes * A + cells, minlength=G * A).reshape(G, A).astype(float)
-        naive = _naive(pred, codes, G, F.sum(axis=1), self._binary, self.n_classes)
+        F, naive, gindex, n_dropped = field_histogram(self, field_pred, groups, missing)
         L = self._L
         d = lik.Data(L, F, L.sum(axis=1) / L.sum(), likelihood == "joint", s,
                      random_lab=self.lab_design == "random")

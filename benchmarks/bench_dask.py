@@ -1,0 +1,214 @@
+"""Benchmark: URC and CalEM fitted out of core from Parquet on a Dask LocalCluster (issue 16).
+
+Writes synthetic data sets to Parquet in row chunks (never all in memory), then fits
+
+* URC (binary, three groups) on ``--urc`` field predictions: one pass (the field histogram);
+* CalEM (spline calibrator, 5 knots) on ``--calem`` rows, ``--control-share`` of them
+  control rows (in memory), the rest treated (read from Parquet at every pass);
+
+on a ``distributed.LocalCluster`` (``--workers`` processes, one thread each, a memory limit
+per worker of ``--memory-limit``), and reports the wall time, the passes over the data, the
+peak resident memory of each worker process (``ru_maxrss``) and, for the ratio, the same fit's
+cost in memory with numpy on the same rows (if ``--compare`` rows fit in memory): for URC the
+field histogram, for CalEM one evaluation of the fixed-point sums (gradient and Hessian) on
+the in-memory design, against one Dask pass (the fit's wall time over its passes, which
+includes reading Parquet and building the spline design at every pass).
+
+Usage::
+
+    python benchmarks/bench_dask.py                                  # small: about a minute
+    python benchmarks/bench_dask.py --urc 1e8 --calem 1e7 --compare 1e7 --memory-limit 1GB
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import shutil
+import tempfile
+import time
+import warnings
+
+import numpy as np
+import pandas as pd
+
+
+def _write_parquet(path, n, chunk, make):
+    """Write ``n`` rows in files of ``chunk`` rows, ``make(rows, rng)`` making each."""
+    os.makedirs(path, exist_ok=True)
+    for i, start in enumerate(range(0, n, chunk)):
+        rows = min(chunk, n - start)
+        make(rows, np.random.default_rng(1000 + i)).to_parquet(
+            os.path.join(path, f"part-{i:05d}.parquet"), index=False)
+
+
+def urc_data(n_lab=2000):
+    from puinfer.simulate.urc import simulate_urc
+
+    lab = simulate_urc(n_lab=n_lab, n_field=10, field_base_rate=0.2,
+                       rng=np.random.default_rng(0))
+
+    def make(rows, rng):
+        sizes = [rows // 3, rows // 3, rows - 2 * (rows // 3)]
+        sim = simulate_urc(n_lab=10, n_field=sizes, field_base_rate=[0.1, 0.2, 0.35], rng=rng)
+        return pd.DataFrame({"pred": sim.field_pred,
+                             "region": np.array(["north", "east", "south"])[sim.field_group]})
+
+    return lab, make
+
+
+def calem_make(control_share):
+    from puinfer.simulate.calibration import simulate_calem
+
+    def make(rows, rng):
+        d = simulate_calem(rows, event_prob=0.3, miscalibration="g1", transition="h1",
+                           clean_share=control_share, rng=rng)
+        return d[["score", "label", "treated"]].astype({"label": "int8", "treated": "int8"})
+
+    return make
+
+
+def _peak_mb(client):
+    """Peak resident memory of each worker process so far (MB)."""
+    def peak():
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+    return sorted(round(v) for v in client.run(peak).values())
+
+
+def _cluster(a):
+    from distributed import Client, LocalCluster
+
+    cluster = LocalCluster(n_workers=a.workers, threads_per_worker=1, processes=True,
+                           memory_limit=a.memory_limit, dashboard_address=":0",
+                           silence_logs=50)
+    client = Client(cluster)
+    client.run(_warm)  # imports on the workers: not part of a fit's cost
+    return cluster, client
+
+
+def _warm():
+    import puinfer.models.calem._dask  # noqa: F401
+    import puinfer.models.urc._dask  # noqa: F401
+
+
+def bench_urc(a, root):
+    import dask.dataframe as dd
+
+    import puinfer as pu
+
+    n = int(a.urc)
+    lab, make = urc_data()
+    path = os.path.join(root, "urc")
+    t0 = time.perf_counter()
+    _write_parquet(path, n, int(a.chunk), make)
+    t_write = time.perf_counter() - t0
+    model = pu.URC(lab.lab_pred, lab.lab_y)
+    cluster, client = _cluster(a)
+    try:
+        ddf = dd.read_parquet(path)
+        t0 = time.perf_counter()
+        res = model.fit(ddf["pred"], groups=ddf["region"])
+        t_fit = time.perf_counter() - t0
+        str(res.summary())
+        peaks = _peak_mb(client)
+    finally:
+        client.close()
+        cluster.close()
+    row = {"method": "URC (3 groups)", "rows": n, "partitions": ddf.npartitions,
+           "write s": t_write, "fit s": t_fit, "passes": 1, "peak MB/worker": peaks}
+    if n <= int(a.compare):
+        df = pd.read_parquet(path)
+        from puinfer.models.urc.model import field_histogram
+
+        t0 = time.perf_counter()
+        field_histogram(model, df["pred"], df["region"], "raise")
+        t_mem = time.perf_counter() - t0
+        row.update({"numpy s/pass": t_mem, "dask s/pass": t_fit, "ratio": t_fit / t_mem})
+    return row
+
+
+def bench_calem(a, root):
+    import dask.dataframe as dd
+
+    from puinfer.models.calem import CalEM
+
+    n = int(a.calem)
+    path = os.path.join(root, "calem")
+    t0 = time.perf_counter()
+    _write_parquet(path, n, int(a.chunk), calem_make(a.control_share))
+    t_write = time.perf_counter() - t0
+    cluster, client = _cluster(a)
+    try:
+        ddf = dd.read_parquet(path)
+        t0 = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model = CalEM(ddf["score"], ddf["label"], ddf["treated"], calibrator="spline")
+            res = model.fit()
+        t_fit = time.perf_counter() - t0
+        str(res.summary())
+        peaks = _peak_mb(client)
+    finally:
+        client.close()
+        cluster.close()
+    passes = model._dask.passes
+    row = {"method": "CalEM spline", "rows": n, "partitions": ddf.npartitions,
+           "write s": t_write, "fit s": t_fit, "passes": passes, "peak MB/worker": peaks,
+           "iterations": res.convergence.iterations}
+    if n <= int(a.compare):
+        df = pd.read_parquet(path)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            m0 = CalEM(df["score"], df["label"], df["treated"], calibrator="spline")
+            t0 = time.perf_counter()
+            r0 = m0.fit()
+            t_mem_fit = time.perf_counter() - t0
+        eng = m0._setup.engine
+        theta = r0.params.to_numpy()
+        reps = []
+        for _ in range(3):
+            t0 = time.perf_counter()
+            eng.evaluate(theta, jac=True)
+            reps.append(time.perf_counter() - t0)
+        t_pass = min(reps)
+        dpass = t_fit / passes
+        rel = float(np.max(np.abs(res.params.to_numpy() - theta) / np.abs(theta)))
+        row.update({"numpy fit s": t_mem_fit, "numpy s/pass": t_pass, "dask s/pass": dpass,
+                    "ratio": dpass / t_pass, "max rel diff params": rel})
+    return row
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--urc", type=float, default=2e6, help="URC field rows")
+    ap.add_argument("--calem", type=float, default=1e6, help="CalEM rows (control + treated)")
+    ap.add_argument("--control-share", type=float, default=0.01)
+    ap.add_argument("--chunk", type=float, default=5e5, help="rows per Parquet file")
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--memory-limit", default="1GB", help="per worker")
+    ap.add_argument("--compare", type=float, default=1e7,
+                    help="also fit in memory (numpy) up to this many rows, for the ratio")
+    ap.add_argument("--dir", default=None, help="where to write Parquet (default: a temp dir)")
+    ap.add_argument("--only", choices=["urc", "calem"], default=None)
+    a = ap.parse_args(argv)
+    root = a.dir or tempfile.mkdtemp(prefix="puinfer-bench-dask-")
+    rows = []
+    try:
+        if a.only in (None, "urc"):
+            rows.append(bench_urc(a, root))
+            print(rows[-1], flush=True)
+        if a.only in (None, "calem"):
+            rows.append(bench_calem(a, root))
+            print(rows[-1], flush=True)
+    finally:
+        if a.dir is None:
+            shutil.rmtree(root, ignore_errors=True)
+    print()
+    print(f"workers: {a.workers} x 1 thread, memory limit {a.memory_limit} per worker")
+    print(pd.DataFrame(rows).to_string(index=False, float_format=lambda v: f"{v:.3g}"))
+
+
+if __name__ == "__main__":
+    main()
