@@ -55,10 +55,23 @@ SEP = 1.5
 CUT95 = float(stats.chi2.ppf(0.95, 1))
 
 
+def mle_kw(k):
+    """The settings before the small-lab fix: maximum likelihood (no Firth pseudo-count) and
+    the paper's number of bins at every lab size (4 binary, 2 per class)."""
+    return dict(model_kw=dict(n_bins=4 if k == 2 else 2), fit_kw=dict(lab_pseudocount=0.0))
+
+
 def null_cells():
-    """(k, n_lab, design, lab rates, field rates) of the must-show cells (null true)."""
+    """(k, n_lab, design, lab rates, field rates) of the must-show cells (null true), with
+    URC's defaults."""
     return [dict(k=k, n_lab=n, design=d, lab=RATES[k], field=RATES[k])
             for k in (2, 3) for n in (100, 300, 1000) for d in ("random", "stratified")]
+
+
+def null_mle_cells():
+    """The must-show cells with the settings before the fix (:func:`mle_kw`), on the same
+    replicates (seeds) as :func:`null_cells`."""
+    return [dict(c, seed_index=i, **mle_kw(c["k"])) for i, c in enumerate(null_cells())]
 
 
 def shift_cells():
@@ -67,31 +80,36 @@ def shift_cells():
             for d in ("random", "stratified")]
 
 
+def shift_mle_cells():
+    return [dict(c, seed_index=i, **mle_kw(3)) for i, c in enumerate(shift_cells())]
+
+
 def diag_cells():
     third = (1 / 3, 1 / 3, 1 / 3)
-    return [dict(k=3, n_lab=n, design="random", lab=third, field=(0.6, 0.3, 0.1))
+    return [dict(k=3, n_lab=n, design="random", lab=third, field=(0.6, 0.3, 0.1), **mle_kw(3))
             for n in (300, 1000)]
 
 
 def bartlett_cells():
-    return shift_cells()[:1]  # the random-lab shift cell: the same replicates (seeds) as --set shift
+    return shift_mle_cells()[:1]  # the random-lab shift cell: the same replicates as --set shift
 
 
 def bartlett_null_cells():
     """The must-show cells with coverage below 0.94 (three classes, lab n = 100, and lab n =
     300 stratified), keeping their ``seed`` index so that the data are those of --set null."""
-    cells = null_cells()
-    return [dict(cells[c], seed_index=c) for c in (6, 7, 9)]
+    cells = null_mle_cells()
+    return [cells[c] for c in (6, 7, 9)]
 
 
 def size_bartlett_cells():
     """The must-show cells whose no-shift test size is above 6.5% (three classes, lab n = 100
     both designs, lab n = 300 stratified), with their --set null seeds."""
-    cells = null_cells()
-    return [dict(cells[c], seed_index=c) for c in (6, 7, 9)]
+    cells = null_mle_cells()
+    return [cells[c] for c in (6, 7, 9)]
 
 
-CELLS = {"null": null_cells, "shift": shift_cells, "diag": diag_cells,
+CELLS = {"null": null_cells, "null_mle": null_mle_cells, "shift": shift_cells,
+         "shift_mle": shift_mle_cells, "diag": diag_cells,
          "bartlett": bartlett_cells, "bartlett_null": bartlett_null_cells,
          "size_bartlett": size_bartlett_cells}
 
@@ -105,7 +123,8 @@ def size_bartlett_replicate(cell, rng):
                      field_base_rate=field, separation=SEP, rng=rng, lab_design=cell["design"])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        r = URC(s.lab_pred, s.lab_y, lab_design=cell["design"]).fit(s.field_pred)
+        r = URC(s.lab_pred, s.lab_y, lab_design=cell["design"],
+                **cell.get("model_kw", {})).fit(s.field_pred, **cell.get("fit_kw", {}))
         t = r.test_no_shift()
         tb = r.test_no_shift(reference="bartlett", n_boot=N_BOOT, rng=rng)
     assert k == 3
@@ -127,7 +146,8 @@ def bartlett_replicate(cell, rng):
     out = {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        r = URC(s.lab_pred, s.lab_y, lab_design=cell["design"]).fit(s.field_pred)
+        r = URC(s.lab_pred, s.lab_y, lab_design=cell["design"],
+                **cell.get("model_kw", {})).fit(s.field_pred, **cell.get("fit_kw", {}))
         b = r.bartlett_factors(n_boot=N_BOOT, rng=rng)
         out["n_usable"] = b.attrs["n_usable"]
         for i, j in enumerate([1] if k == 2 else range(k)):
@@ -165,7 +185,7 @@ def _refit_with_partition(model, lab_pred, lab_y, part, field_pred):
     A = part.n_cells
     m._L = np.bincount(lab_y * A + part.assign(lab_pred),
                        minlength=m.n_classes * A).reshape(m.n_classes, A).astype(float)
-    return m.fit(field_pred)
+    return m.fit(field_pred, lab_pseudocount=0.0)
 
 
 def diag_replicate(cell, rng):
@@ -178,11 +198,11 @@ def diag_replicate(cell, rng):
     out = {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        m = URC(s.lab_pred, s.lab_y, lab_design=cell["design"])
-        fits = {"data": m.fit(s.field_pred),
+        m = URC(s.lab_pred, s.lab_y, lab_design=cell["design"], n_bins=2)
+        fits = {"data": m.fit(s.field_pred, lab_pseudocount=0.0),
                 "pop": _refit_with_partition(m, s.lab_pred, s.lab_y,
                                              _population_partition(cell, 2), s.field_pred),
-                "A3": URC(s.lab_pred, s.lab_y, n_bins=1).fit(s.field_pred)}
+                "A3": URC(s.lab_pred, s.lab_y, n_bins=1).fit(s.field_pred, lab_pseudocount=0.0)}
         out["zero_cells"] = int((m.lab_counts.to_numpy() == 0).sum())
         out["min_cell"] = float(m.lab_counts.to_numpy().min())
         for name, r in fits.items():
@@ -205,12 +225,14 @@ def one_replicate(cell, rng, alpha=0.05, intervals=True):
                      lab_design=cell["design"])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        r = URC(s.lab_pred, s.lab_y, lab_design=cell["design"]).fit(s.field_pred)
+        r = URC(s.lab_pred, s.lab_y, lab_design=cell["design"],
+                **cell.get("model_kw", {})).fit(s.field_pred, **cell.get("fit_kw", {}))
         t = r.test_no_shift()
         t_strat = r.test_no_shift(value=r.lab_base_rates.to_numpy())
         out = dict(p_noshift=t.pvalue, stat_noshift=t.statistic,
                    p_noshift_stratified_null=t_strat.pvalue,
-                   converged=bool(r.converged), n_warn=len(r.warnings))
+                   converged=bool(r.converged), n_warn=len(r.warnings),
+                   n_cells=r.model.partition.n_cells, lab_pseudocount=r.lab_pseudocount)
         classes = [1] if k == 2 else list(range(k))
         P = r.base_rates.iloc[0].to_numpy()
         ci = r.conf_int(alpha).to_numpy() if intervals else np.full((len(classes), 2), np.nan)

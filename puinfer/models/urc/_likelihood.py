@@ -88,6 +88,14 @@ class Data:
         With ``random_lab``: the lab population's base rates are tied to every group's base
         rates (the null of no shift), so the lab class counts inform ``P`` (see the module
         notes); used with the constraint ``"pooled"``.
+    lab_pseudocount : float
+        Pseudo-count added to every lab cell in the lab term of the joint likelihood (the
+        penalised objective ``sum_{i,a} (L[i,a] + c) log M[i,a]``): Firth's penalty for the
+        rows of ``M``, i.e. the Jeffreys prior ``Dir(1/2)`` of each row in its natural
+        (multinomial-logit) parametrisation when ``c = 1/2``. 0 is maximum likelihood. It keeps
+        ``M`` off the boundary of its simplices and is what makes the profile intervals and
+        tests hold their level at small lab sets (``studies/results/urc_labdesign.md``). The
+        lab class counts (``n_i``, the random design's multinomial) are the raw ``L``'s.
     penalty : object, optional
         An additive log-penalty on the base rates: an object with
         ``value(P)``, ``grad_hess(P)``, ``mstep(C, P, con)`` and ``describe()``, e.g.
@@ -105,6 +113,7 @@ class Data:
     random_lab: bool = False
     pooled: bool = False
     penalty: object = None
+    lab_pseudocount: float = 0.0
 
     @property
     def active_penalty(self):
@@ -119,6 +128,12 @@ class Data:
         if not (self.random_lab and self.pooled):
             return None
         return self.L.sum(axis=1) / self.F.shape[0]
+
+    @functools.cached_property
+    def L_lik(self) -> np.ndarray:
+        """The lab counts as they enter the lab term of the joint likelihood (``L`` plus the
+        pseudo-count :attr:`lab_pseudocount` per cell)."""
+        return self.L + self.lab_pseudocount if self.lab_pseudocount > 0 else self.L
 
     @functools.cached_property
     def M_lab(self) -> np.ndarray:
@@ -198,7 +213,7 @@ def objective(P, M, d: Data) -> float:
     """Log-likelihood (without the multinomial constants) plus the log Dirichlet prior."""
     val = _xlogy_sum(d.F, P @ M)
     if d.joint:
-        val += _xlogy_sum(d.L, M)
+        val += _xlogy_sum(d.L_lik, M)
     W = _pseudo(d, P.shape)
     if W is not None:
         val += _xlogy_sum(W, P)
@@ -268,7 +283,7 @@ def em_step(P, M, d: Data, con: Constraint):
         Pn = _shares(C, P)
         Pn[con.group] = _fix_entry(C[con.group], con.cls, con.v)
     if d.joint:
-        D = np.maximum(M * (P.T @ R), 0.0) + d.L
+        D = np.maximum(M * (P.T @ R), 0.0) + d.L_lik
         Mn = D / D.sum(axis=1, keepdims=True)
     else:
         Mn = M
@@ -301,8 +316,9 @@ def grad_hess(P, M, d: Data):
     H[r, c] = HPP
     if d.joint:
         with np.errstate(divide="ignore", invalid="ignore"):
-            gM = P.T @ W + np.where(d.L > 0, d.L / M, 0.0)
-            lab2 = np.where(d.L > 0, d.L / M ** 2, 0.0)
+            Ll = d.L_lik
+            gM = P.T @ W + np.where(Ll > 0, Ll / M, 0.0)
+            lab2 = np.where(Ll > 0, Ll / M ** 2, 0.0)
         HPM = (np.eye(k)[None, :, :, None] * W[:, None, None, :]
                - M[None, :, None, :] * P[:, None, :, None] * W2[:, None, None, :])
         T1 = -np.einsum("gi,gj,ga->iaj", P, P, W2)
@@ -511,7 +527,7 @@ def _initial(d: Data, con: Constraint, start):
     """Starting values satisfying the constraint (a least-squares start when ``start`` is
     None: the solution of ``M' p = v_g`` (Lemma 7), clipped and shrunk to the lab rates)."""
     if start is None:
-        M0 = d.M_lab.copy()
+        M0 = (d.L_lik / d.L_lik.sum(axis=1, keepdims=True)) if d.joint else d.M_lab.copy()
         v = d.F / np.maximum(d.F.sum(axis=1, keepdims=True), 1)
         sol, *_ = np.linalg.lstsq(M0.T, v.T, rcond=None)
         P0 = np.clip(sol.T, 0.02, None)
@@ -736,8 +752,12 @@ def gof_test(d: Data, P, M, statistic: str, null: str):
     G, A = d.F.shape
     E = d.F.sum(axis=1, keepdims=True) * (P @ M)
     if d.joint:
-        obs = np.vstack([d.L, d.F])
-        exp = np.vstack([d.L.sum(axis=1, keepdims=True) * M, E])
+        # with Firth's pseudo-counts the lab histograms enter as the augmented counts that the
+        # penalised likelihood fits (L + c against (n_i + |A| c) M): the pseudo-counts are not
+        # data, and comparing raw L with the penalised M would count the penalty as misfit
+        Ll = d.L_lik
+        obs = np.vstack([Ll, d.F])
+        exp = np.vstack([Ll.sum(axis=1, keepdims=True) * M, E])
         ddof = k * (A - 1) + G * (k - 1)
     else:
         obs, exp, ddof = d.F, E, G * (k - 1)

@@ -104,6 +104,7 @@ def sim3():
 
 
 def _fit(sim, lik="joint", design="random", **kw):
+    kw.setdefault("lab_pseudocount", 0)  # the MLE: checked against direct maximisation below
     m = _quiet(lambda: pu.URC(sim.lab_pred, sim.lab_y, lab_design=design))
     return _quiet(lambda: m.fit(sim.field_pred, groups=sim.field_group, likelihood=lik, **kw))
 
