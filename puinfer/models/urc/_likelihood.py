@@ -42,7 +42,7 @@ import functools
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import linalg, sparse, special
+from scipy import linalg, sparse, special, stats
 
 from ...base.optimize import newton_maximize, squarem
 from ...base.results import ConvergenceInfo
@@ -764,8 +764,42 @@ def gof_test(d: Data, P, M, statistic: str, null: str):
     t = chisq_gof(obs, exp, ddof=ddof, statistic=statistic, null=null)
     if t.invalid_reason:
         return t
-    return dataclasses.replace(t, method=f"URC {t.method} ({'joint' if d.joint else 'fixed'}"
-                               " likelihood)")
+    method = f"URC {t.method} ({'joint' if d.joint else 'fixed'} likelihood)"
+    shrunk = penalty_df_reduction(d, P, M)
+    if shrunk > 0:
+        # a penalised fit spends fewer than its nominal degrees of freedom on the base rates
+        # (they are shrunk towards the penalty's null space), so more are left for the test
+        df = t.df + shrunk
+        extra = {**t.extra, "effective df of the penalised base rates":
+                 f"{G * (k - 1) - shrunk:.3f} of {G * (k - 1)}"}
+        return dataclasses.replace(t, df=df, pvalue=float(stats.chi2.sf(t.statistic, df)),
+                                   method=method + " with effective degrees of freedom",
+                                   extra=extra)
+    return dataclasses.replace(t, method=method)
+
+
+def penalty_df_reduction(d: Data, P, M) -> float:
+    """How many degrees of freedom a penalty on the base rates (the smoothness penalty, a
+    Dirichlet prior) removes from the fit: ``tr[(-H)^{-1} (-H_pen)]`` on the tangent space of
+    the constraints, ``H`` the Hessian of the penalised objective and ``H_pen`` the penalty's
+    part (the effective number of parameters of a penalised likelihood is the nominal number
+    minus this trace, as for a smoothing spline). 0 without such a penalty, or when the
+    Hessian cannot be used. Firth's lab pseudo-counts are not counted: the goodness-of-fit
+    test treats them as data (augmented counts)."""
+    if d.active_penalty is None and d.strength <= 0:
+        return 0.0
+    grad, H = grad_hess(P, M, d)
+    _, H0 = grad_hess(P, M, dataclasses.replace(d, penalty=None, strength=0.0))
+    T = tangent(P, M, d, Constraint(), grad)
+    if T is None or T.shape[1] == 0:
+        return 0.0
+    _, Hr = _reduced(T, grad, H)
+    _, Hr0 = _reduced(T, grad, H0)
+    try:
+        val = float(np.trace(linalg.solve(Hr, Hr - Hr0, assume_a="pos")))
+    except (linalg.LinAlgError, ValueError):
+        return 0.0
+    return val if np.isfinite(val) and val > 0 else 0.0
 
 
 def bootstrap_lr(d: Data, est: Estimate, targets, n_boot: int, rng: np.random.Generator,

@@ -349,3 +349,20 @@ def test_study_fast():
     assert row["crps_oracle"] <= row["crps_recal"] < row["crps_orig"]
     assert row["ls_recal"] > row["ls_orig"]
     assert sum(row[f"cov{j}"] for j in range(10)) >= 7
+
+
+def test_gof_effective_df_of_the_penalty(model, sim, res):
+    # the penalised fit spends fewer than K - 1 = 9 degrees of freedom on the interval shares;
+    # the GOF test gives the rest back: df = (|A| - K) + reduction, reduction = tr[H^-1 H_pen]
+    K, A = model.n_intervals, model.partition.n_cells
+    g = res.gof()
+    assert A - K < g.df < A - K + K - 1
+    # a very strong penalty leaves only its null space: order 1, no shift at all (reduction
+    # K - 1); order 2, log-linear shifts (one free parameter in the simplex: reduction K - 2, up
+    # to the curvature term of the active constraint, 0.07 here, since the fit is shifted)
+    for order, free, tol in ((1, 0, 1e-3), (2, 1, 0.1)):
+        r = quiet(lambda o=order: model.fit(sim.field_pred, smoothing=1e7, smooth_order=o))
+        assert r.gof().df == pytest.approx(A - K + (K - 1 - free), abs=tol)
+    # no penalty: the nominal df
+    r0 = quiet(lambda: model.fit(sim.field_pred, smoothing=0))
+    assert r0.gof().df == A - K
