@@ -58,6 +58,7 @@ _FREE_MIN = 1e-10     # components below this are treated as on the boundary by 
 _NEWTON_MAX_DIM = 1500  # dense Newton up to this many free parameters
 _NEWTON_MAXITER = 50
 _EM_FIRST = 100       # EM cycles before Newton takes over
+_EM_WARM = 10         # ... after a warm start that Newton alone could not finish
 _EM_PROBE = 20        # EM cycles from a further start of the joint likelihood before comparing
 _SAME_MAX = 1e-3      # ... with the maximum found: this close means the same maximum
 
@@ -616,20 +617,29 @@ def _maximize_once(d: Data, con: Constraint, start, options: FitOptions, warm: b
                 conv = ConvergenceInfo(True, nit, "Newton (warm start)", "",
                                        np.asarray([f0, *ntrace]), gnorm)
                 return Estimate(P, M, f, conv)
-    n_em = min(options.maxiter, _EM_FIRST)
+    # EM in rounds of _EM_FIRST cycles, each followed by a Newton attempt: Newton finishes as
+    # soon as EM has reached its region of quadratic convergence (with a million field rows EM
+    # alone can need thousands of cycles along the ridge of the joint likelihood)
+    # (a warm start that Newton could not finish is near the maximum: a short first round)
+    used = n_em = min(options.maxiter, _EM_WARM if warm else _EM_FIRST)
     P, M, f, info = _em(P0, M0, prob, n_em, options.tol)
     trace = list(info.trace)
     iters = info.iterations
-    ok, gnorm = False, np.nan
-    if np.isfinite(f):
-        P, M, f, ok, nit, ntrace, gnorm = _newton(P, M, prob)
-        trace += ntrace
-        iters += nit
-    if ok:
-        conv = ConvergenceInfo(True, iters, "EM (SQUAREM) + Newton", "", np.asarray(trace), gnorm)
-        return Estimate(P, M, f, conv)
-    if not info.converged and options.maxiter > n_em:
-        P, M, f, info = _em(P, M, prob, options.maxiter - n_em, options.tol)
+    while True:
+        ok, gnorm = False, np.nan
+        if np.isfinite(f):
+            P, M, f, ok, nit, ntrace, gnorm = _newton(P, M, prob)
+            trace += ntrace
+            iters += nit
+        if ok:
+            conv = ConvergenceInfo(True, iters, "EM (SQUAREM) + Newton", "", np.asarray(trace),
+                                   gnorm)
+            return Estimate(P, M, f, conv)
+        if info.converged or used >= options.maxiter:
+            break
+        n_em = min(2 * n_em, _EM_FIRST, options.maxiter - used)
+        used += n_em
+        P, M, f, info = _em(P, M, prob, n_em, options.tol)
         trace += list(info.trace[1:])
         iters += info.iterations
     conv = ConvergenceInfo(info.converged, iters, "EM (SQUAREM)", info.message,
