@@ -347,6 +347,30 @@ def bartlett_table(df, truth):
     return pd.DataFrame(rows).set_index(["k", "n_lab", "design", "cls"])
 
 
+def paired_table(old, new, alpha=0.05):
+    """Coverage, mean R(p_true), SD of the estimate and size, before (``old``) and after
+    (``new``) on the replicates present in both."""
+    key = ["cell", "rep"]
+    m = old.merge(new, on=key, suffixes=("_mle", "_default"))
+    rows = []
+    for (k, n, d), g in m.groupby(["k_mle", "n_lab_mle", "design_mle"]):
+        for j in ([1] if k == 2 else range(k)):
+            t = RATES[k][j]
+            row = dict(k=k, n_lab=n, design=d, cls=j, reps=len(g))
+            for v in ("mle", "default"):
+                row[f"cov_{v}"] = (g[f"R_true{j}_{v}"] <= CUT95).mean()
+            for v in ("mle", "default"):
+                row[f"mean_R_{v}"] = g[f"R_true{j}_{v}"].mean()
+            for v in ("mle", "default"):
+                row[f"bias_{v}"] = g[f"est{j}_{v}"].mean() - t
+            for v in ("mle", "default"):
+                row[f"sd_{v}"] = g[f"est{j}_{v}"].std()
+            for v in ("mle", "default"):
+                row[f"size_{v}"] = (g[f"p_noshift_{v}"] < alpha).mean()
+            rows.append(row)
+    return pd.DataFrame(rows).set_index(["k", "n_lab", "design", "cls"])
+
+
 def diag_table(df):
     rows = []
     for n_lab, g in df.groupby("n_lab"):
@@ -452,26 +476,46 @@ def report(out):
     if path.exists():
         df = pd.read_csv(path)
         st = size_table(df)
-        md += ["## Size of `test_no_shift()` at 5%\n",
+        md += ["## Size of `test_no_shift()` at 5% (URC's defaults)\n",
+               "Defaults: Firth's pseudo-count 1/2 per lab cell and the default `n_bins` (|A| = "
+               "3 / 4 / 4 binary and 3 / 6 / 6 three classes at lab n = 100 / 300 / 1000; "
+               "column `n_cells` of the raw CSV).\n",
                "`size`: the design's default null (random: two-sample LR test of field = lab "
                "population base rates; stratified: lab class shares fixed). "
                "`size_stratified_null`: the stratified form (the lab sample's shares taken as "
                "known, the pre-issue-14 default) on the same replicates.\n",
                to_markdown(st), ""]
         ct = coverage_table(df, lambda k, n, d: np.asarray(RATES[k]))
-        md += ["## Coverage of the 95% profile-likelihood intervals\n",
+        md += ["## Coverage of the 95% profile-likelihood intervals (URC's defaults)\n",
                "`coverage`: share of intervals holding the true base rate; `cov_R`: share of "
                "replicates with the profile statistic at the truth `R(p) <= 3.841` (the same "
                "up to the root-finding tolerance); `mean_R`: its mean (1 for an exact "
                "chi-square(1)); `bias`: mean estimate - truth (`se_bias` its MC SE).\n",
                to_markdown(ct), ""]
+    new, old = out / "urc_labdesign_null_raw.csv", out / "urc_labdesign_null_mle_raw.csv"
+    if new.exists() and old.exists():
+        md += ["## Before and after, same replicates\n",
+               "`mle`: maximum likelihood with the paper's bins at every lab size (4 binary, 2 "
+               "per class; `--set null_mle`, the settings of the first version of this study); "
+               "`default`: URC's defaults. The same seeds, so the same data, in both sets "
+               "(replicates present in both).\n",
+               to_markdown(paired_table(pd.read_csv(old), pd.read_csv(new))), ""]
     path = out / "urc_labdesign_shift_raw.csv"
     if path.exists():
         df = pd.read_csv(path)
         ct = coverage_table(df, lambda k, n, d: np.array([0.6, 0.3, 0.1]))
-        md += ["## Small-lab coverage with a shift (issue 14's design)\n",
+        md += ["## Small-lab coverage with a shift (issue 14's design; URC's defaults)\n",
                "Three classes, lab population (1/3, 1/3, 1/3), field (0.6, 0.3, 0.1), lab n = "
                "300, field 3000.\n", to_markdown(ct), ""]
+    path = out / "urc_labdesign_shift_mle_raw.csv"
+    if path.exists():
+        ct = coverage_table(pd.read_csv(path), lambda k, n, d: np.array([0.6, 0.3, 0.1]))
+        md += ["## Small-lab coverage with a shift: maximum likelihood (before the fix)\n",
+               "As above with `lab_pseudocount=0` and 2 bins per class (`--set shift_mle`).\n",
+               to_markdown(ct), ""]
+    md += ["## Sections below: maximum-likelihood settings (before the fix)\n",
+           "The bootstrap Bartlett and diagnosis runs were made with maximum likelihood and "
+           "the paper's bins (their replicate functions pin those settings).\n"]
     path = out / "urc_labdesign_bartlett_raw.csv"
     if path.exists():
         md += ["## Bootstrap Bartlett correction: before and after, same replicates\n",

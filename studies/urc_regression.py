@@ -104,6 +104,40 @@ def one(rep, scen, configs, with_ci, seed):
     return rows
 
 
+GOF_GRID = [(0.0, 0.0), (0.0, 0.5), (3.0, 0.0), (3.0, 0.5)]  # (lambda, lab pseudo-count)
+
+
+def gof_one(rep, seed):
+    """Diagnosis of the GOF test under no shift: Pearson's X^2 without and with the penalty
+    (order 2) and Firth's pseudo-counts, its nominal df |A| - K and the effective df."""
+    sim = simulate_urc_regression(N_LAB, N_FIELD, rng=np.random.default_rng([seed, rep, 99]))
+    m = RegressionURC(sim.lab_pred, sim.lab_y)
+    nominal = m.partition.n_cells - m.n_intervals
+    rows = []
+    for lam, c in GOF_GRID:
+        r = m.fit(sim.field_pred, smoothing=lam, lab_pseudocount=c)
+        g = r.gof()
+        rows.append(dict(rep=rep, lam=lam, pseudocount=c, X2=g.statistic, df_nominal=nominal,
+                         df_effective=g.df, p_nominal=float(stats.chi2.sf(g.statistic, nominal)),
+                         p_effective=g.pvalue, converged=bool(r.converged)))
+    return rows
+
+
+def run_gof(reps, seed):
+    path = OUT / "urc_regression_gof.csv"
+    done = set(pd.read_csv(path).rep) if path.exists() else set()
+    for rep in range(reps):
+        if rep in done:
+            continue
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            new = pd.DataFrame(gof_one(rep, seed))
+        if path.exists():
+            new = pd.concat([pd.read_csv(path), new], ignore_index=True)
+        new.to_csv(path, index=False)
+        print(f"gof: replicate {rep + 1}/{reps} done", flush=True)
+
+
 def run(part, reps, configs, seed):
     OUT.mkdir(exist_ok=True)
     path = OUT / f"urc_regression_{part}.csv"
@@ -119,7 +153,10 @@ def run(part, reps, configs, seed):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 rows = one(rep, scen, todo, part == "coverage", seed)
-            pd.DataFrame(rows).to_csv(path, mode="a", header=not path.exists(), index=False)
+            new = pd.DataFrame(rows)
+            if path.exists():  # rewrite: the columns may differ between versions of the study
+                new = pd.concat([pd.read_csv(path), new], ignore_index=True)
+            new.to_csv(path, index=False)
         print(f"{part}: replicate {rep + 1}/{reps} done", flush=True)
 
 
@@ -135,6 +172,9 @@ def to_markdown(df, index=True):
         lines.append("| " + " | ".join(f"{v:.4g}" if isinstance(v, float) else str(v)
                                        for v in row) + " |")
     return "\n".join(lines)
+
+
+FINDINGS = "## Findings\n\n(see the end of the session report)"
 
 
 def report():
@@ -159,9 +199,34 @@ def report():
                      "Means over replicates; log score higher is better, CRPS lower is better "
                      "(on 1000 field rows per replicate); RMSE of the ten interval shares.\n\n"
                      + to_markdown(t))
-    if cov_path.exists():
-        d = pd.read_csv(cov_path)
+    gof_path = OUT / "urc_regression_gof.csv"
+    if gof_path.exists():
+        d = pd.read_csv(gof_path)
+        g = d.groupby(["lam", "pseudocount"])
+        t = pd.DataFrame({"reps": g.size(), "mean X2": g.X2.mean(), "var X2": g.X2.var(),
+                          "df nominal": g.df_nominal.mean(),
+                          "df effective (mean)": g.df_effective.mean(),
+                          "reject 5% (nominal df)": g.p_nominal.apply(lambda p: np.mean(p < 0.05)),
+                          "reject 5% (effective df)":
+                              g.p_effective.apply(lambda p: np.mean(p < 0.05)),
+                          "converged": g.converged.mean()})
+        parts.append("## GOF test under no shift: penalty, pseudo-counts, degrees of freedom\n\n"
+                     "Pearson's X^2 of the joint fit (lab + field histograms), field N = 5000, "
+                     "lab 1000, K = 10, |A| = 20; `lam`: smoothness strength (order 2; 0 = "
+                     "maximum likelihood), `pseudocount`: Firth's lab pseudo-count (the GOF uses "
+                     "the augmented lab counts). A chi-square(df) has mean df and variance 2 df."
+                     "\n\n" + to_markdown(t))
+    for path, title in ((cov_path, "Part 2 (current defaults: random lab design, Firth "
+                                   "pseudo-counts, effective GOF df)"),
+                        (OUT / "urc_regression_coverage_before.csv",
+                         "Part 2 before (lab shares treated as known, maximum likelihood for "
+                         "M_A, nominal GOF df; the first version of this study)")):
+        if not path.exists():
+            continue
+        d = pd.read_csv(path)
         covc = [c for c in d.columns if c.startswith("cov") and not c.startswith("cov_ci")]
+        if "gof_df" not in d:
+            d["gof_df"] = np.nan
         widc = [c for c in d.columns if c.startswith("width")]
         g = d.groupby(["scenario", "order", "lam"])
         n = g.size()
@@ -176,13 +241,14 @@ def report():
             "reps": n,
             "reject no-shift": g.p_noshift.apply(lambda p: np.mean(p < 0.05)),
             "reject GOF": g.p_gof.apply(lambda p: np.mean(p < 0.05)),
+            "GOF df (mean)": g.gof_df.mean(),
             "log score recal": g.ls_recal.mean(), "log score orig": g.ls_orig.mean(),
             "log score oracle": g.ls_oracle.mean(), "CRPS recal": g.crps_recal.mean(),
             "CRPS orig": g.crps_orig.mean(), "CRPS oracle": g.crps_oracle.mean(),
             "seconds / fit + CIs": g.seconds.mean()})
-        parts.append("## Part 2: coverage of the 95% profile intervals of the ten interval "
-                     "shares (I0 = lowest interval)\n\n" + to_markdown(cov)
-                     + "\n\n## Part 2: tests at the 5% level and scores\n\n"
+        parts.append(f"## {title}: coverage of the 95% profile intervals of the ten "
+                     "interval shares (I0 = lowest interval)\n\n" + to_markdown(cov)
+                     + f"\n\n## {title}: tests at the 5% level and scores\n\n"
                      "Under `none` the rejection rates are sizes; otherwise power.\n\n"
                      + to_markdown(tests))
     text = ("# Regression URC: penalty choice, coverage, test size, scores\n\n"
@@ -192,14 +258,17 @@ def report():
             "--reps 60\n"
             "OMP_NUM_THREADS=1 nice -n 10 python studies/urc_regression.py --part coverage "
             "--reps 500 --configs 2:3\n"
-            "python studies/urc_regression.py --report\n```\n\n" + "\n\n".join(parts) + "\n")
+            "OMP_NUM_THREADS=1 nice -n 10 python studies/urc_regression.py --part gof "
+            "--reps 40\n"
+            "python studies/urc_regression.py --report\n```\n\n" + FINDINGS + "\n\n"
+            + "\n\n".join(parts) + "\n")
     (OUT / "urc_regression.md").write_text(text)
     print(text)
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--part", choices=["select", "coverage"])
+    ap.add_argument("--part", choices=["select", "coverage", "gof"])
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--configs", default=None,
                     help="order:strength pairs, comma separated (default: the select grid)")
@@ -207,7 +276,9 @@ def main(argv=None):
     ap.add_argument("--report", action="store_true")
     args = ap.parse_args(argv)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
-    if args.part:
+    if args.part == "gof":
+        run_gof(args.reps, args.seed)
+    elif args.part:
         configs = GRID if args.configs is None else [
             (int(c.split(":")[0]), float(c.split(":")[1])) for c in args.configs.split(",")]
         run(args.part, args.reps, configs, args.seed)

@@ -379,12 +379,14 @@ class URCResults(InformationCriteria, LikelihoodResults):
             can leave [0, 1]. Bartlett: the profile interval with the cut-off
             ``b chi2_{1, 1 - alpha}``, ``b`` the mean of the profile statistic at the
             estimate over a parametric bootstrap of the histograms from the fitted model
-            (:meth:`bartlett_factors`; ``E R = 1`` for an exact chi-square(1)). It is meant
-            for small lab sets (three classes with 100-300 lab items), where ``R`` runs about
-            10-20% above chi-square(1) and the plain intervals cover 92-94%; in the study it
-            recovered only part of that shortfall, since the bootstrap mean falls short of the
-            true mean of ``R`` (``studies/results/urc_labdesign.md``). It costs ``n_boot``
-            refits per base rate. (``"bootstrap"`` is not available for URC.)
+            (:meth:`bartlett_factors`; ``E R = 1`` for an exact chi-square(1)). With maximum
+            likelihood (``fit(lab_pseudocount=0)``) and small lab sets ``R`` runs about 10-20%
+            above chi-square(1); the defaults (Firth's pseudo-counts, fewer cells for small
+            lab sets) remove most of that, so the plain profile interval is the default and
+            this correction an option for a remaining doubt
+            (``studies/results/urc_labdesign.md``). It costs ``n_boot`` refits per base rate
+            (3-5 s with ``n_boot = 200`` against 0.05-0.2 s for the profile intervals, three
+            classes, lab 100-1000, one core). (``"bootstrap"`` is not available for URC.)
         n_boot : int
             Bootstrap resamples for ``kind="bartlett"``.
         rng : numpy.random.Generator or int, optional
