@@ -162,8 +162,10 @@ class URC(Model):
         default is reduced so that the lab histogram keeps on average at least
         :data:`MIN_LAB_PER_CELL` (15) lab items per (class, cell), down to 2 cells (binary) or
         one cell per predicted class (see :func:`default_n_bins`): below about 120 lab items
-        (binary) or ``15 k^2 2`` (270 for three classes) the profile intervals of the sparse
-        histogram fall short of their level (``studies/results/urc_labdesign.md``).
+        (binary) or ``30 k^2`` (270 for three classes) the profile intervals of the sparse
+        histogram fall short of their level (``studies/results/urc_labdesign.md``). With one
+        cell per class (``|A| = k``) the goodness-of-fit test has no degrees of freedom left;
+        give ``n_bins`` to trade the intervals' level for a test of Axiom 2.
     missing : {"raise", "drop"}
         What to do with lab rows holding a missing prediction or label (R's ``na.action``):
         refuse them (default) or drop them; the number dropped is ``n_dropped`` and is shown
@@ -278,8 +280,13 @@ class URC(Model):
         self.classes = classes
         self.n_classes = k = len(classes)
         codes = self._codes(al["lab_labels"], pred.shape[0], missing == "raise")
+        #: how n_bins was chosen (shown by the results' summary)
+        self.n_bins_choice = "given"
         if n_bins is None:
             n_bins = default_n_bins(pred.shape[0], k, binary)
+            paper = 4 if binary else 2
+            self.n_bins_choice = ("default" if n_bins >= min(paper, pred.shape[0]) else
+                                  f"default {paper} reduced to {n_bins}: small lab set")
         lo = k if binary else 1
         ok = isinstance(n_bins, (int, np.integer, float, np.floating)) and \
             not isinstance(n_bins, bool) and np.isfinite(n_bins) and int(n_bins) == n_bins

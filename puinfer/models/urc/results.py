@@ -788,7 +788,9 @@ class URCResults(InformationCriteria, LikelihoodResults):
         for key, value in [
                 ("Likelihood", "joint (lab + field)" if self._d.joint else "fixed M_A (paper)"),
                 ("Lab design", _DESIGN_TEXT[self.lab_design]),
-                ("Classes", m.n_classes), ("Cells |A|", m.partition.n_cells),
+                ("Classes", m.n_classes),
+                ("Cells |A|", f"{m.partition.n_cells} (n_bins "
+                 f"{getattr(m, 'n_bins_choice', 'given')})"),
                 ("Partition", m.partition.kind), ("Lab n", m.n_lab),
                 ("Field N", int(self._d.F.sum())), ("Groups", len(self._groups)),
                 ("Prior strength", self.prior_strength),
