@@ -510,8 +510,20 @@ class URCResults(InformationCriteria, LikelihoodResults):
         return super()._llf_as_restriction_of(other)
 
     def _lr(self, restricted, null, method) -> HypothesisTestResult:
-        t = lr_test(restricted, self)
+        d = self._d
+        # a penalty on the shift is centred at the lab *sample's* rates, while the random
+        # design's pooled null estimates the lab population's rates (and has no penalty): the
+        # null is then nested only approximately and its maximum can exceed the penalised one
+        # by a little; the statistic is 0 there (a conservative test) instead of an error
+        approx = d.penalty is not None and restricted.constraint.kind == "pooled"
+        t = lr_test(restricted, self, tol=np.inf if approx else 1e-6)
         extra = {**t.extra, "likelihood": self.likelihood}
+        if approx and restricted.llf_penalized > self.llf_penalized:
+            extra["note (penalty)"] = (
+                f"the null's maximum exceeds the penalised one by "
+                f"{restricted.llf_penalized - self.llf_penalized:.3g}: the penalty is centred at "
+                "the lab sample's rates, the pooled null estimates the lab population's; "
+                "statistic set to 0")
         if np.any((self._P < lik.BOUNDARY) | (self._P > 1 - lik.BOUNDARY)):
             extra["note"] = "an estimate is on the boundary; the chi-square reference is approximate"
         return dataclasses.replace(t, null=null, method=method, extra=extra)
