@@ -225,8 +225,11 @@ for comparison. Part 1 (the choice of the penalty) is from the first version.
   -1.073 -> -1.078, CRPS 0.3993 -> 0.4006 (the cost of estimating ten shares that did not
   move).
 * **Speed** (benchmarks/bench_urc_regression.py, 1e6 field rows, 10 intervals, |A| = 20,
-  `taskset -c 0` on a loaded machine, one run each): the joint fit 11.4 -> 3.1 s, the ten
-  profile intervals 12.9 -> 2.5 s, tests 0.69 -> 0.09 s (total 25.0 -> 5.7 s). The time went
+  `taskset -c 0` on a loaded machine, best of two alternated runs of the main branch and
+  this one): the joint fit 11.4 -> 3.1 s, the ten profile intervals 12.9 -> 2.5 s, tests
+  0.69 -> 0.08 s (total 25.0 -> 5.7 s; the 68 s reported earlier was on a busier machine);
+  with 19 predictive quantiles per row 26.5 -> 9.3 s (the interpolation of the quantiles is
+  6-7 s of it). The time went
   into EM: when Newton's first attempt (after 100 EM cycles) failed, EM ran to its own
   convergence, thousands of cycles with the penalised M-step; with a million rows the
   likelihood is sharp and Newton fails more often from EM's early iterates. EM now runs in

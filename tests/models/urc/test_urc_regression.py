@@ -366,3 +366,15 @@ def test_gof_effective_df_of_the_penalty(model, sim, res):
     # no penalty: the nominal df
     r0 = quiet(lambda: model.fit(sim.field_pred, smoothing=0))
     assert r0.gof().df == A - K
+
+
+def test_penalised_pooled_null_nested_only_approximately():
+    # replicate 179 of studies/urc_regression.py (scenario "none"): the pooled null's maximum
+    # (no penalty, lab population rates estimated) exceeds the penalised free maximum (penalty
+    # centred at the lab sample's rates) by 0.007; the test reports 0, with a note, not an error
+    s = simulate_urc_regression(1000, 5000, field_shift=0.0,
+                                rng=np.random.default_rng([2026, 179, 0]))
+    r = quiet(lambda: pu.RegressionURC(s.lab_pred, s.lab_y).fit(s.field_pred))
+    t = r.test_no_shift()
+    assert t.statistic == 0 and t.pvalue == 1
+    assert "centred at the lab sample" in t.extra["note (penalty)"]
