@@ -385,8 +385,8 @@ class URCResults(InformationCriteria, LikelihoodResults):
             lab sets) remove most of that, so the plain profile interval is the default and
             this correction an option for a remaining doubt
             (``studies/results/urc_labdesign.md``). It costs ``n_boot`` refits per base rate
-            (3-5 s with ``n_boot = 200`` against 0.05-0.2 s for the profile intervals, three
-            classes, lab 100-1000, one core). (``"bootstrap"`` is not available for URC.)
+            (0.9-3.1 s with ``n_boot = 200`` against 0.03-0.15 s for the profile intervals,
+            lab 100-1000, field 3000, one core). (``"bootstrap"`` is not available for URC.)
         n_boot : int
             Bootstrap resamples for ``kind="bartlett"``.
         rng : numpy.random.Generator or int, optional
