@@ -411,12 +411,13 @@ computing time, are now URC's defaults:
   rule, >= 20 per cell with a floor of 2 per class, changes none of the failing cells, so it was
   not adopted; without the floor it costs 10% of SD at three classes and lab n = 300.)
 
-Chosen in exploratory runs (200-400 replicates per cell, seeds other than the study's):
-Firth's pseudo-count alone fixed the three-class cells at lab n = 100 (coverage 0.94-0.98,
-size 2-5%) but not the binary lab-100 cells (0.93-0.94); fewer cells alone helped both but
-less; together they held the level in all small cells. Then the study below was run once on
-its own seeds (the same seeds as the first version's maximum-likelihood run, so the two are
-paired on the same data).
+Chosen in exploratory runs (260-300 replicates per small-lab cell, seeds other than the
+study's; the scripts were not kept, so these figures are indicative only): Firth's
+pseudo-count alone gave 0.94-0.98 (size 2-6%) in the three-class lab-100 cells but 0.93-0.95
+in the binary ones; fewer cells alone gave 0.94-0.97 (three classes) and, with |A| = 2,
+0.95-0.96 (binary) at 17% more SD; |A| = 3 with the pseudo-counts gave 0.94-0.95 (binary)
+with the SD of |A| = 4. Then the study below was run once on its own seeds (the same seeds as
+the first version's maximum-likelihood run, so the two are paired on the same data).
 
 **Size of `test_no_shift` (1000 replicates per cell): 3.7-6.3% in all 12 cells**, within
 [3.5%, 6.5%] (maximum likelihood on the same data: 8.1%, 7.1% and 6.6% in three of them).
