@@ -447,8 +447,9 @@ class URC(Model):
             lab cells) and makes the profile likelihood less peaked where the lab cells are
             sparse. With ``c = 0`` (maximum likelihood) the profile statistic runs 10-20%
             above chi-square(1) with three classes and 100 lab items, so the intervals cover
-            about 0.90-0.93 and the no-shift test rejects 7-11% at 5%; with ``c = 1/2`` they
-            hold their level (``studies/results/urc_labdesign.md``). Its effect vanishes as
+            about 0.92-0.94 and the no-shift test rejects 6.6-8.1% at 5%; with ``c = 1/2``
+            (and the default ``n_bins``, which shrinks for small lab sets) they cover
+            0.95-0.97 and reject 3.7-5.4% (``studies/results/urc_labdesign.md``). Its effect vanishes as
             the lab cells fill (``|A| k / 2`` pseudo-counts against ``n_lab`` items). Under a
             shift it biases the estimates slightly away from the lab base rates (it makes the
             classes' lab histograms look less separated): about 0.3 SD with 300 lab items,
