@@ -42,7 +42,7 @@ import functools
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import linalg, sparse, special
+from scipy import linalg, sparse, special, stats
 
 from ...base.optimize import newton_maximize, squarem
 from ...base.results import ConvergenceInfo
@@ -58,6 +58,7 @@ _FREE_MIN = 1e-10     # components below this are treated as on the boundary by 
 _NEWTON_MAX_DIM = 1500  # dense Newton up to this many free parameters
 _NEWTON_MAXITER = 50
 _EM_FIRST = 100       # EM cycles before Newton takes over
+_EM_WARM = 10         # ... after a warm start that Newton alone could not finish
 _EM_PROBE = 20        # EM cycles from a further start of the joint likelihood before comparing
 _SAME_MAX = 1e-3      # ... with the maximum found: this close means the same maximum
 
@@ -88,6 +89,14 @@ class Data:
         With ``random_lab``: the lab population's base rates are tied to every group's base
         rates (the null of no shift), so the lab class counts inform ``P`` (see the module
         notes); used with the constraint ``"pooled"``.
+    lab_pseudocount : float
+        Pseudo-count added to every lab cell in the lab term of the joint likelihood (the
+        penalised objective ``sum_{i,a} (L[i,a] + c) log M[i,a]``): Firth's penalty for the
+        rows of ``M``, i.e. the Jeffreys prior ``Dir(1/2)`` of each row in its natural
+        (multinomial-logit) parametrisation when ``c = 1/2``. 0 is maximum likelihood. It keeps
+        ``M`` off the boundary of its simplices and is what makes the profile intervals and
+        tests hold their level at small lab sets (``studies/results/urc_labdesign.md``). The
+        lab class counts (``n_i``, the random design's multinomial) are the raw ``L``'s.
     penalty : object, optional
         An additive log-penalty on the base rates: an object with
         ``value(P)``, ``grad_hess(P)``, ``mstep(C, P, con)`` and ``describe()``, e.g.
@@ -105,6 +114,7 @@ class Data:
     random_lab: bool = False
     pooled: bool = False
     penalty: object = None
+    lab_pseudocount: float = 0.0
 
     @property
     def active_penalty(self):
@@ -119,6 +129,12 @@ class Data:
         if not (self.random_lab and self.pooled):
             return None
         return self.L.sum(axis=1) / self.F.shape[0]
+
+    @functools.cached_property
+    def L_lik(self) -> np.ndarray:
+        """The lab counts as they enter the lab term of the joint likelihood (``L`` plus the
+        pseudo-count :attr:`lab_pseudocount` per cell)."""
+        return self.L + self.lab_pseudocount if self.lab_pseudocount > 0 else self.L
 
     @functools.cached_property
     def M_lab(self) -> np.ndarray:
@@ -198,7 +214,7 @@ def objective(P, M, d: Data) -> float:
     """Log-likelihood (without the multinomial constants) plus the log Dirichlet prior."""
     val = _xlogy_sum(d.F, P @ M)
     if d.joint:
-        val += _xlogy_sum(d.L, M)
+        val += _xlogy_sum(d.L_lik, M)
     W = _pseudo(d, P.shape)
     if W is not None:
         val += _xlogy_sum(W, P)
@@ -268,7 +284,7 @@ def em_step(P, M, d: Data, con: Constraint):
         Pn = _shares(C, P)
         Pn[con.group] = _fix_entry(C[con.group], con.cls, con.v)
     if d.joint:
-        D = np.maximum(M * (P.T @ R), 0.0) + d.L
+        D = np.maximum(M * (P.T @ R), 0.0) + d.L_lik
         Mn = D / D.sum(axis=1, keepdims=True)
     else:
         Mn = M
@@ -301,8 +317,9 @@ def grad_hess(P, M, d: Data):
     H[r, c] = HPP
     if d.joint:
         with np.errstate(divide="ignore", invalid="ignore"):
-            gM = P.T @ W + np.where(d.L > 0, d.L / M, 0.0)
-            lab2 = np.where(d.L > 0, d.L / M ** 2, 0.0)
+            Ll = d.L_lik
+            gM = P.T @ W + np.where(Ll > 0, Ll / M, 0.0)
+            lab2 = np.where(Ll > 0, Ll / M ** 2, 0.0)
         HPM = (np.eye(k)[None, :, :, None] * W[:, None, None, :]
                - M[None, :, None, :] * P[:, None, :, None] * W2[:, None, None, :])
         T1 = -np.einsum("gi,gj,ga->iaj", P, P, W2)
@@ -511,7 +528,7 @@ def _initial(d: Data, con: Constraint, start):
     """Starting values satisfying the constraint (a least-squares start when ``start`` is
     None: the solution of ``M' p = v_g`` (Lemma 7), clipped and shrunk to the lab rates)."""
     if start is None:
-        M0 = d.M_lab.copy()
+        M0 = (d.L_lik / d.L_lik.sum(axis=1, keepdims=True)) if d.joint else d.M_lab.copy()
         v = d.F / np.maximum(d.F.sum(axis=1, keepdims=True), 1)
         sol, *_ = np.linalg.lstsq(M0.T, v.T, rcond=None)
         P0 = np.clip(sol.T, 0.02, None)
@@ -600,20 +617,29 @@ def _maximize_once(d: Data, con: Constraint, start, options: FitOptions, warm: b
                 conv = ConvergenceInfo(True, nit, "Newton (warm start)", "",
                                        np.asarray([f0, *ntrace]), gnorm)
                 return Estimate(P, M, f, conv)
-    n_em = min(options.maxiter, _EM_FIRST)
+    # EM in rounds of _EM_FIRST cycles, each followed by a Newton attempt: Newton finishes as
+    # soon as EM has reached its region of quadratic convergence (with a million field rows EM
+    # alone can need thousands of cycles along the ridge of the joint likelihood)
+    # (a warm start that Newton could not finish is near the maximum: a short first round)
+    used = n_em = min(options.maxiter, _EM_WARM if warm else _EM_FIRST)
     P, M, f, info = _em(P0, M0, prob, n_em, options.tol)
     trace = list(info.trace)
     iters = info.iterations
-    ok, gnorm = False, np.nan
-    if np.isfinite(f):
-        P, M, f, ok, nit, ntrace, gnorm = _newton(P, M, prob)
-        trace += ntrace
-        iters += nit
-    if ok:
-        conv = ConvergenceInfo(True, iters, "EM (SQUAREM) + Newton", "", np.asarray(trace), gnorm)
-        return Estimate(P, M, f, conv)
-    if not info.converged and options.maxiter > n_em:
-        P, M, f, info = _em(P, M, prob, options.maxiter - n_em, options.tol)
+    while True:
+        ok, gnorm = False, np.nan
+        if np.isfinite(f):
+            P, M, f, ok, nit, ntrace, gnorm = _newton(P, M, prob)
+            trace += ntrace
+            iters += nit
+        if ok:
+            conv = ConvergenceInfo(True, iters, "EM (SQUAREM) + Newton", "", np.asarray(trace),
+                                   gnorm)
+            return Estimate(P, M, f, conv)
+        if info.converged or used >= options.maxiter:
+            break
+        n_em = min(2 * n_em, _EM_FIRST, options.maxiter - used)
+        used += n_em
+        P, M, f, info = _em(P, M, prob, n_em, options.tol)
         trace += list(info.trace[1:])
         iters += info.iterations
     conv = ConvergenceInfo(info.converged, iters, "EM (SQUAREM)", info.message,
@@ -736,16 +762,54 @@ def gof_test(d: Data, P, M, statistic: str, null: str):
     G, A = d.F.shape
     E = d.F.sum(axis=1, keepdims=True) * (P @ M)
     if d.joint:
-        obs = np.vstack([d.L, d.F])
-        exp = np.vstack([d.L.sum(axis=1, keepdims=True) * M, E])
+        # with Firth's pseudo-counts the lab histograms enter as the augmented counts that the
+        # penalised likelihood fits (L + c against (n_i + |A| c) M): the pseudo-counts are not
+        # data, and comparing raw L with the penalised M would count the penalty as misfit
+        Ll = d.L_lik
+        obs = np.vstack([Ll, d.F])
+        exp = np.vstack([Ll.sum(axis=1, keepdims=True) * M, E])
         ddof = k * (A - 1) + G * (k - 1)
     else:
         obs, exp, ddof = d.F, E, G * (k - 1)
     t = chisq_gof(obs, exp, ddof=ddof, statistic=statistic, null=null)
     if t.invalid_reason:
         return t
-    return dataclasses.replace(t, method=f"URC {t.method} ({'joint' if d.joint else 'fixed'}"
-                               " likelihood)")
+    method = f"URC {t.method} ({'joint' if d.joint else 'fixed'} likelihood)"
+    shrunk = penalty_df_reduction(d, P, M)
+    if shrunk > 0:
+        # a penalised fit spends fewer than its nominal degrees of freedom on the base rates
+        # (they are shrunk towards the penalty's null space), so more are left for the test
+        df = t.df + shrunk
+        extra = {**t.extra, "effective df of the penalised base rates":
+                 f"{G * (k - 1) - shrunk:.3f} of {G * (k - 1)}"}
+        return dataclasses.replace(t, df=df, pvalue=float(stats.chi2.sf(t.statistic, df)),
+                                   method=method + " with effective degrees of freedom",
+                                   extra=extra)
+    return dataclasses.replace(t, method=method)
+
+
+def penalty_df_reduction(d: Data, P, M) -> float:
+    """How many degrees of freedom a penalty on the base rates (the smoothness penalty, a
+    Dirichlet prior) removes from the fit: ``tr[(-H)^{-1} (-H_pen)]`` on the tangent space of
+    the constraints, ``H`` the Hessian of the penalised objective and ``H_pen`` the penalty's
+    part (the effective number of parameters of a penalised likelihood is the nominal number
+    minus this trace, as for a smoothing spline). 0 without such a penalty, or when the
+    Hessian cannot be used. Firth's lab pseudo-counts are not counted: the goodness-of-fit
+    test treats them as data (augmented counts)."""
+    if d.active_penalty is None and d.strength <= 0:
+        return 0.0
+    grad, H = grad_hess(P, M, d)
+    _, H0 = grad_hess(P, M, dataclasses.replace(d, penalty=None, strength=0.0))
+    T = tangent(P, M, d, Constraint(), grad)
+    if T is None or T.shape[1] == 0:
+        return 0.0
+    _, Hr = _reduced(T, grad, H)
+    _, Hr0 = _reduced(T, grad, H0)
+    try:
+        val = float(np.trace(linalg.solve(Hr, Hr - Hr0, assume_a="pos")))
+    except (linalg.LinAlgError, ValueError):
+        return 0.0
+    return val if np.isfinite(val) and val > 0 else 0.0
 
 
 def bootstrap_lr(d: Data, est: Estimate, targets, n_boot: int, rng: np.random.Generator,

@@ -35,7 +35,7 @@ from ..._validation import warn_and_record
 from ...exceptions import EmptyBinWarning
 from ...summary import Summary
 from ._smoothing import SmoothnessPenalty
-from .model import URC
+from .model import DEFAULT_LAB_PSEUDOCOUNT, URC
 from .partition import Partition, _quantile_edges
 from .predictive import as_predictive
 from .results import URCResults
@@ -257,7 +257,8 @@ class RegressionURC(URC):
 
     def fit(self, field_pred, groups=None, *, smoothing: float | None = None,
             smooth_order: int | None = None, likelihood: str = "joint",
-            prior_strength: float = 0.0, maxiter: int = 5000, tol: float = 1e-10,
+            prior_strength: float = 0.0, lab_pseudocount: float = DEFAULT_LAB_PSEUDOCOUNT,
+            maxiter: int = 5000, tol: float = 1e-10,
             missing: str = "raise") -> RegressionURCResults:
         """Estimate the field shares of the outcome intervals (per group) and recalibrate.
 
@@ -277,7 +278,7 @@ class RegressionURC(URC):
             1 shrinks towards no shift (equal ratios); 2 towards a log-linear ratio across the
             intervals (which contains no shift and approximates a location shift). Default
             :data:`DEFAULT_ORDER`.
-        likelihood, prior_strength, maxiter, tol : see :meth:`URC.fit`
+        likelihood, prior_strength, lab_pseudocount, maxiter, tol : see :meth:`URC.fit`
         missing : {"raise", "drop"}
             Field rows with a missing prediction or group.
 
@@ -335,7 +336,7 @@ class RegressionURC(URC):
         pi_lab = self._L.sum(axis=1) / self._L.sum()
         pen = SmoothnessPenalty(lam, order, pi_lab, self.penalty_positions) if lam > 0 else None
         base = URC.fit(self, probs, groups, likelihood=likelihood, prior_strength=prior_strength,
-                       maxiter=maxiter, tol=tol, penalty=pen)
+                       lab_pseudocount=lab_pseudocount, maxiter=maxiter, tol=tol, penalty=pen)
         return RegressionURCResults(dataclasses.replace(base._record, n_dropped=n_dropped),
                                     lam, order)
 

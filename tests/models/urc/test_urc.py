@@ -38,13 +38,15 @@ def sim_groups():
 @pytest.fixture(scope="module")
 def fits(sim):
     m = pu.URC(sim.lab_pred, sim.lab_y, lab_design="stratified")
-    return {lik: m.fit(sim.field_pred, likelihood=lik) for lik in ("joint", "fixed")}
+    # maximum likelihood (no Firth pseudo-count): the exactness checks below are of the MLE
+    return {lik: m.fit(sim.field_pred, likelihood=lik, lab_pseudocount=0)
+            for lik in ("joint", "fixed")}
 
 
 @pytest.fixture(scope="module")
 def gfit(sim_groups):
     m = pu.URC(sim_groups.lab_pred, sim_groups.lab_y, lab_design="stratified")
-    return m.fit(sim_groups.field_pred, groups=sim_groups.field_group)
+    return m.fit(sim_groups.field_pred, groups=sim_groups.field_group, lab_pseudocount=0)
 
 
 # ---- an independent implementation of the likelihoods (scipy) -------------------------------
@@ -52,16 +54,17 @@ def _counts(res):
     return res.model.lab_counts.to_numpy(), res.observed.to_numpy()
 
 
-def ref_loglik(P, M, L, F, joint, strength=0.0, pi_lab=None):
+def ref_loglik(P, M, L, F, joint, strength=0.0, pi_lab=None, pseudo=0.0):
     ll = sum(stats.multinomial.logpmf(F[g], F[g].sum(), P[g] @ M) for g in range(F.shape[0]))
     if joint:
         ll += sum(stats.multinomial.logpmf(L[i], L[i].sum(), M[i]) for i in range(L.shape[0]))
+        ll += pseudo * np.sum(np.log(M))  # Firth: `pseudo` more counts in every lab cell
     if strength:
         ll += strength * np.sum(pi_lab * np.log(P))
     return ll
 
 
-def ref_fit(L, F, joint, strength=0.0, fixed_entry=None):
+def ref_fit(L, F, joint, strength=0.0, fixed_entry=None, pseudo=0.0):
     """Maximise the same log-likelihood with scipy (softmax parametrisation, BFGS + polish)."""
     k, A = L.shape
     G = F.shape[0]
@@ -82,7 +85,7 @@ def ref_fit(L, F, joint, strength=0.0, fixed_entry=None):
 
     def negll(x):
         P, M = unpack(x)
-        return -ref_loglik(P, M, L, F, joint, strength, pi_lab)
+        return -ref_loglik(P, M, L, F, joint, strength, pi_lab, pseudo)
 
     x0 = np.concatenate([np.zeros(G * (k - 1)),
                          np.log(M_lab[:, 1:] / M_lab[:, :1]).ravel() if joint else []])
@@ -159,13 +162,13 @@ def test_groups_joint_matches_scipy(gfit):
 
 
 def test_map_matches_scipy(sim):
-    res = pu.URC(sim.lab_pred, sim.lab_y, lab_design="stratified").fit(sim.field_pred,
-                                                                       prior_strength=50)
+    res = pu.URC(sim.lab_pred, sim.lab_y, lab_design="stratified").fit(
+        sim.field_pred, prior_strength=50, lab_pseudocount=0)
     L, F = _counts(res)
     P, M, obj = ref_fit(L, F, True, strength=50)
     assert res.llf_penalized == pytest.approx(obj, abs=1e-6)
     assert_allclose(res.base_rates.to_numpy(), P, atol=2e-5)
-    ml = pu.URC(sim.lab_pred, sim.lab_y).fit(sim.field_pred)
+    ml = pu.URC(sim.lab_pred, sim.lab_y).fit(sim.field_pred, lab_pseudocount=0)
     # the prior pulls towards the lab base rate 0.5
     assert ml.base_rate.iloc[0] < res.base_rate.iloc[0] < 0.5
     strong = pu.URC(sim.lab_pred, sim.lab_y).fit(sim.field_pred, prior_strength=1e7)
@@ -183,11 +186,25 @@ def test_multiclass_matches_scipy():
     sim3 = simulate_urc(n_lab=600, n_field=4000, lab_base_rates=[1 / 3, 1 / 3, 1 / 3],
                         field_base_rate=[0.5, 0.3, 0.2], separation=1.5,
                         rng=np.random.default_rng(5))
-    res = pu.URC(sim3.lab_pred, sim3.lab_y, lab_design="stratified").fit(sim3.field_pred)
+    m = pu.URC(sim3.lab_pred, sim3.lab_y, lab_design="stratified")
+    res = m.fit(sim3.field_pred, lab_pseudocount=0)
     L, F = _counts(res)
     P, M, llf = ref_fit(L, F, True)
     assert res.llf == pytest.approx(llf, abs=1e-6)
     assert_allclose(res.base_rates.to_numpy(), P, atol=5e-5)
+    # the default: Firth's pseudo-count 1/2 per lab cell, the penalised objective maximised
+    pen = m.fit(sim3.field_pred)
+    assert pen.lab_pseudocount == 0.5
+    P5, M5, obj5 = ref_fit(L, F, True, pseudo=0.5)
+    assert pen.llf_penalized == pytest.approx(obj5, abs=1e-6)
+    assert_allclose(pen.base_rates.to_numpy(), P5, atol=5e-5)
+    assert_allclose(pen.M.to_numpy(), M5, atol=5e-5)
+    # llf: the unpenalised log-likelihood at the penalised estimate
+    assert pen.llf == pytest.approx(ref_loglik(pen.base_rates.to_numpy(), pen.M.to_numpy(), L,
+                                               F, True), abs=1e-9)
+    # it keeps M off the boundary and moves the estimate (but not far: 600 lab items)
+    assert np.all(pen.M.to_numpy() > 0)
+    assert 1e-4 < np.max(np.abs(P5 - P)) < 0.02
 
 
 # ---- profile intervals ------------------------------------------------------------------------
@@ -311,8 +328,11 @@ def test_gof_df_and_value(sim_groups, lik):
     E = F.sum(1, keepdims=True) * (P @ M)
     X2 = np.sum((F - E) ** 2 / E)
     if lik == "joint":
-        El = L.sum(1, keepdims=True) * M
-        X2 += np.sum((L - El) ** 2 / El)
+        # the lab cells as the penalised likelihood sees them: L + 1/2 (Firth's pseudo-counts)
+        assert res.lab_pseudocount == 0.5
+        La = L + 0.5
+        El = La.sum(1, keepdims=True) * M
+        X2 += np.sum((La - El) ** 2 / El)
     assert res.gof("pearson").statistic == pytest.approx(X2, rel=1e-10)
     by = res.gof(by_group=True)
     assert by["df"].tolist() == [A - k] * G
@@ -687,7 +707,8 @@ def test_statsmodels_attributes(fits, sim):
     assert res.llf_penalized == res.llf  # no prior
     assert_allclose(res.tvalues, res.params / res.bse)
     assert res.cov_params().shape == (1, 1)
-    r50 = pu.URC(sim.lab_pred, sim.lab_y).fit(sim.field_pred, prior_strength=50)
+    r50 = pu.URC(sim.lab_pred, sim.lab_y).fit(sim.field_pred, prior_strength=50,
+                                              lab_pseudocount=0)
     pi = r50.lab_base_rates.to_numpy()
     assert r50.llf_penalized == pytest.approx(
         r50.llf + 50 * np.sum(pi * np.log(r50.base_rates.to_numpy()[0])), rel=1e-12)

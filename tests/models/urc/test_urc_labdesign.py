@@ -104,6 +104,7 @@ def sim3():
 
 
 def _fit(sim, lik="joint", design="random", **kw):
+    kw.setdefault("lab_pseudocount", 0)  # the MLE: checked against direct maximisation below
     m = _quiet(lambda: pu.URC(sim.lab_pred, sim.lab_y, lab_design=design))
     return _quiet(lambda: m.fit(sim.field_pred, groups=sim.field_group, likelihood=lik, **kw))
 
@@ -343,3 +344,20 @@ def test_no_shift_bartlett_bad_arguments(sim2):
         res.test_no_shift(reference="bartlett", n_boot=0)
     with pytest.raises(ValueError, match="unrestricted"):
         res.fit_no_shift().test_no_shift(reference="bartlett")
+
+
+def test_default_n_bins_keeps_lab_cells_filled():
+    from puinfer.models.urc.model import default_n_bins
+
+    # the paper's 4 intervals (binary) / 2 per class, reduced while n_lab / (k |A|) < 15
+    assert [default_n_bins(n, 2, True) for n in (10, 100, 119, 120, 1000)] == [2, 3, 3, 4, 4]
+    assert [default_n_bins(n, 3, False) for n in (100, 269, 270, 1000)] == [1, 1, 2, 2]
+    for n, k, binary in ((100, 2, True), (120, 2, True), (100, 3, False), (300, 3, False)):
+        A = default_n_bins(n, k, binary) * (1 if binary else k)
+        assert n / (k * A) >= 15 or A == (2 if binary else k)
+    sim = simulate_urc(n_lab=100, n_field=500, lab_base_rates=[0.5, 0.3, 0.2],
+                       field_base_rate=[0.5, 0.3, 0.2], rng=np.random.default_rng(3))
+    m = _quiet(lambda: pu.URC(sim.lab_pred, sim.lab_y))
+    assert m.partition.n_cells == 3 and "reduced" in m.n_bins_choice
+    given = _quiet(lambda: pu.URC(sim.lab_pred, sim.lab_y, n_bins=2))
+    assert given.partition.n_cells == 6 and given.n_bins_choice == "given"

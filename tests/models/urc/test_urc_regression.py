@@ -266,7 +266,10 @@ def test_no_shift_not_rejected():
     r = quiet(lambda: m.fit(s.field_pred))
     # the default null: no shift from the lab population (the penalty is 0 there)
     assert r.test_no_shift().pvalue > 0.05
-    assert r.fit_no_shift().llf_penalized == r.fit_no_shift().llf
+    # ... so the penalised objective of the null fit is the log-likelihood plus Firth's term
+    r0 = r.fit_no_shift()
+    assert r0.llf_penalized == pytest.approx(
+        r0.llf + 0.5 * np.sum(np.log(r0.M.to_numpy())), rel=1e-12)
 
 
 def test_recalibrated_cdf_is_a_cdf(res, sim, model):
@@ -346,3 +349,32 @@ def test_study_fast():
     assert row["crps_oracle"] <= row["crps_recal"] < row["crps_orig"]
     assert row["ls_recal"] > row["ls_orig"]
     assert sum(row[f"cov{j}"] for j in range(10)) >= 7
+
+
+def test_gof_effective_df_of_the_penalty(model, sim, res):
+    # the penalised fit spends fewer than K - 1 = 9 degrees of freedom on the interval shares;
+    # the GOF test gives the rest back: df = (|A| - K) + reduction, reduction = tr[H^-1 H_pen]
+    K, A = model.n_intervals, model.partition.n_cells
+    g = res.gof()
+    assert A - K < g.df < A - K + K - 1
+    # a very strong penalty leaves only its null space: order 1, no shift at all (reduction
+    # K - 1); order 2, log-linear shifts (one free parameter in the simplex: reduction K - 2, up
+    # to the curvature term of the active constraint, 0.07 here, since the fit is shifted)
+    for order, free, tol in ((1, 0, 1e-3), (2, 1, 0.1)):
+        r = quiet(lambda o=order: model.fit(sim.field_pred, smoothing=1e7, smooth_order=o))
+        assert r.gof().df == pytest.approx(A - K + (K - 1 - free), abs=tol)
+    # no penalty: the nominal df
+    r0 = quiet(lambda: model.fit(sim.field_pred, smoothing=0))
+    assert r0.gof().df == A - K
+
+
+def test_penalised_pooled_null_nested_only_approximately():
+    # replicate 179 of studies/urc_regression.py (scenario "none"): the pooled null's maximum
+    # (no penalty, lab population rates estimated) exceeds the penalised free maximum (penalty
+    # centred at the lab sample's rates) by 0.007; the test reports 0, with a note, not an error
+    s = simulate_urc_regression(1000, 5000, field_shift=0.0,
+                                rng=np.random.default_rng([2026, 179, 0]))
+    r = quiet(lambda: pu.RegressionURC(s.lab_pred, s.lab_y).fit(s.field_pred))
+    t = r.test_no_shift()
+    assert t.statistic == 0 and t.pvalue == 1
+    assert "centred at the lab sample" in t.extra["note (penalty)"]
