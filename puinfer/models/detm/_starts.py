@@ -17,8 +17,8 @@ from ...base.optimize import newton_maximize
 from ...base.results import ConvergenceInfo
 from . import _el
 
-__all__ = ["StartRun", "free_fun", "run_starts", "fit_fixed_pi", "theta_pi", "v_from",
-           "SUBSAMPLE_SIZE"]
+__all__ = ["StartRun", "free_fun", "run_starts", "fit_fixed_pi", "solve_fixed_pi",
+           "FixedPiSolution", "theta_pi", "v_from", "SUBSAMPLE_SIZE", "MERGE_RADIUS"]
 
 #: above twice this many rows, all starts run on a seeded subsample of this size first
 SUBSAMPLE_SIZE = 20_000
@@ -124,24 +124,83 @@ def v_from(data, restricted: bool, theta, pi):
     return np.r_[s1, b1, s2, b2]
 
 
-def fit_fixed_pi(data, restricted: bool, pi, theta0, c, maxiter, tol):
+#: A Newton run at fixed pi that comes near a maximum ``x_k`` already found at the same pi,
+#: ``q = (x - x_k)' (-H_k) (x - x_k)``, is stopped there and reported as that maximum when
+#: ``q < MERGE_RADIUS[0]`` (the quadratic model predicts ``x_k`` within 0.005 log-EL units:
+#: Newton would reach it in one or two more steps), or when ``q < MERGE_RADIUS[1]`` and the
+#: log-EL at ``x`` and at the midpoint of ``x`` and ``x_k`` agrees with the concave quadratic
+#: model at ``x_k`` to a quarter of its predicted drop (the log-EL rises along the segment to
+#: ``x_k`` as that quadratic does: no valley, no second maximum between them). A Hessian
+#: at ``x_k`` that is not clearly negative definite is never used.
+MERGE_RADIUS = (1e-2, 1.0)
+
+
+@dataclass(frozen=True)
+class FixedPiSolution:
+    """A maximum of the profile log-EL at fixed pi: its value, ``theta``, how Newton finished,
+    the Hessian in the free parameters (for merging later runs into it), the slope of the
+    log-EL in pi there (the profile's derivative, by the envelope theorem) and whether this run
+    was merged into an earlier solution."""
+
+    f: float
+    theta: np.ndarray
+    info: ConvergenceInfo
+    H: np.ndarray | None = None
+    dpi: float = float("nan")
+    merged: bool = False
+
+
+class _Merged(Exception):
+    def __init__(self, k):
+        self.k = k
+
+
+def solve_fixed_pi(data, restricted: bool, pi, theta0, c, maxiter, tol, known=()):
     """Maximise the penalised profile log-EL (12) over theta with pi fixed.
 
     Newton's method on ``l_N(theta)`` with the multipliers of (11) solved at every point;
     ``theta0`` is ``(a1, b1, a2, b2)`` on the standardised scale (SETM keeps a1 = b1 = 0).
-    Returns the maximised value, theta and the ConvergenceInfo.
+    ``known``: converged :class:`FixedPiSolution` at this same pi; a run that reaches one's
+    region of quadratic convergence (:data:`MERGE_RADIUS`) returns it (``merged=True``).
+    ``H`` of the result is the Hessian in the free parameters (SETM: ``alpha2, beta2``).
     """
     p = data.p
     idx = np.r_[p + 1:2 * p + 2] if restricted else np.arange(2 * p + 2)
+    targets = []
+    for s in known:
+        if s.H is None or not s.info.converged:
+            continue
+        ev = np.linalg.eigvalsh(-s.H)
+        if ev[0] > 1e-8 * max(ev[-1], 1.0):  # clearly a nondegenerate maximum
+            targets.append((s, s.theta[idx], -s.H))
 
     def expand(u):
         th = np.zeros(2 * p + 2)
         th[idx] = u
         return th
 
+    def check_merge(u):
+        for k, (s_k, u_k, A) in enumerate(targets):
+            d = u - u_k
+            q = d @ A @ d
+            if q < MERGE_RADIUS[0]:
+                raise _Merged(k)
+            if q < MERGE_RADIUS[1]:
+                # the log-EL along the segment to x_k against the quadratic model there
+                ok = True
+                for t, drop in ((1.0, q / 2), (0.5, q / 8)):
+                    f_t = fun(u_k + t * d, 0)
+                    if not (np.isfinite(f_t) and abs(f_t - (s_k.f - drop)) <= 0.25 * drop):
+                        ok = False
+                        break
+                if ok:
+                    raise _Merged(k)
+
     lam_last = [None]  # warm start for the multipliers: the last Newton iterate's
 
     def fun(u, order):
+        if order == 2:
+            check_merge(u)
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
             out = _el.profile_log_el(expand(u), pi, data.Z, data.y, c, lam0=lam_last[0],
                                      order=order, X1=data.X1)
@@ -157,9 +216,21 @@ def fit_fixed_pi(data, restricted: bool, pi, theta0, c, maxiter, tol):
     try:
         u, f, g, H, info = newton_maximize(fun, theta0[idx], maxiter=maxiter, tol=tol,
                                            method=method)
+    except _Merged as m:
+        s = targets[m.k][0]
+        return FixedPiSolution(s.f, s.theta, s.info, s.H, s.dpi, merged=True)
     except ValueError:  # the start is infeasible at this pi (a diverging tilt)
-        return -np.inf, theta0, ConvergenceInfo(False, 0, method, "infeasible start")
-    return f, expand(u), info
+        return FixedPiSolution(-np.inf, theta0,
+                               ConvergenceInfo(False, 0, method, "infeasible start"))
+    theta = expand(u)
+    return FixedPiSolution(f, theta, info, H, _el.pi_slope(theta, pi, data.Z[data.n:]))
+
+
+def fit_fixed_pi(data, restricted: bool, pi, theta0, c, maxiter, tol):
+    """:func:`solve_fixed_pi` from one start: the maximised value, theta and the
+    ConvergenceInfo."""
+    s = solve_fixed_pi(data, restricted, pi, theta0, c, maxiter, tol)
+    return s.f, s.theta, s.info
 
 
 def subsample_starts(data, restricted: bool, c, maxiter, tol) -> dict:
