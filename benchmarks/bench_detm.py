@@ -8,8 +8,9 @@ pi = 0.3), the record of issue 17.
 For each size: the default SETM and DETM fits (which include the profile probe: the check of
 the fit against the profile of pi, and the 95% profile interval it leaves cached), then each
 model's ``conf_int_pi()`` after its fit, their total, and the peak traced memory of the two
-fits (a separate tracemalloc run; numpy's allocations included). Times are wall-clock seconds,
-the minimum over ``--repeat`` untraced runs (one run above 10,000 rows). Sizes: n = m in
+fits (a separate tracemalloc run; numpy's allocations included). Times are CPU seconds of the
+process (``time.process_time``: with one BLAS thread the work done, robust to other jobs on a
+shared machine), the minimum over ``--repeat`` untraced runs (one run above 10,000 rows). Sizes: n = m in
 {1e3, 1e4, 1e5, 5e5} at p = 15, and p in {5, 15, 30, 50} at n = m = 3000; then the bootstrap
 SCAR test (199 resamples, n = m = 1000, p = 15; the fits excluded). ``--previous`` adds the
 ratio new / previous of every time (a CSV written by ``--out`` at the previous commit).
@@ -44,15 +45,15 @@ def _data(n, p):
 
 def _once(src, tgt):
     """One SETM + DETM default fit and interval; the four times and the results."""
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     s = pu.SETM(src, tgt).fit()
-    t1 = time.perf_counter()
+    t1 = time.process_time()
     cs = s.conf_int_pi()
-    t2 = time.perf_counter()
+    t2 = time.process_time()
     d = pu.DETM(src, tgt).fit()
-    t3 = time.perf_counter()
+    t3 = time.process_time()
     cd = d.conf_int_pi()
-    t4 = time.perf_counter()
+    t4 = time.process_time()
     return [t1 - t0, t2 - t1, t3 - t2, t4 - t3, t4 - t0], (s, cs, d, cd)
 
 
@@ -82,9 +83,9 @@ def run(quick: bool, repeat: int):
     src, tgt = _data(1000, 15)
     d = pu.DETM(src, tgt).fit()
     d.null_fit  # noqa: B018 (fitted before timing)
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     res = d.test_scar("bootstrap", n_boot=199, rng=1)
-    rows.append(dict(n=1000, m=1000, p=15, total=time.perf_counter() - t0,
+    rows.append(dict(n=1000, m=1000, p=15, total=time.process_time() - t0,
                      task="test_scar bootstrap (199)", boot_pvalue=res.pvalue))
     tab = pd.DataFrame(rows)
     tab["task"] = tab.get("task", pd.Series(dtype=object)).fillna("SETM + DETM fit + CIs")

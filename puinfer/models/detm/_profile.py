@@ -110,29 +110,39 @@ class PiProfiler:
     def skeleton(self) -> dict:
         """Profile solutions on a grid of pi (step 0.1 within the profiled range), each the
         best of two chains of warm starts: outward from pi-hat and inward from the ends of the
-        range. The two directions reach branches of the profile that a single sweep misses
-        (where they join, the second chain's remaining runs repeat the first's and are not
-        run again)."""
+        range (each step from the previous solution moved along the path's tangent). The two
+        directions reach branches of the profile that a single sweep misses; where they join,
+        the second chain's runs merge into the first's at once."""
         rule, pi_hat, theta_hat = self.fit.label_rule, self.fit.pi, self.fit.theta
         lo = 0.5 if rule == "pi>0.5" else 0.05
         hi = 0.5 if rule == "pi<0.5" else 0.95
         grid = [g for g in np.round(np.arange(lo, hi + 1e-9, 0.1), 10) if abs(g - pi_hat) > 1e-9]
         best: dict = {}
 
-        def run(g, th0):
+        def run(g, prev):
+            # each step starts from the previous solution moved along the path's tangent
+            # (the previous solution itself if that run fails)
+            th_prev, H_prev, q_prev = prev
+            th0 = self._moved(th_prev, H_prev, q_prev, g)
             s = self.solve(g, th0)
-            f, th, info = s.f, s.theta, s.info
-            if info.converged and np.isfinite(f) and self.labelled(th, g) and \
-                    (g not in best or f > best[g][0]):
-                best[g] = (f, th)
-            return th if info.converged else th0
+            if th0 is not th_prev and not (s.info.converged and np.isfinite(s.f)):
+                s = self.solve(g, th_prev)
+            if s.info.converged and np.isfinite(s.f) and self.labelled(s.theta, g) and \
+                    (g not in best or s.f > best[g][0]):
+                best[g] = (s.f, s.theta, s.H)
+            return (s.theta, s.H, g) if s.info.converged else prev
 
         for side in ([g for g in grid if g > pi_hat], [g for g in grid if g < pi_hat][::-1]):
             for chain in (side, side[::-1]):  # outward from pi-hat, inward from the end
-                th = theta_hat
+                prev = (theta_hat, None, pi_hat)
                 for g in chain:
-                    th = run(g, th)
-        return {g: th for g, (_, th) in best.items()}
+                    prev = run(g, prev)
+        for g, (_, th, H) in best.items():  # warm starts for points near the grid
+            if g not in self.solved:
+                self.solved[g] = th
+                if H is not None:
+                    self.hessians[g] = H
+        return {g: th for g, (_, th, _) in best.items()}
 
     @cached_property
     def branch_starts(self) -> list:
@@ -158,13 +168,16 @@ class PiProfiler:
         return out
 
     def _predicted(self, pi):
-        """The solution at the nearest solved point moved to ``pi`` along the tangent of the
-        profile path, ``d theta / d pi = -H^{-1} d^2 l / d theta d pi`` (implicit function
-        theorem); the solution itself where the Hessian is not known or not negative
-        definite."""
+        """The solution at the nearest solved point moved to ``pi`` along the path's tangent
+        (:meth:`_moved`)."""
         q = min(self.solved, key=lambda q: abs(q - pi))
-        th = self.solved[q]
-        H = self.hessians.get(q)
+        return self._moved(self.solved[q], self.hessians.get(q), q, pi)
+
+    def _moved(self, th, H, q, pi):
+        """The maximum ``th`` at ``q`` moved to ``pi`` along the tangent of its path,
+        ``d theta / d pi = -H^{-1} d^2 l / d theta d pi`` (implicit function theorem); ``th``
+        itself where the Hessian ``H`` (free parameters) is unknown or not negative
+        definite."""
         if H is None or q == pi:
             return th
         d = self.data
@@ -180,10 +193,12 @@ class PiProfiler:
         return out if np.all(np.isfinite(out)) else th
 
     def _starts_at(self, pi) -> list:
-        """``(start, fallback)`` pairs: the nearest solved point moved along the path's
-        tangent, with the point itself as the fallback if that run fails; then (unless
-        ``quick`` or ``warm_only``) the fit, the skeleton on either side and the fit's other
-        local maxima."""
+        """``(start, fallback)`` pairs: the nearest solved point (the skeleton's included)
+        moved along the path's tangent, with the point itself as the fallback if that run
+        fails; then (unless ``quick`` or ``warm_only``) the fit, the skeleton on either side
+        and the fit's other local maxima."""
+        if not (self.quick or self.warm_only):
+            self.skeleton  # noqa: B018 (its solutions join the warm starts)
         near = self.solved[min(self.solved, key=lambda q: abs(q - pi))]
         pred = self._predicted(pi)
         first = [(pred, near if pred is not near else None)]

@@ -1,0 +1,89 @@
+"""Issue 17: the faster search and profile reach the same maxima and intervals.
+
+The reference (``data/speed_reference.csv``) holds the fits and 95% profile intervals of the
+implementation before issue 17's changes (commit d0d0a0b), made by
+``studies/detm_speed_reference.py`` on the test suite's datasets (the command is in its
+docstring). A second test checks the limits against the profile evaluated by plain Newton
+runs (no merging of runs, no predicted starts) from every start the search uses and more.
+"""
+
+from __future__ import annotations
+
+import pathlib
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+import puinfer as pu
+from puinfer.models.detm._starts import fit_fixed_pi
+from puinfer.simulate import sar_design, scar_design
+
+REF = pd.read_csv(pathlib.Path(__file__).parent / "data" / "speed_reference.csv")
+FEATS15 = "labeled ~ " + " + ".join(f"x{j}" for j in range(1, 16))
+MOBILE = "labeled ~ battery_power + ram + px_height"
+
+# the datasets of studies/detm_speed_reference.py (same seeds)
+CASES = {
+    "sar3000": (lambda: sar_design(3000, 3000, 0.3, rng=np.random.default_rng(3000)),
+                FEATS15, {}),
+    "sar500x700": (lambda: sar_design(500, 700, 0.3, rng=np.random.default_rng(7)),
+                   FEATS15, {}),
+    "scar400x600p3": (lambda: scar_design(400, 600, 0.3, rng=np.random.default_rng(5), p=3),
+                      "labeled ~ x1 + x2 + x3", {}),
+    "sar800p5": (lambda: sar_design(800, 800, 0.3, p=5, rng=np.random.default_rng(8)),
+                 "labeled ~ " + " + ".join(f"x{j}" for j in range(1, 6)), {}),
+    "mobile_pi>0.5": (pu.datasets.load_mobile_pu, MOBILE, {"label_rule": "pi>0.5"}),
+    "mobile_kl": (pu.datasets.load_mobile_pu, MOBILE, {}),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+@pytest.mark.parametrize("model", ["SETM", "DETM"])
+def test_same_maximum_and_interval_as_before(case, model):
+    make, formula, opts = CASES[case]
+    ref = REF[(REF.case == case) & (REF.model == model)].iloc[0]
+    cls = getattr(pu, model)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = cls.from_formula(formula, data=make()).fit(**(opts if model == "DETM" else {}))
+        ci = r.conf_int_pi()
+    # never lower than before; equal to 1e-8 relative
+    assert r.llf_penalized >= ref.llf_penalized - 1e-8 * abs(ref.llf_penalized)
+    assert r.llf_penalized == pytest.approx(ref.llf_penalized, rel=1e-8, abs=1e-8)
+    assert r.pi == pytest.approx(ref.pi, abs=1e-8)
+    assert ci["lower"] == pytest.approx(ref.lower, abs=1e-8)
+    assert ci["upper"] == pytest.approx(ref.upper, abs=1e-8)
+
+
+@pytest.mark.slow
+def test_limits_are_roots_of_the_plainly_computed_profile():
+    """The limits against the profile from plain Newton runs (no merging, no predicted
+    starts) from the fit, every skeleton solution and the fit's other local maxima: R* equals
+    the chi2 cut-off there, and no point on a grid of step 0.05 is above the fit."""
+    make, formula, _ = CASES["scar400x600p3"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = pu.DETM.from_formula(formula, data=make()).fit()
+        ci = r.conf_int_pi()
+    fit, data = r._fit, r.model.data
+    prof = r._profiler
+    starts = [fit.theta, *prof.skeleton.values(), *prof.branch_starts]
+
+    def plain(pi):
+        best = -np.inf
+        for th0 in starts:
+            f, th, info = fit_fixed_pi(data, False, pi, th0, fit.penalty_strength,
+                                       fit.maxiter, fit.tol)
+            if info.converged and np.isfinite(f) and prof.labelled(th, pi):
+                best = max(best, f)
+        return best
+
+    cut = stats.chi2.ppf(0.95, 1)
+    for lim in (ci["lower"], ci["upper"]):
+        R = 2 * (fit.llf_penalized - plain(lim))
+        assert R == pytest.approx(cut, abs=1e-6)
+    grid = np.arange(0.05, 0.96, 0.05)
+    assert max(plain(g) for g in grid) <= fit.llf_penalized + 1e-7 * abs(fit.llf_penalized)
