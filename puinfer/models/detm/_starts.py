@@ -155,6 +155,38 @@ class _Merged(Exception):
         self.k = k
 
 
+def _merge_targets(known):
+    """``(item, x_k, -H_k)`` for the known maxima ``(item, x_k, H_k)`` whose Hessian is
+    clearly negative definite (the others are never merged into)."""
+    out = []
+    for item, x_k, H in known:
+        if H is None or not np.all(np.isfinite(H)):
+            continue
+        ev = np.linalg.eigvalsh(-H)
+        if ev[0] > 1e-8 * max(ev[-1], 1.0):
+            out.append((item, x_k, -H))
+    return out
+
+
+def _merge_target(fun, u, targets):
+    """Index of the known maximum (``(f_k, x_k, -H_k)``) that ``u`` merges into by the rule of
+    :data:`MERGE_RADIUS`, or None; ``fun(x, 0)`` gives the objective."""
+    for k, (f_k, u_k, A) in enumerate(targets):
+        d = u - u_k
+        q = d @ A @ d
+        if q < MERGE_RADIUS[0]:
+            return k
+        if q < MERGE_RADIUS[1]:
+            # the objective along the segment to x_k against the quadratic model there
+            for t, drop in ((1.0, q / 2), (0.5, q / 8)):
+                f_t = fun(u_k + t * d, 0)
+                if not (np.isfinite(f_t) and abs(f_t - (f_k - drop)) <= 0.25 * drop):
+                    break
+            else:
+                return k
+    return None
+
+
 def solve_fixed_pi(data, restricted: bool, pi, theta0, c, maxiter, tol, known=()):
     """Maximise the penalised profile log-EL (12) over theta with pi fixed.
 
@@ -166,13 +198,7 @@ def solve_fixed_pi(data, restricted: bool, pi, theta0, c, maxiter, tol, known=()
     """
     p = data.p
     idx = np.r_[p + 1:2 * p + 2] if restricted else np.arange(2 * p + 2)
-    targets = []
-    for s in known:
-        if s.H is None or not s.info.converged:
-            continue
-        ev = np.linalg.eigvalsh(-s.H)
-        if ev[0] > 1e-8 * max(ev[-1], 1.0):  # clearly a nondegenerate maximum
-            targets.append((s, s.theta[idx], -s.H))
+    targets = _merge_targets([(s, s.theta[idx], s.H) for s in known if s.info.converged])
 
     def expand(u):
         th = np.zeros(2 * p + 2)
@@ -180,21 +206,9 @@ def solve_fixed_pi(data, restricted: bool, pi, theta0, c, maxiter, tol, known=()
         return th
 
     def check_merge(u):
-        for k, (s_k, u_k, A) in enumerate(targets):
-            d = u - u_k
-            q = d @ A @ d
-            if q < MERGE_RADIUS[0]:
-                raise _Merged(k)
-            if q < MERGE_RADIUS[1]:
-                # the log-EL along the segment to x_k against the quadratic model there
-                ok = True
-                for t, drop in ((1.0, q / 2), (0.5, q / 8)):
-                    f_t = fun(u_k + t * d, 0)
-                    if not (np.isfinite(f_t) and abs(f_t - (s_k.f - drop)) <= 0.25 * drop):
-                        ok = False
-                        break
-                if ok:
-                    raise _Merged(k)
+        k = _merge_target(fun, u, [(s.f, u_k, A) for s, u_k, A in targets])
+        if k is not None:
+            raise _Merged(k)
 
     lam_last = [None]  # warm start for the multipliers: the last Newton iterate's
 
@@ -261,11 +275,34 @@ def subsample_starts(data, restricted: bool, c, maxiter, tol) -> dict:
 
 
 def _newton_runs(fun, starts, maxiter, tol, method, pick=None, expand=None) -> list:
-    out = []
+    """One Newton run per start; a run that reaches the region of quadratic convergence of a
+    maximum an earlier run found (:data:`MERGE_RADIUS`) stops there and reports it."""
+    out, known = [], []
     for label, v0 in starts:
-        u, f, _, _, info = newton_maximize(fun, v0 if pick is None else v0[pick],
-                                           maxiter=maxiter, tol=tol, method=method)
-        out.append(StartRun(label, u if expand is None else expand(u), f, info))
+        targets = _merge_targets(known)
+        count = [0]
+
+        def fun_m(u, order, targets=targets, count=count):
+            if order == 2:
+                k = _merge_target(fun, u, [(r.f, u_k, A) for (r, _), u_k, A in targets])
+                if k is not None:
+                    raise _Merged(k)
+                count[0] += 1
+            return fun(u, order)
+
+        try:
+            u, f, _, H, info = newton_maximize(fun_m, v0 if pick is None else v0[pick],
+                                               maxiter=maxiter, tol=tol, method=method)
+        except _Merged as m:
+            (r, lab), _, _ = targets[m.k]
+            info = ConvergenceInfo(True, max(count[0] - 1, 0), method,
+                                   f"reached the maximum of start {lab!r} (stopped there)")
+            out.append(StartRun(label, r.v, r.f, info))
+            continue
+        run = StartRun(label, u if expand is None else expand(u), f, info)
+        out.append(run)
+        if info.converged and np.isfinite(f):
+            known.append(((run, label), u, H))
     return out
 
 

@@ -408,7 +408,7 @@ class DETMResults(TiltResults):
             method="Empirical likelihood-ratio test of SCAR (SETM vs DETM)", extra=res.extra)
 
     def test_scar(self, reference: str = "chi2", *, n_boot: int = 200, rng=None,
-                  smooth: float | str = "silverman", refit: str = "quick"
+                  smooth: float | str = "silverman", refit: str = "quick", n_jobs: int = 1
                   ) -> HypothesisTestResult:
         """Empirical likelihood-ratio test of SCAR: SETM (alpha1 = 0, beta1 = 0) against DETM.
 
@@ -447,6 +447,9 @@ class DETMResults(TiltResults):
             reduced grid of starts; ``"full"`` refits exactly as the observed fit (every
             start and the profile probe; about 20 times slower). With the discrete bootstrap
             both gave the same size (400 replicates).
+        n_jobs : int
+            Processes refitting the resamples (``-1``: every CPU). The resamples are drawn
+            first, in order, so the result does not depend on ``n_jobs``.
         """
         res = self._scar_lr
         if reference == "chi2":
@@ -459,7 +462,8 @@ class DETMResults(TiltResults):
             raise ValueError(f"refit must be 'quick' or 'full'; got {refit!r}")
         gen = check_rng(rng)
         h = bootstrap.bandwidth(self.model.data, smooth)
-        stats_b = bootstrap.replicate(self, self.null_fit, int(n_boot), gen, refit, h)
+        n_jobs = bootstrap.check_n_jobs(n_jobs)
+        stats_b = bootstrap.replicate(self, self.null_fit, int(n_boot), gen, refit, h, n_jobs)
         ok = np.isfinite(stats_b)
         if not ok.any():
             return HypothesisTestResult.invalid("no bootstrap resample could be fitted",

@@ -87,3 +87,25 @@ def test_limits_are_roots_of_the_plainly_computed_profile():
         assert R == pytest.approx(cut, abs=1e-6)
     grid = np.arange(0.05, 0.96, 0.05)
     assert max(plain(g) for g in grid) <= fit.llf_penalized + 1e-7 * abs(fit.llf_penalized)
+
+
+def test_bootstrap_n_jobs_gives_the_same_statistics():
+    """The resamples are drawn before they are refitted: two processes give exactly the
+    serial statistics (and a bad n_jobs is refused, naming it)."""
+    from puinfer.models.detm import bootstrap as boot
+
+    df = scar_design(300, 300, 0.75, rng=np.random.default_rng(9), p=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = pu.DETM.from_formula("labeled ~ x1 + x2 + x3", data=df).fit()
+        a = boot.replicate(res, res.null_fit, 6, np.random.default_rng(4), smooth=0.3)
+        b = boot.replicate(res, res.null_fit, 6, np.random.default_rng(4), smooth=0.3,
+                           n_jobs=2)
+        t1 = res.test_scar("bootstrap", n_boot=6, rng=2)
+        t2 = res.test_scar("bootstrap", n_boot=6, rng=2, n_jobs=2)
+    np.testing.assert_array_equal(a, b)
+    assert np.isfinite(a).all()
+    assert t1.pvalue == t2.pvalue
+    for bad in (0, -2, 1.5, True):
+        with pytest.raises(ValueError, match="n_jobs"):
+            res.test_scar("bootstrap", n_boot=3, rng=1, n_jobs=bad)
