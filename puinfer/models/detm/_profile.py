@@ -17,6 +17,7 @@ is repeated on it).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
@@ -24,7 +25,14 @@ import numpy as np
 from ...exceptions import ConvergenceWarning
 from ...inference.profile import Profile, ProfileError
 from . import _el
-from ._starts import FixedPiSolution, solve_fixed_pi, theta_pi, v_from
+from ._starts import (
+    SUBSAMPLE_SIZE,
+    FixedPiSolution,
+    solve_fixed_pi,
+    subsample,
+    theta_pi,
+    v_from,
+)
 
 __all__ = ["PiProfiler", "PI_EPS", "OUTSIDE_POINTS"]
 
@@ -34,6 +42,18 @@ PI_EPS = 1e-6
 #: points per side beyond the interval limits where ``conf_int_pi`` (and the fit's probe)
 #: looks for a second component of the confidence set
 OUTSIDE_POINTS = 3
+
+
+@dataclass(frozen=True)
+class _SubFit:
+    """What :meth:`PiProfiler.solve` needs of a fit record (for the subsample's profiler)."""
+
+    restricted: bool
+    penalty_strength: float
+    maxiter: int
+    tol: float
+    pi: float
+    theta: np.ndarray
 
 
 class PiProfiler:
@@ -69,12 +89,33 @@ class PiProfiler:
         self._maxima: dict = {}     # pi -> distinct converged maxima found there
         self._runs: dict = {}       # (pi, start) -> FixedPiSolution (runs are deterministic)
 
-    def solve(self, pi: float, theta0: np.ndarray) -> FixedPiSolution:
+    @cached_property
+    def _sub(self):
+        """Above twice ``SUBSAMPLE_SIZE`` rows, the profiler of the seeded subsample (the one
+        the starts use, penalty scaled with it): a start far from the solution runs there first
+        and its solution starts the run on the full data (as the starts of the fit do)."""
+        d, f = self.data, self.fit
+        if d.N <= 2 * SUBSAMPLE_SIZE:
+            return None
+        sub = subsample(d)
+        rec = _SubFit(f.restricted, f.penalty_strength * sub.N / d.N, f.maxiter, f.tol, f.pi,
+                      f.theta)
+        return PiProfiler(sub, rec, float("nan"), quick=True)
+
+    def solve(self, pi: float, theta0: np.ndarray, far: bool = False) -> FixedPiSolution:
         """Newton's method at ``pi`` from ``theta0``, merged into a maximum already found at
-        ``pi`` when it reaches one; a start already run at ``pi`` is not run again."""
+        ``pi`` when it reaches one; a start already run at ``pi`` is not run again. ``far``:
+        the start may be far from the solution (on large samples it runs on the subsample
+        first)."""
         key = (pi, np.asarray(theta0, dtype=float).tobytes())
         if key in self._runs:
             return self._runs[key]
+        if far and self._sub is not None:
+            s0 = self._sub.solve(pi, theta0)
+            if s0.info.converged and np.isfinite(s0.f):
+                out = self.solve(pi, s0.theta)
+                self._runs[key] = out
+                return out
         f = self.fit
         known = self._maxima.setdefault(pi, [])
         s = solve_fixed_pi(self.data, f.restricted, pi, theta0, f.penalty_strength, f.maxiter,
@@ -124,9 +165,9 @@ class PiProfiler:
             # (the previous solution itself if that run fails)
             th_prev, H_prev, q_prev = prev
             th0 = self._moved(th_prev, H_prev, q_prev, g)
-            s = self.solve(g, th0)
+            s = self.solve(g, th0, far=True)
             if th0 is not th_prev and not (s.info.converged and np.isfinite(s.f)):
-                s = self.solve(g, th_prev)
+                s = self.solve(g, th_prev, far=True)
             if s.info.converged and np.isfinite(s.f) and self.labelled(s.theta, g) and \
                     (g not in best or s.f > best[g][0]):
                 best[g] = (s.f, s.theta, s.H)
@@ -193,7 +234,7 @@ class PiProfiler:
         return out if np.all(np.isfinite(out)) else th
 
     def _starts_at(self, pi) -> list:
-        """``(start, fallback)`` pairs: the nearest solved point (the skeleton's included)
+        """``(start, fallback, far)``: the nearest solved point (the skeleton's included)
         moved along the path's tangent, with the point itself as the fallback if that run
         fails; then (unless ``quick`` or ``warm_only``) the fit, the skeleton on either side
         and the fit's other local maxima."""
@@ -201,7 +242,7 @@ class PiProfiler:
             self.skeleton  # noqa: B018 (its solutions join the warm starts)
         near = self.solved[min(self.solved, key=lambda q: abs(q - pi))]
         pred = self._predicted(pi)
-        first = [(pred, near if pred is not near else None)]
+        first = [(pred, near if pred is not near else None, False)]
         if self.quick or self.warm_only:
             return first
         skel = self.skeleton
@@ -212,7 +253,7 @@ class PiProfiler:
             thetas.append(skel[max(below)])
         if above:
             thetas.append(skel[min(above)])
-        return first + [(th, None) for th in thetas + self.branch_starts]
+        return first + [(th, None, True) for th in thetas + self.branch_starts]
 
     def slope(self, pi: float) -> float:
         """Slope of the profile log-EL at an evaluated ``pi`` (NaN if unknown)."""
@@ -222,8 +263,8 @@ class PiProfiler:
         """The profile log-EL at ``pi``: the best converged labelled refit (NaN if none)."""
         best = best_any = None
         f_max = self.fit.llf_penalized
-        for th0, fallback in self._starts_at(pi):
-            s = self.solve(pi, th0)
+        for th0, fallback, far in self._starts_at(pi):
+            s = self.solve(pi, th0, far=far)
             if fallback is not None and not (s.info.converged and np.isfinite(s.f)):
                 s = self.solve(pi, fallback)
             f, th, info = s.f, s.theta, s.info

@@ -18,7 +18,7 @@ from ...base.results import ConvergenceInfo
 from . import _el
 
 __all__ = ["StartRun", "free_fun", "run_starts", "fit_fixed_pi", "solve_fixed_pi",
-           "FixedPiSolution", "theta_pi", "v_from", "SUBSAMPLE_SIZE", "MERGE_RADIUS"]
+           "FixedPiSolution", "subsample", "theta_pi", "v_from", "SUBSAMPLE_SIZE", "MERGE_RADIUS"]
 
 #: above twice this many rows, all starts run on a seeded subsample of this size first
 SUBSAMPLE_SIZE = 20_000
@@ -247,15 +247,21 @@ def fit_fixed_pi(data, restricted: bool, pi, theta0, c, maxiter, tol):
     return s.f, s.theta, s.info
 
 
-def subsample_starts(data, restricted: bool, c, maxiter, tol) -> dict:
-    """For large samples, run every start on a fixed subsample and return the best
-    solutions as starts for the full data (deterministic: a seeded subsample)."""
+def subsample(data):
+    """The seeded subsample of about ``SUBSAMPLE_SIZE`` rows (the same share of each sample;
+    same centring and scaling, so that solutions carry over to the full data)."""
     k = SUBSAMPLE_SIZE / data.N
     rng = np.random.default_rng(0)
     i_s = np.sort(rng.choice(data.n, size=max(int(round(data.n * k)), 50), replace=False))
     i_t = data.n + np.sort(rng.choice(data.m, size=max(int(round(data.m * k)), 50),
                                       replace=False))
-    sub = data.subset(i_s, i_t)
+    return data.subset(i_s, i_t)
+
+
+def subsample_starts(data, restricted: bool, c, maxiter, tol) -> dict:
+    """For large samples, run every start on a fixed subsample and return the best
+    solutions as starts for the full data (deterministic: a seeded subsample)."""
+    sub = subsample(data)
     c_sub = c * sub.N / data.N  # same penalty relative to the log-EL
     setm_runs = run_starts(sub, True, c_sub, maxiter, tol)
     setm_v = max(setm_runs, key=lambda r: r.f).v  # full (s1, b1 = 0, s2, b2)
