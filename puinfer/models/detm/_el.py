@@ -273,7 +273,33 @@ def pi_cross(theta, pi, Zt, X1t) -> np.ndarray:
     return np.concatenate([h, -h])
 
 
-def profile_log_el(theta, pi, Z, y, c=0.0, lam0=None, order=2, X1=None, with_pi=False):
+def _profile_core(a1, b1, a2, b2, pi, Z, y, c, lam0):
+    """The value of :func:`profile_log_el` and the per-row quantities its derivatives use."""
+    N = len(y)
+    eta1 = a1 + Z @ b1
+    eta2 = a2 + Z @ b2
+    if lam0 is None:
+        m = y.sum()
+        lam0 = (m * pi / N, m * (1 - pi) / N)
+    z1 = np.expm1(eta1)
+    z2 = np.expm1(eta2)
+    lam, D, ok, act = _solve_lambda_z(z1, z2, lam0)
+    tmask = y == 1
+    if not ok:
+        return (-np.inf, eta1, eta2, z1, z2, lam, D, ok, act, tmask, None, None, None)
+    with np.errstate(divide="ignore"):
+        lpi, l1pi = np.log(pi), np.log1p(-pi)
+    e1t = lpi + eta1[tmask]
+    e2t = l1pi + eta2[tmask]
+    logmix = np.logaddexp(e1t, e2t)
+    f = -np.log(D).sum() + logmix.sum() - N * np.log(N)
+    if c:
+        f -= penalty(b1, b2, c)
+    return (f, eta1, eta2, z1, z2, lam, D, ok, act, tmask, e1t, e2t, logmix)
+
+
+def profile_log_el(theta, pi, Z, y, c=0.0, lam0=None, order=2, X1=None, with_pi=False,
+                   memo=None):
     """Profile log-EL ``l_N(theta) - N log N`` of eq. (12) with the multipliers of (11) solved.
 
     Parameters
@@ -284,6 +310,10 @@ def profile_log_el(theta, pi, Z, y, c=0.0, lam0=None, order=2, X1=None, with_pi=
     c : ridge strength; the returned objective is ``l_N - N log N - pen``.
     lam0 : start for the multipliers (default ``(m pi/N, m(1-pi)/N)``).
     order : 0 (value) or 2 (value, gradient, Hessian in theta -- and pi if ``with_pi``).
+    memo : dict, optional
+        Keeps the per-row quantities of the last evaluation (at most one): an ``order=2`` call
+        at the point of the preceding ``order=0`` call (a line search's accepted step) reuses
+        them instead of solving for the multipliers again. Same ``Z, y, c`` on every call.
 
     Returns
     -------
@@ -292,27 +322,18 @@ def profile_log_el(theta, pi, Z, y, c=0.0, lam0=None, order=2, X1=None, with_pi=
     target rows).
     """
     N = len(y)
-    m = y.sum()
     p = Z.shape[1]
     a1, b1, a2, b2 = split(theta, p)
-    eta1 = a1 + Z @ b1
-    eta2 = a2 + Z @ b2
-    if lam0 is None:
-        lam0 = (m * pi / N, m * (1 - pi) / N)
-    z1 = np.expm1(eta1)
-    z2 = np.expm1(eta2)
-    lam, D, ok, act = _solve_lambda_z(z1, z2, lam0)
+    key = (np.asarray(theta, dtype=float).tobytes(), float(pi))
+    core = memo.get(key) if memo is not None else None
+    if core is None:
+        core = _profile_core(a1, b1, a2, b2, pi, Z, y, c, lam0)
+        if memo is not None:
+            memo.clear()
+            memo[key] = core
+    f, eta1, eta2, z1, z2, lam, D, ok, act, tmask, e1t, e2t, logmix = core
     if not ok:
         return (-np.inf, None, None, None) if order else -np.inf
-    tmask = y == 1
-    with np.errstate(divide="ignore"):
-        lpi, l1pi = np.log(pi), np.log1p(-pi)
-    e1t = lpi + eta1[tmask]
-    e2t = l1pi + eta2[tmask]
-    logmix = np.logaddexp(e1t, e2t)
-    f = -np.log(D).sum() + logmix.sum() - N * np.log(N)
-    if c:
-        f -= penalty(b1, b2, c)
     if order == 0:
         return f
     if X1 is None:

@@ -54,6 +54,7 @@ class _SubFit:
     tol: float
     pi: float
     theta: np.ndarray
+    label_rule: str
 
 
 class PiProfiler:
@@ -99,7 +100,7 @@ class PiProfiler:
             return None
         sub = subsample(d)
         rec = _SubFit(f.restricted, f.penalty_strength * sub.N / d.N, f.maxiter, f.tol, f.pi,
-                      f.theta)
+                      f.theta, f.label_rule)
         return PiProfiler(sub, rec, float("nan"), quick=True)
 
     def solve(self, pi: float, theta0: np.ndarray, far: bool = False) -> FixedPiSolution:
@@ -153,7 +154,11 @@ class PiProfiler:
         best of two chains of warm starts: outward from pi-hat and inward from the ends of the
         range (each step from the previous solution moved along the path's tangent). The two
         directions reach branches of the profile that a single sweep misses; where they join,
-        the second chain's runs merge into the first's at once."""
+        the second chain's runs merge into the first's at once. Above twice
+        ``SUBSAMPLE_SIZE`` rows the skeleton is the subsample's: its solutions are starts
+        only, each run on the full data (from the subsample, as the fit's starts are)."""
+        if self._sub is not None:
+            return self._sub.skeleton
         rule, pi_hat, theta_hat = self.fit.label_rule, self.fit.pi, self.fit.theta
         lo = 0.5 if rule == "pi>0.5" else 0.05
         hi = 0.5 if rule == "pi<0.5" else 0.95

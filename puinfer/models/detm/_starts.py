@@ -211,13 +211,14 @@ def solve_fixed_pi(data, restricted: bool, pi, theta0, c, maxiter, tol, known=()
             raise _Merged(k)
 
     lam_last = [None]  # warm start for the multipliers: the last Newton iterate's
+    memo: dict = {}  # the line search's accepted point, reused by the next Hessian
 
     def fun(u, order):
         if order == 2:
             check_merge(u)
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
             out = _el.profile_log_el(expand(u), pi, data.Z, data.y, c, lam0=lam_last[0],
-                                     order=order, X1=data.X1)
+                                     order=order, X1=data.X1, memo=memo)
         if order == 0:
             return out
         f, g, H, extra = out
