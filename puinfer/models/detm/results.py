@@ -150,8 +150,11 @@ class TiltResults(LikelihoodResults):
     def profile_pi(self) -> Profile:
         """Profile of the ELR function ``R*_N(pi) = 2{l_N(theta-hat) - l_N(theta-hat_pi)}``.
 
-        Each point refits theta with pi fixed (exact Newton, from the fit, a skeleton of
-        solutions on either side and the fit's other local maxima). The returned
+        Each point refits theta with pi fixed (exact Newton, from the nearest point already
+        solved, the fit, a skeleton of solutions on either side and the fit's other local
+        maxima; the interval limits by Newton's method on the signed root of ``R*``, see
+        :mod:`puinfer.models.detm._profile`). After a default fit the 95% interval is already
+        computed (the fit's probe) and cached here. The returned
         :class:`~puinfer.inference.Profile` gives ``.conf_int(alpha)``, ``.statistic(pi)``,
         ``.to_frame()`` and ``.plot(ax=None)`` (as Liu et al., Figure 5). With the ridge
         penalty the penalised log-EL is profiled (the objective maximised).
