@@ -232,11 +232,14 @@ def solve_fixed_pi(data, restricted: bool, pi, theta0, c, maxiter, tol, known=()
         u, f, g, H, info = newton_maximize(fun, theta0[idx], maxiter=maxiter, tol=tol,
                                            method=method)
     except _Merged as m:
+        memo.clear()  # fun and check_merge form a cycle: free the rows now, not at gc
         s = targets[m.k][0]
         return FixedPiSolution(s.f, s.theta, s.info, s.H, s.dpi, merged=True)
     except ValueError:  # the start is infeasible at this pi (a diverging tilt)
+        memo.clear()
         return FixedPiSolution(-np.inf, theta0,
                                ConvergenceInfo(False, 0, method, "infeasible start"))
+    memo.clear()
     theta = expand(u)
     return FixedPiSolution(f, theta, info, H, _el.pi_slope(theta, pi, data.Z[data.n:]))
 
