@@ -284,8 +284,10 @@ class _TiltModel(Model):
             Check the fit against the profile of pi: compute the 95% profile interval and, if
             the profile rises above the fitted maximum (a maximum the starts missed; with many
             features, e.g. a tilt that concentrates on a few outlying target points), restart
-            from there. Default: on, at every sample size; the interval it computes is kept,
-            so ``conf_int_pi()`` at the 95% level costs nothing more. ``False`` skips it
+            from there. Default: on, at every sample size (above 40,000 rows the skeleton of
+            profile solutions and the far starts run on the seeded subsample first, the
+            interval and the points beyond it on the full data); the interval it computes is
+            kept, so ``conf_int_pi()`` at the 95% level costs nothing more. ``False`` skips it
             (``conf_int_pi`` then profiles and raises ``ProfileError`` if it finds a higher
             point than the fit).
 
