@@ -21,7 +21,7 @@ import pandas as pd
 import puinfer as pu
 from puinfer.simulate import sar_design, scar_design
 
-FEATS15 = " + ".join(f"x{j}" for j in range(1, 16))
+FEATS15 = "labeled ~ " + " + ".join(f"x{j}" for j in range(1, 16))
 
 
 def cases():
@@ -30,13 +30,18 @@ def cases():
     mob_f = "labeled ~ battery_power + ram + px_height"
     return [
         ("sar3000", sar_design(3000, 3000, 0.3, rng=np.random.default_rng(3000)),
-         "labeled ~ " + FEATS15, {}),
+         FEATS15, {}),
         ("sar500x700", sar_design(500, 700, 0.3, rng=np.random.default_rng(7)),
-         "labeled ~ " + FEATS15, {}),
+         FEATS15, {}),
         ("scar400x600p3", scar_design(400, 600, 0.3, rng=np.random.default_rng(5), p=3),
          "labeled ~ x1 + x2 + x3", {}),
         ("sar800p5", sar_design(800, 800, 0.3, p=5, rng=np.random.default_rng(8)),
          "labeled ~ " + " + ".join(f"x{j}" for j in range(1, 6)), {}),
+        # issue 19's SAR design (pi = 0.7), where a second branch of the profile of pi lies
+        # above the fit's beyond pi = 0.72
+        ("sar1000_12000001", sar_design(1000, 1000, 0.7, p=15,
+                                        rng=np.random.default_rng(12000001)),
+         FEATS15, {}),
         ("mobile_pi>0.5", mob, mob_f, {"label_rule": "pi>0.5"}),
         ("mobile_kl", mob, mob_f, {}),
     ]
