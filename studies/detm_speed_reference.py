@@ -42,6 +42,10 @@ def cases():
         ("sar1000_12000001", sar_design(1000, 1000, 0.7, p=15,
                                         rng=np.random.default_rng(12000001)),
          FEATS15, {}),
+        # the same design, where a higher branch than the fit's lies at pi-hat's own level
+        ("sar1000_12000005", sar_design(1000, 1000, 0.7, p=15,
+                                        rng=np.random.default_rng(12000005)),
+         FEATS15, {}),
         ("mobile_pi>0.5", mob, mob_f, {"label_rule": "pi>0.5"}),
         ("mobile_kl", mob, mob_f, {}),
     ]

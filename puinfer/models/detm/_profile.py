@@ -317,16 +317,25 @@ class PiProfiler:
 
     def higher_point(self):
         """If the 95% interval search, the points beyond its limits that ``conf_int_pi``
-        checks for a second component of the confidence set, or any other maximum found at a
-        fixed pi (the skeleton's included) lies above the fit, the binary-regression start
+        checks for a second component of the confidence set, four points inside it (half and
+        one standard error from pi-hat), or any other maximum found at a fixed pi (the
+        skeleton's included) lies above the fit, the binary-regression start
         ``v`` there, else None. (The points beyond the limits are where a maximum far from the
         fit shows: issue 19 found one 0.18 log-EL units higher at pi = 0.68, beyond the
         interval of a fit at pi = 0.95.)"""
         f_max = self.fit.llf_penalized
         tol = self.profile.tol * max(1.0, abs(f_max))
         try:
-            self.profile.conf_int(0.05)
+            ci = self.profile.conf_int(0.05)
             self.profile.outside_points(0.05, n=OUTSIDE_POINTS)
+            # inside the interval, from every start: half and one step (SE) from pi-hat (the
+            # limit search jumps there directly; a higher branch at pi-hat's own level shows
+            # here: SAR design, seed 12000005, 0.41 higher at pi-hat + 0.01)
+            prof = self.profile
+            for k in (0.5, -0.5, 1.0, -1.0):
+                v = prof.estimate + k * prof.step
+                if ci["lower"] < v < ci["upper"]:
+                    prof.statistic(v)
         except ProfileError:
             pass
         except (ValueError, FloatingPointError):  # not computable: nothing to probe

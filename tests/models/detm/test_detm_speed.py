@@ -37,6 +37,8 @@ CASES = {
                  "labeled ~ " + " + ".join(f"x{j}" for j in range(1, 6)), {}),
     "sar1000_12000001": (lambda: sar_design(1000, 1000, 0.7, p=15,
                                             rng=np.random.default_rng(12000001)), FEATS15, {}),
+    "sar1000_12000005": (lambda: sar_design(1000, 1000, 0.7, p=15,
+                                            rng=np.random.default_rng(12000005)), FEATS15, {}),
     "mobile_pi>0.5": (pu.datasets.load_mobile_pu, MOBILE, {"label_rule": "pi>0.5"}),
     "mobile_kl": (pu.datasets.load_mobile_pu, MOBILE, {}),
 }
