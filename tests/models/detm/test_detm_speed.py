@@ -47,6 +47,11 @@ CASES = {
 @pytest.mark.parametrize("case", list(CASES))
 @pytest.mark.parametrize("model", ["SETM", "DETM"])
 def test_same_maximum_and_interval_as_before(case, model):
+    """Never a lower maximum than before. At the same maximum (1e-8), the same pi-hat and the
+    same limits to 1e-8 -- or a limit further out, where the profile now finds a higher
+    point than before (the profile is a maximum over theta, so a higher value is closer to
+    it; SAR seed 12000005: the upper limit moved 2e-4, the new profile being 0.095 log-EL
+    units higher there). A limit moved inwards would mean a lower profile: it fails."""
     make, formula, opts = CASES[case]
     ref = REF[(REF.case == case) & (REF.model == model)].iloc[0]
     cls = getattr(pu, model)
@@ -54,12 +59,16 @@ def test_same_maximum_and_interval_as_before(case, model):
         warnings.simplefilter("ignore")
         r = cls.from_formula(formula, data=make()).fit(**(opts if model == "DETM" else {}))
         ci = r.conf_int_pi()
-    # never lower than before; equal to 1e-8 relative
-    assert r.llf_penalized >= ref.llf_penalized - 1e-8 * abs(ref.llf_penalized)
-    assert r.llf_penalized == pytest.approx(ref.llf_penalized, rel=1e-8, abs=1e-8)
+    tol = 1e-8 * abs(ref.llf_penalized)
+    assert r.llf_penalized >= ref.llf_penalized - tol
+    if r.llf_penalized > ref.llf_penalized + tol:
+        return  # a higher maximum than before: the intervals are not comparable
     assert r.pi == pytest.approx(ref.pi, abs=1e-8)
-    assert ci["lower"] == pytest.approx(ref.lower, abs=1e-8)
-    assert ci["upper"] == pytest.approx(ref.upper, abs=1e-8)
+    assert ci["lower"] <= ref.lower + 1e-8
+    assert ci["upper"] >= ref.upper - 1e-8
+    for new, old in ((ci["lower"], ref.lower), (ci["upper"], ref.upper)):
+        if abs(new - old) > 1e-8:  # moved out: the profile is below the cut-off at the old limit
+            assert r.profile_pi().statistic(old) < ci.attrs["cutoff"]
 
 
 @pytest.mark.slow
