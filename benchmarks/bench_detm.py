@@ -57,10 +57,12 @@ def _once(src, tgt):
     return [t1 - t0, t2 - t1, t3 - t2, t4 - t3, t4 - t0], (s, cs, d, cd)
 
 
-def run(quick: bool, repeat: int):
+def run(quick: bool, repeat: int, only=None, bootstrap=True):
     sizes = [(1000, 15), (10_000, 15), (3000, 5), (3000, 15), (3000, 30), (3000, 50)]
     if not quick:
         sizes += [(100_000, 15), (500_000, 15)]
+    if only:
+        sizes = [tuple(int(v) for v in s.split("x")) for s in only]
     warnings.simplefilter("ignore")
     rows = []
     for n, p in sizes:
@@ -79,6 +81,8 @@ def run(quick: bool, repeat: int):
                          detm_pi=d.pi, detm_llf=d.llf_penalized, detm_interval=tuple(cd),
                          detm_starts=len(d.starts)))
         print(pd.DataFrame(rows[-1:]).to_string(index=False), flush=True)
+    if not bootstrap:
+        return pd.DataFrame(rows).assign(task="SETM + DETM fit + CIs")
     # the bootstrap SCAR test: its own cost, after the fits
     src, tgt = _data(1000, 15)
     d = pu.DETM(src, tgt).fit()
@@ -112,8 +116,10 @@ if __name__ == "__main__":
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--out", help="write the raw table (CSV) here")
     ap.add_argument("--previous", help="CSV of the previous commit's figures (ratios)")
+    ap.add_argument("--sizes", nargs="*", help="only these sizes, as NxP (e.g. 500000x15)")
+    ap.add_argument("--no-bootstrap", action="store_true")
     a = ap.parse_args()
-    t = run(a.quick, a.repeat)
+    t = run(a.quick, a.repeat, a.sizes, not a.no_bootstrap)
     if a.out:
         t.to_csv(a.out, index=False)
     show(t, a.previous)
