@@ -1,14 +1,20 @@
-"""Speed and memory of DETM/SETM (Liu et al. designs, p = 15 unless stated).
+"""Speed and memory of DETM/SETM on Liu et al.'s SAR design (``puinfer.simulate.sar_design``,
+pi = 0.3), the record of issue 17.
 
-    python benchmarks/bench_detm.py            # full table (includes n = m = 500,000)
-    python benchmarks/bench_detm.py --quick    # small sizes only
+    OPENBLAS_NUM_THREADS=1 taskset -c 0 python benchmarks/bench_detm.py \\
+        --out benchmarks/results/bench_detm.csv --previous benchmarks/results/bench_detm_prev.csv
+    python benchmarks/bench_detm.py --quick            # n = m <= 10,000 only
 
-Prints seconds (wall clock, best of `--repeat`, untraced) and peak traced memory (a separate
-tracemalloc run; numpy's allocations included) for: DETM fit (default, i.e. with the profile
-probe, which also leaves the 95% interval computed), DETM fit without the probe and then
-conf_int_pi, SETM fit, and the bootstrap SCAR test.
-BLAS threads are limited to one (set OPENBLAS_NUM_THREADS to change): the matrices are small
-(N x p with p ~ 15), where threading only adds overhead.
+For each size: the default SETM and DETM fits (which include the profile probe: the check of
+the fit against the profile of pi, and the 95% profile interval it leaves cached), then each
+model's ``conf_int_pi()`` after its fit, their total, and the peak traced memory of the two
+fits (a separate tracemalloc run; numpy's allocations included). Times are CPU seconds of the
+process (``time.process_time``: with one BLAS thread the work done, robust to other jobs on a
+shared machine), the minimum over ``--repeat`` untraced runs (one run above 10,000 rows). Sizes: n = m in
+{1e3, 1e4, 1e5, 5e5} at p = 15, and p in {5, 15, 30, 50} at n = m = 3000; then the bootstrap
+SCAR test (199 resamples, n = m = 1000, p = 15; the fits excluded). ``--previous`` adds the
+ratio new / previous of every time (a CSV written by ``--out`` at the previous commit).
+BLAS threads are limited to one (set OPENBLAS_NUM_THREADS to change).
 """
 
 from __future__ import annotations
@@ -27,68 +33,93 @@ import pandas as pd  # noqa: E402
 import puinfer as pu  # noqa: E402
 from puinfer.simulate import sar_design  # noqa: E402
 
+TIMES = ["setm_fit", "setm_ci", "detm_fit", "detm_ci", "total"]
 
-def _measure(fn, repeat=1, memory=True):
-    """Best wall-clock time of ``repeat`` untraced runs, then (if ``memory``) the peak traced
-    memory of one more run: tracemalloc slows numpy down, so it never runs while timing."""
-    best = np.inf
-    out = None
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        out = fn()
-        best = min(best, time.perf_counter() - t0)
-    peak = np.nan
-    if memory:
+
+def _data(n, p):
+    df = sar_design(n, n, 0.3, p=p, rng=np.random.default_rng(n + p))
+    X = df[[f"x{j}" for j in range(1, p + 1)]].to_numpy()
+    lab = df.labeled.to_numpy() == 1
+    return X[lab], X[~lab]
+
+
+def _once(src, tgt):
+    """One SETM + DETM default fit and interval; the four times and the results."""
+    t0 = time.process_time()
+    s = pu.SETM(src, tgt).fit()
+    t1 = time.process_time()
+    cs = s.conf_int_pi()
+    t2 = time.process_time()
+    d = pu.DETM(src, tgt).fit()
+    t3 = time.process_time()
+    cd = d.conf_int_pi()
+    t4 = time.process_time()
+    return [t1 - t0, t2 - t1, t3 - t2, t4 - t3, t4 - t0], (s, cs, d, cd)
+
+
+def run(quick: bool, repeat: int, only=None, bootstrap=True):
+    sizes = [(1000, 15), (10_000, 15), (3000, 5), (3000, 15), (3000, 30), (3000, 50)]
+    if not quick:
+        sizes += [(100_000, 15), (500_000, 15)]
+    if only:
+        sizes = [tuple(int(v) for v in s.split("x")) for s in only]
+    warnings.simplefilter("ignore")
+    rows = []
+    for n, p in sizes:
+        src, tgt = _data(n, p)
+        best = np.full(5, np.inf)
+        for _ in range(repeat if n <= 10_000 else 1):
+            times, (s, cs, d, cd) = _once(src, tgt)
+            best = np.minimum(best, times)
         tracemalloc.start()
-        fn()
+        pu.SETM(src, tgt).fit()
+        pu.DETM(src, tgt).fit()
         peak = tracemalloc.get_traced_memory()[1] / 2**20
         tracemalloc.stop()
-    return best, peak, out
-
-
-def run(quick: bool, repeat: int):
-    rows = []
-    sizes = [(1000, 15), (3000, 5), (3000, 15), (3000, 30), (10_000, 15), (100_000, 15)]
-    if not quick:
-        sizes.append((500_000, 15))
-    warnings.simplefilter("ignore")
-    for n, p in sizes:
-        df = sar_design(n, n, 0.3, p=p, rng=np.random.default_rng(n + p))
-        X = df[[f"x{j}" for j in range(1, p + 1)]].to_numpy()
-        src, tgt = X[df.labeled.to_numpy() == 1], X[df.labeled.to_numpy() == 0]
-        del df
-        rep = repeat if n <= 10_000 else 1
-        t, mem, d = _measure(lambda: pu.DETM(src, tgt).fit(), rep)  # noqa: B023
-        rows.append(dict(task="DETM fit (default: with profile probe)", n=n, m=n, p=p,
-                         seconds=t, peak_MB=mem, iterations=d.convergence.iterations,
-                         starts=len(d.starts)))
-        if n <= 10_000:
-            t, _, d0 = _measure(lambda: pu.DETM(src, tgt).fit(probe=False), rep,  # noqa: B023
-                                memory=False)
-            rows.append(dict(task="DETM fit, probe=False", n=n, m=n, p=p, seconds=t,
-                             iterations=d0.convergence.iterations, starts=len(d0.starts)))
-            try:
-                t, _, _ = _measure(lambda: d0.conf_int_pi(), 1, memory=False)  # noqa: B023
-                task = "conf_int_pi after probe=False fit"
-            except pu.inference.ProfileError:  # the unprobed fit missed the maximum
-                t, task = np.nan, "conf_int_pi after probe=False fit: ProfileError"
-            rows.append(dict(task=task, n=n, m=n, p=p, seconds=t))
-        t, mem, s = _measure(lambda: pu.SETM(src, tgt).fit(), rep)  # noqa: B023
-        rows.append(dict(task="SETM fit", n=n, m=n, p=p, seconds=t, peak_MB=mem,
-                         iterations=s.convergence.iterations, starts=len(s.starts)))
-        if n == 1000:
-            t, _, _ = _measure(lambda: d.test_scar("bootstrap", n_boot=200, rng=1),  # noqa: B023
-                               memory=False)
-            rows.append(dict(task="test_scar bootstrap (200)", n=n, m=n, p=p, seconds=t))
-        print(pd.DataFrame(rows[-5:]).to_string(index=False), flush=True)
+        rows.append(dict(n=n, m=n, p=p, **dict(zip(TIMES, best, strict=True)), peak_MB=peak,
+                         setm_pi=s.pi, setm_llf=s.llf_penalized, setm_interval=tuple(cs),
+                         detm_pi=d.pi, detm_llf=d.llf_penalized, detm_interval=tuple(cd),
+                         detm_starts=len(d.starts)))
+        print(pd.DataFrame(rows[-1:]).to_string(index=False), flush=True)
+    if not bootstrap:
+        return pd.DataFrame(rows).assign(task="SETM + DETM fit + CIs")
+    # the bootstrap SCAR test: its own cost, after the fits
+    src, tgt = _data(1000, 15)
+    d = pu.DETM(src, tgt).fit()
+    d.null_fit  # noqa: B018 (fitted before timing)
+    t0 = time.process_time()
+    res = d.test_scar("bootstrap", n_boot=199, rng=1)
+    rows.append(dict(n=1000, m=1000, p=15, total=time.process_time() - t0,
+                     task="test_scar bootstrap (199)", boot_pvalue=res.pvalue))
     tab = pd.DataFrame(rows)
-    print("\n" + tab.to_markdown(index=False, floatfmt=".3g"))
+    tab["task"] = tab.get("task", pd.Series(dtype=object)).fillna("SETM + DETM fit + CIs")
     return tab
 
 
+def show(tab: pd.DataFrame, previous: str | None) -> pd.DataFrame:
+    cols = ["task", "n", "m", "p", *TIMES, "peak_MB"]
+    out = tab[cols].copy()
+    if previous and os.path.exists(previous):
+        prev = pd.read_csv(previous)
+        prev["task"] = prev["task"].fillna("SETM + DETM fit + CIs")
+        key = ["task", "n", "p"]
+        merged = out.merge(prev[key + TIMES], on=key, how="left", suffixes=("", "_prev"))
+        for c in TIMES:
+            out[f"{c}/prev"] = (merged[c] / merged[f"{c}_prev"]).to_numpy()
+    print("\n" + out.to_markdown(index=False, floatfmt=".3g"))
+    return out
+
+
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--quick", action="store_true")
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="n = m <= 10,000 only")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--out", help="write the raw table (CSV) here")
+    ap.add_argument("--previous", help="CSV of the previous commit's figures (ratios)")
+    ap.add_argument("--sizes", nargs="*", help="only these sizes, as NxP (e.g. 500000x15)")
+    ap.add_argument("--no-bootstrap", action="store_true")
     a = ap.parse_args()
-    run(a.quick, a.repeat)
+    t = run(a.quick, a.repeat, a.sizes, not a.no_bootstrap)
+    if a.out:
+        t.to_csv(a.out, index=False)
+    show(t, a.previous)

@@ -57,6 +57,14 @@ class Profile:
         Relative tolerance (finite, >= 0) for "the profile exceeds the maximum": larger
         excesses raise
         :class:`ProfileError`.
+    derivative : callable, optional
+        ``derivative(value) -> float``: the slope of the profile log-likelihood at a value
+        where ``loglik_at`` has just been evaluated (e.g. by the envelope theorem, the partial
+        derivative of the log-likelihood in the parameter at the constrained maximum). With
+        it the interval limits are found by a safeguarded Newton iteration on the signed root
+        ``sqrt(R)``, which is nearly linear in the parameter (three or four profile
+        evaluations per limit instead of about eight); without it by bracketing and
+        ``brentq``. Both locate the root to about 1e-12.
 
     Raises
     ------
@@ -75,7 +83,7 @@ class Profile:
 
     def __init__(self, name: str, estimate: float, llf_max: float,
                  loglik_at: Callable[[float], float], bounds=(0.0, 1.0), step: float = 0.01,
-                 tol: float = 1e-7):
+                 tol: float = 1e-7, derivative: Callable[[float], float] | None = None):
         if not isinstance(name, str):
             raise TypeError(f"Profile: name must be a string; got {name!r}")
         self.name = name
@@ -111,6 +119,10 @@ class Profile:
         if not (np.isfinite(tol) and tol >= 0):
             raise ValueError(f"Profile of {name}: tol must be finite and non-negative; got {tol}")
         self.tol = tol
+        if derivative is not None and not callable(derivative):
+            raise TypeError(f"Profile of {name}: derivative must be a function of the value; "
+                            f"got {type(derivative).__name__}")
+        self._derivative = derivative
         self._cache: dict[float, float] = {}
 
     def loglik(self, value: float) -> float:
@@ -143,7 +155,67 @@ class Profile:
                 "maximum; refit (e.g. with more starts) before profiling")
         return max(0.0, 2.0 * (self.llf_max - ll))
 
+    def _toward_edge(self, inner: float, edge: float, step: float) -> float:
+        """The next trial point beyond ``inner`` when the step would reach the bound: halfway
+        first (profiles are often hard to compute at the bound itself, where a parameter
+        becomes unidentified), the bound itself when within 1e-4."""
+        if abs(edge - inner) < 1e-3 * max(step, 1e-12) or abs(edge - inner) < 1e-4:
+            return edge
+        return inner + (edge - inner) / 2
+
     def _limit(self, direction: int, cutoff: float) -> tuple[float, bool]:
+        if self._derivative is not None and cutoff > 0:
+            out = self._limit_newton(direction, cutoff)
+            if out is not None:
+                return out
+        return self._limit_bracket(direction, cutoff)
+
+    def _limit_newton(self, direction: int, cutoff: float):
+        """The limit by Newton's method on ``sqrt(R(v)) - sqrt(cutoff)`` (slope from
+        ``derivative``), kept inside the bracket of evaluated points and replaced by bisection
+        (or, before a point beyond the limit is found, by doubling the distance from the
+        estimate) whenever a step would leave it or fails to halve the residual. None if it
+        does not settle within 60 evaluations (the caller then brackets and uses brentq)."""
+        lo_b, hi_b = self.bounds
+        edge = hi_b if direction > 0 else lo_b
+        est = self.estimate
+        if (direction > 0 and est >= hi_b) or (direction < 0 and est <= lo_b):
+            return edge, True
+        target = np.sqrt(cutoff)
+        inner, outer = est, None
+        v = est + direction * target * self.step  # the quadratic approximation
+        prev = np.inf
+        for _ in range(60):
+            far = outer if outer is not None else edge
+            if not (min(inner, far) < v < max(inner, far)):
+                v = (inner + outer) / 2 if outer is not None else \
+                    self._toward_edge(inner, edge, self.step)
+            r = self.statistic(v)
+            if r < cutoff:
+                if v == edge:
+                    return edge, True  # one-sided: the interval reaches the bound
+                inner = v
+            else:
+                outer = v
+            res = np.sqrt(r) - target
+            if res == 0.0:
+                return float(v), False
+            if outer is not None and abs(outer - inner) <= 1e-12 * max(1.0, abs(v)):
+                return float(v), False
+            ds = -float(self._derivative(v)) / np.sqrt(r) if r > 0 else np.nan
+            if np.isfinite(ds) and ds * direction > 0 and abs(res) <= 0.5 * prev:
+                v_new = v - res / ds
+                if abs(v_new - v) <= 1e-12 * max(1.0, abs(v)):
+                    return float(v), False
+            elif outer is not None:
+                v_new = (inner + outer) / 2
+            else:
+                v_new = est + 2 * (inner - est)
+            prev = abs(res)
+            v = v_new
+        return None
+
+    def _limit_bracket(self, direction: int, cutoff: float) -> tuple[float, bool]:
         lo_b, hi_b = self.bounds
         edge = hi_b if direction > 0 else lo_b
         if (direction > 0 and self.estimate >= hi_b) or (direction < 0 and self.estimate <= lo_b):
@@ -153,11 +225,7 @@ class Profile:
         while True:
             outer = inner + direction * step
             if (direction > 0 and outer >= edge) or (direction < 0 and outer <= edge):
-                # approach the bound gradually (halfway first): profiles are often hard to
-                # compute at the bound itself, where a parameter becomes unidentified
-                half = inner + (edge - inner) / 2
-                outer = edge if abs(edge - inner) < 1e-3 * max(step, 1e-12) or \
-                    abs(edge - inner) < 1e-4 else half
+                outer = self._toward_edge(inner, edge, step)
             r = self.statistic(outer)
             if r >= cutoff:
                 break

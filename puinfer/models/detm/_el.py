@@ -52,12 +52,14 @@ def penalty(b1: np.ndarray, b2: np.ndarray, c: float, order: int = 0):
 
 
 def _blocks(X1, weights):
-    """Assemble ``[X1' diag(w_tu) X1]`` blocks into a (2k x 2k) matrix; ``weights[t][u]``."""
+    """Assemble ``[X1' diag(w_tu) X1]`` blocks into a (2k x 2k) matrix; ``weights[t][u]``
+    (one BLAS product per block, on the C-contiguous ``X1``)."""
     k = X1.shape[1]
     H = np.empty((2 * k, 2 * k))
+    XT = X1.T
     for t in range(2):
         for u in range(t, 2):
-            B = X1.T @ (X1 * weights[t][u][:, None])
+            B = XT @ (X1 * weights[t][u][:, None])
             H[t * k:(t + 1) * k, u * k:(u + 1) * k] = B
             if u != t:
                 H[u * k:(u + 1) * k, t * k:(t + 1) * k] = B.T
@@ -130,12 +132,13 @@ def _solve_small(H, b):
     return np.array([d * b[0] - c * b[1], a * b[1] - c * b[0]]) / det
 
 
-def _active(z: np.ndarray) -> np.ndarray:
-    """Which columns of ``z = w - 1`` constrain the weights: a tilt within rounding error of 1
-    everywhere (|w - 1| <= 1e-13: e.g. theta = 1e-15 from a fit where target = source) is
+def _is_active(z: np.ndarray) -> bool:
+    """Whether the column ``z = w - 1`` constrains the weights: a tilt within rounding error of
+    1 everywhere (|w - 1| <= 1e-13: e.g. theta = 1e-15 from a fit where target = source) is
     treated as identically 1; its constraint holds for any weights and its multiplier is not
     identified (solving for it would be a singular system)."""
-    return np.any(np.abs(z) > 1e-13, axis=0)
+    mx = np.abs(z).max(initial=0.0)
+    return bool(mx > 1e-13) if not np.isnan(mx) else bool(np.any(np.abs(z) > 1e-13))
 
 
 def solve_lambda(logw1, logw2, lam0, *, maxiter=100):
@@ -148,28 +151,41 @@ def solve_lambda(logw1, logw2, lam0, *, maxiter=100):
     -------
     lam : (2,) array, D : (N,) the denominators ``1 + lambda'z_i``, and a flag for success.
     """
-    z_full = np.column_stack([np.expm1(logw1), np.expm1(logw2)])
+    lam, D, ok, _ = _solve_lambda_z(np.expm1(logw1), np.expm1(logw2), lam0, maxiter)
+    return lam, D, ok
+
+
+def _solve_lambda_z(z1, z2, lam0, maxiter=100):
+    """:func:`solve_lambda` from ``z_t = w_t - 1``; also returns which constraints are active.
+
+    The Newton system is 1 x 1 or 2 x 2 (sums over rows, on 1-d arrays)."""
     # a tilt that is identically 1 (SETM's first component) imposes no constraint: its
     # multiplier is not identified and is set to 0
-    active = _active(z_full)
+    active = np.array([_is_active(z1), _is_active(z2)])
     if not active.any():  # both tilts identically 1: p_i = 1/N, no multiplier to solve
-        return np.zeros(2), np.ones(len(z_full)), True
-    z = z_full[:, active]
-    lam = np.array(lam0, dtype=float)[active]
-    D = 1.0 + z @ lam
-    if np.any(D <= 0):
-        lam = np.zeros(z.shape[1])
-        D = np.ones(len(z))
+        return np.zeros(2), np.ones(len(z1)), True, active
+    zs = [z for z, a in zip((z1, z2), active, strict=True) if a]
+    lam = np.asarray(lam0, dtype=float)[active].copy()
+    k = len(zs)
+    D = 1.0 + zs[0] * lam[0] if k == 1 else 1.0 + zs[0] * lam[0] + zs[1] * lam[1]
+    if D.min() <= 0:
+        lam = np.zeros(k)
+        D = np.ones(len(z1))
     obj = -np.log(D).sum()
     ok = False
+    H = np.empty((k, k))
+    g = np.empty(k)
     for _ in range(maxiter):
-        zd = z / D[:, None]
-        g = -zd.sum(axis=0)
-        H = zd.T @ zd
+        r = [z / D for z in zs]
+        for a in range(k):
+            g[a] = -r[a].sum()
+            for b in range(a, k):
+                H[a, b] = H[b, a] = r[a] @ r[b]
         step = _solve_small(H, -g)
         if step is None:
             break
-        dec = -(g @ step)
+        gs = float(g @ step)
+        dec = -gs
         if not np.isfinite(dec):
             break
         # converged: the Newton step is at the level of rounding error in lambda
@@ -177,30 +193,33 @@ def solve_lambda(logw1, logw2, lam0, *, maxiter=100):
         t = 1.0
         slack = 1e-13 * max(1.0, abs(obj))  # objective changes below rounding are accepted
         while t > 1e-12:
-            D_new = 1.0 + z @ (lam + t * step)
-            if np.all(D_new > 0):
+            lt = lam + t * step
+            D_new = 1.0 + zs[0] * lt[0] if k == 1 else 1.0 + zs[0] * lt[0] + zs[1] * lt[1]
+            if D_new.min() > 0:
                 obj_new = -np.log(D_new).sum()
-                if obj_new <= obj + 1e-4 * t * (g @ step) + slack:
+                if obj_new <= obj + 1e-4 * t * gs + slack:
                     break
             t *= 0.5
         if t <= 1e-12:
             ok = dec < 1e-10
             break
-        lam = lam + t * step
+        lam = lt
         D = D_new
         obj = obj_new
-        if tiny or dec < 1e-30 * len(z):
+        if tiny or dec < 1e-30 * len(z1):
             ok = True
             break
     if ok:
         # l_N(theta) = min over lambda, so an unconverged lambda overstates the log-EL: accept
         # only a solution of eq. (11) to rounding error
-        zd = z / D[:, None]
-        resid = np.abs(zd.sum(axis=0))
-        ok = bool(np.all(resid <= 1e-9 * np.maximum(np.abs(zd).sum(axis=0), 1.0)))
+        for z in zs:
+            zd = z / D
+            if not abs(zd.sum()) <= 1e-9 * max(np.abs(zd).sum(), 1.0):
+                ok = False
+                break
     lam_full = np.zeros(2)
     lam_full[active] = lam
-    return lam_full, D, ok
+    return lam_full, D, ok, active
 
 
 def _with_pi(grad, H, Hlt, X1, w1, w2, logmix, tmask, p):
@@ -223,7 +242,64 @@ def _with_pi(grad, H, Hlt, X1, w1, w2, logmix, tmask, p):
     return grad, Hn, np.column_stack([Hlt, np.zeros(Hlt.shape[0])])
 
 
-def profile_log_el(theta, pi, Z, y, c=0.0, lam0=None, order=2, X1=None, with_pi=False):
+def pi_slope(theta, pi, Zt) -> float:
+    """``d l_N / d pi`` at fixed theta: ``sum_target (w1 - w2) / (pi w1 + (1 - pi) w2)`` (the
+    multipliers do not depend on pi). At a maximum over theta with pi fixed it is the slope of
+    the profile of pi (envelope theorem). ``Zt``: the target rows."""
+    a1, b1, a2, b2 = split(theta, Zt.shape[1])
+    e1, e2 = a1 + Zt @ b1, a2 + Zt @ b2
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        # (w1 - w2) / mix = (1 - e^{e2 - e1}) / (pi + (1 - pi) e^{e2 - e1}), in a stable form
+        d = e2 - e1
+        big = d > 0
+        ed = np.exp(np.where(big, -d, d))
+        num = np.where(big, ed - 1.0, 1.0 - ed)
+        den = np.where(big, pi * ed + (1 - pi), pi + (1 - pi) * ed)
+        return float(np.sum(num / den))
+
+
+def pi_cross(theta, pi, Zt, X1t) -> np.ndarray:
+    """``d^2 l_N / d theta d pi`` at fixed theta: ``sum_target x (w1 w2 / mix^2) (1, -1)``
+    (the multipliers do not depend on pi, so there is no implicit term). ``Zt``, ``X1t``: the
+    target rows of ``Z`` and of ``(1, Z)``."""
+    a1, b1, a2, b2 = split(theta, Zt.shape[1])
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        d = (a2 + Zt @ b2) - (a1 + Zt @ b1)
+        big = d > 0
+        ed = np.exp(np.where(big, -d, d))
+        den = np.where(big, pi * ed + (1 - pi), pi + (1 - pi) * ed)
+        cross = ed / den**2
+    h = X1t.T @ cross
+    return np.concatenate([h, -h])
+
+
+def _profile_core(a1, b1, a2, b2, pi, Z, y, c, lam0):
+    """The value of :func:`profile_log_el` and the per-row quantities its derivatives use."""
+    N = len(y)
+    eta1 = a1 + Z @ b1
+    eta2 = a2 + Z @ b2
+    if lam0 is None:
+        m = y.sum()
+        lam0 = (m * pi / N, m * (1 - pi) / N)
+    z1 = np.expm1(eta1)
+    z2 = np.expm1(eta2)
+    lam, D, ok, act = _solve_lambda_z(z1, z2, lam0)
+    tmask = y == 1
+    if not ok:
+        return (-np.inf, eta1, eta2, z1, z2, lam, D, ok, act, tmask, None, None, None)
+    with np.errstate(divide="ignore"):
+        lpi, l1pi = np.log(pi), np.log1p(-pi)
+    e1t = lpi + eta1[tmask]
+    e2t = l1pi + eta2[tmask]
+    logmix = np.logaddexp(e1t, e2t)
+    f = -np.log(D).sum() + logmix.sum() - N * np.log(N)
+    if c:
+        f -= penalty(b1, b2, c)
+    return (f, eta1, eta2, z1, z2, lam, D, ok, act, tmask, e1t, e2t, logmix)
+
+
+def profile_log_el(theta, pi, Z, y, c=0.0, lam0=None, order=2, X1=None, with_pi=False,
+                   memo=None):
     """Profile log-EL ``l_N(theta) - N log N`` of eq. (12) with the multipliers of (11) solved.
 
     Parameters
@@ -234,6 +310,10 @@ def profile_log_el(theta, pi, Z, y, c=0.0, lam0=None, order=2, X1=None, with_pi=
     c : ridge strength; the returned objective is ``l_N - N log N - pen``.
     lam0 : start for the multipliers (default ``(m pi/N, m(1-pi)/N)``).
     order : 0 (value) or 2 (value, gradient, Hessian in theta -- and pi if ``with_pi``).
+    memo : dict, optional
+        Keeps the per-row quantities of the last evaluation (at most one): an ``order=2`` call
+        at the point of the preceding ``order=0`` call (a line search's accepted step) reuses
+        them instead of solving for the multipliers again. Same ``Z, y, c`` on every call.
 
     Returns
     -------
@@ -242,59 +322,59 @@ def profile_log_el(theta, pi, Z, y, c=0.0, lam0=None, order=2, X1=None, with_pi=
     target rows).
     """
     N = len(y)
-    m = y.sum()
     p = Z.shape[1]
     a1, b1, a2, b2 = split(theta, p)
-    eta1 = a1 + Z @ b1
-    eta2 = a2 + Z @ b2
-    if lam0 is None:
-        lam0 = (m * pi / N, m * (1 - pi) / N)
-    lam, D, ok = solve_lambda(eta1, eta2, lam0)
+    key = (np.asarray(theta, dtype=float).tobytes(), float(pi))
+    core = memo.get(key) if memo is not None else None
+    if core is None:
+        core = _profile_core(a1, b1, a2, b2, pi, Z, y, c, lam0)
+        if memo is not None:
+            memo.clear()
+            memo[key] = core
+    f, eta1, eta2, z1, z2, lam, D, ok, act, tmask, e1t, e2t, logmix = core
     if not ok:
         return (-np.inf, None, None, None) if order else -np.inf
-    tmask = y == 1
-    with np.errstate(divide="ignore"):
-        lpi, l1pi = np.log(pi), np.log1p(-pi)
-    e1t = lpi + eta1[tmask]
-    e2t = l1pi + eta2[tmask]
-    logmix = np.logaddexp(e1t, e2t)
-    f = -np.log(D).sum() + logmix.sum() - N * np.log(N)
-    if c:
-        f -= penalty(b1, b2, c)
     if order == 0:
         return f
     if X1 is None:
         X1 = np.column_stack([np.ones(N), Z])
+    k = p + 1
     w1 = np.exp(eta1)
     w2 = np.exp(eta2)
-    om1 = np.zeros(N)
-    om1[tmask] = np.exp(e1t - logmix)
-    om2 = np.where(tmask, 1.0 - om1, 0.0)
-    om2[tmask] = np.exp(e2t - logmix)
-    u1 = lam[0] * w1 / D
-    u2 = lam[1] * w2 / D
-    grad = np.concatenate([X1.T @ (om1 - u1), X1.T @ (om2 - u2)])
+    om1t = np.exp(e1t - logmix)
+    om2t = np.exp(e2t - logmix)
+    iD = 1.0 / D
+    u1 = lam[0] * w1 * iD
+    u2 = lam[1] * w2 * iD
+    # one product X1' R for the gradient and the (lambda, theta) block: its columns are
+    # om_t - u_t and d/dtheta_t of (-sum z_u / D) (up to sign)
+    R = np.empty((N, 6))
+    R[:, 0] = -u1
+    R[:, 1] = -u2
+    R[tmask, 0] += om1t
+    R[tmask, 1] += om2t
+    z1D, z2D = z1 * iD, z2 * iD
+    R[:, 2] = z1D * u1 - w1 * iD   # lambda_1, theta_1
+    R[:, 3] = z1D * u2             # lambda_1, theta_2
+    R[:, 4] = z2D * u1             # lambda_2, theta_1
+    R[:, 5] = z2D * u2 - w2 * iD   # lambda_2, theta_2
+    XR = X1.T @ R
+    grad = np.concatenate([XR[:, 0], XR[:, 1]])
+    Hlt = np.stack([np.concatenate([XR[:, 2], XR[:, 3]]),
+                    np.concatenate([XR[:, 4], XR[:, 5]])])
     # h_thetatheta
-    yo = om1 * om2
-    H = _blocks(X1, [[-u1 + u1 * u1 + yo, u1 * u2 - yo], [None, -u2 + u2 * u2 + yo]])
-    # h_lambda,theta: d/dtheta_t of (-sum z_u / D)
-    z1 = w1 - 1.0
-    z2 = w2 - 1.0
-    Hlt = np.empty((2, 2 * (p + 1)))
-    for uu, zu in enumerate((z1, z2)):
-        Hlt[uu, : p + 1] = -X1.T @ ((uu == 0) * w1 / D - zu * u1 / D)
-        Hlt[uu, p + 1:] = -X1.T @ ((uu == 1) * w2 / D - zu * u2 / D)
-    zd = np.column_stack([z1, z2]) / D[:, None]
-    act = _active(np.column_stack([z1, z2]))  # see solve_lambda
-    Hll = zd[:, act].T @ zd[:, act]
-    Hlt = Hlt[act]
+    yo = np.zeros(N)
+    yo[tmask] = om1t * om2t
+    H = _blocks(X1, [[u1 * u1 - u1 + yo, u1 * u2 - yo], [None, u2 * u2 - u2 + yo]])
+    Hll = np.array([[z1D @ z1D, z1D @ z2D], [z1D @ z2D, z2D @ z2D]])
+    Hll, Hlt = Hll[np.ix_(act, act)], Hlt[act]  # see solve_lambda
     if with_pi:
         grad, H, Hlt = _with_pi(grad, H, Hlt, X1, w1, w2, logmix, tmask, p)
     H = H - Hlt.T @ np.linalg.solve(Hll, Hlt)
     if c:
         _, pg, ph = penalty(b1, b2, c, 2)
-        idx = np.r_[1:p + 1, p + 2:2 * p + 2]
+        idx = np.r_[1:k, k + 1:2 * k]
         grad[idx] -= pg
         H[np.ix_(idx, idx)] -= ph
-    extra = {"lam": lam, "p": 1.0 / (N * D), "omega": om1[tmask]}
+    extra = {"lam": lam, "p": iD / N, "omega": om1t}
     return f, grad, H, extra

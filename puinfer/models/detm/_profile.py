@@ -2,12 +2,22 @@
 
 ``R*_N(pi) = 2{l_N(theta-hat) - l_N(theta-hat_pi)}`` (Liu et al., Theorem 3b); each point
 refits theta with pi fixed by Newton's method on the exact profile log-EL (:mod:`._el`). The
-profile at fixed pi can have several local maxima, so each point starts from the fit, from the
-solutions of a coarse skeleton on either side, and from the fit's other local maxima.
+profile at fixed pi can have several local maxima, so each point starts from the nearest point
+already solved, from the fit, from the solutions of a coarse skeleton on either side, and from
+the fit's other local maxima.
+
+Cost (issue 17): a run that enters the region of quadratic convergence of a maximum already
+found at the same pi stops there (:data:`._starts.MERGE_RADIUS`); a run from a start already
+run at that pi is not repeated (so the skeleton's second chain stops as soon as it joins the
+first); the interval limits are found by Newton's method on the signed root of ``R*`` with the
+profile's slope from the envelope theorem, the intermediate points from the nearest solved
+point only and the limit itself from every start (if that finds a higher branch, the search
+is repeated on it).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
@@ -15,7 +25,14 @@ import numpy as np
 from ...exceptions import ConvergenceWarning
 from ...inference.profile import Profile, ProfileError
 from . import _el
-from ._starts import fit_fixed_pi, theta_pi, v_from
+from ._starts import (
+    SUBSAMPLE_SIZE,
+    FixedPiSolution,
+    solve_fixed_pi,
+    subsample,
+    theta_pi,
+    v_from,
+)
 
 __all__ = ["PiProfiler", "PI_EPS", "OUTSIDE_POINTS"]
 
@@ -27,6 +44,19 @@ PI_EPS = 1e-6
 OUTSIDE_POINTS = 3
 
 
+@dataclass(frozen=True)
+class _SubFit:
+    """What :meth:`PiProfiler.solve` needs of a fit record (for the subsample's profiler)."""
+
+    restricted: bool
+    penalty_strength: float
+    maxiter: int
+    tol: float
+    pi: float
+    theta: np.ndarray
+    label_rule: str
+
+
 class PiProfiler:
     """Profile log-EL of pi for one fit (picklable: no closures).
 
@@ -36,11 +66,11 @@ class PiProfiler:
     fit : TiltFit
         The fit record (its ``theta``, ``pi``, ``llf_penalized``, runs and options).
     se_pi : float
-        A first bracketing step for the interval limits.
+        A first step for the interval limits.
     quick : bool
-        ``True`` (the fit's probe): each point warm-starts from its nearest solved neighbour
-        only. ``False``: a pure function of pi, from the fit, the skeleton on each side and
-        the fit's other local maxima; the best labelled solution is kept.
+        ``True``: each point starts from its nearest solved neighbour only. ``False``: also
+        from the fit, the skeleton on each side and the fit's other local maxima; the best
+        labelled solution is kept.
     """
 
     def __init__(self, data, fit, se_pi: float, quick: bool = False):
@@ -49,13 +79,56 @@ class PiProfiler:
         self.se_pi = se_pi
         self.quick = quick
         self.solved = {fit.pi: fit.theta}
+        self.hessians: dict = {}    # pi -> Hessian in the free parameters at solved[pi]
+        self.slopes = {fit.pi: 0.0}
         self.trace: list = []       # (pi, value, converged) of every full-profile point
         self.warnings: list = []    # (category name, message)
+        #: while True (the intermediate points of a limit search) a point starts from its
+        #: nearest solved neighbour only; its value is recorded in ``warm_values``
+        self.warm_only = False
+        self.warm_values: dict = {}
+        self._maxima: dict = {}     # pi -> distinct converged maxima found there
+        self._runs: dict = {}       # (pi, start) -> FixedPiSolution (runs are deterministic)
+
+    @cached_property
+    def _sub(self):
+        """Above twice ``SUBSAMPLE_SIZE`` rows, the profiler of the seeded subsample (the one
+        the starts use, penalty scaled with it): a start far from the solution runs there first
+        and its solution starts the run on the full data (as the starts of the fit do)."""
+        d, f = self.data, self.fit
+        if d.N <= 2 * SUBSAMPLE_SIZE:
+            return None
+        sub = subsample(d)
+        rec = _SubFit(f.restricted, f.penalty_strength * sub.N / d.N, f.maxiter, f.tol, f.pi,
+                      f.theta, f.label_rule)
+        return PiProfiler(sub, rec, float("nan"), quick=True)
+
+    def solve(self, pi: float, theta0: np.ndarray, far: bool = False) -> FixedPiSolution:
+        """Newton's method at ``pi`` from ``theta0``, merged into a maximum already found at
+        ``pi`` when it reaches one; a start already run at ``pi`` is not run again. ``far``:
+        the start may be far from the solution (on large samples it runs on the subsample
+        first)."""
+        key = (pi, np.asarray(theta0, dtype=float).tobytes())
+        if key in self._runs:
+            return self._runs[key]
+        if far and self._sub is not None:
+            s0 = self._sub.solve(pi, theta0)
+            if s0.info.converged and np.isfinite(s0.f):
+                out = self.solve(pi, s0.theta)
+                self._runs[key] = out
+                return out
+        f = self.fit
+        known = self._maxima.setdefault(pi, [])
+        s = solve_fixed_pi(self.data, f.restricted, pi, theta0, f.penalty_strength, f.maxiter,
+                           f.tol, known=known)
+        if s.info.converged and not s.merged and np.isfinite(s.f):
+            known.append(s)
+        self._runs[key] = s
+        return s
 
     def refit(self, pi: float, theta0: np.ndarray):
-        f = self.fit
-        return fit_fixed_pi(self.data, f.restricted, pi, theta0, f.penalty_strength,
-                            f.maxiter, f.tol)
+        s = self.solve(pi, theta0)
+        return s.f, s.theta, s.info
 
     def labelled(self, theta, pi) -> bool:
         """Whether ``(theta, pi)`` satisfies the label rule. DETM's profile of pi is taken
@@ -79,26 +152,40 @@ class PiProfiler:
     def skeleton(self) -> dict:
         """Profile solutions on a grid of pi (step 0.1 within the profiled range), each the
         best of two chains of warm starts: outward from pi-hat and inward from the ends of the
-        range. The two directions reach branches of the profile that a single sweep misses."""
+        range. The two directions reach branches of the profile that a single sweep misses;
+        where they join, the second chain's runs merge into the first's. Above twice
+        ``SUBSAMPLE_SIZE`` rows the skeleton is the subsample's: its solutions are starts
+        only, each run on the full data (from the subsample, as the fit's starts are)."""
+        if self._sub is not None:
+            return self._sub.skeleton
         rule, pi_hat, theta_hat = self.fit.label_rule, self.fit.pi, self.fit.theta
         lo = 0.5 if rule == "pi>0.5" else 0.05
         hi = 0.5 if rule == "pi<0.5" else 0.95
         grid = [g for g in np.round(np.arange(lo, hi + 1e-9, 0.1), 10) if abs(g - pi_hat) > 1e-9]
         best: dict = {}
 
-        def run(g, th0):
-            f, th, info = self.refit(g, th0)
-            if info.converged and np.isfinite(f) and self.labelled(th, g) and \
-                    (g not in best or f > best[g][0]):
-                best[g] = (f, th)
-            return th if info.converged else th0
+        def run(g, prev):
+            # each step starts from the previous solution itself: moved along the path's
+            # tangent (0.1 away) it can land on another, lower branch (SAR design, seed
+            # 12000001: the profile at pi = 0.75 then lost 1.7 log-EL units)
+            th_prev, H_prev, q_prev = prev
+            s = self.solve(g, th_prev, far=True)
+            if s.info.converged and np.isfinite(s.f) and self.labelled(s.theta, g) and \
+                    (g not in best or s.f > best[g][0]):
+                best[g] = (s.f, s.theta, s.H)
+            return (s.theta, s.H, g) if s.info.converged else prev
 
         for side in ([g for g in grid if g > pi_hat], [g for g in grid if g < pi_hat][::-1]):
             for chain in (side, side[::-1]):  # outward from pi-hat, inward from the end
-                th = theta_hat
+                prev = (theta_hat, None, pi_hat)
                 for g in chain:
-                    th = run(g, th)
-        return {g: th for g, (_, th) in best.items()}
+                    prev = run(g, prev)
+        for g, (_, th, H) in best.items():  # warm starts for points near the grid
+            if g not in self.solved:
+                self.solved[g] = th
+                if H is not None:
+                    self.hessians[g] = H
+        return {g: th for g, (_, th, _) in best.items()}
 
     @cached_property
     def branch_starts(self) -> list:
@@ -123,9 +210,43 @@ class PiProfiler:
                 break
         return out
 
+    def _predicted(self, pi):
+        """The solution at the nearest solved point moved to ``pi`` along the path's tangent
+        (:meth:`_moved`)."""
+        q = min(self.solved, key=lambda q: abs(q - pi))
+        return self._moved(self.solved[q], self.hessians.get(q), q, pi)
+
+    def _moved(self, th, H, q, pi):
+        """The maximum ``th`` at ``q`` moved to ``pi`` along the tangent of its path,
+        ``d theta / d pi = -H^{-1} d^2 l / d theta d pi`` (implicit function theorem); ``th``
+        itself where the Hessian ``H`` (free parameters) is unknown or not negative
+        definite."""
+        if H is None or q == pi:
+            return th
+        d = self.data
+        idx = np.r_[d.p + 1:2 * d.p + 2] if self.fit.restricted else np.arange(2 * d.p + 2)
+        hpt = _el.pi_cross(th, q, d.Z[d.n:], d.X1[d.n:])[idx]
+        try:
+            c = np.linalg.cholesky(-H)
+        except np.linalg.LinAlgError:
+            return th
+        step = np.linalg.solve(c.T, np.linalg.solve(c, hpt))  # -H^{-1} hpt = (-H)^{-1} hpt
+        out = np.array(th, dtype=float)
+        out[idx] += (pi - q) * step
+        return out if np.all(np.isfinite(out)) else th
+
     def _starts_at(self, pi) -> list:
-        if self.quick:
-            return [self.solved[min(self.solved, key=lambda q: abs(q - pi))]]
+        """``(start, fallback, far)``: the nearest solved point (the skeleton's included)
+        moved along the path's tangent, with the point itself as the fallback if that run
+        fails; then (unless ``quick`` or ``warm_only``) the fit, the skeleton on either side
+        and the fit's other local maxima."""
+        if not (self.quick or self.warm_only):
+            self.skeleton  # noqa: B018 (its solutions join the warm starts)
+        near = self.solved[min(self.solved, key=lambda q: abs(q - pi))]
+        pred = self._predicted(pi)
+        first = [(pred, near if pred is not near else None, False)]
+        if self.quick or self.warm_only:
+            return first
         skel = self.skeleton
         below = [g for g in skel if g <= pi]
         above = [g for g in skel if g >= pi]
@@ -134,14 +255,21 @@ class PiProfiler:
             thetas.append(skel[max(below)])
         if above:
             thetas.append(skel[min(above)])
-        return thetas + self.branch_starts
+        return first + [(th, None, True) for th in thetas + self.branch_starts]
+
+    def slope(self, pi: float) -> float:
+        """Slope of the profile log-EL at an evaluated ``pi`` (NaN if unknown)."""
+        return self.slopes.get(pi, float("nan"))
 
     def __call__(self, pi: float) -> float:
         """The profile log-EL at ``pi``: the best converged labelled refit (NaN if none)."""
         best = best_any = None
         f_max = self.fit.llf_penalized
-        for th0 in self._starts_at(pi):
-            f, th, info = self.refit(pi, th0)
+        for th0, fallback, far in self._starts_at(pi):
+            s = self.solve(pi, th0, far=far)
+            if fallback is not None and not (s.info.converged and np.isfinite(s.f)):
+                s = self.solve(pi, fallback)
+            f, th, info = s.f, s.theta, s.info
             # A point at the fit's log-EL is a maximum at this pi (the profile cannot exceed
             # the overall maximum) even where Newton stops: with target = source the maximum
             # at every pi is theta = 0, where both tilts are identically 1, the constraints
@@ -150,21 +278,27 @@ class PiProfiler:
             if not (info.converged or at_max):
                 continue  # unconverged solutions are neither answers nor later starts
             if best_any is None or f > best_any[0]:
-                best_any = (f, th)
+                best_any = (f, th, s.dpi, s.H)
             if (best is None or f > best[0]) and self.labelled(th, pi):
-                best = (f, th)
+                best = (f, th, s.dpi, s.H)
         # no labelled solution: the labelled maximum lies on the boundary KL1 = KL2 and is at
         # most the unrestricted one, which is used (conservative: R* is not overstated)
         best = best if best is not None else best_any
+        full = not (self.quick or self.warm_only)
         if best is None:
-            if not self.quick:
+            if full:
                 self.warnings.append((ConvergenceWarning.__name__,
                                       f"{self.fit.name}: the profile fit at pi = {pi:.6g} did "
                                       "not converge from any start"))
                 self.trace.append((pi, np.nan, False))
             return np.nan
         self.solved[pi] = best[1]
-        if not self.quick:
+        self.slopes[pi] = best[2]
+        if best[3] is not None:
+            self.hessians[pi] = best[3]
+        if self.warm_only:
+            self.warm_values[pi] = best[0]
+        elif full:
             self.trace.append((pi, best[0], True))
         return best[0]
 
@@ -177,35 +311,87 @@ class PiProfiler:
         elif f.label_rule == "pi>0.5":
             lo = 0.5
         se = self.se_pi
-        return Profile("pi", f.pi, f.llf_penalized, self, bounds=(min(lo, f.pi), max(hi, f.pi)),
-                       step=se if np.isfinite(se) and se > 0 else 0.01)
+        return _PiProfile("pi", f.pi, f.llf_penalized, self,
+                          bounds=(min(lo, f.pi), max(hi, f.pi)),
+                          step=se if np.isfinite(se) and se > 0 else 0.01, derivative=self.slope)
 
     def higher_point(self):
-        """If the 95% interval search, or the points beyond its limits that ``conf_int_pi``
-        checks for a second component of the confidence set, found a point above the fit, the
-        binary-regression start ``v`` there, else None. (The points beyond the limits are
-        where a maximum far from the fit shows: issue 19 found one 0.18 log-EL units higher
-        at pi = 0.68, beyond the interval of a fit at pi = 0.95.)"""
+        """If the 95% interval search, the points beyond its limits that ``conf_int_pi``
+        checks for a second component of the confidence set, four points inside it (half and
+        one standard error from pi-hat), or any other maximum found at a fixed pi (the
+        skeleton's included) lies above the fit, the binary-regression start
+        ``v`` there, else None. (The points beyond the limits are where a maximum far from the
+        fit shows: issue 19 found one 0.18 log-EL units higher at pi = 0.68, beyond the
+        interval of a fit at pi = 0.95.)"""
+        f_max = self.fit.llf_penalized
+        tol = self.profile.tol * max(1.0, abs(f_max))
         try:
-            self.profile.conf_int(0.05)
+            ci = self.profile.conf_int(0.05)
             self.profile.outside_points(0.05, n=OUTSIDE_POINTS)
+            # inside the interval, from every start: half and one step (SE) from pi-hat (the
+            # limit search jumps there directly; a higher branch at pi-hat's own level shows
+            # here: SAR design, seed 12000005, 0.41 higher at pi-hat + 0.01)
+            prof = self.profile
+            for k in (0.5, -0.5, 1.0, -1.0):
+                v = prof.estimate + k * prof.step
+                if ci["lower"] < v < ci["upper"]:
+                    prof.statistic(v)
         except ProfileError:
-            cache = {q: f for q, f in self.profile._cache.items() if np.isfinite(f)}
-            q = max(cache, key=cache.get, default=None)
-            if q is not None and cache[q] > self.fit.llf_penalized:
-                return v_from(self.data, self.fit.restricted, self.solved[q], q)
-        except (ValueError, FloatingPointError):  # not computable: nothing to probe
             pass
+        except (ValueError, FloatingPointError):  # not computable: nothing to probe
+            return None
+        # every maximum found at a fixed pi, labelled or not (its mirror is labelled)
+        top = max(((s.f, q, s.theta) for q, sols in self._maxima.items() for s in sols),
+                  key=lambda t: t[0], default=None)
+        if top is not None and top[0] - f_max > tol:
+            return v_from(self.data, self.fit.restricted, top[2], top[1])
         return None
 
 
+class _PiProfile(Profile):
+    """The profile of pi with the limit search of :class:`PiProfiler`: Newton's method on the
+    signed root of ``R*`` from warm starts only, then the limit from every start; if that
+    finds a higher branch there, the warm starts of the search's points are dropped and the
+    search repeated (at most three times, then every point from every start, as
+    :class:`~puinfer.inference.Profile` does). Limits are cached per side and cut-off."""
+
+    def _limit(self, direction: int, cutoff: float) -> tuple[float, bool]:
+        limits = self.__dict__.setdefault("_limits", {})
+        key = (direction, cutoff)
+        if key not in limits:
+            limits[key] = self._search(direction, cutoff)
+        return limits[key]
+
+    def _search(self, direction: int, cutoff: float) -> tuple[float, bool]:
+        prof = self._loglik_at
+        if prof.quick:
+            return super()._limit(direction, cutoff)
+        for _ in range(3):
+            before = set(prof.warm_values)
+            prof.warm_only = True
+            try:
+                lim, at_bound = super()._limit(direction, cutoff)
+            finally:
+                prof.warm_only = False
+            warm = [q for q in prof.warm_values if q not in before]
+            for q in warm:  # later evaluations there are from every start
+                self._cache.pop(q, None)
+            if lim not in warm:
+                return lim, at_bound  # the limit was already evaluated from every start
+            f_warm = prof.warm_values[lim]
+            self.statistic(lim)  # from every start (ProfileError if above the fit)
+            f_full = self._cache[lim]
+            if not f_full > f_warm + 1e-9 * max(1.0, abs(f_warm)):
+                return lim, at_bound
+            for q in warm:  # a higher branch at the limit: search again along it
+                if q != lim:
+                    prof.solved.pop(q, None)
+        return super()._limit(direction, cutoff)
+
+
 def probe(data, fit, se_pi):
-    """Check the fit against the profile of pi: first with the quick one-start profile, then
-    with the full one. Returns ``(v, full_profiler)``: the start ``v`` at a point where the
-    profile rises above the fit (None if there is none) and the full profiler (None if the
-    quick one already found a higher point); the full profiler's cache serves ``conf_int_pi``."""
-    v = PiProfiler(data, fit, se_pi, quick=True).higher_point()
-    if v is not None:
-        return v, None
+    """Check the fit against the profile of pi (:meth:`PiProfiler.higher_point`). Returns
+    ``(v, profiler)``: the start ``v`` at a point where the profile rises above the fit (None
+    if there is none) and the profiler, whose cached interval serves ``conf_int_pi``."""
     full = PiProfiler(data, fit, se_pi)
     return full.higher_point(), full

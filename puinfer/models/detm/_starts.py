@@ -17,8 +17,8 @@ from ...base.optimize import newton_maximize
 from ...base.results import ConvergenceInfo
 from . import _el
 
-__all__ = ["StartRun", "free_fun", "run_starts", "fit_fixed_pi", "theta_pi", "v_from",
-           "SUBSAMPLE_SIZE"]
+__all__ = ["StartRun", "free_fun", "run_starts", "fit_fixed_pi", "solve_fixed_pi",
+           "FixedPiSolution", "subsample", "theta_pi", "v_from", "SUBSAMPLE_SIZE", "MERGE_RADIUS"]
 
 #: above twice this many rows, all starts run on a seeded subsample of this size first
 SUBSAMPLE_SIZE = 20_000
@@ -124,27 +124,101 @@ def v_from(data, restricted: bool, theta, pi):
     return np.r_[s1, b1, s2, b2]
 
 
-def fit_fixed_pi(data, restricted: bool, pi, theta0, c, maxiter, tol):
+#: A Newton run at fixed pi that comes near a maximum ``x_k`` already found at the same pi,
+#: ``q = (x - x_k)' (-H_k) (x - x_k)``, is stopped there and reported as that maximum when
+#: ``q < MERGE_RADIUS[0]`` (the quadratic model predicts ``x_k`` within 0.005 log-EL units:
+#: Newton would reach it in one or two more steps), or when ``q < MERGE_RADIUS[1]`` and the
+#: log-EL at ``x`` and at the midpoint of ``x`` and ``x_k`` agrees with the concave quadratic
+#: model at ``x_k`` to a quarter of its predicted drop (the log-EL rises along the segment to
+#: ``x_k`` as that quadratic does: no valley, no second maximum between them). A Hessian
+#: at ``x_k`` that is not clearly negative definite is never used.
+MERGE_RADIUS = (1e-2, 1.0)
+
+
+@dataclass(frozen=True)
+class FixedPiSolution:
+    """A maximum of the profile log-EL at fixed pi: its value, ``theta``, how Newton finished,
+    the Hessian in the free parameters (for merging later runs into it), the slope of the
+    log-EL in pi there (the profile's derivative, by the envelope theorem) and whether this run
+    was merged into an earlier solution."""
+
+    f: float
+    theta: np.ndarray
+    info: ConvergenceInfo
+    H: np.ndarray | None = None
+    dpi: float = float("nan")
+    merged: bool = False
+
+
+class _Merged(Exception):
+    def __init__(self, k):
+        self.k = k
+
+
+def _merge_targets(known):
+    """``(item, x_k, -H_k)`` for the known maxima ``(item, x_k, H_k)`` whose Hessian is
+    clearly negative definite (the others are never merged into)."""
+    out = []
+    for item, x_k, H in known:
+        if H is None or not np.all(np.isfinite(H)):
+            continue
+        ev = np.linalg.eigvalsh(-H)
+        if ev[0] > 1e-8 * max(ev[-1], 1.0):
+            out.append((item, x_k, -H))
+    return out
+
+
+def _merge_target(fun, u, targets):
+    """Index of the known maximum (``(f_k, x_k, -H_k)``) that ``u`` merges into by the rule of
+    :data:`MERGE_RADIUS`, or None; ``fun(x, 0)`` gives the objective."""
+    for k, (f_k, u_k, A) in enumerate(targets):
+        d = u - u_k
+        q = d @ A @ d
+        if q < MERGE_RADIUS[0]:
+            return k
+        if q < MERGE_RADIUS[1]:
+            # the objective along the segment to x_k against the quadratic model there
+            for t, drop in ((1.0, q / 2), (0.5, q / 8)):
+                f_t = fun(u_k + t * d, 0)
+                if not (np.isfinite(f_t) and abs(f_t - (f_k - drop)) <= 0.25 * drop):
+                    break
+            else:
+                return k
+    return None
+
+
+def solve_fixed_pi(data, restricted: bool, pi, theta0, c, maxiter, tol, known=()):
     """Maximise the penalised profile log-EL (12) over theta with pi fixed.
 
     Newton's method on ``l_N(theta)`` with the multipliers of (11) solved at every point;
     ``theta0`` is ``(a1, b1, a2, b2)`` on the standardised scale (SETM keeps a1 = b1 = 0).
-    Returns the maximised value, theta and the ConvergenceInfo.
+    ``known``: converged :class:`FixedPiSolution` at this same pi; a run that reaches one's
+    region of quadratic convergence (:data:`MERGE_RADIUS`) returns it (``merged=True``).
+    ``H`` of the result is the Hessian in the free parameters (SETM: ``alpha2, beta2``).
     """
     p = data.p
     idx = np.r_[p + 1:2 * p + 2] if restricted else np.arange(2 * p + 2)
+    targets = _merge_targets([(s, s.theta[idx], s.H) for s in known if s.info.converged])
 
     def expand(u):
         th = np.zeros(2 * p + 2)
         th[idx] = u
         return th
 
+    def check_merge(u):
+        k = _merge_target(fun, u, [(s.f, u_k, A) for s, u_k, A in targets])
+        if k is not None:
+            raise _Merged(k)
+
     lam_last = [None]  # warm start for the multipliers: the last Newton iterate's
+    memo: dict = {}  # the line search's accepted point, reused by the next Hessian
 
     def fun(u, order):
+        if order == 2:
+            check_merge(u)
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
             out = _el.profile_log_el(expand(u), pi, data.Z, data.y, c, lam0=lam_last[0],
-                                     order=order, X1=data.X1)
+                                     order=order, X1=data.X1, memo=memo)
         if order == 0:
             return out
         f, g, H, extra = out
@@ -157,20 +231,41 @@ def fit_fixed_pi(data, restricted: bool, pi, theta0, c, maxiter, tol):
     try:
         u, f, g, H, info = newton_maximize(fun, theta0[idx], maxiter=maxiter, tol=tol,
                                            method=method)
+    except _Merged as m:
+        memo.clear()  # fun and check_merge form a cycle: free the rows now, not at gc
+        s = targets[m.k][0]
+        return FixedPiSolution(s.f, s.theta, s.info, s.H, s.dpi, merged=True)
     except ValueError:  # the start is infeasible at this pi (a diverging tilt)
-        return -np.inf, theta0, ConvergenceInfo(False, 0, method, "infeasible start")
-    return f, expand(u), info
+        memo.clear()
+        return FixedPiSolution(-np.inf, theta0,
+                               ConvergenceInfo(False, 0, method, "infeasible start"))
+    memo.clear()
+    theta = expand(u)
+    return FixedPiSolution(f, theta, info, H, _el.pi_slope(theta, pi, data.Z[data.n:]))
 
 
-def subsample_starts(data, restricted: bool, c, maxiter, tol) -> dict:
-    """For large samples, run every start on a fixed subsample and return the best
-    solutions as starts for the full data (deterministic: a seeded subsample)."""
+def fit_fixed_pi(data, restricted: bool, pi, theta0, c, maxiter, tol):
+    """:func:`solve_fixed_pi` from one start: the maximised value, theta and the
+    ConvergenceInfo."""
+    s = solve_fixed_pi(data, restricted, pi, theta0, c, maxiter, tol)
+    return s.f, s.theta, s.info
+
+
+def subsample(data):
+    """The seeded subsample of about ``SUBSAMPLE_SIZE`` rows (the same share of each sample;
+    same centring and scaling, so that solutions carry over to the full data)."""
     k = SUBSAMPLE_SIZE / data.N
     rng = np.random.default_rng(0)
     i_s = np.sort(rng.choice(data.n, size=max(int(round(data.n * k)), 50), replace=False))
     i_t = data.n + np.sort(rng.choice(data.m, size=max(int(round(data.m * k)), 50),
                                       replace=False))
-    sub = data.subset(i_s, i_t)
+    return data.subset(i_s, i_t)
+
+
+def subsample_starts(data, restricted: bool, c, maxiter, tol) -> dict:
+    """For large samples, run every start on a fixed subsample and return the best
+    solutions as starts for the full data (deterministic: a seeded subsample)."""
+    sub = subsample(data)
     c_sub = c * sub.N / data.N  # same penalty relative to the log-EL
     setm_runs = run_starts(sub, True, c_sub, maxiter, tol)
     setm_v = max(setm_runs, key=lambda r: r.f).v  # full (s1, b1 = 0, s2, b2)
@@ -190,11 +285,34 @@ def subsample_starts(data, restricted: bool, c, maxiter, tol) -> dict:
 
 
 def _newton_runs(fun, starts, maxiter, tol, method, pick=None, expand=None) -> list:
-    out = []
+    """One Newton run per start; a run that reaches the region of quadratic convergence of a
+    maximum an earlier run found (:data:`MERGE_RADIUS`) stops there and reports it."""
+    out, known = [], []
     for label, v0 in starts:
-        u, f, _, _, info = newton_maximize(fun, v0 if pick is None else v0[pick],
-                                           maxiter=maxiter, tol=tol, method=method)
-        out.append(StartRun(label, u if expand is None else expand(u), f, info))
+        targets = _merge_targets(known)
+        count = [0]
+
+        def fun_m(u, order, targets=targets, count=count):
+            if order == 2:
+                k = _merge_target(fun, u, [(r.f, u_k, A) for (r, _), u_k, A in targets])
+                if k is not None:
+                    raise _Merged(k)
+                count[0] += 1
+            return fun(u, order)
+
+        try:
+            u, f, _, H, info = newton_maximize(fun_m, v0 if pick is None else v0[pick],
+                                               maxiter=maxiter, tol=tol, method=method)
+        except _Merged as m:
+            (r, lab), _, _ = targets[m.k]
+            info = ConvergenceInfo(True, max(count[0] - 1, 0), method,
+                                   f"reached the maximum of start {lab!r} (stopped there)")
+            out.append(StartRun(label, r.v, r.f, info))
+            continue
+        run = StartRun(label, u if expand is None else expand(u), f, info)
+        out.append(run)
+        if info.converged and np.isfinite(f):
+            known.append(((run, label), u, H))
     return out
 
 

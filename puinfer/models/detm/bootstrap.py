@@ -129,15 +129,18 @@ def statistic(detm, setm, Xs, Xt, refit: str = "quick") -> float:
     results. ``refit="full"`` fits both models exactly as the observed ones were fitted (every
     start and the profile probe), with the original solutions as extra starts; ``"quick"``
     fits from the original solutions and a reduced grid of starts, without the probe."""
+    return _statistic(detm._fit, setm._fit.v, detm.model.data.names, Xs, Xt, refit)
+
+
+def _statistic(fit, setm_v, names, Xs, Xt, refit: str) -> float:
     from .model import fit_data  # the estimation entry point shared with DETM/SETM.fit
 
-    fit = detm._fit
-    dat = prepare(Xs, Xt, names=detm.model.data.names)
+    dat = prepare(Xs, Xt, names=names)
     opts = dict(c=fit.penalty_strength, label_rule="kl", maxiter=fit.maxiter, tol=fit.tol,
                 check_separation=False, probe=refit == "full")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        s_opts = dict(setm_start=setm._fit.v, grid=True)
+        s_opts = dict(setm_start=setm_v, grid=True)
         s_b = fit_data(dat, True, start_options=s_opts, **opts)[0]
         extra = [("original DETM", fit.v), ("resample SETM", s_b.v)]
         if refit == "full":
@@ -149,18 +152,51 @@ def statistic(detm, setm, Xs, Xt, refit: str = "quick") -> float:
     return max(0.0, 2 * (d_b.llf_penalized - s_b.llf_penalized))
 
 
-def replicate(detm, setm, n_boot: int, rng: np.random.Generator, refit: str = "quick",
-              smooth: float = 0.0) -> np.ndarray:
-    """``n_boot`` bootstrap statistics (NaN where a resample cannot be fitted)."""
-    data = detm.model.data
-    w = world(data, setm)
-    out = np.full(n_boot, np.nan)
-    for b in range(n_boot):
-        Xs, Xt = sample(data, w, rng, smooth)
+def _statistics(fit, setm_v, names, samples, refit) -> list:
+    """:func:`_statistic` on each ``(Xs, Xt)`` of ``samples`` (NaN where one cannot be
+    fitted); module level, so that worker processes can run it."""
+    out = []
+    for Xs, Xt in samples:
         try:
-            out[b] = statistic(detm, setm, Xs, Xt, refit)
+            out.append(_statistic(fit, setm_v, names, Xs, Xt, refit))
         except ValueError:  # e.g. a resample with a constant column
-            continue
+            out.append(float("nan"))
+    return out
+
+
+def check_n_jobs(n_jobs) -> int:
+    """``n_jobs`` as a positive number of processes (``-1``: every CPU)."""
+    import os
+
+    if isinstance(n_jobs, bool) or not isinstance(n_jobs, (int, np.integer)) or \
+            n_jobs == 0 or n_jobs < -1:
+        raise ValueError(f"n_jobs must be a positive integer or -1 (every CPU); got {n_jobs!r}")
+    return int(os.cpu_count() or 1) if n_jobs == -1 else int(n_jobs)
+
+
+def replicate(detm, setm, n_boot: int, rng: np.random.Generator, refit: str = "quick",
+              smooth: float = 0.0, n_jobs: int = 1) -> np.ndarray:
+    """``n_boot`` bootstrap statistics (NaN where a resample cannot be fitted).
+
+    Every resample is drawn first (in order, from ``rng``), then refitted, in ``n_jobs``
+    processes if more than one: the statistics do not depend on ``n_jobs``."""
+    data = detm.model.data
+    n_jobs = check_n_jobs(n_jobs)
+    w = world(data, setm)
+    samples = [sample(data, w, rng, smooth) for _ in range(n_boot)]
+    args = (detm._fit, setm._fit.v, data.names)
+    if n_jobs == 1 or n_boot < 2:
+        return np.asarray(_statistics(*args, samples, refit), dtype=float)
+    from concurrent.futures import ProcessPoolExecutor
+
+    k = min(n_boot, 4 * n_jobs)  # a few chunks per process, for balance
+    chunks = [samples[i::k] for i in range(k)]
+    with ProcessPoolExecutor(max_workers=n_jobs) as ex:
+        res = list(ex.map(_statistics, *zip(*[(*args, c, refit) for c in chunks],
+                                             strict=True)))
+    out = np.empty(n_boot)
+    for i, r in enumerate(res):
+        out[i::k] = r
     return out
 
 

@@ -34,11 +34,6 @@ from ._starts import StartRun, free_fun, run_starts
 
 __all__ = ["DETM", "SETM", "fit_data"]
 
-#: up to this many rows, fit() probes the 95% profile interval of pi and restarts from any
-#: higher point it finds (a maximum that the starts missed)
-PROBE_MAX_N = 50_000
-
-
 def penalty_strength(penalty, N: int) -> float:
     """The ridge strength ``c`` for ``penalty`` ("ridge": ``1 / (2 sqrt(N))``, "none": 0)."""
     if isinstance(penalty, str):
@@ -65,7 +60,9 @@ def fit_data(data: TiltData, restricted: bool, *, c: float, label_rule: str, max
     runs = run_starts(data, restricted, c, maxiter, tol, **(start_options or {}))
     best = max(runs, key=lambda r: r.f)
     if probe is None:
-        probe = start_options is None and data.N <= PROBE_MAX_N
+        # at every n (issue 17: it was switched off above 50,000 rows); the bootstrap's
+        # refits (start_options) say themselves whether they probe
+        probe = start_options is None
     fun, expand = free_fun(data, c, restricted)
     sidx = np.r_[0, data.p + 1:2 * data.p + 2]
     for attempt in range(6):
@@ -287,8 +284,12 @@ class _TiltModel(Model):
             Check the fit against the profile of pi: compute the 95% profile interval and, if
             the profile rises above the fitted maximum (a maximum the starts missed; with many
             features, e.g. a tilt that concentrates on a few outlying target points), restart
-            from there. Default: on up to 50,000 rows. (``conf_int_pi`` then profiles again
-            from more starts, and raises ``ProfileError`` if it still finds a higher point.)
+            from there. Default: on, at every sample size (above 40,000 rows the skeleton of
+            profile solutions and the far starts run on the seeded subsample first, the
+            interval and the points beyond it on the full data); the interval it computes is
+            kept, so ``conf_int_pi()`` at the 95% level costs nothing more. ``False`` skips it
+            (``conf_int_pi`` then profiles and raises ``ProfileError`` if it finds a higher
+            point than the fit).
 
         Returns
         -------

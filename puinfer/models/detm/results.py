@@ -150,8 +150,11 @@ class TiltResults(LikelihoodResults):
     def profile_pi(self) -> Profile:
         """Profile of the ELR function ``R*_N(pi) = 2{l_N(theta-hat) - l_N(theta-hat_pi)}``.
 
-        Each point refits theta with pi fixed (exact Newton, from the fit, a skeleton of
-        solutions on either side and the fit's other local maxima). The returned
+        Each point refits theta with pi fixed (exact Newton, from the nearest point already
+        solved, the fit, a skeleton of solutions on either side and the fit's other local
+        maxima; the interval limits by Newton's method on the signed root of ``R*``, see
+        :mod:`puinfer.models.detm._profile`). After a default fit the 95% interval is already
+        computed (the fit's probe) and cached here. The returned
         :class:`~puinfer.inference.Profile` gives ``.conf_int(alpha)``, ``.statistic(pi)``,
         ``.to_frame()`` and ``.plot(ax=None)`` (as Liu et al., Figure 5). With the ridge
         penalty the penalised log-EL is profiled (the objective maximised).
@@ -408,7 +411,7 @@ class DETMResults(TiltResults):
             method="Empirical likelihood-ratio test of SCAR (SETM vs DETM)", extra=res.extra)
 
     def test_scar(self, reference: str = "chi2", *, n_boot: int = 200, rng=None,
-                  smooth: float | str = "silverman", refit: str = "quick"
+                  smooth: float | str = "silverman", refit: str = "quick", n_jobs: int = 1
                   ) -> HypothesisTestResult:
         """Empirical likelihood-ratio test of SCAR: SETM (alpha1 = 0, beta1 = 0) against DETM.
 
@@ -447,6 +450,9 @@ class DETMResults(TiltResults):
             reduced grid of starts; ``"full"`` refits exactly as the observed fit (every
             start and the profile probe; about 20 times slower). With the discrete bootstrap
             both gave the same size (400 replicates).
+        n_jobs : int
+            Processes refitting the resamples (``-1``: every CPU). The resamples are drawn
+            first, in order, so the result does not depend on ``n_jobs``.
         """
         res = self._scar_lr
         if reference == "chi2":
@@ -459,7 +465,8 @@ class DETMResults(TiltResults):
             raise ValueError(f"refit must be 'quick' or 'full'; got {refit!r}")
         gen = check_rng(rng)
         h = bootstrap.bandwidth(self.model.data, smooth)
-        stats_b = bootstrap.replicate(self, self.null_fit, int(n_boot), gen, refit, h)
+        n_jobs = bootstrap.check_n_jobs(n_jobs)
+        stats_b = bootstrap.replicate(self, self.null_fit, int(n_boot), gen, refit, h, n_jobs)
         ok = np.isfinite(stats_b)
         if not ok.any():
             return HypothesisTestResult.invalid("no bootstrap resample could be fitted",

@@ -1,0 +1,55 @@
+"""Profile limits found with the profile's slope (``derivative=``, issue 17) against brentq."""
+
+import numpy as np
+import pytest
+
+from puinfer.inference import Profile
+
+
+def _binomial(k, n):
+    """Log-likelihood of a proportion and its derivative (k successes in n)."""
+    with np.errstate(divide="ignore"):
+        def ll(p):
+            return k * np.log(p) + (n - k) * np.log1p(-p)
+
+    def dll(p):
+        return k / p - (n - k) / (1 - p)
+
+    p_hat = k / n
+    return p_hat, float(ll(p_hat)), ll, dll
+
+
+@pytest.mark.parametrize("k,n", [(30, 100), (3, 200), (195, 200), (1, 50)])
+def test_newton_limits_equal_brentq_limits(k, n):
+    p_hat, llf, ll, dll = _binomial(k, n)
+    bounds = (1e-9, 1 - 1e-9)
+    se = np.sqrt(p_hat * (1 - p_hat) / n)
+    plain = Profile("p", p_hat, llf, ll, bounds=bounds, step=se)
+    fast = Profile("p", p_hat, llf, ll, bounds=bounds, step=se, derivative=dll)
+    for alpha in (0.05, 0.01):
+        a, b = plain.conf_int(alpha), fast.conf_int(alpha)
+        assert b["lower"] == pytest.approx(a["lower"], abs=1e-10)
+        assert b["upper"] == pytest.approx(a["upper"], abs=1e-10)
+        assert b.attrs == a.attrs
+        # and they are roots: R = cut-off at each limit
+        for v in (b["lower"], b["upper"]):
+            assert fast.statistic(v) == pytest.approx(b.attrs["cutoff"], abs=1e-8)
+    assert len(fast._cache) < len(plain._cache)
+
+
+def test_one_sided_and_misleading_slope():
+    # the interval reaches the bound: reported one-sided, as without the slope
+    p_hat, llf, ll, dll = _binomial(1, 400)
+    fast = Profile("p", p_hat, llf, ll, bounds=(1e-9, 1 - 1e-9), step=0.01, derivative=dll)
+    plain = Profile("p", p_hat, llf, ll, bounds=(1e-9, 1 - 1e-9), step=0.01)
+    assert fast.conf_int().attrs["lower_at_bound"] == plain.conf_int().attrs["lower_at_bound"]
+    # a useless slope (NaN, or of the wrong sign) falls back to bisection: the same limits
+    p_hat, llf, ll, _ = _binomial(30, 100)
+    for bad in (lambda v: np.nan, lambda v: 1.0 if v > p_hat else -1.0):
+        b = Profile("p", p_hat, llf, ll, bounds=(1e-9, 1 - 1e-9), step=0.05,
+                    derivative=bad).conf_int()
+        a = Profile("p", p_hat, llf, ll, bounds=(1e-9, 1 - 1e-9), step=0.05).conf_int()
+        assert b["lower"] == pytest.approx(a["lower"], abs=1e-10)
+        assert b["upper"] == pytest.approx(a["upper"], abs=1e-10)
+    with pytest.raises(TypeError, match="derivative"):
+        Profile("p", p_hat, llf, ll, derivative=3.0)

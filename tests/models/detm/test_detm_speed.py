@@ -1,0 +1,124 @@
+"""Issue 17: the faster search and profile reach the same maxima and intervals.
+
+The reference (``data/speed_reference.csv``) holds the fits and 95% profile intervals of the
+implementation before issue 17's changes (commit d0d0a0b), made by
+``studies/detm_speed_reference.py`` on the test suite's datasets (the command is in its
+docstring). A second test checks the limits against the profile evaluated by plain Newton
+runs (no merging of runs, no predicted starts) from every start the search uses and more.
+"""
+
+from __future__ import annotations
+
+import pathlib
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+import puinfer as pu
+from puinfer.models.detm._starts import fit_fixed_pi
+from puinfer.simulate import sar_design, scar_design
+
+REF = pd.read_csv(pathlib.Path(__file__).parent / "data" / "speed_reference.csv")
+FEATS15 = "labeled ~ " + " + ".join(f"x{j}" for j in range(1, 16))
+MOBILE = "labeled ~ battery_power + ram + px_height"
+
+# the datasets of studies/detm_speed_reference.py (same seeds)
+CASES = {
+    "sar3000": (lambda: sar_design(3000, 3000, 0.3, rng=np.random.default_rng(3000)),
+                FEATS15, {}),
+    "sar500x700": (lambda: sar_design(500, 700, 0.3, rng=np.random.default_rng(7)),
+                   FEATS15, {}),
+    "scar400x600p3": (lambda: scar_design(400, 600, 0.3, rng=np.random.default_rng(5), p=3),
+                      "labeled ~ x1 + x2 + x3", {}),
+    "sar800p5": (lambda: sar_design(800, 800, 0.3, p=5, rng=np.random.default_rng(8)),
+                 "labeled ~ " + " + ".join(f"x{j}" for j in range(1, 6)), {}),
+    "sar1000_12000001": (lambda: sar_design(1000, 1000, 0.7, p=15,
+                                            rng=np.random.default_rng(12000001)), FEATS15, {}),
+    "sar1000_12000005": (lambda: sar_design(1000, 1000, 0.7, p=15,
+                                            rng=np.random.default_rng(12000005)), FEATS15, {}),
+    "mobile_pi>0.5": (pu.datasets.load_mobile_pu, MOBILE, {"label_rule": "pi>0.5"}),
+    "mobile_kl": (pu.datasets.load_mobile_pu, MOBILE, {}),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+@pytest.mark.parametrize("model", ["SETM", "DETM"])
+def test_same_maximum_and_interval_as_before(case, model):
+    """Never a lower maximum than before. At the same maximum (1e-8), the same pi-hat and the
+    same limits to 1e-8 -- or a limit further out, where the profile now finds a higher
+    point than before (the profile is a maximum over theta, so a higher value is closer to
+    it; SAR seed 12000005: the upper limit moved 2e-4, the new profile being 0.095 log-EL
+    units higher there). A limit moved inwards would mean a lower profile: it fails."""
+    make, formula, opts = CASES[case]
+    ref = REF[(REF.case == case) & (REF.model == model)].iloc[0]
+    cls = getattr(pu, model)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = cls.from_formula(formula, data=make()).fit(**(opts if model == "DETM" else {}))
+        ci = r.conf_int_pi()
+    tol = 1e-8 * abs(ref.llf_penalized)
+    assert r.llf_penalized >= ref.llf_penalized - tol
+    if r.llf_penalized > ref.llf_penalized + tol:
+        return  # a higher maximum than before: the intervals are not comparable
+    assert r.pi == pytest.approx(ref.pi, abs=1e-8)
+    assert ci["lower"] <= ref.lower + 1e-8
+    assert ci["upper"] >= ref.upper - 1e-8
+    for new, old in ((ci["lower"], ref.lower), (ci["upper"], ref.upper)):
+        if abs(new - old) > 1e-8:  # moved out: the profile is below the cut-off at the old limit
+            assert r.profile_pi().statistic(old) < ci.attrs["cutoff"]
+
+
+@pytest.mark.slow
+def test_limits_are_roots_of_the_plainly_computed_profile():
+    """The limits against the profile from plain Newton runs (no merging, no predicted
+    starts) from the fit, every skeleton solution and the fit's other local maxima: R* equals
+    the chi2 cut-off there, and no point on a grid of step 0.05 is above the fit."""
+    make, formula, _ = CASES["scar400x600p3"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = pu.DETM.from_formula(formula, data=make()).fit()
+        ci = r.conf_int_pi()
+    fit, data = r._fit, r.model.data
+    prof = r._profiler
+    starts = [fit.theta, *prof.skeleton.values(), *prof.branch_starts]
+
+    def plain(pi):
+        best = -np.inf
+        for th0 in starts:
+            f, th, info = fit_fixed_pi(data, False, pi, th0, fit.penalty_strength,
+                                       fit.maxiter, fit.tol)
+            if info.converged and np.isfinite(f) and prof.labelled(th, pi):
+                best = max(best, f)
+        return best
+
+    cut = stats.chi2.ppf(0.95, 1)
+    for lim in (ci["lower"], ci["upper"]):
+        R = 2 * (fit.llf_penalized - plain(lim))
+        assert R == pytest.approx(cut, abs=1e-6)
+    grid = np.arange(0.05, 0.96, 0.05)
+    assert max(plain(g) for g in grid) <= fit.llf_penalized + 1e-7 * abs(fit.llf_penalized)
+
+
+def test_bootstrap_n_jobs_gives_the_same_statistics():
+    """The resamples are drawn before they are refitted: two processes give exactly the
+    serial statistics (and a bad n_jobs is refused, naming it)."""
+    from puinfer.models.detm import bootstrap as boot
+
+    df = scar_design(300, 300, 0.75, rng=np.random.default_rng(9), p=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = pu.DETM.from_formula("labeled ~ x1 + x2 + x3", data=df).fit()
+        a = boot.replicate(res, res.null_fit, 6, np.random.default_rng(4), smooth=0.3)
+        b = boot.replicate(res, res.null_fit, 6, np.random.default_rng(4), smooth=0.3,
+                           n_jobs=2)
+        t1 = res.test_scar("bootstrap", n_boot=6, rng=2)
+        t2 = res.test_scar("bootstrap", n_boot=6, rng=2, n_jobs=2)
+    np.testing.assert_array_equal(a, b)
+    assert np.isfinite(a).all()
+    assert t1.pvalue == t2.pvalue
+    for bad in (0, -2, 1.5, True):
+        with pytest.raises(ValueError, match="n_jobs"):
+            res.test_scar("bootstrap", n_boot=3, rng=1, n_jobs=bad)
