@@ -42,7 +42,7 @@ from ..._dask import (
     row_blocks,
     same_index_block,
 )
-from ..._validation import as_float_vector, check_binary, warn_and_record
+from ..._validation import warn_and_record
 from ...exceptions import ClippingWarning, ConvergenceWarning
 from ._engine import (
     CalEMFit,
@@ -50,7 +50,7 @@ from ._engine import (
     Rows,
     _known_h_fit,
     block_sums,
-    check_method,
+    check_fit_options,
     known_h_values,
     sandwich_block,
     sandwich_from_sums,
@@ -60,6 +60,7 @@ from ._engine import (
     solve_squarem,
 )
 from .calibrators import FittedCalibrator, FormulaCalibrator, logistic_derivs, weighted_loglik
+from .model import checked_columns
 
 #: sample positions per block for the exact-quantile brackets (see :func:`exact_quantiles`)
 _SKETCH = 4097
@@ -79,16 +80,7 @@ def _block_arrays(eps, missing, score, label, treated):
     args, _ = align_rows(same_index_block({"score": score, "label": label,
                                            "treated": treated}))
     args, _, n_dropped = drop_missing(args, None, missing)
-    s = as_float_vector(args["score"], "score")
-    lab = check_binary(args["label"], "label")
-    tr = check_binary(args["treated"], "treated").astype(bool)
-    if not (s.size == lab.size == tr.size):
-        raise ValueError(f"score, label and treated must have the same length; got "
-                         f"{s.size}, {lab.size} and {tr.size} in a partition")
-    bad = (s < 0) | (s > 1)
-    if bad.any():
-        raise ValueError(f"score must be in [0, 1]; {int(bad.sum())} value(s) are not "
-                         f"(e.g. {s[bad][:3].tolist()})")
+    s, lab, tr = checked_columns(args, " in a partition")
     edge = (s == 0) | (s == 1)
     n_edge = int(edge.sum())
     if n_edge:
@@ -598,12 +590,7 @@ def fit_calem_dask(model, *, method, maxiter, tol, h) -> CalEMFit:
     """:func:`~._engine.fit_calem` on Dask data (the same solvers, on :class:`DaskEngine`)."""
     cal = model.calibrator
     _check_calibrator(cal)
-    method = check_method(cal, method, tol)
-    if maxiter is not None and (isinstance(maxiter, (bool, np.bool_))
-                                or not isinstance(maxiter, (int, np.integer)) or maxiter < 1):
-        raise ValueError(f"maxiter must be a positive integer (or None); got {maxiter!r}")
-    if h is not None and not callable(h):
-        known_h_values(h, np.zeros(1))  # refuse a bad h before the (costly) setup
+    method = check_fit_options(cal, method, maxiter, tol, h)
     passes0 = model._dask.passes
     st = setup_dask(model)
     eng, warns = st.engine, list(model.init_warnings) + list(st.warnings)

@@ -709,6 +709,18 @@ def _known_h_fit(engine, theta0, a):
     return theta, trace, conv
 
 
+def check_fit_options(cal, method, maxiter, tol, h) -> str:
+    """The options of :meth:`CalEM.fit` checked before any (costly) setup; returns the solver
+    (``method="auto"`` resolved by :func:`check_method`)."""
+    method = check_method(cal, method, tol)
+    if maxiter is not None and (isinstance(maxiter, (bool, np.bool_))
+                                or not isinstance(maxiter, (int, np.integer)) or maxiter < 1):
+        raise ValueError(f"maxiter must be a positive integer (or None); got {maxiter!r}")
+    if h is not None and not callable(h):
+        known_h_values(h, np.zeros(1))
+    return method
+
+
 def fit_calem(model, *, method, maxiter, tol, h) -> CalEMFit:
     """All of the estimation of :meth:`CalEM.fit`; see its docstring."""
     if model._dask is not None:  # rows in Dask collections: the same solvers on block sums
@@ -716,12 +728,7 @@ def fit_calem(model, *, method, maxiter, tol, h) -> CalEMFit:
 
         return fit_calem_dask(model, method=method, maxiter=maxiter, tol=tol, h=h)
     cal = model.calibrator
-    method = check_method(cal, method, tol)
-    if maxiter is not None and (isinstance(maxiter, (bool, np.bool_))
-                                or not isinstance(maxiter, (int, np.integer)) or maxiter < 1):
-        raise ValueError(f"maxiter must be a positive integer (or None); got {maxiter!r}")
-    if h is not None and not callable(h):
-        known_h_values(h, np.zeros(1))  # refuse a bad h before the (costly) setup
+    method = check_fit_options(cal, method, maxiter, tol, h)
     st = setup(model)
     eng, warns = st.engine, list(model.init_warnings) + list(st.warnings)
     z, s_t = eng.z, st.s_t

@@ -27,6 +27,23 @@ def _is_scalar(v) -> bool:
         (isinstance(v, np.ndarray) and v.ndim == 0)
 
 
+def checked_columns(args: dict, where: str = "") -> tuple:
+    """``(score, label, treated)`` of aligned rows as arrays (float, 0/1, bool), validated:
+    equal lengths, binary labels and treatment, scores in [0, 1]. ``where`` ends the length
+    message (e.g. ``" in a partition"``)."""
+    s = as_float_vector(args["score"], "score")
+    lab = check_binary(args["label"], "label")
+    tr = check_binary(args["treated"], "treated").astype(bool)
+    if not (s.size == lab.size == tr.size):
+        raise ValueError(f"score, label and treated must have the same length; got "
+                         f"{s.size}, {lab.size} and {tr.size}{where}")
+    bad = (s < 0) | (s > 1)
+    if bad.any():
+        raise ValueError(f"score must be in [0, 1]; {int(bad.sum())} value(s) are not "
+                         f"(e.g. {s[bad][:3].tolist()})")
+    return s, lab, tr
+
+
 class CalEM(Model):
     """Calibration with a small clean (control) set and a large biased (treated) set.
 
@@ -125,16 +142,7 @@ class CalEM(Model):
         args, index = align_rows({"score": score, "label": label, "treated": treated})
         args, index, self.n_dropped = drop_missing(args, index, missing)
         self.index = index
-        s = as_float_vector(args["score"], "score")
-        lab = check_binary(args["label"], "label")
-        tr = check_binary(args["treated"], "treated").astype(bool)
-        if not (s.size == lab.size == tr.size):
-            raise ValueError(f"score, label and treated must have the same length; got "
-                             f"{s.size}, {lab.size} and {tr.size}")
-        bad = (s < 0) | (s > 1)
-        if bad.any():
-            raise ValueError(f"score must be in [0, 1]; {int(bad.sum())} value(s) are not "
-                             f"(e.g. {s[bad][:3].tolist()})")
+        s, lab, tr = checked_columns(args)
         self._set_options(calibrator, eps, calibrator_options)
         edge = (s == 0) | (s == 1)
         if edge.any():
