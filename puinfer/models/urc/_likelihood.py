@@ -829,15 +829,7 @@ def bootstrap_lr(d: Data, est: Estimate, targets, n_boot: int, rng: np.random.Ge
     Q = P @ M
     out = np.full((n_boot, len(targets)), np.nan)
     for b in range(n_boot):
-        nb = n.astype(np.int64)
-        if d.random_lab:
-            while True:  # URC needs every class in the lab set
-                nb = rng.multinomial(int(n.sum()), n / n.sum())
-                if np.all(nb > 0):
-                    break
-        Lb = rng.multinomial(nb, M).astype(float)
-        Fb = rng.multinomial(Ng, Q).astype(float)
-        db = dataclasses.replace(d, L=Lb, F=Fb, pi_lab=Lb.sum(axis=1) / Lb.sum(), pooled=False)
+        db = _resample(d, n / n.sum(), M, Ng, Q, rng)
         # warm Newton from the estimate: the bootstrap data are near it (no further starts)
         free = _maximize_once(db, Constraint(), (P, M), options, warm=True)
         if not free.convergence.converged:
@@ -848,6 +840,22 @@ def bootstrap_lr(d: Data, est: Estimate, targets, n_boot: int, rng: np.random.Ge
             if f0.convergence.converged and np.isfinite(f0.objective):
                 out[b, t] = max(2.0 * (free.objective - f0.objective), 0.0)
     return out
+
+
+def _resample(d: Data, pi_lab, M, Ng, Q, rng) -> Data:
+    """One parametric-bootstrap data set: lab class counts ``Mult(n, pi_lab)`` under a random
+    lab design (redrawn until every class is present: URC needs each), else the observed
+    ones; lab cells ``Mult(n_i, M[i])``; field ``Mult(N_g, Q[g])``."""
+    n = d.L.sum(axis=1)
+    nb = n.astype(np.int64)
+    if d.random_lab:
+        while True:
+            nb = rng.multinomial(int(n.sum()), pi_lab)
+            if np.all(nb > 0):
+                break
+    Lb = rng.multinomial(nb, M).astype(float)
+    Fb = rng.multinomial(Ng, Q).astype(float)
+    return dataclasses.replace(d, L=Lb, F=Fb, pi_lab=Lb.sum(axis=1) / Lb.sum(), pooled=False)
 
 
 def bootstrap_lr_test(d: Data, est0: Estimate, con: Constraint, n_boot: int,
@@ -864,15 +872,7 @@ def bootstrap_lr_test(d: Data, est0: Estimate, con: Constraint, n_boot: int,
     Q = P0 @ M0
     out = np.full(n_boot, np.nan)
     for b in range(n_boot):
-        nb = n.astype(np.int64)
-        if d.random_lab:
-            while True:  # URC needs every class in the lab set
-                nb = rng.multinomial(int(n.sum()), pi0)
-                if np.all(nb > 0):
-                    break
-        Lb = rng.multinomial(nb, M0).astype(float)
-        Fb = rng.multinomial(Ng, Q).astype(float)
-        db = dataclasses.replace(d, L=Lb, F=Fb, pi_lab=Lb.sum(axis=1) / Lb.sum(), pooled=False)
+        db = _resample(d, pi0, M0, Ng, Q, rng)
         free = _maximize_once(db, Constraint(), (P0, M0), options, warm=True)
         dn = dataclasses.replace(db, pooled=con.kind == "pooled")
         null = _maximize_once(dn, con, (P0, M0), options, warm=True)
