@@ -20,16 +20,16 @@ from ...base.results import (
     data_fingerprint,
     readonly,
 )
-from ...inference.hypothesis import HypothesisTestResult, lr_test
 from ...inference.profile import Profile
 from ...prior_shift import adjust_prior
 from ...summary import Summary
 from . import _likelihood as lik
 from ._inputs import check_rowwise, rates_vector
+from .hypotheses import URCTestsMixin
 
 __all__ = ["URCResults", "URCFitRecord"]
 
-_GOF_NULL = "Axiom 2 (consistency): the field histograms are mixtures M_A' p of the lab ones"
+
 _MODEL_NAMES = {"free": "URC", "equal": "URC (equal base rates)",
                 "rows": "URC (base rates fixed)", "entry": "URC (one base rate fixed)",
                 "pooled": "URC (base rates = lab population's)"}
@@ -71,16 +71,6 @@ class URCFitRecord:
     n_dropped: int = 0
 
 
-def _null_rates(value, pi_lab, classes, random_lab=False):
-    """The base rates of the no-shift null (``value``, validated; default the lab rates) and
-    their description."""
-    if value is None:
-        return pi_lab.copy(), ("the lab population's base rates (estimated)" if random_lab
-                               else "the lab base rates (fixed by the stratified design)")
-    arr = rates_vector(value, "value", classes)
-    return arr, (f"{arr[1]:.4g}" if len(classes) == 2 else str(np.round(arr, 4).tolist()))
-
-
 def _tests_table(tests, several_groups, random_lab) -> pd.DataFrame:
     index = ["no shift (= lab population rates)" if random_lab else "no shift (= lab rates)",
              "equal across groups", "goodness of fit (Axiom 2)"]
@@ -91,7 +81,7 @@ def _tests_table(tests, several_groups, random_lab) -> pd.DataFrame:
                          "p-value": [t.pvalue for t in tests]}, index=index)
 
 
-class URCResults(InformationCriteria, LikelihoodResults):
+class URCResults(URCTestsMixin, InformationCriteria, LikelihoodResults):
     """Results of :meth:`URC.fit`: field base rates, profile intervals, tests, recalibration.
 
     Built once from a :class:`URCFitRecord`; immutable (setting an attribute raises
@@ -423,246 +413,6 @@ class URCResults(InformationCriteria, LikelihoodResults):
         if alpha == 0.05:
             return self._profile_ci.copy()
         return self._profile_intervals(alpha)
-
-    # -- restricted fits and tests --------------------------------------------------------------
-    def _restricted(self, con: lik.Constraint) -> URCResults:
-        return self.model._fit_constrained(self._record, con)
-
-    @functools.cached_property
-    def _no_shift_fit(self) -> URCResults:
-        if self._d.random_lab:
-            return self._restricted(lik.Constraint("pooled"))
-        return self._restricted(lik.Constraint("rows", value=self._d.pi_lab.copy()))
-
-    @functools.cached_property
-    def _equal_fit(self) -> URCResults:
-        return self._restricted(lik.Constraint("equal"))
-
-    def fit_no_shift(self, value=None) -> URCResults:
-        """The fit with every group's base rates fixed at ``value`` (the null of
-        :meth:`test_no_shift`; ``M_A`` re-maximised under the joint likelihood).
-
-        Parameters
-        ----------
-        value : float, array_like or pandas.Series, optional
-            Default: the lab base rates -- under a random lab design every group's base rates
-            equal the lab population's, one set of base rates estimated from the lab class
-            counts and the field histograms together (its ``base_rates`` show it); under a
-            stratified design the lab sample's class shares, fixed. Binary: ``P(Y = 1)`` (or
-            both shares); multiclass: class shares summing to 1, in the class order, or a
-            Series indexed by the classes (matched by name).
-
-        Returns
-        -------
-        URCResults
-            A restricted fit, nested in this one (for :func:`puinfer.lr_test`).
-        """
-        if value is None:
-            return self._no_shift_fit
-        val, _ = _null_rates(value, self._d.pi_lab, self.model.classes)
-        return self._restricted(lik.Constraint("rows", value=val))
-
-    def fit_equal_base_rates(self) -> URCResults:
-        """The fit with one set of base rates shared by all groups (the null of
-        :meth:`test_equal_base_rates`), nested in this one."""
-        return self._equal_fit
-
-    def is_nested_in(self, other) -> bool:
-        """Restricted URC fits are nested in the free fit on the same data and likelihood."""
-        order = {"rows": 0, "pooled": 1, "equal": 1, "free": 2}
-        return (isinstance(other, URCResults)
-                and other.data_fingerprint == self.data_fingerprint
-                and other.llf_kind == self.llf_kind
-                and self.constraint.kind in order and other.constraint.kind in order
-                and order[self.constraint.kind] < order[other.constraint.kind])
-
-    def _nesting(self, other) -> str | None:
-        """Restricted fits nest in the free fit (:meth:`is_nested_in`); a fit without groups
-        also nests in the grouped fit of the same field rows (one base rate for all groups),
-        for :func:`puinfer.lr_test` and :func:`puinfer.anova`."""
-        if isinstance(other, URCResults) and len(self._groups) == 1 and len(other._groups) > 1:
-            return self._pooled_nesting(other)
-        return super()._nesting(other)
-
-    def _pooled_nesting(self, other) -> str | None:
-        d, e = self._d, other._d
-        if self.constraint.kind != "free" or other.constraint.kind != "free":
-            return "compare the unrestricted pooled and grouped fits"
-        if d.joint != e.joint:
-            return (f"the likelihoods differ ({self.likelihood} vs {other.likelihood}); fit both "
-                    "with the same likelihood=")
-        if d.strength > 0 or e.strength > 0:
-            return ("with a Dirichlet prior the pooled fit counts the prior once and the grouped "
-                    "fit once per group, so the pooled fit is not a restriction of the grouped "
-                    "one; use the grouped fit's test_equal_base_rates()")
-        if d.L.shape != e.L.shape or not np.array_equal(d.L, e.L):
-            return "the two fits do not share the lab data and partition (different URC models)"
-        if not np.allclose(d.F[0], e.F.sum(axis=0), rtol=0, atol=1e-9):
-            return ("the pooled field histogram is not the sum of the grouped ones: the two fits "
-                    "were not made on the same field rows")
-        return None
-
-    def _llf_as_restriction_of(self, other) -> float:
-        """A pooled fit's log-likelihood on the grouped data: the kernels agree and only the
-        multinomial coefficients of the field histograms differ."""
-        if isinstance(other, URCResults) and len(self._groups) == 1 and len(other._groups) > 1:
-            return self.llf_penalized + (other._d.const - self._d.const)
-        return super()._llf_as_restriction_of(other)
-
-    def _lr(self, restricted, null, method) -> HypothesisTestResult:
-        d = self._d
-        # a penalty on the shift is centred at the lab *sample's* rates, while the random
-        # design's pooled null estimates the lab population's rates (and has no penalty): the
-        # null is then nested only approximately and its maximum can exceed the penalised one
-        # by a little; the statistic is 0 there (a conservative test) instead of an error
-        approx = d.penalty is not None and restricted.constraint.kind == "pooled"
-        t = lr_test(restricted, self, tol=np.inf if approx else 1e-6)
-        extra = {**t.extra, "likelihood": self.likelihood}
-        if approx and restricted.llf_penalized > self.llf_penalized:
-            extra["note (penalty)"] = (
-                f"the null's maximum exceeds the penalised one by "
-                f"{restricted.llf_penalized - self.llf_penalized:.3g}: the penalty is centred at "
-                "the lab sample's rates, the pooled null estimates the lab population's; "
-                "statistic set to 0")
-        if np.any((self._P < lik.BOUNDARY) | (self._P > 1 - lik.BOUNDARY)):
-            extra["note"] = "an estimate is on the boundary; the chi-square reference is approximate"
-        return dataclasses.replace(t, null=null, method=method, extra=extra)
-
-    def test_no_shift(self, value=None, reference: str = "chi2", *, n_boot: int = 200,
-                      rng=None) -> HypothesisTestResult:
-        """Likelihood-ratio test that every group's field base rates equal ``value``.
-
-        Parameters
-        ----------
-        value : float, array_like or pandas.Series, optional
-            The base rates under the null; default the lab base rates (no prior shift), whose
-            meaning depends on the model's ``lab_design``:
-
-            * ``"random"``: the two-sample test of field base rates = the lab *population's*
-              base rates ``pi_lab``. ``H0: p_g = pi_lab`` for every group, with ``pi_lab``
-              unknown and estimated from the lab class counts (multinomial data) and the field
-              histograms together; ``H1``: ``p_g`` and ``pi_lab`` free. The test carries the
-              sampling error of the lab class shares.
-            * ``"stratified"``: the lab class shares were fixed by design and are taken as the
-              known lab base rates (a one-sample test).
-
-            An explicit ``value`` is a known null under either design (``pi_lab`` separates
-            and the statistic is the same). Binary: ``P(Y = 1)`` in [0, 1] (or both shares);
-            multiclass: a vector over the classes summing to 1, or a Series indexed by the
-            classes (matched by name).
-        reference : {"chi2", "bartlett"}
-            ``"chi2"`` (default): chi-square with ``G (k - 1)`` degrees of freedom.
-            ``"bartlett"``: the statistic scaled by ``df / mean(R*)``, ``R*`` its values over
-            a parametric bootstrap of the histograms from the null fit (both fits redone on
-            every resample), then referred to the same chi-square: a Bartlett correction for
-            small lab sets (``studies/results/urc_labdesign.md``).
-        n_boot : int
-            Bootstrap resamples for ``reference="bartlett"``.
-        rng : numpy.random.Generator or int, optional
-            Random source for ``reference="bartlett"``.
-
-        Raises
-        ------
-        ValueError
-            Naming ``value`` when it is not numeric, missing, outside [0, 1], of the wrong
-            length or does not sum to 1.
-
-        Returns
-        -------
-        HypothesisTestResult
-            ``2 (llf - llf_0)`` against chi-square with ``G (k - 1)`` degrees of freedom under
-            either design (under the joint likelihood ``M_A`` is re-maximised under the null).
-        """
-        if reference not in ("chi2", "bartlett"):
-            raise ValueError(f"reference must be 'chi2' or 'bartlett'; got {reference!r}")
-        if reference == "bartlett":
-            if self.constraint.kind != "free":
-                raise ValueError("the Bartlett reference is available for the unrestricted fit "
-                                 "only")
-            if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or \
-                    n_boot < 2:
-                raise ValueError(f"n_boot must be an integer >= 2; got {n_boot!r}")
-            gen = check_rng(rng)
-        _, what = _null_rates(value, self._d.pi_lab, self.model.classes, self._d.random_lab)
-        null = self.fit_no_shift(value)
-        t = self._lr(null, f"the field base rates of every group equal {what}",
-                     "URC likelihood-ratio test of no prior shift")
-        if reference == "chi2":
-            return t
-        R = lik.bootstrap_lr_test(null._d, null._record.estimate, null.constraint, int(n_boot),
-                                  gen, self._record.options)
-        ok = np.isfinite(R)
-        if ok.sum() < 2:
-            return HypothesisTestResult.invalid("fewer than 2 bootstrap resamples could be "
-                                                "fitted", null=t.null, method=t.method, df=t.df)
-        factor = float(R[ok].mean() / t.df)
-        stat = t.statistic / factor
-        extra = {**t.extra, "Bartlett factor (bootstrap mean / df)": f"{factor:.4f}",
-                 "bootstrap resamples": f"{int(ok.sum())} of {n_boot} usable",
-                 "uncorrected statistic": f"{t.statistic:.4f}",
-                 "asymptotic p-value": f"{t.pvalue:.4g}"}
-        return dataclasses.replace(t, statistic=stat, pvalue=float(stats.chi2.sf(stat, t.df)),
-                                   method=t.method + " (bootstrap Bartlett correction)",
-                                   extra=extra)
-
-    def test_equal_base_rates(self) -> HypothesisTestResult:
-        """Likelihood-ratio test that all groups share one set of base rates.
-
-        Returns
-        -------
-        HypothesisTestResult
-            Chi-square with ``(G - 1)(k - 1)`` degrees of freedom; invalid for a single group.
-        """
-        null = "all groups share the same field base rates"
-        method = "URC likelihood-ratio test of equal base rates across groups"
-        if len(self._groups) < 2:
-            return HypothesisTestResult.invalid("only one group was fitted", null=null,
-                                                method=method)
-        return self._lr(self._equal_fit, null, method)
-
-    @functools.cached_property
-    def _group_fits(self) -> list:
-        return lik.group_fits(self._d, self._record.estimate, self._record.options)
-
-    def gof(self, statistic: str = "pearson", by_group: bool = False):
-        """Chi-square goodness of fit of the fitted histograms: a test of Axiom 2.
-
-        Parameters
-        ----------
-        statistic : {"pearson", "lr"}
-            Pearson's X^2 or the likelihood-ratio G^2 (the deviance).
-        by_group : bool
-            If True, a DataFrame with one test per group (each on ``|A| - k`` degrees of
-            freedom); under the joint likelihood each group's test refits the lab histograms
-            with that group's field histogram alone.
-
-        Returns
-        -------
-        HypothesisTestResult or pandas.DataFrame
-
-        Notes
-        -----
-        Fixed likelihood: the field cells are compared with ``N_g M_A' p_g``; ``G |A|`` cells,
-        ``G`` multinomial totals and ``G (k - 1)`` fitted base rates leave ``G (|A| - k)``
-        degrees of freedom. Joint likelihood: the lab cells (against ``n_i M_A[i, :]``) are part
-        of the data; ``(k + G) |A|`` cells, ``k + G`` totals and ``k (|A| - 1) + G (k - 1)``
-        parameters leave again ``G (|A| - k)`` degrees of freedom (the lab histograms alone are
-        saturated by ``M_A``). The fixed-likelihood test ignores the sampling error of the lab
-        estimate of ``M_A`` and over-rejects when the lab set is small; the joint one accounts
-        for it. With Firth's pseudo-counts (``lab_pseudocount > 0``, the default) the lab
-        cells are the augmented counts ``L + c`` against ``(n_i + |A| c) M_A``, the histogram
-        that the penalised likelihood fits. With ``prior_strength > 0`` the fitted values are
-        MAP estimates and the reference distribution is approximate.
-        """
-        if statistic not in ("pearson", "lr"):
-            raise ValueError(f"statistic must be 'pearson' or 'lr'; got {statistic!r}")
-        if not by_group:
-            return lik.gof_test(self._d, self._P, self._Mhat, statistic, _GOF_NULL)
-        rows = []
-        for dg, eg in self._group_fits:
-            t = lik.gof_test(dg, eg.P, eg.M, statistic, _GOF_NULL)
-            rows.append({"statistic": t.statistic, "df": t.df, "p-value": t.pvalue})
-        return pd.DataFrame(rows, index=self.groups)
 
     # -- recalibration --------------------------------------------------------------------------
     def recalibrate(self, pred, groups=None, *, old_prior=None):
