@@ -71,6 +71,22 @@ def _increasing(points, name, lo=-np.inf, hi=np.inf):
     return p
 
 
+def _segments(V, K, strict: bool):
+    """Row-wise knot segments of the points ``V`` (one row, or one value per row) against
+    the knot rows ``K`` (``n x m``): returns ``V`` as a 2-d array, whether it was 1-d, the
+    number of knots below each point (``<=``, or ``<`` with ``strict``; a pass per knot, not
+    per row), the segment's left knot clipped to ``0 .. m - 2``, and the row numbers."""
+    V = np.asarray(V, dtype=float)
+    vec = V.ndim == 1
+    V2 = V[:, None] if vec else V
+    m = K.shape[1]
+    idx = np.zeros(V2.shape, dtype=np.intp)
+    for j in range(m):
+        idx += (V2 > K[:, j:j + 1]) if strict else (V2 >= K[:, j:j + 1])
+    lo = np.clip(idx - 1, 0, m - 2)
+    return V2, vec, idx, lo, np.arange(K.shape[0])[:, None]
+
+
 class _Predictive:
     """Shared bits: row count, index, missing rows, subsetting."""
 
@@ -173,16 +189,8 @@ class _PiecewiseLinear(_Predictive):
 
     def cdf_rows(self, Z):
         X, Fv = self._knots()
-        Z = np.asarray(Z, dtype=float)
-        vec = Z.ndim == 1
-        Z2 = Z[:, None] if vec else Z
+        Z2, vec, idx, lo, r = _segments(Z, X, strict=False)
         m = X.shape[1]
-        # segment of each point: the number of knots <= z (a pass per knot, not per row)
-        idx = np.zeros(Z2.shape, dtype=np.intp)
-        for j in range(m):
-            idx += Z2 >= X[:, j:j + 1]
-        lo = np.clip(idx - 1, 0, m - 2)
-        r = np.arange(X.shape[0])[:, None]
         x0, x1, f0, f1 = X[r, lo], X[r, lo + 1], Fv[r, lo], Fv[r, lo + 1]
         with np.errstate(divide="ignore", invalid="ignore"):
             w = np.where(x1 > x0, (Z2 - x0) / (x1 - x0), 1.0)
@@ -195,15 +203,7 @@ class _PiecewiseLinear(_Predictive):
 
     def ppf_rows(self, U):
         X, Fv = self._knots()
-        U = np.asarray(U, dtype=float)
-        vec = U.ndim == 1
-        U2 = U[:, None] if vec else U
-        m = X.shape[1]
-        idx = np.zeros(U2.shape, dtype=np.intp)
-        for j in range(m):
-            idx += U2 > Fv[:, j:j + 1]
-        lo = np.clip(idx - 1, 0, m - 2)
-        r = np.arange(X.shape[0])[:, None]
+        U2, vec, _, lo, r = _segments(U, Fv, strict=True)
         x0, x1, f0, f1 = X[r, lo], X[r, lo + 1], Fv[r, lo], Fv[r, lo + 1]
         with np.errstate(divide="ignore", invalid="ignore"):
             w = np.where(f1 > f0, (U2 - f0) / (f1 - f0), 0.0)
