@@ -247,7 +247,7 @@ def direct(args):
                 df = DESIGNS[args.design](args.n, args.n, pi, p=args.p,
                                           rng=np.random.default_rng(seed))
             row = dict(design=args.design, model=name, seed=seed, pi=pi, n=args.n, p=args.p,
-                       n_boot=args.n_boot)
+                       n_boot=args.n_boot, penalty=args.penalty)
             row.update(direct_one(getattr(pu, name), df, args, seed))
             out = pd.DataFrame([row])
             if path.exists():
@@ -262,8 +262,10 @@ def direct_one(cls, df, args, seed):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         t0 = time.process_time()
-        res = cls.from_formula(formula(args.p), data=df).fit()
-        row.update(pi_hat=res.pi, se=float(res.bse["pi"]), t_fit=time.process_time() - t0)
+        pen = args.penalty if args.penalty in ("ridge", "none") else float(args.penalty)
+        res = cls.from_formula(formula(args.p), data=df).fit(penalty=pen)
+        row.update(pi_hat=res.pi, se=float(res.bse["pi"]), t_fit=time.process_time() - t0,
+                   c=res.penalty_strength)
         for method in ("profile", "bootstrap"):
             t0 = time.process_time()
             try:
@@ -400,6 +402,7 @@ def main():
     d.add_argument("--n-boot", type=int, default=199)
     d.add_argument("--design", choices=sorted(DESIGNS), default="sar")
     d.add_argument("--model", nargs="+", choices=["DETM", "SETM"], default=["DETM"])
+    d.add_argument("--penalty", default="ridge", help="fit(penalty=...): 'ridge' or a number")
     d.add_argument("--tag", default="")
     sd = sub.add_parser("summarise-direct")
     sd.add_argument("--tag", nargs="+", default=["_d"])
