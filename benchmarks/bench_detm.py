@@ -5,17 +5,17 @@ pi = 0.3), the record of issue 17.
         --out benchmarks/results/bench_detm.csv --previous benchmarks/results/bench_detm_prev.csv
     python benchmarks/bench_detm.py --quick            # n = m <= 10,000 only
 
-For each size: the default SETM and DETM fits (which include the profile probe: the check of
-the fit against the profile of pi, and the 95% profile interval it leaves cached), then each
-model's ``conf_int_pi()`` after its fit, their total, and the peak traced memory of the two
-fits (a separate tracemalloc run; numpy's allocations included). Times are CPU seconds of the
-process (``time.process_time``: with one BLAS thread the work done, robust to other jobs on a
-shared machine), the minimum over ``--repeat`` untraced runs (one run above 10,000 rows). Sizes: n = m in
-{1e3, 1e4, 1e5, 5e5} at p = 15, and p in {5, 15, 30, 50} at n = m = 3000; then the bootstrap
-SCAR test (199 resamples, n = m = 1000, p = 15; the fits excluded) and each model's
-bootstrap-calibrated interval for pi (199 resamples, n = m = 1000 and 3000; after the fit).
-``--previous`` adds the ratio new / previous of every time (a CSV written by ``--out`` at the
-previous commit).
+For each size: the default SETM and DETM fits (which include the profile probe: the check of the
+fit against the profile of pi, and the 95% profile interval it leaves cached), then each model's
+plain ``conf_int_pi(method="profile")`` after its fit, their total, and the peak traced memory
+of the two fits (a separate tracemalloc run; numpy's allocations included). Times are CPU
+seconds of the process (``time.process_time``: with one BLAS thread the work done, robust to
+other jobs on a shared machine), the minimum over ``--repeat`` untraced runs (one run above
+10,000 rows). Sizes: n = m in {1e3, 1e4, 1e5, 5e5} at p = 15, and p in {5, 15, 30, 50} at n = m
+= 3000; then the bootstrap SCAR test (199 resamples, n = m = 1000, p = 15; the fits excluded)
+and each model's bootstrap-calibrated interval for pi (199 resamples, n = m = 1000 and 3000;
+after the fit). ``--previous`` adds the ratio new / previous of every time (a CSV written by
+``--out`` at the previous commit).
 BLAS threads are limited to one (set OPENBLAS_NUM_THREADS to change).
 """
 
@@ -50,11 +50,11 @@ def _once(src, tgt):
     t0 = time.process_time()
     s = pu.SETM(src, tgt).fit()
     t1 = time.process_time()
-    cs = s.conf_int_pi()
+    cs = s.conf_int_pi(method="profile")
     t2 = time.process_time()
     d = pu.DETM(src, tgt).fit()
     t3 = time.process_time()
-    cd = d.conf_int_pi()
+    cd = d.conf_int_pi(method="profile")
     t4 = time.process_time()
     return [t1 - t0, t2 - t1, t3 - t2, t4 - t3, t4 - t0], (s, cs, d, cd)
 

@@ -34,9 +34,11 @@ def demo_pu() -> None:
     print(detm.summary())
     print()
     print(detm.test_scar())
-    ci = detm.conf_int_pi()
+    ci = detm.conf_int_pi(method="profile")
+    cb = detm.conf_int_pi()
     print(f"\npi-hat = {detm.pi:.4f}, 95% profile EL interval [{ci['lower']:.4f}, "
-          f"{ci['upper']:.4f}]   (paper: 0.667, [0.6425, 0.6903]; truth 0.6667)")
+          f"{ci['upper']:.4f}]   (paper: 0.667, [0.6425, 0.6903]; truth 0.6667); "
+          f"bootstrap-calibrated (the default): [{cb['lower']:.4f}, {cb['upper']:.4f}]")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the LabelAmbiguityWarning is recorded and printed
         kl = DETM.from_formula(formula, data=df).fit()

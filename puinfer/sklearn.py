@@ -92,13 +92,14 @@ class _TiltClassifier(_BinaryProba):
     _model = None
 
     def __init__(self, *, penalty="ridge", label_rule="kl", alpha=0.05, maxiter=200,
-                 tol=1e-10, probe=None):
+                 tol=1e-10, probe=None, pi_interval="bootstrap"):
         self.penalty = penalty
         self.label_rule = label_rule
         self.alpha = alpha
         self.maxiter = maxiter
         self.tol = tol
         self.probe = probe
+        self.pi_interval = pi_interval
 
     def fit(self, X, y):
         """Fit the model to the features ``X`` with ``y`` the labeled indicator.
@@ -120,7 +121,8 @@ class _TiltClassifier(_BinaryProba):
         src, tgt = X[s == 1], X[s == 0]
         model = self._model(src, tgt)
         self.results_ = model.fit(penalty=self.penalty, label_rule=self.label_rule,
-                                  maxiter=self.maxiter, tol=self.tol, probe=self.probe)
+                                  maxiter=self.maxiter, tol=self.tol, probe=self.probe,
+                                  pi_interval=self.pi_interval)
         self.pi_ = float(self.results_.pi)
         with warnings.catch_warnings():
             # a non-interval confidence set or an unidentified pi is recorded in results_
@@ -147,10 +149,11 @@ class DETMClassifier(_TiltClassifier):
 
     Parameters
     ----------
-    penalty, label_rule, maxiter, tol, probe
-        As :meth:`puinfer.DETM.fit`.
+    penalty, label_rule, maxiter, tol, probe, pi_interval
+        As :meth:`puinfer.DETM.fit` (``pi_interval="profile"`` skips the bootstrap of the
+        default interval: the fit is then several times cheaper, e.g. inside a grid search).
     alpha : float, default 0.05
-        Level of the profile-likelihood interval ``pi_conf_int_``.
+        Level of the interval ``pi_conf_int_``.
 
     Attributes
     ----------
@@ -159,7 +162,8 @@ class DETMClassifier(_TiltClassifier):
     pi_ : float
         Estimated share of positives in the unlabeled target sample.
     pi_conf_int_ : tuple of float
-        Its ``1 - alpha`` profile empirical-likelihood interval.
+        Its ``1 - alpha`` interval (``results_.conf_int_pi``: bootstrap-calibrated profile
+        interval by default).
     results_ : DETMResults
         The puinfer results (``summary()``, ``test_scar()``, ``profile_pi()``...).
     n_features_in_ : int

@@ -107,7 +107,7 @@ def one(pi, n, p, seed, n_random, ridge_scales, h, cuts=()):
         warnings.simplefilter("ignore")
         model = pu.DETM.from_formula(formula(p), data=df)
         t0 = time.perf_counter()
-        res = model.fit()
+        res = model.fit(pi_interval="profile")
         row["t_fit"] = time.perf_counter() - t0
         data = model.data
         row.update(pi_hat=res.pi, f_fit=res.llf_penalized, se=float(res.bse["pi"]),
@@ -149,7 +149,7 @@ def one(pi, n, p, seed, n_random, ridge_scales, h, cuts=()):
         row["t_boot"] = time.perf_counter() - t0
         for s in ridge_scales:
             t0 = time.perf_counter()
-            r2 = model.fit(penalty=s * res.penalty_strength)
+            r2 = model.fit(penalty=s * res.penalty_strength, pi_interval="profile")
             try:
                 r_s = r2.profile_pi().statistic(pi)
             except ValueError:
@@ -263,7 +263,7 @@ def direct_one(cls, df, args, seed):
         warnings.simplefilter("ignore")
         t0 = time.process_time()
         pen = args.penalty if args.penalty in ("ridge", "none") else float(args.penalty)
-        res = cls.from_formula(formula(args.p), data=df).fit(penalty=pen)
+        res = cls.from_formula(formula(args.p), data=df).fit(penalty=pen, pi_interval="profile")
         row.update(pi_hat=res.pi, se=float(res.bse["pi"]), t_fit=time.process_time() - t0,
                    c=res.penalty_strength)
         for method in ("profile", "bootstrap"):

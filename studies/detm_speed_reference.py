@@ -58,7 +58,7 @@ def run() -> pd.DataFrame:
         for cls in (pu.SETM, pu.DETM):
             o = {} if cls is pu.SETM else opts
             r = cls.from_formula(formula, data=df).fit(**o)
-            ci = r.conf_int_pi()
+            ci = r.conf_int_pi(method="profile")
             rows.append(dict(case=name, model=cls.__name__, llf_penalized=r.llf_penalized,
                              pi=r.pi, lower=ci["lower"], upper=ci["upper"]))
             print(rows[-1], flush=True)

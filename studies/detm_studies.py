@@ -81,7 +81,8 @@ def _append(path: Path, rows: list[dict]):
 def _fit(model, df, label_rule="kl"):
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
-        res = model.from_formula(FORMULA, data=df).fit(label_rule=label_rule)
+        res = model.from_formula(FORMULA, data=df).fit(label_rule=label_rule,
+                                                        pi_interval="profile")
     return res, [str(x.category.__name__) for x in w]
 
 

@@ -6,7 +6,12 @@
 # exponential tilting model (Liu et al.) the assumption is the restriction SETM of DETM, and the
 # empirical likelihood ratio `R_N = 2{l(DETM) - l(SETM)}` is asymptotically `chi2_p` under SCAR
 # (Theorem 3a). The mixture proportion gets a profile-likelihood interval
-# `{pi : R*(pi) <= chi2_1(0.95)}` (Theorem 3b).
+# `{pi : R*(pi) <= cut-off}` (Theorem 3b): by default the cut-off is the 95% quantile of
+# `R*_b(pi-hat)` over 199 resamples of a smoothed empirical-likelihood bootstrap from the
+# fitted model, because with many features at moderate n `R*` is far from its asymptotic
+# `chi2_1` (the plain interval with `chi2_1(0.95)` = 3.84 covered 69-74% in Liu et al.'s SAR
+# design at n = 1000 with 15 features; the calibrated one 93-99%). `method="profile"` gives
+# the plain interval.
 
 # %%
 import os
@@ -33,9 +38,10 @@ fits = {name: pu.DETM.from_formula(formula, data=d).fit() for name, d in
         [("SCAR", scar), ("SAR", sar)]}
 for name, res in fits.items():
     t = res.test_scar()
-    ci = res.conf_int_pi()
+    ci, plain = res.conf_int_pi(), res.conf_int_pi(method="profile")
     print(f"{name}: R_N = {t.statistic:8.2f}  df = {t.df:g}  {pvalue_phrase(t.pvalue, 'p')}   "
-          f"pi-hat = {res.pi:.3f}  95% CI [{ci['lower']:.3f}, {ci['upper']:.3f}]   "
+          f"pi-hat = {res.pi:.3f}  95% CI [{ci['lower']:.3f}, {ci['upper']:.3f}] "
+          f"(plain profile [{plain['lower']:.3f}, {plain['upper']:.3f}])   "
           f"ridge binding: {res.ridge_binding}")
 
 # %% [markdown]
@@ -96,9 +102,10 @@ df = pu.datasets.load_mobile_pu()
 mformula = "labeled ~ " + " + ".join(pu.datasets.MOBILE_FEATURES)
 mob = pu.DETM.from_formula(mformula, data=df).fit(label_rule="pi>0.5")
 print(mob.test_scar())
-ci = mob.conf_int_pi()
-print(f"pi-hat = {mob.pi:.4f}, 95% CI [{ci['lower']:.4f}, {ci['upper']:.4f}]; "
-      f"SE = {mob.bse['pi']:.4f}")
+ci, plain = mob.conf_int_pi(), mob.conf_int_pi(method="profile")
+print(f"pi-hat = {mob.pi:.4f}, 95% CI [{ci['lower']:.4f}, {ci['upper']:.4f}] (bootstrap-"
+      f"calibrated, cut-off {ci.attrs['cutoff']:.2f}; SE = {mob.bse['pi']:.4f}); plain profile "
+      f"[{plain['lower']:.4f}, {plain['upper']:.4f}] (the paper's: [0.6425, 0.6903])")
 ax = mob.profile_pi().plot(true_value=2 / 3)
 ax.figure.savefig("detm_mobile_profile.png", dpi=100)
 
@@ -115,4 +122,6 @@ mob.profile_pi()
 # Our `R_N` (about 1266) differs from the paper's 1218.6: the features are nearly separable, so
 # both log-ELs depend on the vanishing ridge and on how close to the maximum the optimiser gets
 # (puinfer maximises exactly with Newton's method; the paper's EM stopped at a 1e-6 increment).
-# The conclusion is the same, and the interval agrees with the paper's to three decimals.
+# The conclusion is the same, and the plain profile interval agrees with the paper's to three
+# decimals. The bootstrap-calibrated one is a little wider here: with 2000 rows and 20 nearly
+# separating features the profile statistic's law is again heavier-tailed than `chi2_1`.

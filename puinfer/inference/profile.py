@@ -240,10 +240,12 @@ class Profile:
                                maxiter=200)
         return float(root), False
 
-    def outside_points(self, alpha: float = 0.05, n: int = 4) -> list[float]:
+    def outside_points(self, alpha: float = 0.05, n: int = 4,
+                       cutoff: float | None = None) -> list[float]:
         """Values beyond the interval limits (``n`` per side, evenly spaced up to the bound)
-        where ``R < chi2_{1, 1 - alpha}``: if any, the confidence set is not an interval."""
-        ci = self.conf_int(alpha)
+        where ``R`` is below the cut-off (``chi2_{1, 1 - alpha}`` unless given): if any, the
+        confidence set is not an interval."""
+        ci = self.conf_int(alpha, cutoff)
         cutoff = ci.attrs["cutoff"]
         out = []
         for lim, edge, at in ((ci["lower"], self.bounds[0], ci.attrs["lower_at_bound"]),
@@ -258,8 +260,11 @@ class Profile:
                     out.append(float(v))
         return out
 
-    def conf_int(self, alpha: float = 0.05) -> pd.Series:
+    def conf_int(self, alpha: float = 0.05, cutoff: float | None = None) -> pd.Series:
         """Profile-likelihood confidence interval ``{v : R(v) <= chi2_{1, 1 - alpha}}``.
+
+        ``cutoff``, if given, replaces ``chi2_{1, 1 - alpha}`` (a calibrated cut-off, e.g. a
+        bootstrap quantile of ``R`` for the level ``1 - alpha``).
 
         Returns
         -------
@@ -269,7 +274,11 @@ class Profile:
             (one-sided intervals).
         """
         level = 1 - check_alpha(alpha)
-        cutoff = float(stats.chi2.ppf(level, 1))
+        if cutoff is None:
+            cutoff = float(stats.chi2.ppf(level, 1))
+        elif not (np.isfinite(cutoff) and cutoff >= 0):
+            raise ValueError(f"cutoff must be finite and non-negative; got {cutoff!r}")
+        cutoff = float(cutoff)
         lo, lo_b = self._limit(-1, cutoff)
         hi, hi_b = self._limit(+1, cutoff)
         out = pd.Series({"lower": lo, "upper": hi}, name=f"{self.name} {level:.0%} profile CI")

@@ -8,6 +8,7 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 from scipy.special import expit
+from scipy.stats import chi2
 
 from ..._validation import check_alpha, check_rng
 from ...base.results import LikelihoodResults
@@ -20,6 +21,9 @@ from ._profile import OUTSIDE_POINTS, PI_EPS, PiProfiler
 from ._record import TiltFit
 
 __all__ = ["TiltResults", "DETMResults", "SETMResults"]
+
+#: the default bootstrap of the interval for pi: resamples and seed (reproducible results)
+DEFAULT_N_BOOT, DEFAULT_SEED = 199, 0
 
 
 class TiltResults(LikelihoodResults):
@@ -55,11 +59,16 @@ class TiltResults(LikelihoodResults):
         Every start: its maximised objective (scale of ``llf_penalized``), pi, convergence.
     warnings : tuple
         ``(category, message)`` of every warning of the fit and of the profile computed so far.
+    pi_interval : {"bootstrap", "profile"}
+        The default inference on pi (``fit(pi_interval=...)``): ``conf_int_pi()``,
+        ``bse["pi"]`` (and with it ``conf_int()``, ``tvalues`` and ``cov_params()`` for pi),
+        ``test_pi`` and the summary follow it.
     n_dropped : int
         Rows dropped for missing values (the model's ``missing="drop"``; else 0).
     """
 
-    def __init__(self, model, fit: TiltFit, profiler: PiProfiler | None = None):
+    def __init__(self, model, fit: TiltFit, profiler: PiProfiler | None = None, *,
+                 pi_interval: str = "bootstrap"):
         d = model.data
         self.model = model
         self._fit = fit
@@ -80,6 +89,7 @@ class TiltResults(LikelihoodResults):
         self._params = fit.params
         self._cov = fit.cov
         self.convergence = fit.convergence
+        self.pi_interval = pi_interval
         for name in ("label_rule", "labels_swapped", "kl_divergences", "label_check",
                      "llf_method",
                      "lagrange_multipliers", "el_weights", "starts", "n_starts_at_best",
@@ -140,12 +150,68 @@ class TiltResults(LikelihoodResults):
             return pd.Series(out, index=index, name="P(y=1|x)")
         return out
 
+    @cached_property
+    def _information_se(self) -> pd.Series:
+        """Standard errors from the observed information (Theorem 2)."""
+        return LikelihoodResults._bse.func(self)
+
+    @cached_property
+    def _bse(self) -> pd.Series:
+        """The information SEs, with pi's from the bootstrap when that is the default
+        inference on pi (``pi_interval="bootstrap"``): the SD of pi-hat over the resamples
+        of :meth:`conf_int_pi`'s default bootstrap (computed once)."""
+        se = self._information_se.copy()
+        if self.pi_interval == "bootstrap":
+            se["pi"] = self._bootstrap_se(self._default_draws)
+        return se
+
+    def cov_params(self) -> pd.DataFrame:
+        """Covariance of the parameters: the inverse observed information, with pi's row and
+        column rescaled to its default SE (``bse["pi"]``; correlations kept)."""
+        cov = super().cov_params()
+        k = float(self._bse["pi"] / self._information_se["pi"])
+        if np.isfinite(k) and k != 1:
+            cov.loc["pi"] *= k
+            cov.loc[:, "pi"] *= k
+        return cov
+
     # -- inference on pi (Theorem 3b) -------------------------------------------------------
+    @cached_property
+    def _boot_cache(self) -> dict:
+        return {}
+
+    def _interval_draws(self, n_boot, rng, smooth, n_jobs) -> np.ndarray:
+        """``(n_boot, 2)`` draws ``(R*_b(pi-hat), pi-hat_b)`` of the smoothed EL bootstrap
+        (:func:`~puinfer.models.detm.bootstrap.interval_replicate`); cached for an int seed
+        (the same call gives the same draws without refitting)."""
+        if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 1:
+            raise ValueError(f"n_boot must be a positive integer; got {n_boot!r}")
+        h = bootstrap.bandwidth(self.model.data, smooth)
+        n_jobs = bootstrap.check_n_jobs(n_jobs)
+        gen = check_rng(rng)
+        key = (int(n_boot), int(rng), h) if isinstance(rng, (int, np.integer)) else None
+        if key is not None and key in self._boot_cache:
+            return self._boot_cache[key]
+        draws = bootstrap.interval_replicate(self, int(n_boot), gen, smooth=h, n_jobs=n_jobs)
+        draws.setflags(write=False)
+        if key is not None:
+            self._boot_cache[key] = draws
+        return draws
+
+    @cached_property
+    def _default_draws(self) -> np.ndarray:
+        return self._interval_draws(DEFAULT_N_BOOT, DEFAULT_SEED, "silverman", 1)
+
+    @staticmethod
+    def _bootstrap_se(draws) -> float:
+        pb = draws[np.isfinite(draws[:, 0]), 1]
+        return float(np.std(pb, ddof=1)) if pb.size > 1 else float("nan")
+
     @cached_property
     def _profiler(self) -> PiProfiler:
         if self._given_profiler is not None:
             return self._given_profiler
-        return PiProfiler(self.model.data, self._fit, float(self._bse["pi"]))
+        return PiProfiler(self.model.data, self._fit, float(self._information_se["pi"]))
 
     def profile_pi(self) -> Profile:
         """Profile of the ELR function ``R*_N(pi) = 2{l_N(theta-hat) - l_N(theta-hat_pi)}``.
@@ -161,8 +227,9 @@ class TiltResults(LikelihoodResults):
         """
         return self._profiler.profile
 
-    def conf_int_pi(self, alpha: float = 0.05, method: str = "profile", *, n_boot: int = 199,
-                    rng=None, smooth: float | str = "silverman", n_jobs: int = 1) -> pd.Series:
+    def conf_int_pi(self, alpha: float = 0.05, method: str | None = None, *,
+                    n_boot: int = 199, rng=0, smooth: float | str = "silverman",
+                    n_jobs: int = 1) -> pd.Series:
         """Confidence interval for pi from the profile empirical likelihood (Theorem 3b).
 
         ``{pi : R*_N(pi) <= cut-off}``, limits found by root-finding on each side of pi-hat;
@@ -175,8 +242,10 @@ class TiltResults(LikelihoodResults):
         ----------
         alpha : float
             One minus the confidence level.
-        method : {"profile", "bootstrap"}
-            ``"profile"`` (default): the cut-off ``chi2_{1, 1 - alpha}`` of Theorem 3b.
+        method : {"bootstrap", "profile"}, optional
+            Default: the fit's ``pi_interval`` (``"bootstrap"`` unless
+            ``fit(pi_interval="profile")``).
+            ``"profile"``: the cut-off ``chi2_{1, 1 - alpha}`` of Theorem 3b.
             ``"bootstrap"``: the ``1 - alpha`` quantile of ``R*_b(pi-hat)`` over ``n_boot``
             resamples from the fitted model's smoothed EL bootstrap world
             (:func:`~puinfer.models.detm.bootstrap.detm_world`; each resample refitted and
@@ -186,35 +255,38 @@ class TiltResults(LikelihoodResults):
             ``cutoff``, ``bootstrap_se`` (the SD of the resamples' pi-hat) and
             ``n_boot_used``.
 
-            Why both (issue 19, ``studies/results/README_detm.md``): in Liu et al.'s SAR
-            design (p = 15, n = m = 1000) ``R*(pi)`` is far from ``chi2_1``; the plain
-            interval covered 0.76 (pi = 0.3) and 0.74 (pi = 0.7) over 137 replicates each,
-            and the observed-information SE is 2.5-3 times smaller than the SD of pi-hat. The
-            bootstrap cut-off, estimated by the warp-speed method (one resample per replicate,
-            137 per cell), is 12-16 and gives coverage 0.93 and 0.99 at about twice the
-            width. The default stays ``"profile"`` until a direct study of the bootstrap
-            interval (and one in the SCAR cells, where the plain interval covers 0.905-0.935)
-            confirms it.
+            Why the bootstrap is the default (issue 19, ``studies/results/README_detm.md``):
+            in Liu et al.'s SAR design (p = 15, n = m = 1000) ``R*(pi)`` is far from
+            ``chi2_1``: over fresh replicates the plain interval covered 0.74 (pi = 0.3, 140
+            replicates) and 0.69 (pi = 0.7, 111), the calibrated one 0.93 and 0.99 (cut-offs
+            10 and 15 on average, widths 0.37 and 0.56 against 0.19).
         n_boot, rng, smooth, n_jobs
-            Bootstrap resamples, random source (int seed or Generator), kernel bandwidth and
-            processes (as :meth:`DETMResults.test_scar`: every resample is drawn in order
-            from ``rng``, so the interval does not depend on ``n_jobs``); used by
-            ``method="bootstrap"`` only.
+            Bootstrap resamples, random source (int seed, default 0, or a Generator), kernel
+            bandwidth and processes (as :meth:`DETMResults.test_scar`: every resample is drawn
+            in order from ``rng``, so the interval does not depend on ``n_jobs``); used by
+            the bootstrap only. With an int seed the draws are kept: the same call (and the
+            default one, which ``bse``, ``test_pi`` and ``summary()`` share) does not refit.
 
         Raises
         ------
         puinfer.inference.ProfileError
             If profiling finds a higher log-EL than the fit (the fit had not converged).
         """
+        method = self.pi_interval if method is None else method
         if method not in ("profile", "bootstrap"):
             raise ValueError(f"method must be 'profile' or 'bootstrap'; got {method!r}")
-        if method == "bootstrap":
-            return self._conf_int_pi_bootstrap(alpha, n_boot, rng, smooth, n_jobs)
         alpha = check_alpha(alpha)
+        cutoff, boot_attrs = None, {}
+        if method == "bootstrap":
+            cutoff, boot_attrs = self._bootstrap_cutoff(alpha, n_boot, rng, smooth, n_jobs)
         prof = self.profile_pi()
-        ci = prof.conf_int(alpha)
-        extra = prof.outside_points(alpha, n=OUTSIDE_POINTS)
+        ci = prof.conf_int(alpha, cutoff)
+        extra = prof.outside_points(alpha, n=OUTSIDE_POINTS, cutoff=cutoff)
         ci.attrs["interval"] = not extra
+        ci.attrs["method"] = method
+        ci.attrs.update(boot_attrs)
+        if method == "bootstrap":
+            ci.name = f"pi {1 - alpha:.0%} bootstrap-calibrated profile CI"
         if extra:
             msg = (f"{self.model_name}: the {1 - alpha:.0%} profile confidence set for pi is "
                    "not an interval: R*(pi) is also below the cut-off at pi = "
@@ -232,7 +304,7 @@ class TiltResults(LikelihoodResults):
                 lo_b <= 1e-3 and hi_b >= 1 - 1e-3:
             # the likelihood supports every pi: say so rather than let [0, 1] pass unnoticed
             msg = (f"{self.model_name}: pi is not identified by these data: the profile "
-                   f"log-EL stays within chi2 cut-off of its maximum over all of [0, 1], so "
+                   f"log-EL stays within the cut-off of its maximum over all of [0, 1], so "
                    f"the {1 - alpha:.0%} confidence interval is [0, 1] (e.g. a target sample "
                    "distributed as the source, or too few rows)")
             if (ConfidenceSetWarning.__name__, msg) not in self._profiler.warnings:
@@ -240,14 +312,10 @@ class TiltResults(LikelihoodResults):
             warnings.warn(msg, ConfidenceSetWarning, stacklevel=2)
         return ci
 
-    def _conf_int_pi_bootstrap(self, alpha, n_boot, rng, smooth, n_jobs) -> pd.Series:
-        alpha = check_alpha(alpha)
-        if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 1:
-            raise ValueError(f"n_boot must be a positive integer; got {n_boot!r}")
-        gen = check_rng(rng)
-        h = bootstrap.bandwidth(self.model.data, smooth)
-        n_jobs = bootstrap.check_n_jobs(n_jobs)
-        draws = bootstrap.interval_replicate(self, int(n_boot), gen, smooth=h, n_jobs=n_jobs)
+    def _bootstrap_cutoff(self, alpha, n_boot, rng, smooth, n_jobs) -> tuple[float, dict]:
+        """The ``1 - alpha`` quantile of the bootstrap draws of ``R*_b(pi-hat)`` and the
+        attributes the interval reports with it."""
+        draws = self._interval_draws(n_boot, rng, smooth, n_jobs)
         ok = np.isfinite(draws[:, 0])
         if not ok.any():
             raise ValueError("no bootstrap resample could be fitted")
@@ -256,35 +324,42 @@ class TiltResults(LikelihoodResults):
         srt = np.sort(draws[ok, 0])
         k = min(int(np.ceil((ok.sum() + 1) * (1 - alpha))), ok.sum())
         cutoff = float(srt[k - 1])
-        prof = self.profile_pi()
-        lo, lo_b = prof._limit(-1, cutoff)
-        hi, hi_b = prof._limit(+1, cutoff)
-        out = pd.Series({"lower": 0.0 if lo_b else lo, "upper": 1.0 if hi_b else hi},
-                        name=f"pi {1 - alpha:.0%} bootstrap-calibrated profile CI")
-        out.attrs.update(level=1 - alpha, lower_at_bound=lo_b, upper_at_bound=hi_b,
-                         cutoff=cutoff, method="bootstrap", n_boot_used=int(ok.sum()),
-                         bootstrap_se=float(np.std(draws[ok, 1], ddof=1)) if ok.sum() > 1
-                         else float("nan"), smooth=h, interval=True)
-        return out
+        return cutoff, dict(n_boot_used=int(ok.sum()), bootstrap_se=self._bootstrap_se(draws),
+                            smooth=bootstrap.bandwidth(self.model.data, smooth))
 
     def test_pi(self, value: float) -> HypothesisTestResult:
-        """Empirical likelihood-ratio test of H0: pi = value (``R*_N(value) ~ chi2_1``)."""
+        """Empirical likelihood-ratio test of H0: pi = value.
+
+        The statistic ``R*_N(value)``, referred to the fit's default (``pi_interval``): the
+        bootstrap draws of :meth:`conf_int_pi` (``p = (1 + #{R*_b >= R*}) / (B + 1)``, so
+        the test rejects at level alpha about when ``value`` is outside the calibrated
+        interval) or ``chi2_1`` (``pi_interval="profile"``)."""
         value = float(value)
         if not 0 < value < 1:
             raise ValueError(f"value must be strictly inside (0, 1); got {value}")
         value = min(max(value, PI_EPS), 1 - PI_EPS)
         stat = self.profile_pi().statistic(value)
-        return chi2_test(stat, 1, null=f"pi = {value:g}",
-                         method=f"Empirical likelihood-ratio test for pi ({self.model_name})")
+        method = f"Empirical likelihood-ratio test for pi ({self.model_name})"
+        if self.pi_interval == "profile":
+            return chi2_test(stat, 1, null=f"pi = {value:g}", method=method)
+        rb = self._default_draws[:, 0]
+        rb = rb[np.isfinite(rb)]
+        pval = (1 + np.sum(rb >= stat - 1e-9)) / (rb.size + 1)
+        return HypothesisTestResult(
+            float(stat), 1, float(pval), null=f"pi = {value:g}",
+            method=method + f", bootstrap-calibrated ({rb.size} resamples)",
+            extra={"chi2_1 p-value": float(chi2.sf(stat, 1))})
 
     # -- presentation -----------------------------------------------------------------------
-    def _pi_interval_line(self, alpha) -> str:
+    def _pi_interval_line(self, alpha, method=None) -> str:
         try:
-            ci = self.conf_int_pi(alpha)
+            ci = self.conf_int_pi(alpha, method)
         except ValueError as exc:  # e.g. ProfileError: reported, not hidden
             return f"not available ({exc})"
         one = ci.attrs["lower_at_bound"] or ci.attrs["upper_at_bound"]
-        return f"[{ci['lower']:.4f}, {ci['upper']:.4f}]" + (" (one-sided)" if one else "")
+        cut = f"; cut-off {ci.attrs['cutoff']:.2f}" if ci.attrs.get("method") == "bootstrap" \
+            else ""
+        return f"[{ci['lower']:.4f}, {ci['upper']:.4f}]" + (" (one-sided)" if one else "") + cut
 
     def _extra_notes(self, s: Summary) -> None:
         """Model-specific notes (the SCAR test, label switching)."""
@@ -304,8 +379,15 @@ class TiltResults(LikelihoodResults):
             s.add_info("Rows dropped (missing)", f"{self.n_dropped}" + (
                 f" (source {ks}, target {kt})" if ks is not None and kt is not None else ""))
         s.add_info("pi (mixture proportion)", self.pi)
-        s.add_info("SE(pi)", float(self._bse["pi"]))
-        s.add_info(f"pi {1 - alpha:.0%} profile CI", self._pi_interval_line(alpha))
+        boot = self.pi_interval == "bootstrap"
+        s.add_info("SE(pi)" + (" (bootstrap)" if boot else ""), float(self._bse["pi"]))
+        if boot:
+            s.add_info(f"pi {1 - alpha:.0%} CI (bootstrap-calibrated)",
+                       self._pi_interval_line(alpha))
+            s.add_info(f"pi {1 - alpha:.0%} CI (plain profile)",
+                       self._pi_interval_line(alpha, "profile"))
+        else:
+            s.add_info(f"pi {1 - alpha:.0%} profile CI", self._pi_interval_line(alpha))
         s.add_info("Log-EL", self.llf)
         if self.penalized:
             s.add_info("Penalised log-EL", self.llf_penalized)
@@ -404,7 +486,8 @@ class DETMResults(TiltResults):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             return self.model.restricted_model().fit(
-                penalty=f.penalty_strength, maxiter=f.maxiter, tol=f.tol)
+                penalty=f.penalty_strength, maxiter=f.maxiter, tol=f.tol,
+                pi_interval=self.pi_interval)
 
     @cached_property
     def _scar_lr(self) -> HypothesisTestResult:

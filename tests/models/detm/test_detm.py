@@ -279,7 +279,8 @@ class TestResults:
         _, r = fit
         text = str(r.summary())
         for key in ("pi (mixture proportion)", "Log-EL", "Convergence", "SCAR test",
-                    "profile CI", "beta2[x3]"):
+                    "SE(pi) (bootstrap)", "CI (bootstrap-calibrated)", "CI (plain profile)",
+                    "beta2[x3]"):
             assert key in text
         assert "<table" in r._repr_html_()
         assert "DETM" in repr(r)

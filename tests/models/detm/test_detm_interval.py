@@ -117,3 +117,71 @@ def test_probe_checks_points_beyond_the_interval():
     assert r.llf_penalized > -14079.1957 + 0.1
     assert ci["lower"] < r.pi < ci["upper"]
     assert (r.starts["start"] == "profile probe").any()
+
+
+# -- the default inference on pi (issue 19): the bootstrap-calibrated interval -----------------
+def test_default_is_the_bootstrap_interval_computed_once(fit, monkeypatch):
+    """``conf_int_pi()`` is the bootstrap-calibrated interval (199 resamples, seed 0);
+    ``bse``, ``conf_int()``, ``cov_params()`` and ``test_pi`` use the same draws, computed
+    once (a second call, the summary and a pickled copy do not refit)."""
+    assert fit.pi_interval == "bootstrap"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ci = fit.conf_int_pi()
+        explicit = fit.conf_int_pi(method="bootstrap", n_boot=199, rng=0)
+    assert ci.attrs["method"] == "bootstrap" and ci.attrs["n_boot_used"] == 199
+    assert ci.equals(explicit)
+    calls = []
+    monkeypatch.setattr(boot, "interval_replicate",
+                        lambda *a, **k: calls.append(1) or pytest.fail("refitted"))
+    se = ci.attrs["bootstrap_se"]
+    assert fit.bse["pi"] == se
+    # the SE is the SD of the resamples' pi-hat, not the information SE
+    assert se != pytest.approx(fit._information_se["pi"], rel=1e-3)
+    q = stats.norm.ppf(0.975)
+    np.testing.assert_allclose(fit.conf_int().loc["pi"], [fit.pi - q * se, fit.pi + q * se])
+    assert fit.cov_params().loc["pi", "pi"] == pytest.approx(se ** 2)
+    # the other parameters keep their information SEs; pi's correlations are kept
+    info = fit._cov
+    np.testing.assert_allclose(fit.bse.drop("pi"), np.sqrt(np.diag(info))[:-1])
+    k = se / fit._information_se["pi"]
+    np.testing.assert_allclose(fit.cov_params().loc["alpha1", "pi"], k * info.loc["alpha1", "pi"])
+    text = str(fit.summary())
+    assert f"{ci['lower']:.4f}, {ci['upper']:.4f}" in text and "SE(pi) (bootstrap)" in text
+    import pickle
+
+    again = pickle.loads(pickle.dumps(fit))
+    assert again.conf_int_pi().equals(ci)
+    assert not calls
+
+
+def test_test_pi_inverts_the_default_interval(fit):
+    """The bootstrap p-value of test_pi is above 5% just inside the calibrated interval and at
+    most 5% just outside it (the interval is {pi : R*(pi) <= the 190th of 199 draws})."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ci = fit.conf_int_pi()
+    width = ci["upper"] - ci["lower"]
+    for lim, sign in ((ci["lower"], -1), (ci["upper"], +1)):
+        inside = fit.test_pi(lim - sign * 1e-3 * width)
+        outside = fit.test_pi(lim + sign * 1e-3 * width)
+        assert "bootstrap-calibrated" in inside.method
+        assert inside.pvalue > 0.05 >= outside.pvalue
+        assert outside.extra["chi2_1 p-value"] == pytest.approx(stats.chi2.sf(outside.statistic, 1))
+
+
+def test_plain_profile_inference_on_request():
+    """``fit(pi_interval="profile")``: the chi2_1 interval, the information SE and the chi2
+    test, as before issue 19; a bad value is refused by name."""
+    df = pu_normal(300, 300, 0.3, [0, 0], [1, 0], [0, 2], rng=np.random.default_rng(2))
+    m = pu.DETM.from_formula("labeled ~ x1 + x2", data=df)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = m.fit(pi_interval="profile")
+    ci = r.conf_int_pi()
+    assert ci.attrs["cutoff"] == pytest.approx(stats.chi2.ppf(0.95, 1))
+    assert r.bse["pi"] == r._information_se["pi"]
+    assert r.test_pi(0.3).pvalue == pytest.approx(stats.chi2.sf(r.profile_pi().statistic(0.3), 1))
+    assert "profile CI" in str(r.summary()) and "bootstrap" not in str(r.summary())
+    with pytest.raises(ValueError, match="pi_interval"):
+        m.fit(pi_interval="wald")

@@ -58,7 +58,7 @@ def test_same_maximum_and_interval_as_before(case, model):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         r = cls.from_formula(formula, data=make()).fit(**(opts if model == "DETM" else {}))
-        ci = r.conf_int_pi()
+        ci = r.conf_int_pi(method="profile")
     tol = 1e-8 * abs(ref.llf_penalized)
     assert r.llf_penalized >= ref.llf_penalized - tol
     if r.llf_penalized > ref.llf_penalized + tol:
@@ -80,7 +80,7 @@ def test_limits_are_roots_of_the_plainly_computed_profile():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         r = pu.DETM.from_formula(formula, data=make()).fit()
-        ci = r.conf_int_pi()
+        ci = r.conf_int_pi(method="profile")
     fit, data = r._fit, r.model.data
     prof = r._profiler
     starts = [fit.theta, *prof.skeleton.values(), *prof.branch_starts]
