@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from puinfer.simulate import sar_design, scar_design
+from puinfer.simulate import gamma_design, sar_design, scar_design
 
 
 def test_shapes_labels_and_seeding():
@@ -25,6 +25,31 @@ def test_component_means():
     np.testing.assert_allclose(pos.mean(0), np.r_[np.ones(7), np.zeros(8)], atol=0.06)
     np.testing.assert_allclose(neg.mean(0), 1, atol=0.06)
     assert abs((df.y_true[df.labeled == 0]).mean() - 0.3) < 0.015
+
+
+def test_gamma_design_components_are_exact_tilts():
+    """Gamma(2, scale s) is Gamma(2, 1) tilted by exp((1 - 1/s) x): the target components'
+    shares of the tilted source weights reproduce their means (the DETM is exact)."""
+    df = gamma_design(20000, 40000, 0.3, rng=np.random.default_rng(3))
+    x = df[[f"x{j}" for j in range(1, 16)]].to_numpy()
+    src = x[df.labeled == 1]
+    pos = x[(df.labeled == 0) & (df.y_true == 1)]
+    neg = x[(df.labeled == 0) & (df.y_true == 0)]
+    assert src.min() > 0 and np.mean((src - src.mean(0)) ** 3) > 0  # skewed, positive
+    scale_pos = np.r_[np.full(7, 1.25), np.ones(8)]
+    np.testing.assert_allclose(pos.mean(0), 2 * scale_pos, rtol=0.03)
+    np.testing.assert_allclose(neg.mean(0), 2 * 0.6, rtol=0.03)
+    # coordinate by coordinate (independent coordinates; one-dimensional tilts keep the
+    # importance weights' variance small): the tilted source mean is the component's
+    for comp, b in ((pos, 1 - 1 / scale_pos), (neg, np.full(15, 1 - 1 / 0.6))):
+        w = np.exp(src * b)
+        np.testing.assert_allclose((w * src).sum(0) / w.sum(0), comp.mean(0), rtol=0.03)
+    assert abs((df.y_true[df.labeled == 0]).mean() - 0.3) < 0.01
+    scar = gamma_design(2000, 2000, 0.5, n_shift=0, rng=np.random.default_rng(4))
+    y = scar[(scar.labeled == 0) & (scar.y_true == 1)][[f"x{j}" for j in range(1, 16)]]
+    np.testing.assert_allclose(y.mean(0), 2.0, rtol=0.1)
+    with pytest.raises(ValueError, match="n_shift"):
+        gamma_design(10, 10, 0.5, n_shift=16)
 
 
 def test_bad_arguments():
