@@ -247,7 +247,7 @@ class _TiltModel(Model):
 
     def fit(self, *, penalty="ridge", label_rule: str = "kl", maxiter: int = 200,
             tol: float = 1e-10, check_separation: bool | None = None,
-            probe: bool | None = None, pi_interval: str = "bootstrap"):
+            probe: bool | None = None, pi_interval: str | None = None):
         """Maximum empirical likelihood estimation.
 
         Parameters
@@ -290,19 +290,20 @@ class _TiltModel(Model):
             kept, so ``conf_int_pi()`` at the 95% level costs nothing more. ``False`` skips it
             (``conf_int_pi`` then profiles and raises ``ProfileError`` if it finds a higher
             point than the fit).
-        pi_interval : {"bootstrap", "profile"}
+        pi_interval : {"bootstrap", "profile"}, optional
             The inference on pi the results give by default (``conf_int_pi()``, ``bse["pi"]``
             and the Wald interval of ``conf_int()``, ``test_pi`` and the summary).
-            ``"bootstrap"`` (default): the profile interval with its cut-off calibrated by the
-            smoothed empirical-likelihood bootstrap from the fitted model (199 resamples,
-            seed 0, computed once when first needed: about 5-20 CPU s at n = m = 1000 with 15
-            features) and the bootstrap SE of pi-hat. ``"profile"``: the plain profile
-            interval (``chi2_1`` cut-off, Theorem 3b) and the observed-information SE,
-            at no further cost. Why the default (issue 19, ``studies/results/README_detm.md``):
-            in Liu et al.'s SAR design (p = 15, n = m = 1000) the plain interval covers 0.74 /
-            0.69 (pi = 0.3 / 0.7) and the observed-information SE is a third of the SD of
-            pi-hat; the calibrated interval covers 0.93 / 0.99 and its SE is within 10% (pi =
-            0.3) to 50% above (0.7) that SD.
+            ``"bootstrap"`` (the default for data in memory; data in Dask collections default
+            to ``"profile"``, as the bootstrap needs every row in memory): the profile
+            interval with its cut-off calibrated by the smoothed empirical-likelihood
+            bootstrap from the fitted model (199 resamples, seed 0, computed once when first
+            needed: about 5-20 CPU s at n = m = 1000 with 15 features) and the bootstrap SE of
+            pi-hat. ``"profile"``: the plain profile interval (``chi2_1`` cut-off, Theorem 3b)
+            and the observed-information SE, at no further cost. Why the default (issue 19,
+            ``studies/results/README_detm.md``): in Liu et al.'s SAR design (p = 15, n = m =
+            1000) the plain interval covers 0.74 / 0.69 (pi = 0.3 / 0.7) and the observed-
+            information SE is a third of the SD of pi-hat; the calibrated interval covers 0.93
+            / 0.99 and its SE is within 10% (pi = 0.3) to 50% above (0.7) that SD.
 
         Returns
         -------
@@ -320,6 +321,9 @@ class _TiltModel(Model):
         """
         if label_rule not in LABEL_RULES:
             raise ValueError(f"label_rule must be one of {LABEL_RULES}; got {label_rule!r}")
+        lazy = getattr(self.data, "lazy", False)  # rows in Dask collections
+        if pi_interval is None:
+            pi_interval = "profile" if lazy else "bootstrap"
         if pi_interval not in ("bootstrap", "profile"):
             raise ValueError(f"pi_interval must be 'bootstrap' or 'profile'; got {pi_interval!r}")
         if check_separation not in (None, True, False):
