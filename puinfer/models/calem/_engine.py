@@ -209,10 +209,14 @@ def sandwich_block(r: Rows, theta):
     d = r.ratio(ev["eta"][r.nc:], -_softplus(ev["eta"][r.nc:]), free) * (1 - ge)
     A12 = Xt.T @ (Xt * d[:, None])
     A22 = Xt.T @ (Xt * (ge * (1 - ge))[:, None])
-    psi_c = Xc * (y - pc)[:, None]
-    psi_t = np.hstack([Xt * (a - pt)[:, None], Xt * (z - ge)[:, None]])
-    B = psi_t.T @ psi_t
-    B[:k, :k] += psi_c.T @ psi_c
+    # B = sum psi psi', psi = (x (a - g), x (z - g_eta)) on treated rows, (x (y - g), 0) on
+    # control rows: three weighted Gram matrices (no (rows x 2k) array is built)
+    u, v = a - pt, z - ge
+    B = np.empty((2 * k, 2 * k))
+    B[:k, :k] = Xt.T @ (Xt * (u * u)[:, None]) + Xc.T @ (Xc * ((y - pc) ** 2)[:, None])
+    B[:k, k:] = Xt.T @ (Xt * (u * v)[:, None])
+    B[k:, :k] = B[:k, k:].T
+    B[k:, k:] = Xt.T @ (Xt * (v * v)[:, None])
     return {"J": ev["J"], "A12": A12, "A22": A22, "B": B}
 
 
