@@ -364,6 +364,25 @@ def test_sandwich_bread_is_the_derivative_of_the_stacked_equations(fits):
     assert_allclose(-num, A, rtol=1e-4, atol=1e-3)
 
 
+def test_sandwich_meat_is_the_sum_of_outer_products(fits):
+    """B of the sandwich equals sum_i psi_i psi_i' with the stacked estimating functions
+    psi = (x (label - g), x (z - g_eta)) on treated rows and (x (y - g), 0) on control rows,
+    built row by row as a (rows x 2k) array (the direct form the engine avoids)."""
+    from puinfer.models.calem._engine import Rows, block_sums, sandwich_block
+
+    m, res, _ = fits["logistic"]
+    eng = m._setup.engine
+    theta, eta = res.params.to_numpy(), res.biased.params.to_numpy()
+    rows = Rows(eng.X, eng.nc, eng.y, eng.z, eng.Xt @ eta)
+    ev = block_sums(rows, theta)
+    g = expit(eng.X @ theta)
+    Xc, Xt = eng.X[:eng.nc], eng.X[eng.nc:]
+    psi = np.vstack([np.hstack([Xc * (eng.y - g[:eng.nc])[:, None], np.zeros_like(Xc)]),
+                     np.hstack([Xt * (ev["a"] - g[eng.nc:])[:, None],
+                                Xt * (eng.z - expit(eng.Xt @ eta))[:, None]])])
+    assert_allclose(sandwich_block(rows, theta)["B"], psi.T @ psi, rtol=1e-10, atol=1e-8)
+
+
 # -- pickling, immutability, caching --------------------------------------------------------------
 def _pickle_cases(sim, fits):
     yield from ((cal, fits[cal][0], fits[cal][1]) for cal in CALIBRATORS)
