@@ -246,7 +246,10 @@ def one_replicate(cell, rng, alpha=0.05, intervals=True):
     return out
 
 
-def run(which, reps, seed, path):
+def run(which, reps, seed, path, only=None):
+    """Replicates ``0 .. reps - 1`` of every cell (of the cells ``only``, indices into the
+    set, if given) that the CSV at ``path`` does not hold yet: a rerun with a larger ``reps``
+    adds replicates on new seeds (``[seed, cell, rep]`` with the new ``rep``)."""
     cells = CELLS[which]()
     done = pd.read_csv(path) if path.exists() else None
     have = set() if done is None else set(zip(done.cell, done.rep, strict=True))
@@ -254,7 +257,7 @@ def run(which, reps, seed, path):
     for rep in range(reps):
         rows = []
         for c, cell in enumerate(cells):
-            if (c, rep) in have:
+            if (c, rep) in have or (only is not None and c not in only):
                 continue
             t1 = time.time()
             rng = np.random.default_rng([seed, cell.get("seed_index", c), rep])
@@ -686,6 +689,8 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=14)
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--report", action="store_true", help="only write the tables")
+    ap.add_argument("--cells", type=lambda v: {int(c) for c in v.split(",")}, default=None,
+                    help="comma-separated cell indices of the set to run (default: all)")
     ap.add_argument("--cost", action="store_true", help="time the default and the Bartlett "
                     "options (urc_labdesign_cost.csv)")
     args = ap.parse_args(argv)
@@ -693,7 +698,8 @@ def main(argv=None):
     if args.cost:
         cost(args.out)
     elif not args.report:
-        run(args.set, args.reps, args.seed, args.out / f"urc_labdesign_{args.set}_raw.csv")
+        run(args.set, args.reps, args.seed, args.out / f"urc_labdesign_{args.set}_raw.csv",
+            args.cells)
     report(args.out)
     return 0
 

@@ -60,7 +60,7 @@ def normal_scores(mean, sd, y):
     return float(np.mean(ls)), float(np.mean(crps))
 
 
-def one(rep, scen, configs, with_ci, seed):
+def one(rep, scen, configs, with_ci, seed, fit_kw=None):
     mu, sc = SCENARIOS[scen]
     sim = simulate_urc_regression(N_LAB, N_FIELD, field_shift=mu, field_scale=sc,
                                   rng=np.random.default_rng([seed, rep, list(SCENARIOS).index(scen)]))
@@ -74,7 +74,7 @@ def one(rep, scen, configs, with_ci, seed):
     rows = []
     for order, lam in configs:
         t0 = time.perf_counter()
-        r = m.fit(sim.field_pred, smoothing=lam, smooth_order=order)
+        r = m.fit(sim.field_pred, smoothing=lam, smooth_order=order, **(fit_kw or {}))
         est = r.base_rates.iloc[0].to_numpy()
         s = r.score(fp, fy)
         row = dict(rep=rep, scenario=scen, order=order, lam=lam,
@@ -84,8 +84,20 @@ def one(rep, scen, configs, with_ci, seed):
                    ls_orig=ls0, ls_recal=float(s.loc["recalibrated", "log score"]), ls_oracle=lso,
                    crps_orig=crps0, crps_recal=float(s.loc["recalibrated", "CRPS"]),
                    crps_oracle=crpso, crps_orig_numeric=float(s.loc["original", "CRPS"]),
-                   p_noshift=float(r.test_no_shift().pvalue), p_gof=float(r.gof().pvalue))
+                   p_noshift=float(r.test_no_shift().pvalue), p_gof=float(r.gof().pvalue),
+                   stat_noshift=float(r.test_no_shift().statistic))
         row["gof_df"] = float(r.gof().df)
+        if with_ci and scen == "none":
+            # the tests on the likelihood without the smoothness penalty (Firth's pseudo-counts
+            # kept): the free fit is not shrunk towards the null (their size only: the
+            # unpenalised fit is slow, and both shifts are rejected always)
+            t1 = time.perf_counter()
+            u = r.unpenalized
+            row["p_noshift_unpen"] = float(u.test_no_shift().pvalue)
+            row["stat_noshift_unpen"] = float(u.test_no_shift().statistic)
+            row["p_gof_unpen"] = float(u.gof().pvalue)
+            row["converged_unpen"] = bool(u.converged)
+            row["seconds_unpen"] = time.perf_counter() - t1
         if with_ci:
             # covered iff the profile statistic at the truth is below the cut-off (the interval
             # is {v : R(v) <= 3.841}): one constrained fit per interval instead of a root search
@@ -102,6 +114,49 @@ def one(rep, scen, configs, with_ci, seed):
         row["seconds"] = time.perf_counter() - t0
         rows.append(row)
     return rows
+
+
+#: Part ``tests``: size (no shift) and power against small shifts of the no-shift tests
+TEST_SCENARIOS = {"none": (0.0, 1.0), "location 0.1": (0.1, 1.0), "scale 0.9": (0.0, 0.9)}
+
+
+def tests_one(rep, scen, seed):
+    """The no-shift tests of the default fit: the score test of the unpenalised likelihood
+    (the default), the likelihood-ratio test of the penalised fit (the default before), and
+    the goodness-of-fit test. ``none`` uses the seeds of Part 2's ``none`` (same data)."""
+    mu, sc = TEST_SCENARIOS[scen]
+    si = list(SCENARIOS).index(scen) if scen in SCENARIOS else 10 + list(TEST_SCENARIOS).index(scen)
+    sim = simulate_urc_regression(N_LAB, N_FIELD, field_shift=mu, field_scale=sc,
+                                  rng=np.random.default_rng([seed, rep, si]))
+    t0 = time.perf_counter()
+    r = RegressionURC(sim.lab_pred, sim.lab_y).fit(sim.field_pred)
+    ts = r.test_no_shift(statistic="score")
+    t1 = time.perf_counter()
+    tl = r.test_no_shift(statistic="lr")
+    g = r.gof()
+    return dict(rep=rep, scenario=scen, p_score=ts.pvalue, stat_score=ts.statistic,
+                p_lr_penalized=tl.pvalue, stat_lr_penalized=tl.statistic, p_gof=g.pvalue,
+                gof_df=g.df, converged=bool(r.converged), seconds_fit_score=t1 - t0)
+
+
+def run_tests(reps, seed):
+    path = OUT / "urc_regression_tests.csv"
+    done = set()
+    if path.exists():
+        old = pd.read_csv(path)
+        done = set(zip(old.rep, old.scenario, strict=True))
+    for rep in range(reps):
+        rows = []
+        for scen in TEST_SCENARIOS:
+            if (rep, scen) in done:
+                continue
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                rows.append(tests_one(rep, scen, seed))
+        if rows:
+            pd.DataFrame(rows).to_csv(path, mode="a", header=not path.exists(), index=False)
+        if (rep + 1) % 25 == 0:
+            print(f"tests: replicate {rep + 1}/{reps} done", flush=True)
 
 
 GOF_GRID = [(0.0, 0.0), (0.0, 0.5), (3.0, 0.0), (3.0, 0.5)]  # (lambda, lab pseudo-count)
@@ -138,6 +193,11 @@ def run_gof(reps, seed):
         print(f"gof: replicate {rep + 1}/{reps} done", flush=True)
 
 
+#: fit options of a part: ``coverage_samplecentred`` is the penalty centred at the lab sample's
+#: interval shares (the default before the lab population's shares were integrated out)
+PART_FIT_KW = {"coverage_samplecentred": {"penalty_centre": "sample"}}
+
+
 def run(part, reps, configs, seed):
     OUT.mkdir(exist_ok=True)
     path = OUT / f"urc_regression_{part}.csv"
@@ -152,7 +212,8 @@ def run(part, reps, configs, seed):
                 continue
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                rows = one(rep, scen, todo, part == "coverage", seed)
+                rows = one(rep, scen, todo, part.startswith("coverage"), seed,
+                           PART_FIT_KW.get(part))
             new = pd.DataFrame(rows)
             if path.exists():  # rewrite: the columns may differ between versions of the study
                 new = pd.concat([pd.read_csv(path), new], ignore_index=True)
@@ -331,7 +392,8 @@ def report():
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--part", choices=["select", "coverage", "gof"])
+    ap.add_argument("--part", choices=["select", "coverage", "coverage_samplecentred", "gof",
+                                       "tests"])
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--configs", default=None,
                     help="order:strength pairs, comma separated (default: the select grid)")
@@ -341,6 +403,8 @@ def main(argv=None):
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     if args.part == "gof":
         run_gof(args.reps, args.seed)
+    elif args.part == "tests":
+        run_tests(args.reps, args.seed)
     elif args.part:
         configs = GRID if args.configs is None else [
             (int(c.split(":")[0]), float(c.split(":")[1])) for c in args.configs.split(",")]

@@ -25,6 +25,7 @@ times a weight that is constant on each interval.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,6 +35,7 @@ from ..._align import align_rows, check_missing_option
 from ..._validation import warn_and_record
 from ...exceptions import EmptyBinWarning
 from ...summary import Summary
+from . import _likelihood as lik
 from ._smoothing import SmoothnessPenalty
 from .model import DEFAULT_LAB_PSEUDOCOUNT, URC
 from .partition import Partition, _quantile_edges
@@ -259,7 +261,8 @@ class RegressionURC(URC):
             smooth_order: int | None = None, likelihood: str = "joint",
             prior_strength: float = 0.0, lab_pseudocount: float = DEFAULT_LAB_PSEUDOCOUNT,
             maxiter: int = 5000, tol: float = 1e-10,
-            missing: str = "raise") -> RegressionURCResults:
+            missing: str = "raise", penalty_centre: str = "population"
+            ) -> RegressionURCResults:
         """Estimate the field shares of the outcome intervals (per group) and recalibrate.
 
         Parameters
@@ -334,7 +337,15 @@ class RegressionURC(URC):
             groups = groups.reset_index(drop=True)  # already aligned: match by position
         probs = self._probs(pred, "field_pred")
         pi_lab = self._L.sum(axis=1) / self._L.sum()
-        pen = SmoothnessPenalty(lam, order, pi_lab, self.penalty_positions) if lam > 0 else None
+        # random lab design: the shift is against the lab population's shares, of which the
+        # lab sample's are an estimate (SmoothnessPenalty integrates that error out)
+        if penalty_centre not in ("population", "sample"):
+            raise ValueError(f"penalty_centre must be 'population' or 'sample'; got "
+                             f"{penalty_centre!r}")
+        n_pop = (self._L.sum() if self.lab_design == "random" and penalty_centre == "population"
+                 else None)
+        pen = (SmoothnessPenalty(lam, order, pi_lab, self.penalty_positions, n_lab=n_pop)
+               if lam > 0 else None)
         base = URC.fit(self, probs, groups, likelihood=likelihood, prior_strength=prior_strength,
                        lab_pseudocount=lab_pseudocount, maxiter=maxiter, tol=tol, penalty=pen)
         return RegressionURCResults(dataclasses.replace(base._record, n_dropped=n_dropped),
@@ -370,6 +381,27 @@ class RegressionURCResults(URCResults):
         self.smooth_order = int(smooth_order)
         self.edges = self.model.edges.copy()
         self.edges.flags.writeable = False
+
+    @functools.cached_property
+    def unpenalized(self) -> URCResults:
+        """The fit of the same lab and field histograms without the smoothness penalty
+        (Firth's lab pseudo-counts and any Dirichlet prior kept): the likelihood whose
+        profile intervals and no-shift test have their nominal chi-square calibration.
+
+        Started from the penalised estimate (and URC's other starts); a plain
+        :class:`URCResults` (its base rates are the unsmoothed estimates, its
+        ``llf_penalized`` has no smoothness term). This fit itself when ``smoothing == 0``.
+        """
+        rec = self._record
+        if rec.data.penalty is None or self.constraint.kind != "free":
+            return self
+        d0 = dataclasses.replace(rec.data, penalty=None)
+        est = lik.maximize(d0, lik.Constraint(), start=(rec.estimate.P, rec.estimate.M),
+                           options=rec.options)
+        record = list(self.model.warnings)
+        self.model._check_fit(est, rec.groups, record)
+        return URCResults(dataclasses.replace(rec, data=d0, estimate=est,
+                                              warnings=tuple(record)))
 
     # -- recalibration ----------------------------------------------------------------------------
     def _weights(self, pred, groups, old_prior):
