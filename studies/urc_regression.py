@@ -42,6 +42,7 @@ import pandas as pd
 from scipy import stats
 
 from puinfer.models.urc import RegressionURC
+from puinfer.models.urc.regression import DEFAULT_ORDER, DEFAULT_SMOOTHING
 from puinfer.simulate.urc_regression import simulate_urc_regression
 
 OUT = Path(__file__).resolve().parent / "results"
@@ -49,6 +50,7 @@ SCENARIOS = {"none": (0.0, 1.0), "location": (0.5, 1.0), "loc+scale": (0.3, 0.8)
 GRID = [(o, lam) for o in (1, 2) for lam in (1.0, 3.0, 10.0, 30.0)]
 N_LAB, N_FIELD, N_SCORE = 1000, 5000, 1000
 N_WIDTH = 30  # replicates whose interval limits are computed (coverage: from R(truth))
+N_UNPEN = 40  # replicates of `none` with the unpenalised likelihood-ratio test (slow; size 0.4+)
 CUT95 = float(stats.chi2.ppf(0.95, 1))
 
 
@@ -87,7 +89,8 @@ def one(rep, scen, configs, with_ci, seed, fit_kw=None):
                    p_noshift=float(r.test_no_shift().pvalue), p_gof=float(r.gof().pvalue),
                    stat_noshift=float(r.test_no_shift().statistic))
         row["gof_df"] = float(r.gof().df)
-        if with_ci and scen == "none":
+        if with_ci and scen == "none" and rep < N_UNPEN and (order, lam) == (
+                DEFAULT_ORDER, DEFAULT_SMOOTHING):
             # the tests on the likelihood without the smoothness penalty (Firth's pseudo-counts
             # kept): the free fit is not shrunk towards the null (their size only: the
             # unpenalised fit is slow, and both shifts are rejected always)
@@ -122,15 +125,15 @@ TEST_SCENARIOS = {"none": (0.0, 1.0), "location 0.1": (0.1, 1.0), "scale 0.9": (
 
 def tests_one(rep, scen, seed):
     """The no-shift tests of the default fit: the score test of the unpenalised likelihood
-    (the default), the likelihood-ratio test of the penalised fit (the default before), and
-    the goodness-of-fit test. ``none`` uses the seeds of Part 2's ``none`` (same data)."""
+    (an option), the likelihood-ratio test of the penalised fit (the default), and the
+    goodness-of-fit test. ``none`` uses the seeds of Part 2's ``none`` (same data)."""
     mu, sc = TEST_SCENARIOS[scen]
     si = list(SCENARIOS).index(scen) if scen in SCENARIOS else 10 + list(TEST_SCENARIOS).index(scen)
     sim = simulate_urc_regression(N_LAB, N_FIELD, field_shift=mu, field_scale=sc,
                                   rng=np.random.default_rng([seed, rep, si]))
     t0 = time.perf_counter()
     r = RegressionURC(sim.lab_pred, sim.lab_y).fit(sim.field_pred)
-    ts = r.test_no_shift(statistic="score")
+    ts = r.test_no_shift(statistic="score")  # an option (the default is "lr")
     t1 = time.perf_counter()
     tl = r.test_no_shift(statistic="lr")
     g = r.gof()
@@ -340,8 +343,12 @@ def report():
                      "maximum likelihood), `pseudocount`: Firth's lab pseudo-count (the GOF uses "
                      "the augmented lab counts). A chi-square(df) has mean df and variance 2 df."
                      "\n\n" + to_markdown(t))
-    for path, title in ((cov_path, "Part 2 (current defaults: random lab design, Firth "
-                                   "pseudo-counts, effective GOF df)"),
+    for path, title in ((cov_path, "Part 2 (current defaults: the penalty on the shift against "
+                                   "the lab population, its shares integrated out)"),
+                        (OUT / "urc_regression_coverage_samplecentred.csv",
+                         "Part 2 with the penalty centred at the lab sample's shares (the "
+                         "defaults before; random lab design, Firth pseudo-counts, effective "
+                         "GOF df)"),
                         (OUT / "urc_regression_coverage_before.csv",
                          "Part 2 before (lab shares treated as known, maximum likelihood for "
                          "M_A, nominal GOF df; the first version of this study)")):
@@ -361,6 +368,7 @@ def report():
         cov["min"] = g[covc].mean().min(axis=1)
         cov["MC se"] = mc(0.95, n)
         cov["mean width"] = g[widc].mean().mean(axis=1)
+        cov["RMSE"] = g.rmse.mean()
         tests = pd.DataFrame({
             "reps": n,
             "reject no-shift": g.p_noshift.apply(lambda p: np.mean(p < 0.05)),
@@ -375,6 +383,47 @@ def report():
                      + f"\n\n## {title}: tests at the 5% level and scores\n\n"
                      "Under `none` the rejection rates are sizes; otherwise power.\n\n"
                      + to_markdown(tests))
+    if cov_path.exists():
+        d = pd.read_csv(cov_path)
+        if "p_noshift_unpen" in d:
+            u = d[d.p_noshift_unpen.notna()]
+            g = u.groupby("scenario")
+            t = pd.DataFrame({"reps": g.size(),
+                              "reject 5%": g.p_noshift_unpen.apply(lambda p: np.mean(p < 0.05)),
+                              "mean statistic": g.stat_noshift_unpen.mean(),
+                              "GOF reject 5% (unpenalised fit)":
+                                  g.p_gof_unpen.apply(lambda p: np.mean(p < 0.05)),
+                              "converged": g.converged_unpen.mean(),
+                              "seconds (unpenalised fit + tests)": g.seconds_unpen.mean()})
+            parts.append("## The no-shift likelihood-ratio test without the penalty (not "
+                         "adopted)\n\nThe free fit without the smoothness penalty (Firth's "
+                         "pseudo-counts kept) against the pooled null, chi-square(9); Part 2's "
+                         "first replicates of `none` (the same data).\n\n" + to_markdown(t))
+    tests_path = OUT / "urc_regression_tests.csv"
+    if tests_path.exists():
+        d = pd.read_csv(tests_path)
+        g = d.groupby("scenario", sort=False)
+        n = g.size()
+        t = pd.DataFrame({
+            "reps": n,
+            "score test: reject 5%": g.p_score.apply(lambda p: np.mean(p < 0.05)),
+            "score: reject 1%": g.p_score.apply(lambda p: np.mean(p < 0.01)),
+            "score: reject 10%": g.p_score.apply(lambda p: np.mean(p < 0.10)),
+            "score: mean statistic": g.stat_score.mean(),
+            "score: var statistic": g.stat_score.var(),
+            "penalised LR: reject 5%": g.p_lr_penalized.apply(lambda p: np.mean(p < 0.05)),
+            "GOF: reject 5%": g.p_gof.apply(lambda p: np.mean(p < 0.05)),
+            "GOF df (mean)": g.gof_df.mean(),
+            "MC se at 5%": mc(0.05, n),
+            "seconds (fit + score test)": g.seconds_fit_score.mean()})
+        parts.append("## Part 3: the no-shift tests and the GOF test (current defaults)\n\n"
+                     "Under `none` the rejection rates are sizes (chi-square(9): mean 9, "
+                     "variance 18); `location 0.1` (field N(0.1, 1)) and `scale 0.9` "
+                     "(N(0, 0.9^2)) are small shifts (power). Score test: Rao's test at the "
+                     "pooled null fit without the smoothness penalty (the default of "
+                     "`test_no_shift()` with a penalty); penalised LR: the likelihood-ratio "
+                     "test of the penalised free fit (the default before).\n\n"
+                     + to_markdown(t))
     text = ("# Regression URC: penalty choice, coverage, test size, scores\n\n"
             "Generated by `studies/urc_regression.py` (see its docstring for the design). "
             "Commands:\n\n```\n"

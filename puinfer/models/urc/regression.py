@@ -576,7 +576,9 @@ class RegressionURCResults(URCResults):
         s.add_info("Smoothing (lambda, order)", f"{self.smoothing:g}, {self.smooth_order}")
         if self.smoothing > 0:
             s.add_note("The smoothness penalty is part of the objective: the estimates are "
-                       "penalised (MAP) ones and the intervals and tests approximate.")
+                       "penalised (MAP) ones, the intervals profile penalised-likelihood "
+                       "ones, and the no-shift likelihood-ratio test is conservative "
+                       "(test_no_shift(statistic='score'): more power, but over-rejects).")
         return s
 
     def __repr__(self):

@@ -426,17 +426,18 @@ def test_penalty_with_the_lab_population_integrated_out():
     assert "integrated out" in pen.describe()
 
 
-def test_regression_no_shift_is_the_score_test(res, model, sim):
-    t = res.test_no_shift()
+def test_regression_no_shift_score_option(res, model, sim):
+    assert res.test_no_shift().method == "URC likelihood-ratio test of no prior shift"
+    t = res.test_no_shift(statistic="score")
     assert t.method == "URC score test of no prior shift"
     assert "without the smoothness penalty" in t.extra["likelihood"]
     null = res.fit_no_shift()
     est = null._record.estimate
     assert t.statistic == pytest.approx(lik.score_statistic(null._d, est.P, est.M), rel=1e-12)
     assert t.df == model.n_intervals - 1
-    # the penalised likelihood-ratio statistic (shrunk towards the null) stays available
-    assert res.test_no_shift(statistic="lr").method.endswith("likelihood-ratio test of no "
-                                                             "prior shift")
+    # the penalised free fit is shrunk towards the null: its likelihood-ratio statistic is
+    # below the score statistic of the unpenalised model
+    assert res.test_no_shift().statistic < t.statistic
     # the unpenalised twin: the same histograms, no smoothness penalty, at least as high a
     # likelihood as the penalised estimate has
     u = quiet(lambda: res.unpenalized)
