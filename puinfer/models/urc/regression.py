@@ -316,7 +316,7 @@ class RegressionURC(URC):
         about 23% wider. Where the true shift is not close to log-linear in the interval
         means (the open end intervals under a location shift) the smoothing bias remains:
         0.90-0.92 there. The no-shift likelihood-ratio test of the penalised fit is
-        conservative (size 0 of 500 at 5%), the goodness-of-fit test rejects 7-9% at 5%.
+        conservative (size 0 of 500 at 5%), the goodness-of-fit test rejects 7-10% at 5%.
         """
         lam = DEFAULT_SMOOTHING if smoothing is None else smoothing
         order = DEFAULT_ORDER if smooth_order is None else smooth_order
