@@ -289,6 +289,12 @@ the lab multinomial allows (`K <= W`), and no more.
   coverage 0.977-0.985) at 17-21% more RMSE (0.0152 / 0.0177 / 0.0149 against 0.0130 /
   0.0151 / 0.0123 on the same replicates) and 24% wider intervals, with a worse log score:
   not adopted.
+* **Speed unchanged** (the penalty's precision is one k x k solve at construction):
+  `benchmarks/bench_urc_regression.py --repeat 1` under `taskset -c 0`, main and this branch
+  alternated twice on a loaded machine (load average 9), 1e6 field rows, 10 intervals:
+  fit + ten profile intervals + tests 8.6 / 11.6 s (main) against 4.6 / 7.4 s (this
+  branch), best 4.6 s (fit 1.8, intervals 2.7, tests 0.1); with 19 predictive quantiles
+  12.6 / 15.2 s against 13.0 / 10.2 s. The differences are the machine's noise.
 * Part 2's "reject no-shift" column is left empty for the current run: while it ran the
   default statistic was briefly the score test, so the column mixes two tests; the tests
   are in Part 3 (500 replicates).
