@@ -462,8 +462,9 @@ replicate is pooled (table "Coverage and size: first run, added replicates, pool
 The three cells of the first run: lab n = 300 stratified class 2 0.937 -> 0.952 (0.960 in
 the 2000 new replicates), lab n = 1000 binary random 0.938 -> 0.944 (new 0.947), lab n = 1000
 three classes random class 0 0.937 -> 0.944 (new 0.947): the shortfall was Monte-Carlo
-noise. The lowest pooled values are at lab n = 1000, random (0.944 / 0.944 / 0.949 / 0.945),
-within 1.5 MC SE of 0.95 (mean R 1.00-1.04). The small-lab three-class cells over-cover
+noise. The lowest pooled values, 0.944-0.945, are binary at lab n = 100 stratified and lab
+n = 1000 (both designs) and three classes at lab n = 1000 random (classes 0 and 2), within
+1.5 MC SE of 0.95 (mean R 1.00-1.04). The small-lab three-class cells over-cover
 (0.957-0.966, mean R 0.88-0.96): Firth's pseudo-counts and one cell per class are slightly
 conservative there.
 
