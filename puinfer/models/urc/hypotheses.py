@@ -205,10 +205,11 @@ class URCTestsMixin:
             not touch. For :class:`~puinfer.models.urc.RegressionURC`, whose penalised free
             fit is shrunk towards the null (the likelihood-ratio test is then very
             conservative: size 0 of 500 at 5%), the score test is far more powerful against
-            small shifts (25% against 2-3%) but **over-rejects**: size 10.4% at 5% (500
-            replicates, K = 10 intervals, 5 lab rows per lab cell;
-            ``studies/results/urc_regression.md``), so it is not the default. With dense
-            lab cells it agrees with the likelihood-ratio statistic.
+            small shifts (25% against 2-3%) but **over-rejects** with sparse lab cells: size
+            10.4% at 5% (500 replicates, K = 10 intervals, 5 lab rows per lab cell), 6.0%
+            with 20 per lab cell (150 replicates; ``studies/results/urc_regression.md``), so
+            it is not the default. With dense lab cells it agrees with the likelihood-ratio
+            statistic.
 
         Raises
         ------
