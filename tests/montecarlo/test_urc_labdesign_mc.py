@@ -64,3 +64,21 @@ def test_small_lab_fix_deflates_the_profile_statistic():
     assert diff.mean() > 2 * diff.std() / np.sqrt(SMALL_REPS)
     # chi-square(1) averaged over three correlated classes: SD at most sqrt(2)
     assert default.mean() < 1 + 3 * np.sqrt(2) / np.sqrt(SMALL_REPS)
+
+
+def test_study_extends_chosen_cells_on_new_seeds(tmp_path, monkeypatch):
+    # the restartable run: --cells restricts the cells, a larger --reps adds replicates
+    # [seed, cell, rep] with new rep indices only, and nothing already in the CSV is redone
+    monkeypatch.setitem(study.CELLS, "null", lambda: [CELL, dict(CELL, design="stratified")])
+    path = tmp_path / "raw.csv"
+    study.run("null", 2, 14, path, only={1})
+    study.run("null", 3, 14, path)
+    df = pd.read_csv(path)
+    assert sorted(zip(df.cell, df.rep, strict=True)) == [(0, 0), (0, 1), (0, 2), (1, 0), (1, 1), (1, 2)]
+    one = study.one_replicate(dict(CELL, design="stratified"),
+                              np.random.default_rng([14, 1, 2]), intervals=False)
+    row = df[(df.cell == 1) & (df.rep == 2)].iloc[0]
+    assert row.p_noshift == one["p_noshift"] and row.R_true1 == one["R_true1"]
+    t = study.rounds_table(df, first=2)
+    assert list(t.reps_first) == [2, 2]
+    assert list(t.reps_new) == [1, 1] and list(t.reps) == [3, 3]

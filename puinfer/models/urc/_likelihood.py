@@ -788,6 +788,51 @@ def gof_test(d: Data, P, M, statistic: str, null: str):
     return dataclasses.replace(t, method=method)
 
 
+def score_statistic(d: Data, P0, M0) -> float:
+    """Rao's score statistic of a restricted fit ``(P0, M0)`` of the data ``d`` against the
+    unrestricted model **without** the penalty on the base rates (Firth's pseudo-counts and a
+    Dirichlet prior kept): ``U' I^-1 U``, ``U`` the gradient and ``I`` the observed information
+    of the free model at the restricted estimate, on the tangent space of its simplices.
+
+    Under a random lab design with the lab population's base rates tied to ``P`` (``d.pooled``,
+    the no-shift null), the free model also has the lab population's base rates ``pi``: their
+    block (the lab class counts' multinomial, score ``n / pi``) is independent of the rest.
+    The directions the restricted fit maximised over have zero gradient there, so the
+    statistic measures the free directions only. ``I`` is the expected (Fisher) information
+    at the restricted fit. Only the restricted fit is needed: the
+    unpenalised free fit of a deconvolution can be slow and on the boundary, the score test
+    is evaluated in the interior. NaN if the information is not positive definite."""
+    d0 = dataclasses.replace(d, pooled=False, penalty=None)
+    P0 = np.asarray(P0, dtype=float)
+    M0 = np.asarray(M0, dtype=float)
+    g, _ = grad_hess(P0, M0, d0)
+    T = tangent(P0, M0, d0, Constraint(), g)
+    if T is None:
+        return np.nan
+    # the expected information (the Hessian is linear in the counts: evaluate it at their
+    # expectations under the restricted fit); the observed one of the joint likelihood is
+    # indefinite away from the free maximum
+    ev = dataclasses.replace(d0, F=d.F.sum(axis=1, keepdims=True) * (P0 @ M0),
+                             L=d0.L_lik.sum(axis=1, keepdims=True) * M0, lab_pseudocount=0.0)
+    _, H = grad_hess(P0, M0, ev)
+    U, I = _reduced(T, g, H)
+    if d.random_lab and d.pooled:
+        n = d.L.sum(axis=1).astype(float)
+        pi = P0[0]
+        k = pi.size
+        last = int(np.argmax(pi))
+        Tp = (np.eye(k) - np.eye(k)[:, [last]])[:, np.arange(k) != last]   # e_i - e_last
+        Ip = Tp.T @ np.diag(n.sum() / pi) @ Tp
+        U = np.concatenate([U, Tp.T @ (n / pi)])
+        I = np.block([[I, np.zeros((I.shape[0], k - 1))], [np.zeros((k - 1, I.shape[0])), Ip]])
+    try:
+        c = np.linalg.cholesky(I)
+    except np.linalg.LinAlgError:
+        return np.nan
+    z = np.linalg.solve(c, U)
+    return float(z @ z)
+
+
 def penalty_df_reduction(d: Data, P, M) -> float:
     """How many degrees of freedom a penalty on the base rates (the smoothness penalty, a
     Dirichlet prior) removes from the fit: ``tr[(-H)^{-1} (-H_pen)]`` on the tangent space of

@@ -13,6 +13,21 @@ ratio ``p_j / pi_lab_j``); order 2 shrinks towards a log-linear ratio in the int
 which contains no shift and is close to a location shift. The penalty is a function of the
 differences only, so it is unchanged by the normalisation of ``p`` (``D_r 1 = 0``).
 
+**Random lab sample.** The prior is on the shift against the lab *population*, whose shares
+``pi`` the lab sample estimates with multinomial error (for regression: the population mass
+of intervals cut at the lab sample's quantiles). Centred at the lab *sample's* shares, the
+random walk would also shrink that sampling error, which is no shift and is rough (white
+noise across the intervals), and leave it as a bias that the profile intervals do not cover.
+With ``n_lab`` given, ``log pi`` is integrated out under the Gaussian (Laplace) approximation
+of the lab multinomial, ``log pi ~ N(log pi_hat, W^-)`` with ``W = n (diag(pi) - pi pi')``
+its information: the penalty on ``u = log p - log pi_hat`` is then Gaussian with precision
+
+    K = Q - Q (Q + W + 1 1')^-1 Q,      Q = lambda D_r' D_r,
+
+the precision of a sum of the smooth shift (precision ``Q``) and the sampling error
+(precision ``W``); ``1 1'`` only makes the sum invertible (``Q 1 = W 1 = 0``). ``K <= Q`` and
+``K <= W``: a rough departure is penalised no more than the lab multinomial penalises it.
+
 :class:`SmoothnessPenalty` has the interface of the ``penalty`` hook of
 :class:`~puinfer.models.urc._likelihood.Data`: its value, gradient and Hessian in ``P`` (added
 to the URC objective and its derivatives) and the penalised M-step of EM, which has no closed
@@ -69,21 +84,34 @@ class SmoothnessPenalty:
         Positions of the ordered classes (regression: the lab mean of the outcome in each
         interval, in lab standard deviations); differences are scaled by their distances
         (see :func:`difference_matrix`). Default equally spaced.
+    n_lab : int, optional
+        Size of the lab sample when ``pi_lab`` are a random sample's shares (URC's random lab
+        design): the prior is then on the shift against the lab population, with the
+        sample's error integrated out (module docstring). Default: ``pi_lab`` known.
     """
 
-    def __init__(self, strength: float, order: int, pi_lab, positions=None):
+    def __init__(self, strength: float, order: int, pi_lab, positions=None, n_lab=None):
         self.strength = float(strength)
         self.order = int(order)
-        self.x0 = np.log(np.asarray(pi_lab, dtype=float))
+        pi = np.asarray(pi_lab, dtype=float)
+        self.x0 = np.log(pi)
         k = self.x0.size
         self.positions = None if positions is None else np.asarray(positions, dtype=float)
+        self.n_lab = None if n_lab is None else float(n_lab)
         D = difference_matrix(k, self.order, self.positions)
-        self.K = self.strength * (D.T @ D)
+        Q = self.strength * (D.T @ D)
+        if self.n_lab is not None:
+            W = self.n_lab * (np.diag(pi) - np.outer(pi, pi))
+            Q = Q - Q @ np.linalg.solve(Q + W + np.ones((k, k)), Q)
+            Q = (Q + Q.T) / 2
+        self.K = Q
 
     def describe(self) -> str:
         """Words for the results' ``llf_kind`` and summary."""
         return (f"smoothness penalty (random walk of order {self.order} on log(p / pi_lab), "
-                f"strength {self.strength:g})")
+                f"strength {self.strength:g}"
+                + (", lab population's shares integrated out" if self.n_lab is not None
+                   else "") + ")")
 
     def __repr__(self):
         return f"<SmoothnessPenalty: order {self.order}, strength {self.strength:g}>"

@@ -361,3 +361,70 @@ def test_default_n_bins_keeps_lab_cells_filled():
     assert m.partition.n_cells == 3 and "reduced" in m.n_bins_choice
     given = _quiet(lambda: pu.URC(sim.lab_pred, sim.lab_y, n_bins=2))
     assert given.partition.n_cells == 6 and given.n_bins_choice == "given"
+
+
+# ---- Rao's score test of no shift (the default of a penalised fit) ---------------------------
+def _score_by_hand(P0, M, F, n=None):
+    """Score statistic of the fixed likelihood (``M`` known), written out: field multinomials in
+    ``p_g`` (last class eliminated), and under a random design's pooled null also the lab class
+    counts ``n`` in the lab population's shares ``pi = P0[0]``; expected information."""
+    G, k = P0.shape
+    U, blocks = [], []
+    for g in range(G):
+        q = P0[g] @ M
+        dM = M[:-1] - M[-1]                       # d q / d p_j, j < k - 1
+        U.append(dM @ (F[g] / q))
+        blocks.append(F[g].sum() * (dM / q) @ dM.T)
+    if n is not None:
+        pi = P0[0]
+        U.append(n[:-1] / pi[:-1] - n[-1] / pi[-1])
+        blocks.append(n.sum() * (np.diag(1 / pi[:-1]) + 1 / pi[-1]))
+    U = np.concatenate(U)
+    size = sum(b.shape[0] for b in blocks)
+    info = np.zeros((size, size))
+    at = 0
+    for b in blocks:
+        info[at:at + b.shape[0], at:at + b.shape[0]] = b
+        at += b.shape[0]
+    return float(U @ np.linalg.solve(info, U))
+
+
+@pytest.mark.parametrize("design", ["random", "stratified"])
+def test_score_statistic_matches_hand_computation(sim3, sim2, design):
+    for sim in (sim2, sim3):
+        res = _fit(sim, "fixed", design)
+        L, F = _counts(res)
+        M = L / L.sum(axis=1, keepdims=True)
+        h0 = res.fit_no_shift()
+        P0 = h0.base_rates.to_numpy()
+        t = res.test_no_shift(statistic="score")
+        n = L.sum(axis=1) if design == "random" else None
+        assert t.statistic == pytest.approx(_score_by_hand(P0, M, F, n), rel=1e-8)
+        assert t.df == F.shape[0] * (M.shape[0] - 1)
+        assert t.pvalue == pytest.approx(stats.chi2.sf(t.statistic, t.df), rel=1e-10)
+        # an explicit null value: the field multinomials only (pi separates)
+        v = np.full(M.shape[0], 1 / M.shape[0])
+        t = res.test_no_shift(v, statistic="score")
+        assert t.statistic == pytest.approx(
+            _score_by_hand(np.tile(v, (F.shape[0], 1)), M, F), rel=1e-8)
+
+
+@pytest.mark.parametrize("design", ["random", "stratified"])
+def test_score_and_lr_agree_in_large_samples(design):
+    # asymptotically equivalent under local alternatives (joint likelihood, Firth's counts)
+    s = simulate_urc(3000, 20000, lab_base_rates=[0.5, 0.3, 0.2],
+                     field_base_rate=[0.45, 0.33, 0.22], rng=np.random.default_rng(5),
+                     lab_design=design)
+    r = _quiet(lambda: pu.URC(s.lab_pred, s.lab_y, lab_design=design).fit(s.field_pred))
+    lr, sc = r.test_no_shift(), r.test_no_shift(statistic="score")
+    assert lr.method.endswith("likelihood-ratio test of no prior shift")  # URC's default
+    assert sc.statistic == pytest.approx(lr.statistic, rel=0.03)
+    assert 3 < sc.statistic < 30
+
+
+def test_score_bad_arguments(sim2):
+    res = _fit(sim2)
+    with pytest.raises(ValueError, match="statistic"):
+        res.test_no_shift(statistic="wald")
+    with pytest.raises(ValueError, match="chi-square reference only"):
+        res.test_no_shift(statistic="score", reference="bartlett")

@@ -151,10 +151,21 @@ def test_penalised_fit_against_scipy(sim, model):
     pi = L.sum(axis=1) / L.sum()
     pos = mj / np.std(sim.lab_y)
 
-    def pen(x):  # second divided differences of the log shift, written out
-        u = x - np.log(pi)
+    def rw(u):  # the random walk's log density: second divided differences, written out
         slope = np.diff(u) / np.diff(pos)
         return -0.5 * lam * np.sum(np.diff(slope) ** 2 / ((pos[2:] - pos[:-2]) / 2))
+
+    # random lab design: the walk is on the shift against the lab population's shares, whose
+    # log differs from the sample's by v, with the multinomial's Gaussian log density
+    # -v' W v / 2 (W = n (diag(pi) - pi pi')); the penalty is the maximum over v (a Gaussian
+    # integral up to a constant), here by a direct minimisation
+    W = L.sum() * (np.diag(pi) - np.outer(pi, pi))
+
+    def pen(x):
+        u = x - np.log(pi)
+        o = optimize.minimize(lambda v: 0.5 * v @ W @ v - rw(u - v), np.zeros(K),
+                              method="BFGS", options={"gtol": 1e-12})
+        return -o.fun
 
     def negobj(eta):
         x = np.concatenate([[0.0], eta])
@@ -360,21 +371,112 @@ def test_gof_effective_df_of_the_penalty(model, sim, res):
     # a very strong penalty leaves only its null space: order 1, no shift at all (reduction
     # K - 1); order 2, log-linear shifts (one free parameter in the simplex: reduction K - 2, up
     # to the curvature term of the active constraint, 0.07 here, since the fit is shifted)
+    # (the walk centred at the lab sample's shares: the lab population's shares integrated out,
+    # the penalty is bounded by the lab multinomial's information and removes less)
     for order, free, tol in ((1, 0, 1e-3), (2, 1, 0.1)):
-        r = quiet(lambda o=order: model.fit(sim.field_pred, smoothing=1e7, smooth_order=o))
+        r = quiet(lambda o=order: model.fit(sim.field_pred, smoothing=1e7, smooth_order=o,
+                                            penalty_centre="sample"))
         assert r.gof().df == pytest.approx(A - K + (K - 1 - free), abs=tol)
+        r = quiet(lambda o=order: model.fit(sim.field_pred, smoothing=1e7, smooth_order=o))
+        assert A - K < r.gof().df < A - K + (K - 1 - free) - 0.2
     # no penalty: the nominal df
     r0 = quiet(lambda: model.fit(sim.field_pred, smoothing=0))
     assert r0.gof().df == A - K
 
 
 def test_penalised_pooled_null_nested_only_approximately():
-    # replicate 179 of studies/urc_regression.py (scenario "none"): the pooled null's maximum
-    # (no penalty, lab population rates estimated) exceeds the penalised free maximum (penalty
-    # centred at the lab sample's rates) by 0.007; the test reports 0, with a note, not an error
+    # replicate 179 of studies/urc_regression.py (scenario "none"): with the walk centred at the
+    # lab sample's shares, the pooled null's maximum (no penalty, lab population rates
+    # estimated) exceeds the penalised free maximum by 0.007; the likelihood-ratio test reports
+    # 0, with a note, not an error. Centred at the lab population (the default), it does not.
     s = simulate_urc_regression(1000, 5000, field_shift=0.0,
                                 rng=np.random.default_rng([2026, 179, 0]))
-    r = quiet(lambda: pu.RegressionURC(s.lab_pred, s.lab_y).fit(s.field_pred))
-    t = r.test_no_shift()
+    m = quiet(lambda: pu.RegressionURC(s.lab_pred, s.lab_y))
+    r = quiet(lambda: m.fit(s.field_pred, penalty_centre="sample"))
+    t = r.test_no_shift(statistic="lr")
     assert t.statistic == 0 and t.pvalue == 1
     assert "centred at the lab sample" in t.extra["note (penalty)"]
+    t = quiet(lambda: m.fit(s.field_pred)).test_no_shift(statistic="lr")
+    assert t.statistic > 0 and "note (penalty)" not in t.extra
+
+
+def test_penalty_with_the_lab_population_integrated_out():
+    """``n_lab``: the walk is on the shift against the lab population; the sample's log shares
+    differ from it by a N(0, W^-) error. The penalty's quadratic form is then the minimum over
+    that error of the two quadratic forms (a Gaussian integral up to a constant), computed here
+    by a linear solve on the written-out matrices."""
+    rng = np.random.default_rng(2)
+    k, lam, n = 8, 3.0, 500
+    pi = rng.dirichlet(np.ones(k) * 20)
+    pos = np.cumsum(rng.uniform(0.3, 1.0, k))
+    pen = SmoothnessPenalty(lam, 2, pi, positions=pos, n_lab=n)
+    plain = SmoothnessPenalty(lam, 2, pi, positions=pos)
+    Q = plain.K
+    W = n * (np.diag(pi) - np.outer(pi, pi))
+    for _ in range(3):
+        u = rng.normal(size=k)
+        v = np.linalg.lstsq(W + Q, Q @ u, rcond=None)[0]  # argmin v'Wv + (u-v)'Q(u-v)
+        assert u @ pen.K @ u == pytest.approx(v @ W @ v + (u - v) @ Q @ (u - v), rel=1e-9)
+    assert_allclose(pen.K @ np.ones(k), 0, atol=1e-9)
+    # bounded by both precisions (Loewner order): rough shifts cost at most the multinomial's
+    assert np.linalg.eigvalsh(Q - pen.K).min() > -1e-9
+    assert np.linalg.eigvalsh(W - pen.K).min() > -1e-9
+    # a log-linear shift is in the walk's null space either way
+    assert pos @ pen.K @ pos == pytest.approx(0, abs=1e-8)
+    assert "integrated out" in pen.describe()
+
+
+def test_regression_no_shift_score_option(res, model, sim):
+    assert res.test_no_shift().method == "URC likelihood-ratio test of no prior shift"
+    t = res.test_no_shift(statistic="score")
+    assert t.method == "URC score test of no prior shift"
+    assert "without the smoothness penalty" in t.extra["likelihood"]
+    null = res.fit_no_shift()
+    est = null._record.estimate
+    assert t.statistic == pytest.approx(lik.score_statistic(null._d, est.P, est.M), rel=1e-12)
+    assert t.df == model.n_intervals - 1
+    # the penalised free fit is shrunk towards the null: its likelihood-ratio statistic is
+    # below the score statistic of the unpenalised model
+    assert res.test_no_shift().statistic < t.statistic
+    # the unpenalised twin: the same histograms, no smoothness penalty, at least as high a
+    # likelihood as the penalised estimate has
+    u = quiet(lambda: res.unpenalized)
+    assert u._d.penalty is None and u is res.unpenalized
+    assert_allclose(u.observed.to_numpy(), res.observed.to_numpy())
+    assert u.llf >= res.llf - 1e-8
+    r0 = quiet(lambda: model.fit(sim.field_pred, smoothing=0))
+    assert r0.unpenalized is r0
+    with pytest.raises(ValueError, match="penalty_centre"):
+        model.fit(sim.field_pred, penalty_centre="lab")
+
+
+def _r_at_truth(rep, centre):
+    s = simulate_urc_regression(1000, 5000, field_shift=0.0,
+                                rng=np.random.default_rng([2026, rep, 0]))
+    m = quiet(lambda: pu.RegressionURC(s.lab_pred, s.lab_y))
+    truth = s.field_interval_rates(m.edges)[0]
+    r = quiet(lambda: m.fit(s.field_pred, penalty_centre=centre))
+    return np.array([r.profile(cls=c).statistic(t) for c, t in zip(m.classes, truth,
+                                                                    strict=True)])
+
+
+def test_population_centre_allows_the_lab_sampling_error():
+    # replicate 1 of Part 2, no shift (studies/results/urc_regression.md): the truth (the lab
+    # population's shares of the lab deciles) departs from the sample's 1/10 by the edges'
+    # sampling error, up to 0.139 in interval 3. Centred at the sample the walk smooths that
+    # away (profile statistic at the truth 14.1 there); centred at the population the error
+    # is integrated out and the statistic falls (7.6; all intervals: sum 23 -> 12)
+    pop, smp = _r_at_truth(1, "population"), _r_at_truth(1, "sample")
+    assert smp[3] > 12 and pop[3] < 0.6 * smp[3]
+    assert pop.sum() < 0.6 * smp.sum()
+
+
+@pytest.mark.slow
+def test_population_centre_coverage_mc():
+    # 20 replicates of Part 2's `none` (200 in the study: coverage 0.973 against 0.927, mean
+    # over the ten intervals): the profile statistic at the truth is near or below its
+    # chi-square(1) mean with the population centre, and well above it with the sample's
+    pop = np.array([_r_at_truth(r, "population") for r in range(20)])
+    smp = np.array([_r_at_truth(r, "sample") for r in range(20)])
+    assert pop.mean() < 1.0 < smp.mean()
+    assert np.mean(pop <= stats.chi2.ppf(0.95, 1)) >= 0.94
