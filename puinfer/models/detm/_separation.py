@@ -105,6 +105,11 @@ def check_separation(data, restricted: bool, name: str, c: float, check, v: np.n
     diverging = big > 10 or bool(binding)
     if check is None and not diverging:
         return None, binding, None
+    if getattr(data, "lazy", False):  # Dask rows: the hull LPs need every source point
+        if not diverging or (c and binding is False):
+            return None, binding, None
+        return None, binding, (_message(name, c, big, np.array([], dtype=int), 0, binding)
+                               + " (The convex-hull check is not run on Dask collections.)")
     Zs, Zt = data.Z[: data.n], data.Z[data.n:]
     logP0_t = -np.logaddexp(0, np.logaddexp(s1 + Zt @ b1, s2 + Zt @ b2))
     # candidates: the target points the fit pushes furthest from the source
