@@ -290,10 +290,12 @@ def _stacked_block(v, pi, g, blk):
             f"{key}_mom": psi.T @ psi}
 
 
-def _profile_block(theta, pi, lam, with_pi, blk):
+def _profile_block(theta, pi, lam, with_pi, cands, blk):
     """At ``(theta, pi)`` and multipliers ``lam``: the sums of the multipliers' Newton system
     (eq. 11), the value's sums and, where every ``1 + lambda'z_i > 0``, the derivative sums of
-    :func:`~._el.profile_sums` and the slope and cross-derivative in pi."""
+    :func:`~._el.profile_sums` and the slope and cross-derivative in pi; for each row of
+    ``cands`` (further multipliers: a line search's shorter steps) ``min_i D_i`` and
+    ``sum_i log D_i``."""
     p = blk.p
     a1, b1, a2, b2 = _el.split(theta, p)
     Z = blk.Z
@@ -305,7 +307,13 @@ def _profile_block(theta, pi, lam, with_pi, blk):
         D = 1.0 + z1 * lam[0] + z2 * lam[1]
         az = [np.abs(z) for z in (z1, z2)]
         out = {"max_z": np.array([np.max(a[~np.isnan(a)], initial=0.0) for a in az]),
-               "min_D": float(D.min(initial=np.inf))}
+               "min_D": float(D.min(initial=np.inf)),
+               "min_zs": np.array([np.min(z1, initial=np.inf), np.min(z2, initial=np.inf)]),
+               "max_zs": np.array([np.max(z1, initial=-np.inf), np.max(z2, initial=-np.inf)])}
+        if cands is not None:
+            Dc = 1.0 + np.outer(z1, cands[:, 0]) + np.outer(z2, cands[:, 1])
+            out["min_cand"] = Dc.min(axis=0, initial=np.inf)
+            out["cand_logD"] = np.log(np.where(Dc > 0, Dc, 1.0)).sum(axis=0)
         if not out["min_D"] > 0:
             return out
         r1, r2 = z1 / D, z2 / D
@@ -409,8 +417,16 @@ class DaskTiltData:
     def free_sums(self, v):
         key = ("free", np.asarray(v, dtype=float).tobytes())
         if key not in self._memo:
-            self._memo = {key: self.reduce(functools.partial(_free_block, np.array(v, dtype=float)))}
+            self._remember(key, self.reduce(functools.partial(_free_block,
+                                                              np.array(v, dtype=float))))
         return self._memo[key]
+
+    def _remember(self, key, value):
+        """Keep the last few evaluations (a line search's accepted point, and the points a
+        merge test evaluates just before it, are asked for again)."""
+        if len(self._memo) >= 4:
+            self._memo.pop(next(iter(self._memo)))
+        self._memo[key] = value
 
     def free_fun(self, c, restricted):
         """:func:`~._starts.free_fun` on the blocks: ``(fun, expand)``."""
@@ -521,20 +537,28 @@ class DaskTiltData:
         pred[act] += d
         return (pred if np.all(np.isfinite(pred)) else lam_l), base
 
-    def _profile_pass(self, theta, pi, lam, with_pi):
-        return self.reduce(functools.partial(_profile_block, theta, float(pi), lam, with_pi))
+    def _profile_pass(self, theta, pi, lam, with_pi, cands=None):
+        return self.reduce(functools.partial(_profile_block, theta, float(pi), lam, with_pi,
+                                             cands))
 
-    def profile_eval(self, theta, pi, lam0=None, with_pi=False):
-        """The multipliers of eq. (11) at ``(theta, pi)`` solved by passes and the sums there:
-        ``(ok, lam, active, sums)``.
+    #: step lengths a multiplier line search tries in one pass (the halving sequence)
+    _HALVINGS = 0.5 ** np.arange(12)
+
+    def profile_eval(self, theta, pi, lam0=None, with_pi=False, strict=False):
+        """The multipliers of eq. (11) at ``(theta, pi)`` solved by passes, and the sums there:
+        ``(ok, lam, step, active, sums)``.
 
         Newton's method on the convex ``-sum log(1 + lambda'z_i)`` as
-        :func:`~._el.solve_lambda` (step halving keeps every ``1 + lambda'z_i > 0``), each
-        step one pass returning every sum of :func:`_profile_block`; it stops where the Newton
-        step is at rounding level, ``1e-14 max(1, |lambda|)`` (the sums are those at that
-        point), and accepts the solution only if eq. (11) holds to ``1e-9`` relative."""
+        :func:`~._el.solve_lambda`, each step one pass returning every sum of
+        :func:`_profile_block` at the new multipliers together with the objective at twelve
+        halvings of the step (the line search's feasibility and Armijo test, so a damped step
+        costs one more pass, not one per halving). It stops where the next Newton ``step``
+        is below ``1e-7 max(1, |lambda|)`` (``strict``: ``1e-14``, rounding level): the sums
+        are those at ``lam`` and the caller moves them to ``lam + step`` to first order
+        (exact to ``O(step^2)``, below ``1e-14``); ``lam`` is returned with the step added.
+        """
         theta = np.array(theta, dtype=float)
-        key = ("prof", theta.tobytes(), float(pi), bool(with_pi))
+        key = ("prof", theta.tobytes(), float(pi), bool(with_pi), bool(strict))
         if key in self._memo:
             return self._memo[key]
         lam, fallback = self._lambda_start(theta, pi, lam0)
@@ -551,10 +575,25 @@ class DaskTiltData:
         if not S["min_D"] > 0:
             lam = np.zeros(2)
             S = self._profile_pass(theta, pi, lam, with_pi)
-        ok = not act.any()
+        ok, step_full = not act.any(), np.zeros(2)
+        rel = 1e-14 if strict else 1e-7
+        # a tilt above (or below) 1 at every row: no weights p_i > 0 satisfy its constraint
+        # sum_i p_i (w_i - 1) = 0, and -sum log D is unbounded below (solve_lambda then ends
+        # unconverged after its iterations; here without spending a pass on each)
+        one_sided = act & ((S["min_zs"] >= 0) | (S["max_zs"] <= 0))
+        if one_sided.any():
+            out = (False, lam, np.zeros(2), act, S)
+            self._remember(key, out)
+            return out
         if act.any():
             obj = -S["logD"]
             for _ in range(100):
+                if S["min_D"] >= 1 and S["logD"] > 0:
+                    # lambda'z_i >= 0 at every row, > 0 at some: -sum log(1 + s lambda'z_i)
+                    # falls without bound as s grows, so eq. (11) has no solution (at a
+                    # solution sum_i 1 / D_i = N: D_i >= 1 for all i only if all equal 1).
+                    # solve_lambda ends unconverged after its iterations; here at once.
+                    break
                 g = -S["gl"][act]
                 H = S["Hll"][np.ix_(act, act)]
                 step = _el._solve_small(H, -g)
@@ -565,50 +604,66 @@ class DaskTiltData:
                 if not np.isfinite(dec):
                     break
                 la = lam[act]
-                if np.max(np.abs(step)) <= 1e-14 * max(1.0, np.max(np.abs(la))) or \
+                if np.max(np.abs(step)) <= rel * max(1.0, np.max(np.abs(la))) or \
                         dec < 1e-30 * N:
                     ok = True
+                    step_full[act] = step
                     break
-                t, slack = 1.0, 1e-13 * max(1.0, abs(obj))
-                while t > 1e-12:
-                    lt = lam.copy()
-                    lt[act] = la + t * step
-                    S_new = self._profile_pass(theta, pi, lt, with_pi)
-                    if S_new["min_D"] > 0 and -S_new["logD"] <= obj + 1e-4 * t * gs + slack:
+                slack = 1e-13 * max(1.0, abs(obj))
+                t0, lt, S_new = 1.0, None, None
+                while t0 > 1e-12 and lt is None:
+                    ts = t0 * self._HALVINGS
+                    cands = np.zeros((ts.size - 1, 2))
+                    cands[:, act] = la + ts[1:, None] * step
+                    main = lam.copy()
+                    main[act] = la + t0 * step
+                    S_try = self._profile_pass(theta, pi, main, with_pi, cands)
+                    if S_try["min_D"] > 0 and -S_try["logD"] <= obj + 1e-4 * t0 * gs + slack:
+                        lt, S_new = main, S_try
                         break
-                    t *= 0.5
-                if t <= 1e-12:
+                    good = [i for i, t in enumerate(ts[1:])
+                            if S_try["min_cand"][i] > 0 and
+                            -S_try["cand_logD"][i] <= obj + 1e-4 * t * gs + slack]
+                    if good:
+                        lt = cands[good[0]].copy()
+                        S_new = self._profile_pass(theta, pi, lt, with_pi)
+                    t0 = ts[-1] * 0.5
+                if lt is None:
                     ok = dec < 1e-10
                     break
                 lam, S, obj = lt, S_new, -S_new["logD"]
-            if ok:  # eq. (11) to rounding error (as solve_lambda)
-                ok = bool(np.all(np.abs(S["gl"][act]) <= 1e-9 * np.maximum(S["gl_abs"][act],
-                                                                          1.0)))
-        out = (ok, lam, act, S)
-        self._memo = {key: out}
+        out = (ok, lam + step_full, step_full, act, S)
+        self._remember(key, out)
         if ok and "Hlt" in S:
-            self._last = (theta, lam, S["Hll"], S["Hlt"], act)
+            self._last = (theta, lam + step_full, S["Hll"], S["Hlt"], act)
             if "dpi" in S:
                 self._pi_derivs[(theta.tobytes(), float(pi))] = (S["dpi"], S["cross"])
         return out
 
-    def profile_log_el(self, theta, pi, c, lam0=None, order=2, with_pi=False, strict=True):
-        """:func:`~._el.profile_log_el` from the blocks (``strict``: always; kept for the
-        call's symmetry)."""
+    def profile_log_el(self, theta, pi, c, lam0=None, order=2, with_pi=False, strict=False):
+        """:func:`~._el.profile_log_el` from the blocks. The value and gradient are those at
+        the solved multipliers (:meth:`profile_eval`'s sums moved by its last Newton step, to
+        second order); the Hessian is taken at the multipliers before that step unless
+        ``strict`` (where the step is at rounding level: the fit record's covariance)."""
         theta = np.array(theta, dtype=float)
-        ok, lam, act, S = self.profile_eval(theta, pi, lam0, with_pi)
+        ok, lam, s, act, S = self.profile_eval(theta, pi, lam0, with_pi, strict)
         if not ok:
             return (-np.inf, None, None, None) if order else -np.inf
         p = self.p
         _, b1, _, b2 = _el.split(theta, p)
         N = self.N
-        f = -S["logD"] + S["logmix"] - N * np.log(N)
+        if act.any():
+            # sum log D at lam + s = sum log D + s'sum z/D - s'H_ll s / 2 + O(s^3)
+            logD = S["logD"] + s @ S["gl"] - 0.5 * s @ S["Hll"] @ s
+        else:
+            logD = 0.0
+        f = -logD + S["logmix"] - N * np.log(N)
         if c:
             f -= _el.penalty(b1, b2, c)
         if order == 0:
             return f
-        grad, H = _el.profile_finish(S["grad"].copy(), S["H"], S["Hlt"], S["Hll"], act,
-                                     b1, b2, c)
+        grad = S["grad"] + (S["Hlt"].T @ s if act.any() else 0.0)  # d grad / d lambda = h_lt
+        grad, H = _el.profile_finish(grad, S["H"], S["Hlt"], S["Hll"], act, b1, b2, c)
         return f, grad, H, {"lam": lam, "p": None, "omega": None}
 
     def _derivs_pi(self, theta, pi):
@@ -632,7 +687,7 @@ class DaskTiltData:
     def labelled(self, theta, pi) -> bool:
         """:meth:`~._profile.PiProfiler.labelled` for the KL rule: ``KL1 <= KL2`` with the EL
         weights at ``(theta, pi)``."""
-        ok, _, _, S = self.profile_eval(theta, pi)
+        ok, _, _, _, S = self.profile_eval(theta, pi, strict=True)
         if not ok:
             return True
         return bool(-S["etaD"][0] / self.N <= -S["etaD"][1] / self.N)
