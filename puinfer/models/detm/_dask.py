@@ -84,9 +84,12 @@ def _read(spec, a, b):
     the one data frame and ``b`` None; else ``a`` / ``b`` a block of the source / target."""
     names, indicator, missing = spec
     if indicator is not None:
-        frame = a[[indicator, *names]]
-        frame, _, k = drop_missing({"data": frame}, None, missing)
-        frame = frame["data"]
+        from ...formula import _clean
+
+        # the formula's rule for the columns it uses (missing values refused, naming the
+        # columns with their counts in this partition, or their rows dropped)
+        frame, keep = _clean(a, [indicator, *names], "data", missing)
+        k = 0 if keep is None else int((~keep).sum())
         lab = check_binary(frame[indicator], f"indicator {indicator!r}") if len(frame) \
             else np.empty(0)
         X = _as_matrix(frame[list(names)], "data", names)
@@ -412,6 +415,10 @@ class DaskTiltData:
         X = np.vstack([Xs[os_], Xt[ot]])
         y = np.r_[np.zeros(os_.size), np.ones(ot.size)]
         return TiltData(X, y, self.names, self.mean, self.sd, os_.size, ot.size)
+
+    def in_memory(self) -> TiltData | None:
+        """Every row in memory (the starts' sample when it holds all of them, else None)."""
+        return self.subsample() if self.N <= 2 * SUBSAMPLE_SIZE else None
 
     # -- route 1: the pi-free objective -------------------------------------------------------
     def free_sums(self, v):
@@ -827,6 +834,8 @@ def refuse(what: str):
 
 
 def _predict_part(res, part):
+    if len(part) == 0:  # e.g. a partition of source rows only, after ddf[ddf.labeled == 0]
+        return pd.Series(np.empty(0), index=part.index, name="P(y=1|x)")
     out = res.predict(part)  # the in-memory rule, on a partition
     return out if isinstance(part, pd.DataFrame) else np.asarray(out)
 

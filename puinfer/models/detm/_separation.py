@@ -101,7 +101,10 @@ def check_separation(data, restricted: bool, name: str, c: float, check, v: np.n
     big = float(max(np.abs(b1).max(initial=0), np.abs(b2).max(initial=0)))
     binding = None
     if c and data.N <= RIDGE_CHECK_MAX_N:
-        binding = ridge_binding(data, restricted, v)
+        # Dask rows: on the starts' in-memory sample when it holds every row (up to 60
+        # Newton steps on a ridge would each cost passes), else by passes
+        rows = (data.in_memory() or data) if getattr(data, "lazy", False) else data
+        binding = ridge_binding(rows, restricted, v)
     diverging = big > 10 or bool(binding)
     if check is None and not diverging:
         return None, binding, None
