@@ -414,6 +414,13 @@ def test_setm_dask_samples_missing_drop(client, detm_data):
     close(r0.params, r1.params)
     close(r0.llf, r1.llf)
     close(r0.bse, r1.bse)
+    # Dask arrays (row chunks): the same names and fit as numpy arrays
+    src, tgt = src.dropna().to_numpy(), tgt.dropna().to_numpy()
+    r0 = pu.SETM(src, tgt).fit(probe=False)
+    r1 = pu.SETM(da.from_array(src, chunks=(150, 2)), da.from_array(tgt, chunks=(200, 2))
+                 ).fit(probe=False)
+    assert list(r1.params.index) == list(r0.params.index)
+    close(r0.params, r1.params)
     # the formula route: a missing indicator or feature drops the row (only the total is
     # known, as in memory)
     d.loc[d.index[5], "labeled"] = np.nan

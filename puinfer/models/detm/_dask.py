@@ -737,12 +737,13 @@ def _init(model, blocks, spec, fingerprint, *, indicator: bool):
 
 
 def _columns(x, name):
+    """Feature names as the in-memory model names them (``_validation._names_of``)."""
     cols = getattr(x, "columns", None)
     if cols is not None:
         return [str(c) for c in cols]
-    if getattr(x, "ndim", 2) == 1:
-        return [str(getattr(x, "name", None) or "x0")]
-    return [f"x{j}" for j in range(x.shape[1])]
+    if hasattr(x, "to_frame"):  # a Series: its frame's one column
+        return [str(x.name if x.name is not None else 0)]
+    return [f"x{j + 1}" for j in range(1 if x.ndim == 1 else x.shape[1])]
 
 
 def init_dask(model, source, target, missing):
