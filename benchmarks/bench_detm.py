@@ -12,8 +12,10 @@ fits (a separate tracemalloc run; numpy's allocations included). Times are CPU s
 process (``time.process_time``: with one BLAS thread the work done, robust to other jobs on a
 shared machine), the minimum over ``--repeat`` untraced runs (one run above 10,000 rows). Sizes: n = m in
 {1e3, 1e4, 1e5, 5e5} at p = 15, and p in {5, 15, 30, 50} at n = m = 3000; then the bootstrap
-SCAR test (199 resamples, n = m = 1000, p = 15; the fits excluded). ``--previous`` adds the
-ratio new / previous of every time (a CSV written by ``--out`` at the previous commit).
+SCAR test (199 resamples, n = m = 1000, p = 15; the fits excluded) and each model's
+bootstrap-calibrated interval for pi (199 resamples, n = m = 1000 and 3000; after the fit).
+``--previous`` adds the ratio new / previous of every time (a CSV written by ``--out`` at the
+previous commit).
 BLAS threads are limited to one (set OPENBLAS_NUM_THREADS to change).
 """
 
@@ -91,6 +93,17 @@ def run(quick: bool, repeat: int, only=None, bootstrap=True):
     res = d.test_scar("bootstrap", n_boot=199, rng=1)
     rows.append(dict(n=1000, m=1000, p=15, total=time.process_time() - t0,
                      task="test_scar bootstrap (199)", boot_pvalue=res.pvalue))
+    # the bootstrap-calibrated interval for pi (issue 19): its own cost, after each fit
+    for n in (1000, 3000):
+        src, tgt = _data(n, 15)
+        for cls in (pu.SETM, pu.DETM):
+            r = cls(src, tgt).fit()
+            t0 = time.process_time()
+            ci = r.conf_int_pi(method="bootstrap", n_boot=199, rng=1)
+            rows.append(dict(n=n, m=n, p=15, total=time.process_time() - t0,
+                             task=f"{cls.__name__} conf_int_pi bootstrap (199)",
+                             boot_interval=(ci["lower"], ci["upper"])))
+            print(pd.DataFrame(rows[-1:]).to_string(index=False), flush=True)
     tab = pd.DataFrame(rows)
     tab["task"] = tab.get("task", pd.Series(dtype=object)).fillna("SETM + DETM fit + CIs")
     return tab

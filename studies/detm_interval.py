@@ -22,7 +22,8 @@ and replicates already there are skipped):
 
     python studies/detm_interval.py run [--pi 0.3 0.7] --reps 400 [--n 1000] [--tag _a]
     python studies/detm_interval.py summarise [--tag "" _a]   # pools the files of the tags
-    python studies/detm_interval.py direct [--pi 0.3 0.7] --reps 400 [--n-boot 199] [--tag _d]
+    python studies/detm_interval.py direct [--design sar|scar|gamma] [--model DETM SETM] \
+        [--pi 0.3 0.7] --reps 400 [--n-boot 199] [--tag _d]
     python studies/detm_interval.py klse --design gauss2 --reps 400   # the label check's SE
     python studies/detm_interval.py klse --design sar --reps 40
 """
@@ -45,7 +46,7 @@ import puinfer as pu  # noqa: E402
 from puinfer.base.optimize import newton_maximize  # noqa: E402
 from puinfer.models.detm import bootstrap as boot  # noqa: E402
 from puinfer.models.detm._starts import free_fun, pi_of_v, v_from  # noqa: E402
-from puinfer.simulate import sar_design  # noqa: E402
+from puinfer.simulate import gamma_design, sar_design, scar_design  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "results"
 CUT = float(stats.chi2.ppf(0.95, 1))
@@ -216,44 +217,68 @@ def klse(args):
           f"{np.nanmedian(o[:, 1]):.4g}")
 
 
+DESIGNS = {"sar": sar_design, "scar": lambda n, m, pi, p, rng: scar_design(n, m, pi, p=p, rng=rng),
+           "gamma": gamma_design}
+
+
 def direct(args):
     """The bootstrap-calibrated interval itself on each replicate (``n_boot`` resamples):
-    coverage, width, bootstrap SE and time, beside the plain profile interval."""
+    coverage, width, bootstrap SE and time, beside the plain profile interval. ``--design``:
+    Liu et al.'s SAR design (default), its SCAR design (Table 1 with no shifted coordinate)
+    or the Gamma design (:func:`puinfer.simulate.gamma_design`, SAR); ``--model``: DETM
+    and/or SETM (SETM is correctly specified only under SCAR)."""
     path = OUT / f"detm_interval_direct_raw{args.tag}.csv"
     done = set()
     if path.exists():
         old = pd.read_csv(path)
-        done = set(zip(old["pi"].round(6), old["n"], old["seed"], strict=True))
+        if "design" not in old:
+            old["design"], old["model"] = "sar", "DETM"
+        done = set(zip(old["design"], old["model"], old["pi"].round(6), old["n"], old["seed"],
+                       strict=True))
+    offset = {"sar": 0, "scar": 100, "gamma": 200}[args.design]
     for r, pi in [(r, pi) for r in range(args.first, args.first + args.reps) for pi in args.pi]:
-        # seeds of a block used by no other run (cell + 50 * 10^6)
-        seed = 1_000_000 * ({0.3: 1, 0.7: 2}[pi] + 10 * (args.n // 1000) + 50) + r
-        if (round(pi, 6), args.n, seed) in done:
-            continue
-        df = sar_design(args.n, args.n, pi, p=args.p, rng=np.random.default_rng(seed))
-        row = dict(seed=seed, pi=pi, n=args.n, p=args.p, n_boot=args.n_boot)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
+        # seeds of a block used by no other run (cell + 50 * 10^6; + 10^8 per design)
+        seed = 1_000_000 * ({0.3: 1, 0.7: 2}[pi] + 10 * (args.n // 1000) + 50 + offset) + r
+        df = None
+        for name in args.model:
+            if (args.design, name, round(pi, 6), args.n, seed) in done:
+                continue
+            if df is None:
+                df = DESIGNS[args.design](args.n, args.n, pi, p=args.p,
+                                          rng=np.random.default_rng(seed))
+            row = dict(design=args.design, model=name, seed=seed, pi=pi, n=args.n, p=args.p,
+                       n_boot=args.n_boot, penalty=args.penalty)
+            row.update(direct_one(getattr(pu, name), df, args, seed))
+            out = pd.DataFrame([row])
+            if path.exists():
+                out = out.reindex(columns=pd.read_csv(path, nrows=0).columns)
+            out.to_csv(path, mode="a", header=not path.exists(), index=False)
+            print(row, flush=True)
+
+
+def direct_one(cls, df, args, seed):
+    """Fit ``cls`` (DETM or SETM) to ``df``; both intervals, the SEs and the CPU times."""
+    row = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t0 = time.process_time()
+        pen = args.penalty if args.penalty in ("ridge", "none") else float(args.penalty)
+        res = cls.from_formula(formula(args.p), data=df).fit(penalty=pen)
+        row.update(pi_hat=res.pi, se=float(res.bse["pi"]), t_fit=time.process_time() - t0,
+                   c=res.penalty_strength)
+        for method in ("profile", "bootstrap"):
             t0 = time.process_time()
-            res = pu.DETM.from_formula(formula(args.p), data=df).fit()
-            row.update(pi_hat=res.pi, se=float(res.bse["pi"]),
-                       t_fit=time.process_time() - t0)
-            for method in ("profile", "bootstrap"):
-                t0 = time.process_time()
-                try:
-                    ci = res.conf_int_pi(method=method, n_boot=args.n_boot,
-                                         rng=np.random.default_rng(seed + 7))
-                    row.update({f"lower_{method}": ci["lower"], f"upper_{method}": ci["upper"],
-                                f"cutoff_{method}": ci.attrs["cutoff"]})
-                    if method == "bootstrap":
-                        row["boot_se"] = ci.attrs["bootstrap_se"]
-                except ValueError as exc:
-                    row[f"error_{method}"] = str(exc)[:80]
-                row[f"t_{method}"] = time.process_time() - t0
-        out = pd.DataFrame([row])
-        if path.exists():
-            out = out.reindex(columns=pd.read_csv(path, nrows=0).columns)
-        out.to_csv(path, mode="a", header=not path.exists(), index=False)
-        print(row, flush=True)
+            try:
+                ci = res.conf_int_pi(method=method, n_boot=args.n_boot,
+                                     rng=np.random.default_rng(seed + 7))
+                row.update({f"lower_{method}": ci["lower"], f"upper_{method}": ci["upper"],
+                            f"cutoff_{method}": ci.attrs["cutoff"]})
+                if method == "bootstrap":
+                    row["boot_se"] = ci.attrs["bootstrap_se"]
+            except ValueError as exc:
+                row[f"error_{method}"] = str(exc)[:80]
+            row[f"t_{method}"] = time.process_time() - t0
+    return row
 
 
 def summarise(args):
@@ -322,11 +347,18 @@ def summarise(args):
 
 def summarise_direct(args):
     """Coverage, width and time of the plain and the bootstrap-calibrated interval."""
-    df = pd.concat([pd.read_csv(OUT / f"detm_interval_direct_raw{t}.csv") for t in args.tag],
-                   ignore_index=True).drop_duplicates(["pi", "n", "seed"])
+    frames = []
+    for t in args.tag:
+        f = pd.read_csv(OUT / f"detm_interval_direct_raw{t}.csv")
+        if "design" not in f:  # the first runs: SAR design, DETM
+            f["design"], f["model"] = "sar", "DETM"
+        frames.append(f)
+    df = pd.concat(frames, ignore_index=True).drop_duplicates(
+        ["design", "model", "pi", "n", "seed"])
     rows = []
-    for (pi, n), g in df.groupby(["pi", "n"]):
-        row = {"pi": pi, "n = m": n, "reps": len(g), "pi-hat SD": g["pi_hat"].std(ddof=1),
+    for (design, model, pi, n), g in df.groupby(["design", "model", "pi", "n"]):
+        row = {"design": design, "model": model, "pi": pi, "n = m": n, "reps": len(g),
+               "pi-hat mean": g["pi_hat"].mean(), "pi-hat SD": g["pi_hat"].std(ddof=1),
                "SE (obs. info) mean": g["se"].mean(), "bootstrap SE mean": g["boot_se"].mean()}
         for m in ("profile", "bootstrap"):
             cov = float(np.mean((g[f"lower_{m}"] <= pi) & (pi <= g[f"upper_{m}"])))
@@ -336,7 +368,8 @@ def summarise_direct(args):
         row["bootstrap cut-off mean"] = g["cutoff_bootstrap"].mean()
         row["fit CPU s"] = g["t_fit"].mean()
         rows.append(row)
-    text = pd.DataFrame(rows).set_index(["pi", "n = m"]).T.to_markdown(floatfmt=".4g")
+    text = pd.DataFrame(rows).set_index(["design", "model", "pi", "n = m"]).T.to_markdown(
+        floatfmt=".4g")
     print(text)
     return text
 
@@ -367,6 +400,9 @@ def main():
     d.add_argument("--reps", type=int, default=400)
     d.add_argument("--first", type=int, default=0)
     d.add_argument("--n-boot", type=int, default=199)
+    d.add_argument("--design", choices=sorted(DESIGNS), default="sar")
+    d.add_argument("--model", nargs="+", choices=["DETM", "SETM"], default=["DETM"])
+    d.add_argument("--penalty", default="ridge", help="fit(penalty=...): 'ridge' or a number")
     d.add_argument("--tag", default="")
     sd = sub.add_parser("summarise-direct")
     sd.add_argument("--tag", nargs="+", default=["_d"])

@@ -152,7 +152,7 @@ def _statistic(fit, setm_v, names, Xs, Xt, refit: str) -> float:
     return max(0.0, 2 * (d_b.llf_penalized - s_b.llf_penalized))
 
 
-def _statistics(fit, setm_v, names, samples, refit) -> list:
+def _statistics(fit, setm_v, names, refit, samples) -> list:
     """:func:`_statistic` on each ``(Xs, Xt)`` of ``samples`` (NaN where one cannot be
     fitted); module level, so that worker processes can run it."""
     out = []
@@ -174,6 +174,27 @@ def check_n_jobs(n_jobs) -> int:
     return int(os.cpu_count() or 1) if n_jobs == -1 else int(n_jobs)
 
 
+def _in_processes(func, args, draw, n_boot, n_jobs) -> list:
+    """``func(*args, samples)`` (a module-level function returning one value per sample) on
+    ``n_boot`` samples ``draw()``, drawn in order; in ``n_jobs`` processes over interleaved
+    chunks of the samples, the results in the order of the draws, whatever ``n_jobs``. With
+    one process each sample is drawn when it is fitted (one in memory at a time)."""
+    if n_jobs == 1 or n_boot < 2:
+        return list(func(*args, (draw() for _ in range(n_boot))))
+    from concurrent.futures import ProcessPoolExecutor
+
+    samples = [draw() for _ in range(n_boot)]
+
+    k = min(len(samples), 4 * n_jobs)  # a few chunks per process, for balance
+    chunks = [samples[i::k] for i in range(k)]
+    with ProcessPoolExecutor(max_workers=n_jobs) as ex:
+        res = list(ex.map(func, *zip(*[(*args, c) for c in chunks], strict=True)))
+    out = [None] * len(samples)
+    for i, r in enumerate(res):
+        out[i::k] = r
+    return out
+
+
 def replicate(detm, setm, n_boot: int, rng: np.random.Generator, refit: str = "quick",
               smooth: float = 0.0, n_jobs: int = 1) -> np.ndarray:
     """``n_boot`` bootstrap statistics (NaN where a resample cannot be fitted).
@@ -183,21 +204,9 @@ def replicate(detm, setm, n_boot: int, rng: np.random.Generator, refit: str = "q
     data = detm.model.data
     n_jobs = check_n_jobs(n_jobs)
     w = world(data, setm)
-    samples = [sample(data, w, rng, smooth) for _ in range(n_boot)]
-    args = (detm._fit, setm._fit.v, data.names)
-    if n_jobs == 1 or n_boot < 2:
-        return np.asarray(_statistics(*args, samples, refit), dtype=float)
-    from concurrent.futures import ProcessPoolExecutor
-
-    k = min(n_boot, 4 * n_jobs)  # a few chunks per process, for balance
-    chunks = [samples[i::k] for i in range(k)]
-    with ProcessPoolExecutor(max_workers=n_jobs) as ex:
-        res = list(ex.map(_statistics, *zip(*[(*args, c, refit) for c in chunks],
-                                             strict=True)))
-    out = np.empty(n_boot)
-    for i, r in enumerate(res):
-        out[i::k] = r
-    return out
+    args = (detm._fit, setm._fit.v, data.names, refit)
+    out = _in_processes(_statistics, args, lambda: sample(data, w, rng, smooth), n_boot, n_jobs)
+    return np.asarray(out, dtype=float)
 
 
 # -- the interval for pi: resampling from the fitted DETM -----------------------------------
@@ -256,14 +265,17 @@ def interval_statistic(res, Xs, Xt, pi0: float) -> tuple[float, float]:
     """``(R*_b(pi0), pi-hat_b)`` on a resample: the model refitted (the original solution, the
     SETM start and a reduced grid; no probe) and profiled at ``pi0`` from the resample's fit
     and the original fit, over the labelled parameter space of the fit's label rule."""
+    return _interval_statistic(res._fit, res.model.data.names, Xs, Xt, pi0)
+
+
+def _interval_statistic(fit, names, Xs, Xt, pi0: float) -> tuple[float, float]:
     from ._profile import PiProfiler
     from ._starts import fit_fixed_pi
     from .model import fit_data
 
-    fit = res._fit
-    p = res.model.data.p
+    p = Xs.shape[1]
     restricted = fit.restricted
-    dat = prepare(Xs, Xt, names=res.model.data.names)
+    dat = prepare(Xs, Xt, names=names)
     setm_v = np.r_[fit.v[0], np.zeros(p), fit.v[p + 1:]]
     opts = dict(setm_start=setm_v, grid=True)
     if not restricted:
@@ -290,17 +302,28 @@ def interval_statistic(res, Xs, Xt, pi0: float) -> tuple[float, float]:
     return max(0.0, 2 * (rec.llf_penalized - best)), float(rec.pi)
 
 
-def interval_replicate(res, n_boot: int, rng: np.random.Generator,
-                       smooth: float = 0.0) -> np.ndarray:
-    """``(n_boot, 2)`` array of ``(R*_b(pi-hat), pi-hat_b)`` from the fitted model ``res``
-    (NaN where a resample cannot be fitted)."""
-    data = res.model.data
-    w = detm_world(data, res._fit)
-    out = np.full((n_boot, 2), np.nan)
-    for b in range(n_boot):
-        Xs, Xt = sample_detm(data, w, rng, smooth)
+def _interval_statistics(fit, names, pi0, samples) -> list:
+    """:func:`_interval_statistic` on each ``(Xs, Xt)`` of ``samples`` (NaNs where one cannot
+    be fitted); module level, so that worker processes can run it."""
+    out = []
+    for Xs, Xt in samples:
         try:
-            out[b] = interval_statistic(res, Xs, Xt, float(res.pi))
-        except ValueError:
-            continue
+            out.append(_interval_statistic(fit, names, Xs, Xt, pi0))
+        except ValueError:  # e.g. a resample with a constant column
+            out.append((float("nan"), float("nan")))
     return out
+
+
+def interval_replicate(res, n_boot: int, rng: np.random.Generator,
+                       smooth: float = 0.0, n_jobs: int = 1) -> np.ndarray:
+    """``(n_boot, 2)`` array of ``(R*_b(pi-hat), pi-hat_b)`` from the fitted model ``res``
+    (NaN where a resample cannot be fitted). Every resample is drawn first (in order, from
+    ``rng``), then refitted, in ``n_jobs`` processes if more than one: the draws do not
+    depend on ``n_jobs``."""
+    data = res.model.data
+    n_jobs = check_n_jobs(n_jobs)
+    w = detm_world(data, res._fit)
+    args = (res._fit, data.names, float(res.pi))
+    out = _in_processes(_interval_statistics, args,
+                        lambda: sample_detm(data, w, rng, smooth), n_boot, n_jobs)
+    return np.asarray(out, dtype=float).reshape(n_boot, 2)

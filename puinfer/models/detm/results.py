@@ -166,7 +166,7 @@ class TiltResults(LikelihoodResults):
         return self._profiler.profile
 
     def conf_int_pi(self, alpha: float = 0.05, method: str = "profile", *, n_boot: int = 199,
-                    rng=None, smooth: float | str = "silverman") -> pd.Series:
+                    rng=None, smooth: float | str = "silverman", n_jobs: int = 1) -> pd.Series:
         """Confidence interval for pi from the profile empirical likelihood (Theorem 3b).
 
         ``{pi : R*_N(pi) <= cut-off}``, limits found by root-finding on each side of pi-hat;
@@ -184,8 +184,9 @@ class TiltResults(LikelihoodResults):
             ``"bootstrap"``: the ``1 - alpha`` quantile of ``R*_b(pi-hat)`` over ``n_boot``
             resamples from the fitted model's smoothed EL bootstrap world
             (:func:`~puinfer.models.detm.bootstrap.detm_world`; each resample refitted and
-            profiled at the world's pi = pi-hat); it costs ``n_boot`` refits (about 20-70 s
-            at n = m = 1000 with 15 features, 13 min at 3000). ``.attrs`` then also holds
+            profiled at the world's pi = pi-hat); it costs ``n_boot`` refits (CPU time in
+            Liu et al.'s designs with 15 features: 5-20 s at n = m = 1000, about 30 s at
+            3000; ``n_jobs`` divides the wall time). ``.attrs`` then also holds
             ``cutoff``, ``bootstrap_se`` (the SD of the resamples' pi-hat) and
             ``n_boot_used``.
 
@@ -198,9 +199,11 @@ class TiltResults(LikelihoodResults):
             width. The default stays ``"profile"`` until a direct study of the bootstrap
             interval (and one in the SCAR cells, where the plain interval covers 0.905-0.935)
             confirms it.
-        n_boot, rng, smooth
-            Bootstrap resamples, random source (int seed or Generator) and kernel bandwidth
-            (as :meth:`DETMResults.test_scar`); used by ``method="bootstrap"`` only.
+        n_boot, rng, smooth, n_jobs
+            Bootstrap resamples, random source (int seed or Generator), kernel bandwidth and
+            processes (as :meth:`DETMResults.test_scar`: every resample is drawn in order
+            from ``rng``, so the interval does not depend on ``n_jobs``); used by
+            ``method="bootstrap"`` only.
 
         Raises
         ------
@@ -210,7 +213,7 @@ class TiltResults(LikelihoodResults):
         if method not in ("profile", "bootstrap"):
             raise ValueError(f"method must be 'profile' or 'bootstrap'; got {method!r}")
         if method == "bootstrap":
-            return self._conf_int_pi_bootstrap(alpha, n_boot, rng, smooth)
+            return self._conf_int_pi_bootstrap(alpha, n_boot, rng, smooth, n_jobs)
         alpha = check_alpha(alpha)
         prof = self.profile_pi()
         ci = prof.conf_int(alpha)
@@ -241,7 +244,7 @@ class TiltResults(LikelihoodResults):
             warnings.warn(msg, ConfidenceSetWarning, stacklevel=2)
         return ci
 
-    def _conf_int_pi_bootstrap(self, alpha, n_boot, rng, smooth) -> pd.Series:
+    def _conf_int_pi_bootstrap(self, alpha, n_boot, rng, smooth, n_jobs) -> pd.Series:
         if getattr(self.model.data, "lazy", False):  # fitted on Dask collections
             from ._dask import refuse
 
@@ -251,7 +254,8 @@ class TiltResults(LikelihoodResults):
             raise ValueError(f"n_boot must be a positive integer; got {n_boot!r}")
         gen = check_rng(rng)
         h = bootstrap.bandwidth(self.model.data, smooth)
-        draws = bootstrap.interval_replicate(self, int(n_boot), gen, smooth=h)
+        n_jobs = bootstrap.check_n_jobs(n_jobs)
+        draws = bootstrap.interval_replicate(self, int(n_boot), gen, smooth=h, n_jobs=n_jobs)
         ok = np.isfinite(draws[:, 0])
         if not ok.any():
             raise ValueError("no bootstrap resample could be fitted")

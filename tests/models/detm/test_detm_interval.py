@@ -76,11 +76,27 @@ def test_bootstrap_interval(fit):
     assert wider == (ci.attrs["cutoff"] > plain.attrs["cutoff"])
 
 
+def test_bootstrap_interval_same_in_processes(fit):
+    """Resamples are drawn in order before they are shared out: two processes give the same
+    draws, cut-off and interval as one."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        one = boot.interval_replicate(fit, 6, np.random.default_rng(4), smooth=0.3)
+        two = boot.interval_replicate(fit, 6, np.random.default_rng(4), smooth=0.3, n_jobs=2)
+        ci1 = fit.conf_int_pi(method="bootstrap", n_boot=5, rng=8)
+        ci2 = fit.conf_int_pi(method="bootstrap", n_boot=5, rng=8, n_jobs=2)
+    np.testing.assert_array_equal(one, two)
+    assert np.isfinite(one).all()
+    assert ci1.equals(ci2) and ci1.attrs["cutoff"] == ci2.attrs["cutoff"]
+
+
 def test_bootstrap_interval_bad_input(fit):
     with pytest.raises(ValueError, match="method"):
         fit.conf_int_pi(method="wald")
     with pytest.raises(ValueError, match="n_boot"):
         fit.conf_int_pi(method="bootstrap", n_boot=0)
+    with pytest.raises(ValueError, match="n_jobs"):
+        fit.conf_int_pi(method="bootstrap", n_boot=5, n_jobs=0)
 
 
 @pytest.mark.slow
