@@ -449,3 +449,41 @@ def test_detm_dask_refusals(detm_fits, detm_data):
         pu.DETM.from_formula("labeled ~ x1 + c", data=ddf.assign(c=1.0))
     with pytest.raises(ValueError, match="collinear"):
         pu.DETM.from_formula("labeled ~ x1 + x2 + x3", data=ddf.assign(x3=ddf.x1 - ddf.x2))
+
+
+def test_detm_profile_log_el_block_sums(detm_data):
+    """The profile log-EL (eq. 12) with its multipliers solved by passes equals the in-memory
+    :func:`~puinfer.models.detm._el.profile_log_el` (value, gradient, Hessian) at points
+    inside and far from the maximum, and both refuse the same points where eq. (11) has no
+    solution (a tilt whose constraint no positive weights satisfy)."""
+    import dask
+
+    from puinfer.models.detm import _el
+
+    d, ddf = detm_data
+    m0 = pu.DETM.from_formula("labeled ~ x1 + x2", data=d)
+    with dask.config.set(scheduler="sync"):
+        m1 = pu.DETM.from_formula("labeled ~ x1 + x2", data=ddf.repartition(npartitions=4))
+        z, y = m0.data.Z, m0.data.y
+        rng = np.random.default_rng(3)
+        th_hat = m0.fit(probe=False).theta
+        finite = []
+        for scale, with_pi in ((0.0, False), (0.05, True), (0.3, False), (3.0, True),
+                               (8.0, False)):
+            theta = th_hat + rng.normal(scale=scale, size=6) if scale < 0.1 else \
+                rng.normal(scale=scale, size=6)
+            for pi in (0.2, 0.7):
+                with np.errstate(all="ignore"):
+                    f0, g0, H0, e0 = _el.profile_log_el(theta, pi, z, y, 0.01, order=2,
+                                                        with_pi=with_pi)
+                f1, g1, H1, e1 = m1.data.profile_log_el(theta, pi, 0.01, order=2,
+                                                        with_pi=with_pi, strict=True)
+                assert np.isfinite(f0) == np.isfinite(f1)
+                finite.append(np.isfinite(f0))
+                if np.isfinite(f0):
+                    close(f0, f1)
+                    close(e0["lam"], e1["lam"])
+                    np.testing.assert_allclose(g1, g0, rtol=1e-9, atol=1e-9 * np.abs(g0).max())
+                    np.testing.assert_allclose(H1, H0, rtol=1e-9, atol=1e-9 * np.abs(H0).max())
+    assert 2 <= sum(finite) <= len(finite) - 2  # both kinds of points were compared
+    assert m1.data.passes > 1
