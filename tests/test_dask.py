@@ -460,10 +460,10 @@ def test_detm_profile_log_el_block_sums(detm_data):
 
     from puinfer.models.detm import _el
 
-    d, ddf = detm_data
+    d, _ = detm_data
     m0 = pu.DETM.from_formula("labeled ~ x1 + x2", data=d)
-    with dask.config.set(scheduler="sync"):
-        m1 = pu.DETM.from_formula("labeled ~ x1 + x2", data=ddf.repartition(npartitions=4))
+    with dask.config.set(scheduler="sync"):  # not on the cluster: many single evaluations
+        m1 = pu.DETM.from_formula("labeled ~ x1 + x2", data=dd.from_pandas(d, npartitions=4))
         z, y = m0.data.Z, m0.data.y
         rng = np.random.default_rng(3)
         th_hat = m0.fit(probe=False).theta

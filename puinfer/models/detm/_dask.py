@@ -118,18 +118,16 @@ def _read(spec, a, b):
     return out[0], out[1], ks[0], ks[1], 0
 
 
-def _slices(spec, mean, sd, a, b, counts=None):
+def _slices(spec, mean, sd, a, b):
     """The block's rows as in-memory :class:`TiltData` slices of at most ``_SLICE`` rows, each
-    all-source or all-target, standardised with the full data's mean and sd (``counts``:
-    ``(n, m)`` of the full data instead of the slice's, for functions that use them as
-    constants)."""
+    all-source or all-target, standardised with the full data's mean and sd."""
     names = spec[0]
     Xs, Xt, *_ = _read(spec, a, b)
     for X, target in ((Xs, False), (Xt, True)):
         for i in range(0, X.shape[0], _SLICE):
             Xi = X[i:i + _SLICE]
             r = Xi.shape[0]
-            n, m = counts if counts is not None else ((0, r) if target else (r, 0))
+            n, m = (0, r) if target else (r, 0)
             yield TiltData(Xi, np.full(r, float(target)), list(names), mean, sd, n, m)
 
 
@@ -154,9 +152,9 @@ def _combine(a, b):
     return out
 
 
-def _on_slices(func, spec, mean, sd, counts, a, b):
+def _on_slices(func, spec, mean, sd, a, b):
     out = None
-    for blk in _slices(spec, mean, sd, a, b, counts):
+    for blk in _slices(spec, mean, sd, a, b):
         out = _combine(out, func(blk))
     return out
 
@@ -249,19 +247,21 @@ def _free_block(v, blk):
     return {"f": f, "g": g, "H": H}
 
 
-def _pi_block(v, blk):
-    """``sum_target expit(eta1 - eta2)`` (pi of a binary-regression solution, times m)."""
+def _v_block(vs, blk):
+    """For each binary-regression solution ``v`` of ``vs`` (rows), the sums behind pi and the
+    KL divergences of the label rule: ``sum_target expit(eta1 - eta2)`` (pi times m, as
+    :func:`~._starts.pi_of_v`) and, with ``e_i = 1 / (1 + S_i)`` (n times the EL weight),
+    ``sum e_i``, ``sum e_i z_i'b1``, ``sum e_i z_i'b2`` (:func:`~._label.kl_divergences`:
+    ``KL_t = -(alpha_t sum e_i + sum e_i z_i'b_t) / n``, alpha_t depending on pi only)."""
     from ._starts import pi_of_v
 
-    return {"s": pi_of_v(blk, v) * blk.m} if blk.m else None
-
-
-def _kl_block(v, pi, blk):
-    """A slice's share of :func:`~._label.kl_divergences` (``blk`` carries the full data's
-    ``n, m``: the function's sums over rows are then the slice's part)."""
-    from ._label import kl_divergences
-
-    return {"kl": np.array(kl_divergences(blk, v, pi))}
+    out = np.zeros((len(vs), 4))
+    for j, v in enumerate(vs):
+        s1, b1, s2, b2 = _el.split(v, blk.p)
+        zb1, zb2 = blk.Z @ b1, blk.Z @ b2
+        e = np.exp(-np.logaddexp(0, np.logaddexp(s1 + zb1, s2 + zb2)))
+        out[j] = (pi_of_v(blk, v) * blk.m if blk.m else 0.0, e.sum(), e @ zb1, e @ zb2)
+    return {"v": out}
 
 
 def _alpha_block(v, n, blk):
@@ -371,6 +371,7 @@ class DaskTiltData:
         self.fingerprint = fingerprint
         self.passes = 1
         self._memo: dict = {}
+        self._vsums: dict = {}       # v -> the sums of _v_block
         self._pi_derivs: dict = {}   # (theta, pi) -> (slope, cross) of evaluated points
         self._last = None            # (theta, lam, Hll, Hlt, act) of the last profile point
 
@@ -384,10 +385,10 @@ class DaskTiltData:
 
     def __getstate__(self):
         state = dict(self.__dict__)
-        state.update(blocks=None, _sample=None, _memo={}, _last=None)
+        state.update(blocks=None, _sample=None, _memo={}, _last=None, _vsums={})
         return state
 
-    def reduce(self, func, *, counts=None, combine=_combine):
+    def reduce(self, func, *, combine=_combine):
         """``func(slice)`` summed over every slice of every block: one pass."""
         if self.blocks is None:
             raise RuntimeError("this DETM/SETM model was unpickled: its Dask collections are "
@@ -395,7 +396,7 @@ class DaskTiltData:
                                "build it from the collections again")
         self.passes += 1
         return reduce_blocks(functools.partial(_on_slices, func, self.spec, self.mean,
-                                               self.sd, counts),
+                                               self.sd),
                              self.blocks, combine=combine)
 
     # -- the starts' sample -------------------------------------------------------------------
@@ -468,15 +469,36 @@ class DaskTiltData:
 
         return fun_r, expand
 
+    def prefetch(self, vs) -> None:
+        """The sums of :func:`_v_block` for every solution of ``vs`` (and its mirror, the
+        components swapped) not yet known, in one pass: pi and the KL divergences of the fit
+        record's starts then cost no further pass."""
+        p = self.p
+        vs = [np.array(v, dtype=float) for v in vs]
+        vs = vs + [np.r_[v[p + 1:], v[:p + 1]] for v in vs]
+        new = list({v.tobytes(): v for v in vs if v.tobytes() not in self._vsums}.values())
+        if new:
+            S = self.reduce(functools.partial(_v_block, np.array(new)))["v"]
+            for v, row in zip(new, S, strict=True):
+                self._vsums[v.tobytes()] = row
+
+    def _v(self, v):
+        v = np.array(v, dtype=float)
+        if v.tobytes() not in self._vsums:
+            self.prefetch([v])
+        return self._vsums[v.tobytes()]
+
     def pi_of_v(self, v) -> float:
-        return float(self.reduce(functools.partial(_pi_block, np.array(v, dtype=float)))["s"]
-                     / self.m)
+        return float(self._v(v)[0] / self.m)
 
     # -- the label rule, the alphas ----------------------------------------------------------
     def kl_divergences(self, v, pi) -> tuple[float, float]:
-        kl = self.reduce(functools.partial(_kl_block, np.array(v, dtype=float), float(pi)),
-                         counts=(self.n, self.m))["kl"]
-        return float(kl[0]), float(kl[1])
+        _, se, se1, se2 = self._v(v)
+        s1, _, s2, _ = _el.split(np.asarray(v, dtype=float), self.p)
+        with np.errstate(divide="ignore"):
+            a1 = s1 - np.log(self.m * pi / self.n)
+            a2 = s2 - np.log(self.m * (1 - pi) / self.n)
+        return float(-(a1 * se + se1) / self.n), float(-(a2 * se + se2) / self.n)
 
     def normalise_alphas(self, restricted, v, theta):
         """:func:`~._record.normalise_alphas` (one pass)."""

@@ -193,6 +193,8 @@ def build_record(data, restricted: bool, name: str, best: StartRun, runs: list, 
     record: list = []
     p = data.p
     v = best.v
+    if getattr(data, "lazy", False):  # Dask rows: pi and KL of every run in one pass
+        data.prefetch([r.v for r in runs] + [v])
     pi = pi_of_v(data, v)
     swapped = not restricted and swap_needed(data, v, pi, label_rule)
     if swapped:
