@@ -90,7 +90,123 @@ def _cluster(a):
 
 def _warm():
     import puinfer.models.calem._dask  # noqa: F401
+    import puinfer.models.detm._dask  # noqa: F401
     import puinfer.models.urc._dask  # noqa: F401
+
+
+def detm_make(n_total, m_total, p):
+    """Rows of Liu et al.'s SAR design (``sar_design``: p features, pi = 0.3), in files of
+    source rows then target rows (each file one sample, ``n_total / (n_total + m_total)`` of
+    the files source)."""
+    from puinfer.simulate.detm import sar_design
+
+    def make(rows, rng, source):
+        n, m = (rows, 1) if source else (1, rows)
+        d = sar_design(n, m, 0.3, p=p, rng=rng).drop(columns="y_true")
+        return d[d.labeled == (1 if source else 0)]
+
+    return make
+
+
+def _write_detm(path, n, m, chunk, p):
+    os.makedirs(path, exist_ok=True)
+    make = detm_make(n, m, p)
+    i = 0
+    for rows_total, source in ((n, True), (m, False)):
+        for start in range(0, rows_total, chunk):
+            rows = min(chunk, rows_total - start)
+            make(rows, np.random.default_rng(5000 + i), source).to_parquet(
+                os.path.join(path, f"part-{i:05d}.parquet"), index=False)
+            i += 1
+
+
+def bench_detm(a, root):
+    """DETM from Parquet (one file set, the indicator column ``labeled``): the full fit (the
+    starts on the sample, the polish, the record and the probe with its 95% profile interval)
+    or, with ``--detm-probe off``, the fit without the probe (then ``conf_int_pi`` is not
+    computed)."""
+    import dask.dataframe as dd
+
+    import puinfer as pu
+
+    n = int(a.detm)
+    p = a.detm_p
+    path = os.path.join(root, "detm")
+    t0 = time.perf_counter()
+    _write_detm(path, n, n, int(a.chunk), p)
+    t_write = time.perf_counter() - t0
+    f = "labeled ~ " + " + ".join(f"x{j + 1}" for j in range(p))
+    probe = a.detm_probe == "on"
+    cluster, client = _cluster(a)
+    try:
+        ddf = dd.read_parquet(path)
+        t0 = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model = pu.DETM.from_formula(f, data=ddf)
+            res = model.fit(probe=probe)
+            ci = res.conf_int_pi() if probe else None
+        t_fit = time.perf_counter() - t0
+        passes = model.data.passes
+        if probe:
+            str(res.summary())
+        # one pass on its own: the profile log-EL's sums at the fit (what a Newton step of
+        # the profile costs per pass), three times
+        d, lam = model.data, np.array(res.lagrange_multipliers, dtype=float)
+        reps = []
+        for k in range(3):
+            # multipliers moved by rounding-level amounts: distinct task keys, so that no
+            # repetition reuses a result the scheduler still holds
+            t0 = time.perf_counter()
+            d._profile_pass(np.array(res.theta, dtype=float), res.pi, lam * (1 + 1e-13 * k),
+                            False)
+            reps.append(time.perf_counter() - t0)
+        peaks = _peak_mb(client)
+    finally:
+        client.close()
+        cluster.close()
+    row = {"method": f"DETM p={p}" + ("" if probe else " (probe off)"), "rows": 2 * n,
+           "partitions": ddf.npartitions, "write s": t_write, "fit s": t_fit,
+           "passes": passes, "peak MB/worker": peaks, "dask s/pass": min(reps), "pi": res.pi,
+           "pi CI": None if ci is None else (round(ci["lower"], 4), round(ci["upper"], 4))}
+    if 2 * n <= int(a.compare):
+        row.update(_detm_in_memory(path, f, res, probe, min(reps)))
+    elif 2 * n <= int(a.compare_pass):
+        row.update(_detm_in_memory(path, f, res, None, min(reps)))
+    return row
+
+
+def _detm_in_memory(path, f, res, probe, dpass):
+    """The same fit in memory (its time; ``probe=None``: no fit, the pass only), one
+    evaluation of the profile log-EL with its derivatives (one pass's work) on all rows at
+    the Dask fit's estimates, and the ratio of a Dask pass to it."""
+    import puinfer as pu
+    from puinfer.models.detm import _el
+
+    df = pd.read_parquet(path)
+    out = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m0 = pu.DETM.from_formula(f, data=df)
+        del df
+        if probe is not None:
+            t0 = time.perf_counter()
+            r0 = m0.fit(probe=probe)
+            if probe:
+                r0.conf_int_pi()
+            out["numpy fit s"] = time.perf_counter() - t0
+            out["max rel diff params"] = float(np.max(
+                np.abs(res.params.to_numpy() - r0.params.to_numpy())
+                / np.abs(r0.params.to_numpy())))
+    d = m0.data
+    reps = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        with np.errstate(all="ignore"):
+            _el.profile_log_el(np.array(res.theta), res.pi, d.Z, d.y, 0.0, X1=d.X1)
+        reps.append(time.perf_counter() - t0)
+    out.update({"numpy s/pass": min(reps), "ratio": dpass / min(reps)})
+    return out
 
 
 def bench_urc(a, root):
@@ -191,7 +307,13 @@ def main(argv=None):
     ap.add_argument("--compare", type=float, default=1e7,
                     help="also fit in memory (numpy) up to this many rows, for the ratio")
     ap.add_argument("--dir", default=None, help="where to write Parquet (default: a temp dir)")
-    ap.add_argument("--only", choices=["urc", "calem"], default=None)
+    ap.add_argument("--detm", type=float, default=1e5, help="DETM rows per sample (n = m)")
+    ap.add_argument("--detm-p", type=int, default=15, help="DETM features")
+    ap.add_argument("--detm-probe", choices=["on", "off"], default="on")
+    ap.add_argument("--compare-pass", type=float, default=2e7,
+                    help="DETM: above --compare, time one in-memory pass (no fit) up to this "
+                    "many rows")
+    ap.add_argument("--only", choices=["urc", "calem", "detm"], default=None)
     a = ap.parse_args(argv)
     root = a.dir or tempfile.mkdtemp(prefix="puinfer-bench-dask-")
     rows = []
@@ -201,6 +323,9 @@ def main(argv=None):
             print(rows[-1], flush=True)
         if a.only in (None, "calem"):
             rows.append(bench_calem(a, root))
+            print(rows[-1], flush=True)
+        if a.only in (None, "detm"):
+            rows.append(bench_detm(a, root))
             print(rows[-1], flush=True)
     finally:
         if a.dir is None:

@@ -318,3 +318,178 @@ def test_partition_slices(monkeypatch, calem_data):
         r1 = CalEM(ddf["score"], ddf["label"], ddf["treated"], calibrator="spline").fit()
     r0 = CalEM(d["score"], d["label"], d["treated"], calibrator="spline").fit()
     _same_calem(r0, r1)
+
+
+# ---------------------------------------------------------------------------------------------
+# DETM and SETM
+# ---------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def detm_data():
+    from puinfer.simulate.detm import pu_normal
+
+    d = pu_normal(400, 500, 0.4, np.zeros(2), np.r_[0.5, 0.0], np.r_[2.0, 1.5],
+                  rng=np.random.default_rng(7))[["labeled", "x1", "x2"]]
+    d.index = pd.RangeIndex(50, 50 + len(d))
+    # persisted on the workers, as a cluster user would (each pass then reads worker memory);
+    # the formula's columns in its order, so that no projection task is added to each pass
+    return d, dd.from_pandas(d, npartitions=3).persist()
+
+
+def _same_tilt(r0, r1):
+    close(r0.params, r1.params)
+    close(r0.pi, r1.pi)
+    close(r0.llf, r1.llf)
+    close(r0.llf_penalized, r1.llf_penalized)
+    close(r0.bse, r1.bse)
+    close(r0.cov_params(), r1.cov_params())
+    close(r0.lagrange_multipliers, r1.lagrange_multipliers)
+    close(r0.conf_int_pi(), r1.conf_int_pi())
+    assert (r0.nobs, r0.n_source, r0.n_target) == (r1.nobs, r1.n_source, r1.n_target)
+    assert r0.ridge_binding == r1.ridge_binding
+    assert type(r1) is type(r0)
+    if r0.label_check is not None:
+        close(r0.kl_divergences, r1.kl_divergences)
+        close(r0.label_check.se, r1.label_check.se)
+        assert r0.labels_swapped == r1.labels_swapped
+
+
+@pytest.fixture(scope="module")
+def detm_fits(client, detm_data):
+    d, ddf = detm_data
+    # in memory with the plain profile interval and information SE: what a Dask fit gives
+    r0 = pu.DETM.from_formula("labeled ~ x1 + x2", data=d).fit(pi_interval="profile")
+    m1 = pu.DETM.from_formula("labeled ~ x1 + x2", data=ddf)
+    r1 = m1.fit()
+    return r0, r1, m1
+
+
+def test_detm_equals_in_memory(detm_fits):
+    r0, r1, m1 = detm_fits
+    _same_tilt(r0, r1)
+    # the in-memory reference checks its own maximum: every start agrees with it
+    assert r0.n_starts_at_best == len(r0.starts)
+    assert r1.convergence.converged
+    # the SCAR test: SETM (the null, fitted on the same Dask rows) against DETM
+    t0, t1 = r0.test_scar(), r1.test_scar()
+    close(t0.statistic, t1.statistic)
+    close(t0.pvalue, t1.pvalue)
+    assert t0.df == t1.df
+    _same_tilt(r0.null_fit, r1.null_fit)
+    close(pu.lr_test(r0.null_fit, r0).statistic, pu.lr_test(r1.null_fit, r1).statistic)
+    assert m1.data.passes > 1  # counted, and not one per row
+    assert "SCAR test" in str(r1.summary())
+
+
+def test_detm_dask_results_pickle_and_predict(detm_fits, detm_data):
+    d, ddf = detm_data
+    r0, r1, _ = detm_fits
+    blob = pickle.dumps(r1)
+    for mod in (b"dask.dataframe", b"dask.array", b"dask.delayed", b"distributed"):
+        assert mod not in blob
+    r2 = pickle.loads(blob)
+    close(r1.params, r2.params, rtol=0)
+    close(r1.conf_int_pi(), r2.conf_int_pi(), rtol=0)  # the probe's interval is kept
+    with pytest.raises(RuntimeError, match="unpickled"):
+        r2.conf_int_pi(0.2)  # a new profile needs the rows
+    target = ddf[ddf.labeled == 0]
+    p = r1.predict(target)  # lazy, partition by partition, the in-memory rule
+    assert hasattr(p, "compute")
+    close(r0.predict(), p.compute())
+    with pytest.raises(ValueError, match="Dask"):
+        r1.predict()
+
+
+def test_setm_dask_samples_missing_drop(client, detm_data):
+    """``SETM(source, target)`` with two Dask collections and ``missing="drop"``: the rows
+    dropped and the fit as in memory (the probe off: the profile is tested above)."""
+    d, _ = detm_data
+    d = d.copy()
+    d.loc[d.index[[3, 500, 800]], "x1"] = np.nan
+    src, tgt = d[d.labeled == 1][["x1", "x2"]], d[d.labeled == 0][["x1", "x2"]]
+    m0 = pu.SETM(src, tgt, missing="drop")
+    m1 = pu.SETM(dd.from_pandas(src, npartitions=2), dd.from_pandas(tgt, npartitions=3),
+                 missing="drop")
+    assert (m1.n_dropped_source, m1.n_dropped_target) == (m0.n_dropped_source,
+                                                          m0.n_dropped_target) == (1, 2)
+    r0, r1 = m0.fit(probe=False, pi_interval="profile"), m1.fit(probe=False)
+    close(r0.params, r1.params)
+    close(r0.llf, r1.llf)
+    close(r0.bse, r1.bse)
+    # Dask arrays (row chunks): the same names and fit as numpy arrays
+    src, tgt = src.dropna().to_numpy(), tgt.dropna().to_numpy()
+    r0 = pu.SETM(src, tgt).fit(probe=False)
+    r1 = pu.SETM(da.from_array(src, chunks=(150, 2)), da.from_array(tgt, chunks=(200, 2))
+                 ).fit(probe=False)
+    assert list(r1.params.index) == list(r0.params.index)
+    close(r0.params, r1.params)
+    # the formula route: a missing indicator or feature drops the row (only the total is
+    # known, as in memory)
+    d.loc[d.index[5], "labeled"] = np.nan
+    m0 = pu.SETM.from_formula("labeled ~ x1 + x2", data=d, missing="drop")
+    m1 = pu.SETM.from_formula("labeled ~ x1 + x2", data=dd.from_pandas(d, npartitions=3),
+                              missing="drop")
+    assert m1.n_dropped == m0.n_dropped == 4
+    assert m1.n_dropped_source is m0.n_dropped_source is None
+    close(m0.fit(probe=False).params, m1.fit(probe=False).params)
+    with pytest.raises(ValueError, match=r"missing values in column\(s\) \['labeled', 'x1'\]"):
+        pu.SETM.from_formula("labeled ~ x1 + x2", data=dd.from_pandas(d, npartitions=1))
+
+
+def test_detm_dask_refusals(detm_fits, detm_data):
+    d, ddf = detm_data
+    _, r1, _ = detm_fits
+    with pytest.raises(NotImplementedError, match="bootstrap"):
+        r1.test_scar(reference="bootstrap", n_boot=5)
+    with pytest.raises(NotImplementedError, match="bootstrap"):
+        r1.conf_int_pi(method="bootstrap", n_boot=5)
+    # the default inference on pi of a Dask fit is the plain profile; the bootstrap is refused
+    assert r1.pi_interval == "profile"
+    assert r1.conf_int_pi().attrs["method"] == "profile"
+    with pytest.raises(NotImplementedError, match="pi_interval='bootstrap'"):
+        pu.DETM.from_formula("labeled ~ x1 + x2", data=ddf).fit(pi_interval="bootstrap")
+    with pytest.raises(NotImplementedError, match="np.log"):
+        pu.DETM.from_formula("labeled ~ x1 + np.log(x2 + 10)", data=ddf)
+    with pytest.raises(ValueError, match="target"):
+        pu.DETM(ddf[ddf.labeled == 1][["x1", "x2"]], d[d.labeled == 0][["x1", "x2"]])
+    with pytest.raises(ValueError, match="constant"):
+        pu.DETM.from_formula("labeled ~ x1 + c", data=ddf.assign(c=1.0))
+    with pytest.raises(ValueError, match="collinear"):
+        pu.DETM.from_formula("labeled ~ x1 + x2 + x3", data=ddf.assign(x3=ddf.x1 - ddf.x2))
+
+
+def test_detm_profile_log_el_block_sums(detm_data):
+    """The profile log-EL (eq. 12) with its multipliers solved by passes equals the in-memory
+    :func:`~puinfer.models.detm._el.profile_log_el` (value, gradient, Hessian) at points
+    inside and far from the maximum, and both refuse the same points where eq. (11) has no
+    solution (a tilt whose constraint no positive weights satisfy)."""
+    import dask
+
+    from puinfer.models.detm import _el
+
+    d, _ = detm_data
+    m0 = pu.DETM.from_formula("labeled ~ x1 + x2", data=d)
+    with dask.config.set(scheduler="sync"):  # not on the cluster: many single evaluations
+        m1 = pu.DETM.from_formula("labeled ~ x1 + x2", data=dd.from_pandas(d, npartitions=4))
+        z, y = m0.data.Z, m0.data.y
+        rng = np.random.default_rng(3)
+        th_hat = m0.fit(probe=False).theta
+        finite = []
+        for scale, with_pi in ((0.0, False), (0.05, True), (0.3, False), (3.0, True),
+                               (8.0, False)):
+            theta = th_hat + rng.normal(scale=scale, size=6) if scale < 0.1 else \
+                rng.normal(scale=scale, size=6)
+            for pi in (0.2, 0.7):
+                with np.errstate(all="ignore"):
+                    f0, g0, H0, e0 = _el.profile_log_el(theta, pi, z, y, 0.01, order=2,
+                                                        with_pi=with_pi)
+                f1, g1, H1, e1 = m1.data.profile_log_el(theta, pi, 0.01, order=2,
+                                                        with_pi=with_pi, strict=True)
+                assert np.isfinite(f0) == np.isfinite(f1)
+                finite.append(np.isfinite(f0))
+                if np.isfinite(f0):
+                    close(f0, f1)
+                    close(e0["lam"], e1["lam"])
+                    np.testing.assert_allclose(g1, g0, rtol=1e-9, atol=1e-9 * np.abs(g0).max())
+                    np.testing.assert_allclose(H1, H0, rtol=1e-9, atol=1e-9 * np.abs(H0).max())
+    assert 2 <= sum(finite) <= len(finite) - 2  # both kinds of points were compared
+    assert m1.data.passes > 1

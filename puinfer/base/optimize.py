@@ -217,12 +217,18 @@ def _line_search(fun, x, f, dx, dec, feasible, armijo, slack, shrink, min_step):
 
 def _polish(fun, x, f, g, H, dx, feasible, trace):
     """One last full Newton step, kept if feasible and ``f`` does not drop (appended to
-    ``trace``)."""
+    ``trace``), or drops by no more than rounding error while the gradient shrinks: its
+    predicted gain is below ``tol`` and can be lost in the rounding of ``f`` (a sum over many
+    rows, added in another order on Dask blocks), which then cannot judge the step; keeping
+    or not keeping it must not depend on that noise (the trace records ``f`` there)."""
     x_new = x + dx
     if feasible is None or feasible(x_new):
         f_new, g_new, H_new = fun(x_new, 2)
-        if np.isfinite(f_new) and f_new >= f:
-            trace.append(f_new)
+        noise = 1e3 * np.finfo(float).eps * max(1.0, abs(f))
+        if np.isfinite(f_new) and (f_new >= f or (
+                f_new >= f - noise and np.all(np.isfinite(g_new))
+                and np.linalg.norm(g_new) < np.linalg.norm(g))):
+            trace.append(max(f_new, f))
             return x_new, f_new, g_new, H_new
     return x, f, g, H
 

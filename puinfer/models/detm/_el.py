@@ -31,7 +31,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["free_objective", "profile_log_el", "solve_lambda", "penalty", "ridge_strength"]
+__all__ = ["free_objective", "profile_log_el", "solve_lambda", "penalty", "ridge_strength",
+           "penalise", "profile_sums", "profile_finish"]
 
 
 def ridge_strength(N: int) -> float:
@@ -111,11 +112,18 @@ def free_objective(v, Z, y, c, order=2, X1=None):
     w12 = -yq + P1 * P2
     H = _blocks(X1, [[w11, w12], [None, w22]])
     if c:
-        _, pg, ph = penalty(b1, b2, c, 2)
-        idx = np.r_[1:p + 1, p + 2:2 * p + 2]
-        grad[idx] -= pg
-        H[np.ix_(idx, idx)] -= ph
+        penalise(grad, H, b1, b2, c)
     return f, grad, H
+
+
+def penalise(grad, H, b1, b2, c):
+    """Subtract the penalty's gradient and Hessian from ``grad`` and ``H`` (over
+    ``(s1, b1, s2, b2)``, extra trailing entries untouched) in place."""
+    p = b1.size
+    _, pg, ph = penalty(b1, b2, c, 2)
+    idx = np.r_[1:p + 1, p + 2:2 * p + 2]
+    grad[idx] -= pg
+    H[np.ix_(idx, idx)] -= ph
 
 
 def _solve_small(H, b):
@@ -338,7 +346,22 @@ def profile_log_el(theta, pi, Z, y, c=0.0, lam0=None, order=2, X1=None, with_pi=
         return f
     if X1 is None:
         X1 = np.column_stack([np.ones(N), Z])
-    k = p + 1
+    grad, H, Hlt, Hll, om1t, iD = profile_sums(X1, eta1, eta2, z1, z2, lam, D, tmask, e1t,
+                                               e2t, logmix, with_pi)
+    grad, H = profile_finish(grad, H, Hlt, Hll, act, b1, b2, c)
+    extra = {"lam": lam, "p": iD / N, "omega": om1t}
+    return f, grad, H, extra
+
+
+def profile_sums(X1, eta1, eta2, z1, z2, lam, D, tmask, e1t, e2t, logmix, with_pi=False):
+    """The sums over rows behind the derivatives of :func:`profile_log_el` at given
+    multipliers: the gradient in theta (and pi), the (theta, theta) Hessian block, the
+    (lambda, theta) block and the (lambda, lambda) block, before the envelope/implicit step
+    (:func:`profile_finish`). Every entry is a sum over the rows given, so that blocks of rows
+    add up (the Dask path); also returns the rows' posterior ``omega`` (target rows) and
+    ``1 / D``."""
+    N = len(tmask)
+    p = X1.shape[1] - 1
     w1 = np.exp(eta1)
     w2 = np.exp(eta2)
     om1t = np.exp(e1t - logmix)
@@ -367,14 +390,17 @@ def profile_log_el(theta, pi, Z, y, c=0.0, lam0=None, order=2, X1=None, with_pi=
     yo[tmask] = om1t * om2t
     H = _blocks(X1, [[u1 * u1 - u1 + yo, u1 * u2 - yo], [None, u2 * u2 - u2 + yo]])
     Hll = np.array([[z1D @ z1D, z1D @ z2D], [z1D @ z2D, z2D @ z2D]])
-    Hll, Hlt = Hll[np.ix_(act, act)], Hlt[act]  # see solve_lambda
     if with_pi:
         grad, H, Hlt = _with_pi(grad, H, Hlt, X1, w1, w2, logmix, tmask, p)
+    return grad, H, Hlt, Hll, om1t, iD
+
+
+def profile_finish(grad, H, Hlt, Hll, act, b1, b2, c):
+    """Gradient and Hessian of the profile log-EL from :func:`profile_sums`: the implicit
+    (lambda, theta) term ``- h_tl h_ll^{-1} h_lt`` over the active constraints, then the
+    penalty."""
+    Hll, Hlt = Hll[np.ix_(act, act)], Hlt[act]  # see solve_lambda
     H = H - Hlt.T @ np.linalg.solve(Hll, Hlt)
     if c:
-        _, pg, ph = penalty(b1, b2, c, 2)
-        idx = np.r_[1:k, k + 1:2 * k]
-        grad[idx] -= pg
-        H[np.ix_(idx, idx)] -= ph
-    extra = {"lam": lam, "p": iD / N, "omega": om1t}
-    return f, grad, H, extra
+        penalise(grad, H, b1, b2, c)
+    return grad, H

@@ -54,6 +54,8 @@ NEAR_TIE_LEVEL = 0.05
 def kl_divergences(data, v, pi) -> tuple[float, float]:
     """Estimated ``KL(p_s || p_t(.|y=1))`` and ``KL(p_s || p_t(.|y=0))`` (Remark 1 of Liu et
     al.): ``KL_t = -sum_i p_i (alpha_t + z_i'beta_t)`` with the EL weights ``p_i``."""
+    if getattr(data, "lazy", False):  # rows in Dask collections: block sums
+        return data.kl_divergences(v, pi)
     s1, b1, s2, b2 = _el.split(v, data.p)
     eta1, eta2 = s1 + data.Z @ b1, s2 + data.Z @ b2
     w = np.exp(-np.logaddexp(0, np.logaddexp(eta1, eta2))) / data.n
@@ -76,10 +78,23 @@ def swap_needed(data, v, pi, rule) -> bool:
 def _stacked(data, v, c):
     """Per-row estimating functions ``psi`` (N x (2p + 4)) of ``phi = (v, pi, g)`` at the
     fit, the Jacobian ``A`` of their sum, and ``(pi, g)``."""
-    p = data.p
-    X1, y = data.X1, data.y
-    s1, b1, s2, b2 = _el.split(v, p)
+    s1, b1, s2, b2 = _el.split(v, data.p)
     eta1, eta2 = s1 + data.Z @ b1, s2 + data.Z @ b2
+    d = eta1 - eta2
+    inv1pS = np.exp(-np.logaddexp(0.0, np.logaddexp(eta1, eta2)))
+    pi = float(np.mean(expit(d)[data.y == 1]))
+    g = float(np.sum(inv1pS * d) / np.sum(inv1pS))
+    psi, A = stacked_at(data.Z, data.X1, data.y, v, c, pi, g)
+    return psi, A, pi, g
+
+
+def stacked_at(Z, X1, y, v, c, pi, g):
+    """The rows' ``psi`` and the Jacobian ``A`` of their sum (:func:`_stacked`) at given
+    ``(pi, g)``: every entry of ``A`` is a sum over the rows given (``c = 0``), so that blocks
+    of rows add up (the Dask path)."""
+    p = Z.shape[1]
+    s1, b1, s2, b2 = _el.split(v, p)
+    eta1, eta2 = s1 + Z @ b1, s2 + Z @ b2
     d = eta1 - eta2
     logS = np.logaddexp(eta1, eta2)
     log1pS = np.logaddexp(0.0, logS)
@@ -87,11 +102,9 @@ def _stacked(data, v, c):
     P1, P2 = np.exp(eta1 - log1pS), np.exp(eta2 - log1pS)
     q1 = expit(d)                                  # e^eta1 / S
     t = y == 1
-    pi = float(np.mean(q1[t]))
-    g = float(np.sum(inv1pS * d) / np.sum(inv1pS))
     psi = np.column_stack([X1 * (y * q1 - P1)[:, None], X1 * (y * (1 - q1) - P2)[:, None],
                            y * (q1 - pi), (d - g) * inv1pS])
-    _, _, H = _el.free_objective(v, data.Z, y, c, 2, X1)
+    _, _, H = _el.free_objective(v, Z, y, c, 2, X1)
     k = 2 * (p + 1)
     A = np.zeros((k + 2, k + 2))
     A[:k, :k] = H
@@ -101,13 +114,15 @@ def _stacked(data, v, c):
     r = (d - g) * inv1pS
     A[k + 1, :k] = np.r_[X1.T @ (inv1pS - r * P1), X1.T @ (-inv1pS - r * P2)]
     A[k + 1, k + 1] = -float(np.sum(inv1pS))       # = -n at the fit
-    return psi, A, pi, g
+    return psi, A
 
 
 def kl_difference_se(data, v, c: float = 0.0) -> float:
     """Sandwich standard error of ``KL1 - KL2`` at the binary-regression solution ``v`` (see
     the module docstring); NaN when pi-hat is at a bound (within 1e-6, where ``logit(pi)`` has no
     useful linearisation) or the Jacobian is singular or not finite (a diverging tilt)."""
+    if getattr(data, "lazy", False):  # rows in Dask collections: block sums
+        return data.kl_difference_se(v, c)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         psi, A, pi, _ = _stacked(data, v, c)
     if not (1e-6 < pi < 1 - 1e-6) or not np.all(np.isfinite(A)) or not np.all(np.isfinite(psi)):

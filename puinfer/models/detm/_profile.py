@@ -96,7 +96,7 @@ class PiProfiler:
         the starts use, penalty scaled with it): a start far from the solution runs there first
         and its solution starts the run on the full data (as the starts of the fit do)."""
         d, f = self.data, self.fit
-        if d.N <= 2 * SUBSAMPLE_SIZE:
+        if d.N <= 2 * SUBSAMPLE_SIZE and not getattr(d, "lazy", False):
             return None
         sub = subsample(d)
         rec = _SubFit(f.restricted, f.penalty_strength * sub.N / d.N, f.maxiter, f.tol, f.pi,
@@ -139,6 +139,8 @@ class PiProfiler:
         if self.fit.restricted or self.fit.label_rule != "kl":
             return True
         d = self.data
+        if getattr(d, "lazy", False):  # rows in Dask collections: block sums
+            return d.labelled(theta, pi)
         a1, b1, a2, b2 = _el.split(theta, d.p)
         eta1, eta2 = a1 + d.Z @ b1, a2 + d.Z @ b2
         with np.errstate(over="ignore", invalid="ignore"):
@@ -225,7 +227,8 @@ class PiProfiler:
             return th
         d = self.data
         idx = np.r_[d.p + 1:2 * d.p + 2] if self.fit.restricted else np.arange(2 * d.p + 2)
-        hpt = _el.pi_cross(th, q, d.Z[d.n:], d.X1[d.n:])[idx]
+        hpt = (d.pi_cross(th, q) if getattr(d, "lazy", False)
+               else _el.pi_cross(th, q, d.Z[d.n:], d.X1[d.n:]))[idx]
         try:
             c = np.linalg.cholesky(-H)
         except np.linalg.LinAlgError:

@@ -97,6 +97,8 @@ def normalise_alphas(data, restricted: bool, v, theta) -> np.ndarray:
     relative terms: eq. (12) evaluated at that theta is then well below the maximum (the
     profile of pi found higher points, n = m = 5). The normalised alpha gives the limit.
     """
+    if getattr(data, "lazy", False):  # rows in Dask collections: block sums
+        return data.normalise_alphas(restricted, v, theta)
     p = data.p
     s1, b1, s2, b2 = _el.split(v, p)
     logS = np.logaddexp(s1 + data.Z @ b1, s2 + data.Z @ b2)
@@ -114,9 +116,12 @@ def normalise_alphas(data, restricted: bool, v, theta) -> np.ndarray:
 def _exact_llf(data, v, theta, pi, record, name):
     """Exact log-EL (eq. 12) with the multipliers solved; the closed form on overflow."""
     p = data.p
+    lazy = getattr(data, "lazy", False)  # rows in Dask collections: block sums
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        f, _, H, extra = _el.profile_log_el(theta, pi, data.Z, data.y, 0.0, X1=data.X1,
-                                            with_pi=True)
+        f, _, H, extra = (data.profile_log_el(theta, pi, 0.0, with_pi=True, strict=True)
+                          if lazy else
+                          _el.profile_log_el(theta, pi, data.Z, data.y, 0.0, X1=data.X1,
+                                             with_pi=True))
     method = "eq. (12), multipliers of (11) solved numerically"
     if extra is None or not np.isfinite(f) or not np.all(np.isfinite(H)):
         # A tilt has run off (w overflows). At the pi-free maximum the multipliers are known
@@ -126,12 +131,14 @@ def _exact_llf(data, v, theta, pi, record, name):
         f = fun(v, 0) - data.n * np.log(data.n) - data.m * np.log(data.m)
         method = "eq. (12) with the closed-form multipliers m pi_t / N (overflow)"
         H = np.full((2 * p + 3, 2 * p + 3), np.nan)
-        s1, b1, s2, b2 = _el.split(v, p)
-        eta1, eta2 = s1 + data.Z @ b1, s2 + data.Z @ b2
-        logS = np.logaddexp(eta1, eta2)
         extra = {"lam": np.array([data.m * pi, data.m * (1 - pi)]) / data.N,
-                 "p": np.exp(-np.logaddexp(0, logS)) / data.n,
-                 "omega": expit((eta1 - eta2)[data.n:])}
+                 "p": None, "omega": None}  # per-row values: not kept for Dask rows
+        if not lazy:
+            s1, b1, s2, b2 = _el.split(v, p)
+            eta1, eta2 = s1 + data.Z @ b1, s2 + data.Z @ b2
+            logS = np.logaddexp(eta1, eta2)
+            extra["p"] = np.exp(-np.logaddexp(0, logS)) / data.n
+            extra["omega"] = expit((eta1 - eta2)[data.n:])
         record.append((SeparationWarning, f"{name}: a tilt diverges (exp overflow); the log-EL "
                        "uses the closed-form multipliers and standard errors are not available"))
     return float(f), H, extra, method
@@ -186,6 +193,8 @@ def build_record(data, restricted: bool, name: str, best: StartRun, runs: list, 
     record: list = []
     p = data.p
     v = best.v
+    if getattr(data, "lazy", False):  # Dask rows: pi and KL of every run in one pass
+        data.prefetch([r.v for r in runs] + [v])
     pi = pi_of_v(data, v)
     swapped = not restricted and swap_needed(data, v, pi, label_rule)
     if swapped:
@@ -235,7 +244,9 @@ def build_record(data, restricted: bool, name: str, best: StartRun, runs: list, 
         label_check=check,
         llf=llf, llf_penalized=float(llf - (_el.penalty(b1, b2, c) if c else 0.0)),
         llf_method=llf_method, lagrange_multipliers=readonly(extra["lam"]),
-        el_weights=readonly(extra["p"]), omega=readonly(extra["omega"]), params=params, cov=cov,
+        # per-row values (None for rows in Dask collections)
+        el_weights=None if extra["p"] is None else readonly(extra["p"]),
+        omega=None if extra["omega"] is None else readonly(extra["omega"]), params=params, cov=cov,
         convergence=best.info, runs=tuple(runs), starts=starts, n_starts_at_best=n_at_best,
         separated_points=sep, ridge_binding=binding,
         warnings=tuple((cat.__name__, msg) for cat, msg in record))

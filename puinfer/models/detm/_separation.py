@@ -101,10 +101,18 @@ def check_separation(data, restricted: bool, name: str, c: float, check, v: np.n
     big = float(max(np.abs(b1).max(initial=0), np.abs(b2).max(initial=0)))
     binding = None
     if c and data.N <= RIDGE_CHECK_MAX_N:
-        binding = ridge_binding(data, restricted, v)
+        # Dask rows: on the starts' in-memory sample when it holds every row (up to 60
+        # Newton steps on a ridge would each cost passes), else by passes
+        rows = (data.in_memory() or data) if getattr(data, "lazy", False) else data
+        binding = ridge_binding(rows, restricted, v)
     diverging = big > 10 or bool(binding)
     if check is None and not diverging:
         return None, binding, None
+    if getattr(data, "lazy", False):  # Dask rows: the hull LPs need every source point
+        if not diverging or (c and binding is False):
+            return None, binding, None
+        return None, binding, (_message(name, c, big, np.array([], dtype=int), 0, binding)
+                               + " (The convex-hull check is not run on Dask collections.)")
     Zs, Zt = data.Z[: data.n], data.Z[data.n:]
     logP0_t = -np.logaddexp(0, np.logaddexp(s1 + Zt @ b1, s2 + Zt @ b2))
     # candidates: the target points the fit pushes furthest from the source

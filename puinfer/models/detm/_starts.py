@@ -42,6 +42,8 @@ def _setm_index(p: int) -> np.ndarray:
 def free_fun(data, c: float, restricted: bool):
     """``fun(v, order)`` of the penalised binary-regression form, and ``expand`` (SETM's free
     parameters ``(s1, s2, b2)`` -> the full ``v`` with ``b1 = 0``; identity for DETM)."""
+    if getattr(data, "lazy", False):  # rows in Dask collections: block sums (._dask)
+        return data.free_fun(c, restricted)
     p = data.p
     if not restricted:
         def fun(v, order):
@@ -101,6 +103,8 @@ def grid_starts(data, restricted: bool, bL: np.ndarray) -> list:
 
 def pi_of_v(data, v) -> float:
     """The mixture proportion of a binary-regression solution (before label resolution)."""
+    if getattr(data, "lazy", False):
+        return data.pi_of_v(v)
     s1, b1, s2, b2 = _el.split(v, data.p)
     Zt = data.Z[data.n:]
     return float(np.mean(expit((s1 + Zt @ b1) - (s2 + Zt @ b2))))
@@ -212,13 +216,16 @@ def solve_fixed_pi(data, restricted: bool, pi, theta0, c, maxiter, tol, known=()
 
     lam_last = [None]  # warm start for the multipliers: the last Newton iterate's
     memo: dict = {}  # the line search's accepted point, reused by the next Hessian
+    lazy = getattr(data, "lazy", False)  # rows in Dask collections: block sums (._dask)
 
     def fun(u, order):
         if order == 2:
             check_merge(u)
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-            out = _el.profile_log_el(expand(u), pi, data.Z, data.y, c, lam0=lam_last[0],
-                                     order=order, X1=data.X1, memo=memo)
+            out = (data.profile_log_el(expand(u), pi, c, lam0=lam_last[0], order=order)
+                   if lazy else
+                   _el.profile_log_el(expand(u), pi, data.Z, data.y, c, lam0=lam_last[0],
+                                      order=order, X1=data.X1, memo=memo))
         if order == 0:
             return out
         f, g, H, extra = out
@@ -241,7 +248,8 @@ def solve_fixed_pi(data, restricted: bool, pi, theta0, c, maxiter, tol, known=()
                                ConvergenceInfo(False, 0, method, "infeasible start"))
     memo.clear()
     theta = expand(u)
-    return FixedPiSolution(f, theta, info, H, _el.pi_slope(theta, pi, data.Z[data.n:]))
+    dpi = data.pi_slope(theta, pi) if lazy else _el.pi_slope(theta, pi, data.Z[data.n:])
+    return FixedPiSolution(f, theta, info, H, dpi)
 
 
 def fit_fixed_pi(data, restricted: bool, pi, theta0, c, maxiter, tol):
@@ -254,6 +262,8 @@ def fit_fixed_pi(data, restricted: bool, pi, theta0, c, maxiter, tol):
 def subsample(data):
     """The seeded subsample of about ``SUBSAMPLE_SIZE`` rows (the same share of each sample;
     same centring and scaling, so that solutions carry over to the full data)."""
+    if getattr(data, "lazy", False):  # Dask collections: the sample drawn in their first pass
+        return data.subsample()
     k = SUBSAMPLE_SIZE / data.N
     rng = np.random.default_rng(0)
     i_s = np.sort(rng.choice(data.n, size=max(int(round(data.n * k)), 50), replace=False))
@@ -325,7 +335,8 @@ def run_starts(data, restricted: bool, c, maxiter, tol, extra_starts=(), setm_st
     grid and a reduced DETM grid of three starts. ``setm_runs``: the SETM runs of these same
     data and options, already computed, which DETM then does not repeat.
     """
-    if setm_start is None and data.N > 2 * SUBSAMPLE_SIZE:
+    # (rows in Dask collections: always, the subsample being every row of a small sample)
+    if setm_start is None and (data.N > 2 * SUBSAMPLE_SIZE or getattr(data, "lazy", False)):
         opts = subsample_starts(data, restricted, c, maxiter, tol)
         # SETM's subsample gives only its start; DETM's adds its best subsample maxima
         opts["extra_starts"] = [*extra_starts, *opts.get("extra_starts", [])]

@@ -22,6 +22,7 @@ import pandas as pd
 
 from ... import exceptions
 from ..._align import check_missing_option, drop_missing
+from ..._dask import any_dask
 from ..._validation import check_binary
 from ...base.model import Model
 from ...base.optimize import newton_maximize
@@ -137,6 +138,11 @@ class _TiltModel(Model):
 
     def __init__(self, source, target, *, missing: str = "raise"):
         check_missing_option(missing)
+        if any_dask(source, target):  # rows in Dask collections: see ._dask
+            from ._dask import init_dask
+
+            init_dask(self, source, target, missing)
+            return
         # source and target are two samples, not columns of one: their rows are never matched
         # to each other (each keeps its own index; predict() uses the target's)
         source, ks = _drop_rows(source, "source", missing)
@@ -194,6 +200,12 @@ class _TiltModel(Model):
             evaluated.
         """
         check_missing_option(missing)
+        if any_dask(data, source, target):  # rows in Dask collections: see ._dask
+            from ._dask import from_formula_dask
+
+            if data is not None and (source is not None or target is not None):
+                raise ValueError("give either data= (with an indicator) or source= and target=")
+            return from_formula_dask(cls, formula, data, missing, source=source, target=target)
         if data is not None:
             if source is not None or target is not None:
                 raise ValueError("give either data= (with an indicator) or source= and target=")
@@ -326,6 +338,10 @@ class _TiltModel(Model):
             pi_interval = "profile" if lazy else "bootstrap"
         if pi_interval not in ("bootstrap", "profile"):
             raise ValueError(f"pi_interval must be 'bootstrap' or 'profile'; got {pi_interval!r}")
+        if lazy and pi_interval == "bootstrap":
+            from ._dask import refuse
+
+            refuse("fit(pi_interval='bootstrap')")
         if check_separation not in (None, True, False):
             raise ValueError(f"check_separation must be None, True or False; got "
                              f"{check_separation!r}")

@@ -134,6 +134,10 @@ class TiltResults(LikelihoodResults):
         the true-parameter Bayes rule and the Elkan-Noto classifier.
         """
         m = self.model
+        if getattr(m.data, "lazy", False):  # fitted on Dask collections: see ._dask
+            from ._dask import predict_dask
+
+            return predict_dask(self, newdata)
         if newdata is None:
             idx = m.data.target_index
             return pd.Series(np.asarray(self._fit.omega), name="P(y=1|x)",
@@ -184,6 +188,10 @@ class TiltResults(LikelihoodResults):
         """``(n_boot, 2)`` draws ``(R*_b(pi-hat), pi-hat_b)`` of the smoothed EL bootstrap
         (:func:`~puinfer.models.detm.bootstrap.interval_replicate`); cached for an int seed
         (the same call gives the same draws without refitting)."""
+        if getattr(self.model.data, "lazy", False):  # fitted on Dask collections
+            from ._dask import refuse
+
+            refuse("conf_int_pi(method='bootstrap')")
         if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 1:
             raise ValueError(f"n_boot must be a positive integer; got {n_boot!r}")
         h = bootstrap.bandwidth(self.model.data, smooth)
@@ -422,6 +430,9 @@ def _tilt_nesting(small: TiltResults, big: TiltResults) -> str | None:
     if small.data_fingerprint == big.data_fingerprint:  # same features: the shared rule
         return LikelihoodResults._nesting(small, big)
     a, b = small.model.data, big.model.data
+    if getattr(a, "lazy", False) or getattr(b, "lazy", False):
+        return ("the two models were not fitted to the same Dask collections and features "
+                "(fits on Dask collections are compared only on the same data)")
     if (a.n, a.m) != (b.n, b.m):
         return (f"the two models were not fitted to the same data: {a.n} and {b.n} source rows, "
                 f"{a.m} and {b.m} target rows")
@@ -546,6 +557,10 @@ class DETMResults(TiltResults):
             return res
         if reference != "bootstrap":
             raise ValueError(f"reference must be 'chi2' or 'bootstrap'; got {reference!r}")
+        if getattr(self.model.data, "lazy", False):  # fitted on Dask collections
+            from ._dask import refuse
+
+            refuse("test_scar(reference='bootstrap')")
         if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 1:
             raise ValueError(f"n_boot must be a positive integer; got {n_boot!r}")
         if refit not in ("quick", "full"):
