@@ -532,16 +532,10 @@ class DaskTiltData:
             A[np.ix_(idx, idx)] -= ph
         B = sum(S[f"{k}_mom"] - np.outer(S[f"{k}_sum"], S[f"{k}_sum"]) / S[f"{k}_n"]
                 for k in ("s", "t"))
-        if not (1e-6 < pi < 1 - 1e-6) or not np.all(np.isfinite(A)) or \
-                not np.all(np.isfinite(B)):
-            return float("nan")
-        k = A.shape[0]
-        grad = np.zeros(k)
-        grad[k - 2] = 1.0 / (pi * (1 - pi))
-        grad[k - 1] = -1.0
-        try:
-            u = np.linalg.solve(A.T, grad)
-        except np.linalg.LinAlgError:
+        from ._label import delta_direction
+
+        u = delta_direction(A, pi) if np.all(np.isfinite(B)) else None
+        if u is None:
             return float("nan")
         var = float(u @ B @ u)
         return float(np.sqrt(var)) if np.isfinite(var) and var >= 0 else float("nan")

@@ -117,6 +117,22 @@ def stacked_at(Z, X1, y, v, c, pi, g):
     return psi, A
 
 
+def delta_direction(A, pi: float):
+    """``u = A^-T d(KL1 - KL2)/d(params)``: the sandwich variance of ``KL1 - KL2`` is
+    ``u' B u`` (``B`` the covariance of the stacked estimating functions); None when pi is at a
+    bound (within 1e-6) or ``A`` is not finite or singular."""
+    if not (1e-6 < pi < 1 - 1e-6) or not np.all(np.isfinite(A)):
+        return None
+    k = A.shape[0]
+    grad = np.zeros(k)
+    grad[k - 2] = 1.0 / (pi * (1 - pi))
+    grad[k - 1] = -1.0
+    try:
+        return np.linalg.solve(A.T, grad)
+    except np.linalg.LinAlgError:
+        return None
+
+
 def kl_difference_se(data, v, c: float = 0.0) -> float:
     """Sandwich standard error of ``KL1 - KL2`` at the binary-regression solution ``v`` (see
     the module docstring); NaN when pi-hat is at a bound (within 1e-6, where ``logit(pi)`` has no
@@ -125,15 +141,8 @@ def kl_difference_se(data, v, c: float = 0.0) -> float:
         return data.kl_difference_se(v, c)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         psi, A, pi, _ = _stacked(data, v, c)
-    if not (1e-6 < pi < 1 - 1e-6) or not np.all(np.isfinite(A)) or not np.all(np.isfinite(psi)):
-        return float("nan")
-    k = A.shape[0]
-    grad = np.zeros(k)
-    grad[k - 2] = 1.0 / (pi * (1 - pi))
-    grad[k - 1] = -1.0
-    try:
-        u = np.linalg.solve(A.T, grad)
-    except np.linalg.LinAlgError:
+    u = delta_direction(A, pi) if np.all(np.isfinite(psi)) else None
+    if u is None:
         return float("nan")
     r = psi @ u
     src, tgt = r[: data.n], r[data.n:]
