@@ -356,6 +356,7 @@ class TiltResults(LikelihoodResults):
         return HypothesisTestResult(
             float(stat), 1, float(pval), null=f"pi = {value:g}",
             method=method + f", bootstrap-calibrated ({rb.size} resamples)",
+            distribution="bootstrap",
             extra={"chi2_1 p-value": float(chi2.sf(stat, 1))})
 
     # -- presentation -----------------------------------------------------------------------

@@ -165,7 +165,7 @@ def test_test_pi_inverts_the_default_interval(fit):
     for lim, sign in ((ci["lower"], -1), (ci["upper"], +1)):
         inside = fit.test_pi(lim - sign * 1e-3 * width)
         outside = fit.test_pi(lim + sign * 1e-3 * width)
-        assert "bootstrap-calibrated" in inside.method
+        assert "bootstrap-calibrated" in inside.method and inside.distribution == "bootstrap"
         assert inside.pvalue > 0.05 >= outside.pvalue
         assert outside.extra["chi2_1 p-value"] == pytest.approx(stats.chi2.sf(outside.statistic, 1))
 
