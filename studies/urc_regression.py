@@ -190,6 +190,48 @@ def run_score_size(reps, n_lab, n_field):
         pd.DataFrame(rows).to_csv(path, mode="a", header=not path.exists(), index=False)
 
 
+def boot_one(rep, scen, seed, n_boot):
+    """The default no-shift test (penalised likelihood ratio, bootstrap of the procedure under
+    the null, ``n_boot`` resamples, seeded by the replicate) on Part 3's data (same seeds)."""
+    mu, sc = TEST_SCENARIOS[scen]
+    si = list(SCENARIOS).index(scen) if scen in SCENARIOS else 10 + list(TEST_SCENARIOS).index(scen)
+    sim = simulate_urc_regression(N_LAB, N_FIELD, field_shift=mu, field_scale=sc,
+                                  rng=np.random.default_rng([seed, rep, si]))
+    r = RegressionURC(sim.lab_pred, sim.lab_y).fit(sim.field_pred)
+    t0 = time.perf_counter()
+    t = r.test_no_shift(n_boot=n_boot, rng=rep)
+    sec = time.perf_counter() - t0
+    Tb = r.no_shift_bootstrap(n_boot, rep)
+    ok = np.isfinite(Tb)
+    return dict(rep=rep, scenario=scen, n_boot=n_boot, stat=t.statistic, p_boot=t.pvalue,
+                p_chi2=float(stats.chi2.sf(t.statistic, t.df)), usable=int(ok.sum()),
+                boot_mean=float(np.mean(Tb[ok])), boot_var=float(np.var(Tb[ok])),
+                boot_q95=float(np.quantile(Tb[ok], 0.95)), seconds_boot=sec,
+                boot=" ".join(f"{v:.5g}" for v in Tb))
+
+
+def run_boot(reps, seed, n_boot, power_reps):
+    """Size (``none``, ``reps`` replicates) and power (the two small shifts, ``power_reps``)
+    of the default no-shift test; one CSV row per (replicate, scenario), appended."""
+    path = OUT / "urc_regression_boot.csv"
+    done = set()
+    if path.exists():
+        old = pd.read_csv(path)
+        done = set(zip(old.rep, old.scenario, old.n_boot, strict=True))
+    for rep in range(reps):
+        rows = []
+        for scen in TEST_SCENARIOS:
+            if (rep, scen, n_boot) in done or (scen != "none" and rep >= power_reps):
+                continue
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                rows.append(boot_one(rep, scen, seed, n_boot))
+        if rows:
+            pd.DataFrame(rows).to_csv(path, mode="a", header=not path.exists(), index=False)
+        if (rep + 1) % 25 == 0:
+            print(f"boot: replicate {rep + 1}/{reps} done", flush=True)
+
+
 GOF_GRID = [(0.0, 0.0), (0.0, 0.5), (3.0, 0.0), (3.0, 0.5)]  # (lambda, lab pseudo-count)
 
 
@@ -543,7 +585,10 @@ def report():
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--part", choices=["select", "coverage", "coverage_samplecentred", "gof",
-                                       "tests", "score_size"])
+                                       "tests", "score_size", "boot"])
+    ap.add_argument("--n-boot", type=int, default=99, help="boot: resamples per test")
+    ap.add_argument("--power-reps", type=int, default=200,
+                    help="boot: replicates of the two small shifts")
     ap.add_argument("--n-lab", type=int, default=N_LAB, help="score_size: lab rows")
     ap.add_argument("--n-field", type=int, default=N_FIELD, help="score_size: field rows")
     ap.add_argument("--reps", type=int, default=20)
@@ -559,6 +604,8 @@ def main(argv=None):
         run_tests(args.reps, args.seed)
     elif args.part == "score_size":
         run_score_size(args.reps, args.n_lab, args.n_field)
+    elif args.part == "boot":
+        run_boot(args.reps, args.seed, args.n_boot, args.power_reps)
     elif args.part:
         configs = GRID if args.configs is None else [
             (int(c.split(":")[0]), float(c.split(":")[1])) for c in args.configs.split(",")]

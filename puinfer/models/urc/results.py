@@ -78,7 +78,8 @@ def _tests_table(tests, several_groups, random_lab) -> pd.DataFrame:
         index.pop(1)
     return pd.DataFrame({"statistic": [t.statistic for t in tests],
                          "df": [int(t.df) if np.isfinite(t.df) else t.df for t in tests],
-                         "p-value": [t.pvalue for t in tests]}, index=index)
+                         "p-value": [t.pvalue for t in tests],
+                         "reference": [t.distribution for t in tests]}, index=index)
 
 
 class URCResults(URCTestsMixin, InformationCriteria, LikelihoodResults):
@@ -569,7 +570,8 @@ class URCResults(URCTestsMixin, InformationCriteria, LikelihoodResults):
                     self._table(alpha))
         several = len(self._groups) > 1
         tests = [self.test_no_shift()] + ([self.test_equal_base_rates()] if several else [])
-        s.add_table("Likelihood-ratio and chi-square tests",
+        s.add_table("Likelihood-ratio and chi-square tests (reference: the p-value's "
+                    "distribution)",
                     _tests_table(tests + [self.gof()], several, self._d.random_lab))
         s.add_note(self.convergence.line())
         if self.prior_strength > 0:

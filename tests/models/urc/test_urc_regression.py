@@ -116,7 +116,8 @@ def test_agrees_with_plain_urc(sim):
     ru = quiet(lambda: u.fit(m.interval_probabilities(sim.field_pred)))
     assert_allclose(r.base_rates.to_numpy(), ru.base_rates.to_numpy(), atol=1e-8)
     assert_allclose(r.llf, ru.llf, rtol=1e-10)
-    assert_allclose(r.test_no_shift().statistic, ru.test_no_shift().statistic, rtol=1e-6)
+    assert_allclose(r.test_no_shift(reference="chi2").statistic,
+                    ru.test_no_shift().statistic, rtol=1e-6)
     assert_allclose(r.gof().statistic, ru.gof().statistic, rtol=1e-6)
     cls = m.classes[1]
     assert_allclose(r.profile(cls=cls).conf_int(0.05), ru.profile(cls=cls).conf_int(0.05),
@@ -262,13 +263,21 @@ def test_recovery_and_tests(res, sim, model):
     naive = res.naive.iloc[0].to_numpy()
     assert np.sqrt(np.mean((est - truth) ** 2)) < 0.7 * np.sqrt(np.mean((naive - truth) ** 2))
     assert np.max(np.abs(est - truth)) < 0.04
-    assert res.test_no_shift().pvalue < 1e-6
+    assert res.test_no_shift(reference="chi2").pvalue < 1e-6
+    # the default bootstrap reference: the statistic exceeds every resample's, so the p-value
+    # is its smallest possible value 1 / (B' + 1)
+    t = res.test_no_shift()
+    n_ok = int(t.extra["bootstrap resamples"].split()[0])
+    assert t.distribution == "bootstrap" and t.pvalue == pytest.approx(1 / (n_ok + 1))
     ci = res.conf_int()
     assert list(ci.index.get_level_values("class")) == model.classes
     assert np.all(ci["lower"].to_numpy() < est) and np.all(est < ci["upper"].to_numpy())
     assert "smoothness penalty" in res.llf_kind
     text = res.summary().as_text()
     assert "Outcome intervals K" in text and "Smoothing (lambda, order)" in text
+    assert "bootstrap of the whole procedure under the null" in text
+    (tbl,) = [t for cap, t in res.summary().tables if cap.startswith("Likelihood-ratio")]
+    assert list(tbl["reference"]) == ["bootstrap", "chi2"]
 
 
 def test_no_shift_not_rejected():
@@ -393,10 +402,10 @@ def test_penalised_pooled_null_nested_only_approximately():
                                 rng=np.random.default_rng([2026, 179, 0]))
     m = quiet(lambda: pu.RegressionURC(s.lab_pred, s.lab_y))
     r = quiet(lambda: m.fit(s.field_pred, penalty_centre="sample"))
-    t = r.test_no_shift(statistic="lr")
+    t = r.test_no_shift(statistic="lr", reference="chi2")
     assert t.statistic == 0 and t.pvalue == 1
     assert "centred at the lab sample" in t.extra["note (penalty)"]
-    t = quiet(lambda: m.fit(s.field_pred)).test_no_shift(statistic="lr")
+    t = quiet(lambda: m.fit(s.field_pred)).test_no_shift(statistic="lr", reference="chi2")
     assert t.statistic > 0 and "note (penalty)" not in t.extra
 
 
@@ -427,7 +436,8 @@ def test_penalty_with_the_lab_population_integrated_out():
 
 
 def test_regression_no_shift_score_option(res, model, sim):
-    assert res.test_no_shift().method == "URC likelihood-ratio test of no prior shift"
+    assert res.test_no_shift(reference="chi2").method == \
+        "URC likelihood-ratio test of no prior shift"
     t = res.test_no_shift(statistic="score")
     assert t.method == "URC score test of no prior shift"
     assert "without the smoothness penalty" in t.extra["likelihood"]
@@ -480,3 +490,93 @@ def test_population_centre_coverage_mc():
     smp = np.array([_r_at_truth(r, "sample") for r in range(20)])
     assert pop.mean() < 1.0 < smp.mean()
     assert np.mean(pop <= stats.chi2.ppf(0.95, 1)) >= 0.94
+
+
+# ---- the default no-shift test: a bootstrap of the whole procedure under the null -----------
+@pytest.fixture(scope="module")
+def small_null():
+    """A small no-shift problem (5 intervals, 10 cells): fast bootstraps."""
+    s = simulate_urc_regression(300, 1000, field_shift=0.0, rng=np.random.default_rng(11))
+    m = quiet(lambda: pu.RegressionURC(s.lab_pred, s.lab_y, 5))
+    return s, m, quiet(lambda: m.fit(s.field_pred))
+
+
+def test_bootstrap_pvalue_by_hand(small_null):
+    _, _, r = small_null
+    t = r.test_no_shift(n_boot=19, rng=3)
+    Tb = r.no_shift_bootstrap(19, 3)
+    ok = np.isfinite(Tb)
+    assert ok.sum() >= 17
+    # (1 + #{T*_b >= T}) / (B' + 1), B' the usable resamples
+    assert t.pvalue == (1 + np.sum(Tb[ok] >= t.statistic)) / (ok.sum() + 1)
+    assert t.distribution == "bootstrap" and t.reference == "bootstrap"
+    assert "bootstrap" in str(t) and t.extra["bootstrap resamples"] == f"{ok.sum()} of 19 usable"
+    # the statistic is the penalised likelihood ratio of the chi-square version
+    assert t.statistic == r.test_no_shift(reference="chi2").statistic
+    # same seed, same resamples (cached: the same array); another seed, other resamples
+    assert r.no_shift_bootstrap(19, 3) is Tb
+    assert r.test_no_shift(n_boot=19, rng=3).pvalue == t.pvalue
+    gen = r.no_shift_bootstrap(19, np.random.default_rng(3))
+    assert_allclose(gen, Tb)                      # a Generator seeded alike draws the same
+    assert not np.allclose(r.no_shift_bootstrap(19, 4), Tb)
+    with pytest.raises(ValueError, match="immutable|read-only"):
+        Tb[0] = 1.0
+    r2 = pickle.loads(pickle.dumps(r))            # the cache pickles with the results
+    assert_allclose(r2.no_shift_bootstrap(19, 3), Tb)
+
+
+def test_bootstrap_statistic_is_the_procedure(small_null):
+    """One resample's statistic (histograms built from multiplicities of the lab rows) equals
+    the public procedure run on those rows: lab rows and field rows as data, the model and the
+    fit built from scratch. Field rows are given as their own atoms (weight 1 each), so no
+    field row ties with a lab row at a cell edge."""
+    import types
+
+    from puinfer.models.urc import _null_bootstrap as nb
+
+    s, m, r = small_null
+    lp, fp = s.lab_pred, s.field_pred
+    rng = np.random.default_rng(5)
+    il = rng.choice(lp.n, lp.n)                   # a bootstrap sample of the lab rows
+    comb = pu.NormalPredictive(np.concatenate([lp.mean, fp.mean]),
+                               np.concatenate([lp.sd, fp.sd]))
+    y = np.concatenate([np.asarray(s.lab_y, float), s.field_y])
+    wl = np.r_[np.bincount(il, minlength=lp.n), np.zeros(fp.n, int)]
+    wf = np.r_[np.zeros(lp.n, int), np.ones(fp.n, int)][None]
+    atoms = types.SimpleNamespace(_lab_y=y, _lab_pred=comb, n_intervals=m.n_intervals,
+                                  edges=m.edges, partition=m.partition, _partition_kind="mean")
+    t = nb.resample_statistic(atoms, r._d, wl, wf, r._record.options)
+    mb = quiet(lambda: pu.RegressionURC(lp.take(il), np.asarray(s.lab_y)[il], 5))
+    tb = quiet(lambda: mb.fit(fp)).test_no_shift(reference="chi2").statistic
+    assert t == pytest.approx(tb, rel=1e-6, abs=1e-8)
+
+
+def test_bootstrap_reference_errors(small_null):
+    _, _, r = small_null
+    with pytest.raises(ValueError, match="default null"):
+        r.test_no_shift(value=np.full(5, 0.2), reference="bootstrap")
+    with pytest.raises(ValueError, match="likelihood-ratio"):
+        r.test_no_shift(reference="bootstrap", statistic="score")
+    with pytest.raises(ValueError, match="n_boot"):
+        r.no_shift_bootstrap(0)
+    # an explicit value and the score statistic keep the chi-square reference
+    assert r.test_no_shift(value=np.full(5, 0.2)).distribution == "chi2"
+    assert r.test_no_shift(statistic="score").distribution == "chi2"
+
+
+def test_bootstrap_size_fast():
+    """Size, fast: 24 no-shift replicates (lab 300, field 1000, 5 intervals, 19 resamples).
+    Bootstrap p-values of a valid test are about uniform: their mean is 0.5 +- 0.06 (SD of
+    the mean 0.29 / sqrt(24)); the chi-square reference of the penalised statistic gives
+    p-values near 1 (mean 0.78 here). The real size check: studies/urc_regression.py --part
+    boot (500 replicates)."""
+    p_boot, p_chi2 = [], []
+    for rep in range(24):
+        s = simulate_urc_regression(300, 1000, field_shift=0.0,
+                                    rng=np.random.default_rng([12, rep]))
+        r = quiet(lambda s=s: pu.RegressionURC(s.lab_pred, s.lab_y, 5).fit(s.field_pred))
+        p_boot.append(r.test_no_shift(n_boot=19, rng=rep).pvalue)
+        p_chi2.append(r.test_no_shift(reference="chi2").pvalue)
+    assert 0.32 < np.mean(p_boot) < 0.68
+    assert np.mean(np.array(p_boot) <= 0.1) <= 0.25   # at most 6 of 24 at the 10% level
+    assert np.mean(p_chi2) > 0.65
