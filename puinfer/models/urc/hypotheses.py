@@ -203,13 +203,14 @@ class URCTestsMixin:
             information), in the model *without* a smoothness penalty on the base rates
             (Firth's pseudo-counts kept); it needs only the null fit, which the penalty does
             not touch. For :class:`~puinfer.models.urc.RegressionURC`, whose penalised free
-            fit is shrunk towards the null (the likelihood-ratio test is then very
-            conservative: size 0 of 500 at 5%), the score test is far more powerful against
-            small shifts (25% against 2-3%) but **over-rejects** with sparse lab cells: size
-            10.4% at 5% (500 replicates, K = 10 intervals, 5 lab rows per lab cell), 6.0%
-            with 20 per lab cell (150 replicates; ``studies/results/urc_regression.md``), so
-            it is not the default. With dense lab cells it agrees with the likelihood-ratio
-            statistic.
+            fit is shrunk towards the null (the likelihood-ratio statistic against chi-square
+            is then very conservative: size 0 of 500 at 5%; its default reference is a
+            bootstrap, see
+            :meth:`~puinfer.models.urc.RegressionURCResults.test_no_shift`), the score test
+            **over-rejects** with sparse lab cells: size 10.4% at 5% (500 replicates, K = 10
+            intervals, 5 lab rows per lab cell), 6.0% with 20 per lab cell (150 replicates;
+            ``studies/results/urc_regression.md``). With dense lab cells it agrees with the
+            likelihood-ratio statistic.
 
         Raises
         ------
