@@ -95,10 +95,10 @@ def resample_statistic(model, d: lik.Data, wl, wf, options: lik.FitOptions) -> f
     if np.any(cnt == 0):
         return np.nan
     means = np.bincount(codes, weights=wl * y, minlength=K) / cnt
-    try:
-        Fc = pred.cdf_at(edges)
-    except ValueError:  # a grid that does not cover the resample's cut points
-        return np.nan
+    grid = getattr(pred, "y_grid", None)
+    if grid is not None and (edges[0] < grid[0] or edges[-1] > grid[-1]):
+        return np.nan  # a CDF grid that does not cover the resample's cut points (as the fit)
+    Fc = pred.cdf_at(edges)
     C = np.clip(np.diff(np.column_stack([np.zeros(y.size), Fc, np.ones(y.size)]), axis=1),
                 0.0, 1.0)
     cell = _cells(model, C, means, wl)

@@ -580,3 +580,35 @@ def test_bootstrap_size_fast():
     assert 0.32 < np.mean(p_boot) < 0.68
     assert np.mean(np.array(p_boot) <= 0.1) <= 0.25   # at most 6 of 24 at the 10% level
     assert np.mean(p_chi2) > 0.65
+
+
+def test_bootstrap_other_designs():
+    """Stratified lab design (rows resampled within the fixed intervals), the arg-max
+    partition, several field groups and a CDF grid: the bootstrap runs and its resamples are
+    usable; under the stratified design each interval keeps its lab count."""
+    s = simulate_urc_regression(300, [600, 600], field_shift=[0.0, 0.0],
+                                rng=np.random.default_rng(21))
+    groups = np.repeat(["a", "b"], 600)
+    m = quiet(lambda: pu.RegressionURC(s.lab_pred, s.lab_y, 5, lab_design="stratified"))
+    r = quiet(lambda: m.fit(s.field_pred, groups))
+    t = r.test_no_shift(n_boot=9, rng=1)
+    assert t.distribution == "bootstrap" and t.df == 8
+    Tb = r.no_shift_bootstrap(9, 1)
+    assert np.isfinite(Tb).sum() >= 8 and np.all(Tb[np.isfinite(Tb)] >= 0)
+    # stratified: the lab rows of each interval are redrawn within it (counts fixed)
+    from puinfer.models.urc import _null_bootstrap as nb
+
+    codes = np.searchsorted(m.edges, m._lab_y, side="left")
+    wl, wf = nb.draw_weights(300, codes, np.array([600, 600]), True, np.random.default_rng(0))
+    assert_allclose(np.bincount(codes, weights=wl), np.bincount(codes))
+    assert wf.shape == (2, 300) and np.all(wf.sum(axis=1) == 600)
+    ma = quiet(lambda: pu.RegressionURC(s.lab_pred, s.lab_y, 5, partition="argmax"))
+    ra = quiet(lambda: ma.fit(s.field_pred, groups))
+    assert np.isfinite(ra.no_shift_bootstrap(9, 1)).sum() >= 8
+    grid = np.linspace(-6, 6, 121)
+    lp = s.lab_pred
+    gp = pu.GridPredictive(grid, stats.norm.cdf((grid[None, :] - lp.mean[:, None])
+                                                / lp.sd[:, None]))
+    mg = quiet(lambda: pu.RegressionURC(gp, s.lab_y, 5))
+    rg = quiet(lambda: mg.fit(s.field_pred.take(np.arange(600))))
+    assert np.isfinite(rg.no_shift_bootstrap(9, 1)).sum() >= 8
