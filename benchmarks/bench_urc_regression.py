@@ -12,7 +12,9 @@ shift 0.5), ``K = 10`` intervals, ``|A| = 20`` cells, default penalty. Times are
 seconds (best of ``--repeat``); ``fit`` includes turning the predictive distributions into
 interval probabilities (O(N K)), binning (O(N log |A|)) and the optimisation (independent of
 N); ``CIs`` is the ten profile intervals from scratch (results pickled before any interval was
-asked for: results cache them).
+asked for: results cache them); ``tests`` is the no-shift test (by default referred to a
+bootstrap of the procedure under the null: 199 resamples of two fits on the histograms,
+independent of N) and the goodness-of-fit test.
 """
 
 from __future__ import annotations
