@@ -325,8 +325,8 @@ class RegressionURC(URC):
         means (the open end intervals under a location shift) the smoothing bias remains:
         0.90-0.92 there. The no-shift likelihood-ratio statistic of the penalised fit is far
         below its nominal chi-square (size 0 of 1000 at 5%); the results' ``test_no_shift()``
-        refers it to a bootstrap of the procedure under the null instead (size 5.9% at 5%
-        over 1000 replicates). The goodness-of-fit test rejects 7-10% at 5%.
+        refers it to a bootstrap of the procedure under the null instead (size 5.2% at 5%
+        over 1500 replicates). The goodness-of-fit test rejects 7-10% at 5%.
         """
         lam = DEFAULT_SMOOTHING if smoothing is None else smoothing
         order = DEFAULT_ORDER if smooth_order is None else smooth_order
@@ -491,9 +491,9 @@ class RegressionURCResults(URCResults):
         Notes
         -----
         ``studies/urc_regression.py --part boot`` (no shift, lab 1000, field 5000, ten
-        intervals, 99 resamples; ``studies/results/urc_regression.md``): size at 5% 6.8% and
-        5.0% on two sets of 500 data sets (5.9% pooled, MC SE 0.7%; at 10%: 9.0%), where the
-        chi-square reference rejects none; power 35.5% against a field N(0.1, 1) and against
+        intervals, 99 resamples; ``studies/results/urc_regression.md``): size at 5% 6.8%,
+        5.0% and 3.8% on three sets of 500 data sets (5.2% pooled, MC SE 0.6%; at 10%:
+        8.7%), where the chi-square reference rejects none; power 35.5% against a field N(0.1, 1) and against
         N(0, 0.9^2) (chi-square reference: 4.0% and 2.0%). A parametric bootstrap from the
         fitted null model (fixed partition) was too liberal (10.5%): the partition's own
         sampling variability matters. Cost: two fits on the histograms per resample, whatever
