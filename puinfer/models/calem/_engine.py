@@ -678,7 +678,10 @@ def solve_newton(engine, theta0, maxiter, tol):
     ev0 = engine.evaluate(np.asarray(theta0, dtype=float), jac=True)
     rows.append((ev0["Q"], ev0["F"], np.nan, float(np.max(np.abs(ev0["G"]))), ""))
     theta, _, _, _, info = newton_maximize(
+        # slack: near the solution F's predicted gain falls below the rounding of F (a sum
+        # over all rows), which must not decide whether the Newton step is taken
         fun, theta0, maxiter=maxiter, tol=0.0, xtol=tol, armijo=1e-4, shrink=0.25,
+        slack=1e3 * np.finfo(float).eps,
         min_step=1e-4, escape_saddles=False, polish=False, fallback=fallback, callback=certify,
         method="Newton ascent on F (fixed point of Algorithm 3)")
     trace = pd.DataFrame(rows, columns=["objective", "surrogate_llf", "step", "score_norm",
