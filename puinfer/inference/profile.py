@@ -17,6 +17,11 @@ from scipy import optimize, stats
 
 from .._validation import check_alpha
 
+#: ``|R - cutoff|`` (relative to ``max(1, cutoff)``) below which a limit search whose Newton
+#: residual no longer halves stops: the rounding of ``R`` (a difference of maximised
+#: log-likelihoods, each a sum over many rows) then decides the steps, not the profile
+_R_NOISE = 1e-6
+
 __all__ = ["Profile", "ProfileError"]
 
 
@@ -64,7 +69,8 @@ class Profile:
         it the interval limits are found by a safeguarded Newton iteration on the signed root
         ``sqrt(R)``, which is nearly linear in the parameter (three or four profile
         evaluations per limit instead of about eight); without it by bracketing and
-        ``brentq``. Both locate the root to about 1e-12.
+        ``brentq``. Both locate the root to about 1e-12 (Newton stops earlier, within
+        1e-6 of the cut-off in ``R``, where the rounding of ``R`` stops its progress).
 
     Raises
     ------
@@ -203,10 +209,15 @@ class Profile:
             if outer is not None and abs(outer - inner) <= 1e-12 * max(1.0, abs(v)):
                 return float(v), False
             ds = -float(self._derivative(v)) / np.sqrt(r) if r > 0 else np.nan
-            if np.isfinite(ds) and ds * direction > 0 and abs(res) <= 0.5 * prev:
+            usable = np.isfinite(ds) and ds * direction > 0
+            if usable and abs(res) <= 0.5 * prev:
                 v_new = v - res / ds
                 if abs(v_new - v) <= 1e-12 * max(1.0, abs(v)):
                     return float(v), False
+            elif usable and abs(r - cutoff) <= _R_NOISE * max(1.0, cutoff):
+                # the residual stopped halving at the rounding of R (each value a maximised
+                # log-likelihood, a sum over many rows): v is the limit to that precision
+                return float(v), False
             elif outer is not None:
                 v_new = (inner + outer) / 2
             else:

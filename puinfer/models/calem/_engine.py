@@ -21,7 +21,7 @@ from ..._validation import as_float_vector, warn_and_record
 from ...base.optimize import newton_maximize, squarem
 from ...base.results import ConvergenceInfo
 from ...exceptions import ConvergenceWarning
-from .calibrators import FittedCalibrator, logistic_fit, weighted_loglik
+from .calibrators import FittedCalibrator, logistic_fit, softplus, weighted_loglik
 
 METHODS = ("auto", "newton", "em", "squarem")
 
@@ -85,11 +85,6 @@ def soft_labels(z, g_t, g_eta_t):
     return z * (1.0 - h), h_raw
 
 
-def _softplus(x):
-    """``log(1 + exp(x))``, stable and faster than ``np.logaddexp(0, x)``."""
-    return np.maximum(x, 0.0) + np.log1p(np.exp(-np.abs(x)))
-
-
 def _surrogate_treated(eta_t, z, eta_e):
     """Treated rows' part of the surrogate log-likelihood F (see :class:`CalEMResults`)."""
     log_g, log1m_g = -np.logaddexp(0.0, -eta_t), -np.logaddexp(0.0, eta_t)
@@ -143,70 +138,89 @@ class Rows:
     one more), and the block sums of :func:`block_sums` / :func:`sandwich_block` are added."""
 
     def __init__(self, X, nc, y, z, eta_e_t):
-        self.X = np.ascontiguousarray(X)
+        # column-major: ``X @ theta`` and ``X.T @ v``, once per iteration, are twice as fast
+        self.X = np.asfortranarray(X)
         self.nc = nc
         self.y, self.z = y, z
         self.eta_e_t = eta_e_t
         self.g_eta_t = expit(eta_e_t)
-        self.z1 = z == 1
-        log_e, log1m_e = -_softplus(-eta_e_t), -_softplus(eta_e_t)
-        self._log_e = log_e
-        self._c = 1.0 - 1.0 / np.maximum(self.g_eta_t, 1e-300)   # phi below the kink
-        self._k = self._c * log1m_e - log_e                       # phi's constant above it
+        # F, the E-step and their derivatives differ from the logistic likelihood only on the
+        # treated positives (``i1``): the per-row constants are kept for those rows alone
+        self.i1 = np.flatnonzero(z == 1)
+        g1, ee1 = self.g_eta_t[self.i1], eta_e_t[self.i1]
+        log_e1, log1m_e1 = -softplus(-ee1), -softplus(ee1)
+        self._ee1, self._log_e1 = ee1, log_e1
+        self._c1 = 1.0 - 1.0 / np.maximum(g1, 1e-300)   # phi below the kink
+        self._k1 = self._c1 * log1m_e1 - log_e1           # phi's constant above it
 
-    def ratio(self, eta_t, log1m_t, free):
-        """``g / g_eta`` on the rows where ``g < g_eta`` (``free``; 0 elsewhere), as
-        ``exp(log g - log g_eta)``: exact where ``g_eta`` underflows to 0."""
-        return np.exp(np.where(free, np.minimum(eta_t + log1m_t - self._log_e, 0.0), -np.inf))
+    def ratio(self, e1, l1, free1):
+        """``min(1, g / g_eta)`` on the treated positives (linear predictor ``e1``,
+        ``l1 = log(1 - g)``): ``exp(log g - log g_eta)`` where ``g < g_eta`` (``free1``),
+        exact where ``g_eta`` underflows to 0; 1 elsewhere."""
+        return np.where(free1, np.exp(np.minimum(e1 + l1 - self._log_e1, 0.0)), 1.0)
 
 
-def block_sums(r: Rows, theta, *, grad=True, jac=False, hq=False):
+def block_sums(r: Rows, theta, *, grad=True, jac=False, hq=False, pre=None):
     """F, (17), E-step labels, the gradient G of F and (optionally) its Hessian J, without the
-    penalty, summed over the block's rows (plus the per-row ``eta``, ``free``, ``a``, ``d_q``
-    that the in-memory engine keeps). ``hq``: also ``H_Q = X' diag(g (1 - g)) X``."""
-    nc = r.nc
-    eta = r.X @ theta
-    log1m = -_softplus(eta)                     # log(1 - g)
-    eta_t, log1m_t = eta[nc:], log1m[nc:]
-    free = r.z1 & (eta_t < r.eta_e_t)           # treated positives with h > 0 (unclipped)
-    F = (float(r.y @ eta[:nc] + log1m[:nc].sum())
-         # c log(1 - g) only where it is used: elsewhere c (~ -1/g_eta) can overflow it
-         + float(np.where(r.z1, np.where(free, r._c * np.where(free, log1m_t, 0.0),
-                                         eta_t + log1m_t + r._k), log1m_t).sum()))
-    out = {"F": F, "eta": eta, "free": free}
+    penalty, summed over the block's rows (plus the per-row ``eta``, ``log1m``, ``a``,
+    ``d_q`` and, on the treated positives, ``free1`` that the in-memory engine keeps).
+    ``hq``: also ``H_Q = X' diag(g (1 - g)) X``. ``pre``: the output of an earlier call at
+    the same ``theta``, whose F, ``eta``, ``log1m`` and ``free1`` are reused (a line search's
+    value, then its derivatives)."""
+    nc, i1 = r.nc, r.i1
+    if pre is not None:
+        F, eta, log1m, free1 = pre["F"], pre["eta"], pre["log1m"], pre["free1"]
+        e1, l1 = eta[nc:][i1], log1m[nc:][i1]
+    else:
+        eta = r.X @ theta
+        log1m = -softplus(eta)                  # log(1 - g)
+        e1, l1 = eta[nc:][i1], log1m[nc:][i1]
+        free1 = e1 < r._ee1                     # treated positives with h > 0 (unclipped)
+        # every row adds log(1 - g) (control positives also eta); treated positives add
+        # (c - 1) log(1 - g) below the kink, eta + k above it; c log(1 - g) only where it is
+        # used: elsewhere c (~ -1/g_eta) can overflow it
+        F = (float(r.y @ eta[:nc] + log1m.sum())
+             + float(np.where(free1, r._c1 * np.where(free1, l1, 0.0) - l1,
+                              e1 + r._k1).sum()))
+    out = {"F": F, "eta": eta, "log1m": log1m, "free1": free1}
     if grad or jac:
         p = np.exp(eta + log1m)                 # g
-        pt = p[nc:]
         # g / g_eta on the log scale: g_eta can underflow to 0 on separated data
-        ratio = r.ratio(eta_t, log1m_t, free)
-        a = np.where(free, ratio, r.z)          # z min(1, g / g_eta)
+        ratio1 = r.ratio(e1, l1, free1)
+        a = np.zeros(r.z.size)
+        a[i1] = ratio1                          # z min(1, g / g_eta)
         lab = np.concatenate([r.y, a])
         out["a"] = a
         out["Q"] = float(lab @ eta + log1m.sum())
         out["G"] = r.X.T @ (lab - p)
         if jac:
-            d = p * (1.0 - p)
-            d[nc:] -= np.where(free, ratio * (1.0 - pt), 0.0)
+            d_q = p * (1.0 - p)
+            d = d_q.copy()
+            d[nc:][i1] -= np.where(free1, ratio1 * (1.0 - p[nc:][i1]), 0.0)
             out["J"] = -(r.X.T @ (r.X * d[:, None]))
-            out["d_q"] = p * (1.0 - p)
+            out["d_q"] = d_q
             if hq:
-                out["HQ"] = r.X.T @ (r.X * out["d_q"][:, None])
+                out["HQ"] = r.X.T @ (r.X * d_q[:, None])
     return out
 
 
-def sandwich_block(r: Rows, theta):
+def sandwich_block(r: Rows, theta, ev=None):
     """The block sums of the sandwich (see :meth:`ParametricEngine.sandwich`), without the
     penalty: ``J`` (the Hessian of F), ``A12 = d U_theta / d eta``, ``A22 = X_t' W X_t`` and
-    ``B = sum psi psi'`` (``2k x 2k``)."""
+    ``B = sum psi psi'`` (``2k x 2k``). ``ev``: :func:`block_sums` with ``jac=True`` at
+    ``theta``, if already computed."""
     k = theta.size
     Xt, Xc, z, y = r.X[r.nc:], r.X[:r.nc], r.z, r.y
     ge = r.g_eta_t
-    ev = block_sums(r, theta, jac=True)
-    p = np.exp(ev["eta"] - _softplus(ev["eta"]))
+    if ev is None:
+        ev = block_sums(r, theta, jac=True)
+    eta, log1m = ev["eta"], ev["log1m"]
+    p = np.exp(eta + log1m)
     pc, pt = p[:r.nc], p[r.nc:]
-    a, free = ev["a"], ev["free"]
+    a, free1, i1 = ev["a"], ev["free1"], r.i1
     # d U_theta / d eta = sum_t z 1{free} g d(1/g_eta)/d eta x x' = -(...)(1 - g_eta)/g_eta
-    d = r.ratio(ev["eta"][r.nc:], -_softplus(ev["eta"][r.nc:]), free) * (1 - ge)
+    d = np.zeros(pt.size)
+    d[i1] = np.where(free1, a[i1], 0.0) * (1 - ge[i1])
     A12 = Xt.T @ (Xt * d[:, None])
     A22 = Xt.T @ (Xt * (ge * (1 - ge))[:, None])
     # B = sum psi psi', psi = (x (a - g), x (z - g_eta)) on treated rows, (x (y - g), 0) on
@@ -255,6 +269,10 @@ class ParametricEngine:
         self.g_eta_t = self.rows.g_eta_t
         self.P = np.zeros((X.shape[1],) * 2) if P is None else P
         self.w = np.ones(X.shape[0])
+        # the last block_sums and its theta: Newton's line search asks for F at a point and
+        # then, once accepted, for its derivatives; the certificate and the sandwich ask
+        # again at the solution
+        self._last = (None, None)
 
     @property
     def Xc(self):
@@ -270,7 +288,7 @@ class ParametricEngine:
     def evaluate(self, theta, *, grad=True, jac=False):
         """F, (17), E-step labels, gradient G of F and (optionally) its Hessian J at theta."""
         pen = 0.5 * theta @ self.P @ theta
-        out = block_sums(self.rows, theta, grad=grad, jac=jac)
+        out = self._block_sums(theta, grad=grad, jac=jac)
         out["F"] = out["F"] - pen
         out["pen"] = pen
         if grad or jac:
@@ -279,6 +297,19 @@ class ParametricEngine:
             if jac:
                 out["J"] = out["J"] - self.P
         return out
+
+    def _block_sums(self, theta, *, grad, jac):
+        """:func:`block_sums` over the rows (a copy of the dict: callers add the penalty),
+        reusing the last call's if it was at the same ``theta``."""
+        theta = np.asarray(theta, dtype=float)
+        key, last = self._last
+        same = key is not None and np.array_equal(key, theta)
+        if same and ("J" in last if jac else ("G" in last or not grad)):
+            out = last
+        else:
+            out = block_sums(self.rows, theta, grad=grad, jac=jac, pre=last if same else None)
+            self._last = (theta.copy(), out)
+        return dict(out)
 
     def q(self, theta, a):
         """Objective (17) (penalised as Algorithm 2) at ``theta`` with E-step labels ``a``."""
@@ -350,7 +381,8 @@ class ParametricEngine:
         ``U_theta = G(theta, eta)`` (the fixed-point equation). ``cov = A^-1 B A^-T`` with
         ``A = -dU/d(theta, eta)`` and ``B = sum_j psi_j psi_j'`` over rows.
         """
-        return sandwich_from_sums(sandwich_block(self.rows, theta), self.P, joint)
+        ev = self._block_sums(theta, grad=True, jac=True)
+        return sandwich_from_sums(sandwich_block(self.rows, theta, ev), self.P, joint)
 
 
 class IsotonicEngine:
@@ -477,8 +509,22 @@ def canonical_rows(model):
     on the data, not on how the rows were shuffled (bit for bit)."""
     s_c, s_t = model.score[~model.treated], model.score[model.treated]
     y, z = model.label[~model.treated], model.label[model.treated]
-    oc, ot = np.lexsort((y, s_c)), np.lexsort((z, s_t))
+    oc, ot = _score_label_order(s_c, y), _score_label_order(s_t, z)
     return s_c[oc], s_t[ot], y[oc], z[ot], ot
+
+
+def _score_label_order(s, lab):
+    """The order of ``np.lexsort((lab, s))`` up to rows equal in both (interchangeable), by
+    numpy's fast unstable argsort: a second sort only orders the labels within tied scores."""
+    o = np.argsort(s)
+    ss = s[o]
+    new = np.empty(ss.size, dtype=bool)
+    new[:1] = True
+    np.not_equal(ss[1:], ss[:-1], out=new[1:])
+    if not new.all():
+        group = np.cumsum(new)
+        o = o[np.argsort(2 * group + (lab[o] > 0))]
+    return o
 
 
 def _fit_set(who, cal, basis, X, lab, start=None):
@@ -586,8 +632,8 @@ def solve_squarem(engine, theta0, maxiter, tol):
 
     def record(x_old, x_new, change):
         x0, a0, x1 = first.pop("v")
-        rows.append((engine.q(x0, a0), engine.q(x1, a0), engine.surrogate(x0),
-                     float(np.max(np.abs(x_new - x_old)))))
+        q0, f0 = engine.q(x0, a0), engine.surrogate(x0)  # x0's logs once (the engine keeps them)
+        rows.append((q0, engine.q(x1, a0), f0, float(np.max(np.abs(x_new - x_old)))))
 
     project = None if engine.parametric else (lambda x: np.clip(x, 0.0, 1.0))
     theta, info = squarem(emap, theta0, maxiter=max(1, maxiter // 3), tol=tol, relative=True,
@@ -632,7 +678,10 @@ def solve_newton(engine, theta0, maxiter, tol):
     ev0 = engine.evaluate(np.asarray(theta0, dtype=float), jac=True)
     rows.append((ev0["Q"], ev0["F"], np.nan, float(np.max(np.abs(ev0["G"]))), ""))
     theta, _, _, _, info = newton_maximize(
+        # slack: near the solution F's predicted gain falls below the rounding of F (a sum
+        # over all rows), which must not decide whether the Newton step is taken
         fun, theta0, maxiter=maxiter, tol=0.0, xtol=tol, armijo=1e-4, shrink=0.25,
+        slack=1e3 * np.finfo(float).eps,
         min_step=1e-4, escape_saddles=False, polish=False, fallback=fallback, callback=certify,
         method="Newton ascent on F (fixed point of Algorithm 3)")
     trace = pd.DataFrame(rows, columns=["objective", "surrogate_llf", "step", "score_norm",

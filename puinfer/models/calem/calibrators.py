@@ -58,10 +58,15 @@ _EPS = 1e-15
 # ---------------------------------------------------------------------------------------------
 # weighted logistic likelihood with soft labels: the one fitting core
 # ---------------------------------------------------------------------------------------------
+def softplus(x):
+    """``log(1 + exp(x))``, stable and faster than ``np.logaddexp(0, x)``."""
+    return np.maximum(x, 0.0) + np.log1p(np.exp(-np.abs(x)))
+
+
 def weighted_loglik(eta, y, w):
     """``sum w {y log g + (1-y) log(1-g)}`` with ``g = expit(eta)``, computed stably."""
     # y log g + (1-y) log(1-g) = y*eta - log(1 + exp(eta))
-    return float(np.dot(w, y * eta - np.logaddexp(0.0, eta)))
+    return float(np.dot(w, y * eta - softplus(eta)))
 
 
 def logistic_derivs(X, y, w, eta):

@@ -48,7 +48,7 @@ from ...base.optimize import newton_maximize, squarem
 from ...base.results import ConvergenceInfo
 from ...inference.hypothesis import chisq_gof
 
-__all__ = ["Data", "Constraint", "Estimate", "FitOptions", "objective", "em_step",
+__all__ = ["Data", "Constraint", "Estimate", "FitOptions", "objective", "em_step", "grad_p",
            "grad_hess", "tangent", "maximize", "ProfileLoglik", "profile_loglik", "approx_se",
            "base_rate_cov", "gof_test", "group_fits", "BOUNDARY", "ROW_TOL"]
 
@@ -291,6 +291,20 @@ def em_step(P, M, d: Data, con: Constraint):
     return Pn, Mn
 
 
+def grad_p(P, M, d: Data) -> np.ndarray:
+    """Gradient of the objective in ``P`` (the first block of :func:`grad_hess`'s)."""
+    Q = P @ M
+    with np.errstate(divide="ignore", invalid="ignore"):
+        gP = np.where((d.F > 0) & (Q > 0), d.F / Q, 0.0) @ M.T
+    sp = _pseudo(d, P.shape)
+    if sp is not None:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            gP = gP + np.where(sp > 0, sp / P, 0.0)
+    if d.active_penalty is not None:
+        gP = gP + d.active_penalty.grad_hess(P)[0]
+    return gP
+
+
 def grad_hess(P, M, d: Data):
     """Gradient and Hessian of the objective in ``theta = (vec P, vec M)`` (unconstrained)."""
     G, k = P.shape
@@ -299,17 +313,14 @@ def grad_hess(P, M, d: Data):
     with np.errstate(divide="ignore", invalid="ignore"):
         W = np.where((d.F > 0) & (Q > 0), d.F / Q, 0.0)
         W2 = np.where((d.F > 0) & (Q > 0), d.F / Q ** 2, 0.0)
-    gP = W @ M.T
+    gP = grad_p(P, M, d)
     HPP = -np.einsum("ia,ga,ja->gij", M, W2, M)
     sp = _pseudo(d, P.shape)
     if sp is not None:
         with np.errstate(divide="ignore", invalid="ignore"):
-            gP = gP + np.where(sp > 0, sp / P, 0.0)
             HPP[:, np.arange(k), np.arange(k)] -= np.where(sp > 0, sp / P ** 2, 0.0)
     if d.active_penalty is not None:
-        gpen, hpen = d.active_penalty.grad_hess(P)
-        gP = gP + gpen
-        HPP = HPP + hpen
+        HPP = HPP + d.active_penalty.grad_hess(P)[1]
     n = G * k + k * A
     H = np.zeros((n, n))
     r = (np.arange(G)[:, None, None] * k + np.arange(k)[None, :, None])
@@ -677,6 +688,7 @@ class ProfileLoglik:
         self.options = options
         self.mode = (estimate.P, estimate.M)
         self.start = self.mode
+        self.slopes: dict = {}  # v -> slope of the profile there (see slope)
 
     def loglik_at(self, v: float) -> float:
         """Maximised objective with ``p_group[cls] = v`` (-1e300 where the data are impossible)."""
@@ -688,8 +700,31 @@ class ProfileLoglik:
                 f = f2
         if np.isfinite(f.objective):
             self.start = (f.P, f.M)
+            if f.convergence.converged:
+                self.slopes[float(v)] = self._envelope_slope(f, float(v))
             return f.objective + self.offset
         return -1e300  # the data are impossible at this value (R is "infinite")
+
+    def _envelope_slope(self, f: Estimate, v: float) -> float:
+        """``d profile / d v`` at the constrained maximum ``f`` (envelope theorem): the
+        objective's derivative along one feasible direction of the constraint, ``p_g[j]`` up
+        by one and the group's other rates down in proportion (zeros stay zero, so the
+        direction stays on the active face); any other feasible direction differs from it by
+        a tangent direction, along which the gradient vanishes at the maximum."""
+        rest = 1.0 - v
+        if not rest > 0:
+            return float("nan")
+        g = grad_p(f.P, f.M, self.data)[self.group]
+        d = -f.P[self.group] / rest
+        d[self.cls] = 1.0
+        with np.errstate(invalid="ignore"):
+            out = float(np.dot(np.where(d != 0, g, 0.0), d))
+        return out if np.isfinite(out) else float("nan")
+
+    def slope(self, v: float) -> float:
+        """The profile's slope at ``v`` where :meth:`loglik_at` has evaluated it (NaN if not
+        converged there): :class:`~puinfer.inference.Profile`'s ``derivative``."""
+        return self.slopes.get(float(v), float("nan"))
 
 
 def profile_loglik(d: Data, est: Estimate, g: int, j: int, llf_penalized: float,

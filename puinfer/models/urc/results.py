@@ -286,7 +286,7 @@ class URCResults(URCTestsMixin, InformationCriteria, LikelihoodResults):
                 step = lik.approx_se(P[g], self._Mhat, self._d.F[g], j)
                 out[g, j] = Profile(f"p[{self._groups[g]}, {self.model.classes[j]}]", P[g, j],
                                     self.llf_penalized, ll.loglik_at, bounds=(0.0, 1.0),
-                                    step=step)
+                                    step=step, derivative=ll.slope)
         return out
 
     def profile(self, group=None, cls=None) -> Profile:

@@ -357,7 +357,8 @@ def test_sandwich_bread_is_the_derivative_of_the_stacked_equations(fits):
     num = np.column_stack([(U(v0 + e) - U(v0 - e)) / 2e-6 for e in 1e-6 * np.eye(2 * k)])
     # the analytic bread, as the sandwich builds it
     ev = eng.evaluate(theta, jac=True)
-    ge, pt, free = eng.g_eta_t, expit(eng.Xt @ theta), ev["free"]
+    ge, pt = eng.g_eta_t, expit(eng.Xt @ theta)
+    free = (eng.z == 1) & (pt < ge)  # treated positives below the kink (h > 0)
     A12 = eng.Xt.T @ (eng.Xt * np.where(free, pt * (1 - ge) / ge, 0.0)[:, None])
     A22 = eng.Xt.T @ (eng.Xt * (ge * (1 - ge))[:, None])
     A = np.block([[-ev["J"], A12], [np.zeros((k, k)), A22]])
