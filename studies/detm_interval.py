@@ -226,7 +226,10 @@ def direct(args):
     coverage, width, bootstrap SE and time, beside the plain profile interval. ``--design``:
     Liu et al.'s SAR design (default), its SCAR design (Table 1 with no shifted coordinate)
     or the Gamma design (:func:`puinfer.simulate.gamma_design`, SAR); ``--model``: DETM
-    and/or SETM (SETM is correctly specified only under SCAR)."""
+    and/or SETM (SETM is correctly specified only under SCAR); ``--smooth``: the bootstrap's
+    bandwidth (the same seeds as the default's runs: paired comparisons)."""
+    if args.smooth != "silverman":
+        args.smooth = float(args.smooth)
     path = OUT / f"detm_interval_direct_raw{args.tag}.csv"
     done = set()
     if path.exists():
@@ -247,7 +250,7 @@ def direct(args):
                 df = DESIGNS[args.design](args.n, args.n, pi, p=args.p,
                                           rng=np.random.default_rng(seed))
             row = dict(design=args.design, model=name, seed=seed, pi=pi, n=args.n, p=args.p,
-                       n_boot=args.n_boot, penalty=args.penalty)
+                       n_boot=args.n_boot, penalty=args.penalty, smooth=args.smooth)
             row.update(direct_one(getattr(pu, name), df, args, seed))
             out = pd.DataFrame([row])
             if path.exists():
@@ -270,7 +273,7 @@ def direct_one(cls, df, args, seed):
             t0 = time.process_time()
             try:
                 ci = res.conf_int_pi(method=method, n_boot=args.n_boot,
-                                     rng=np.random.default_rng(seed + 7))
+                                     rng=np.random.default_rng(seed + 7), smooth=args.smooth)
                 row.update({f"lower_{method}": ci["lower"], f"upper_{method}": ci["upper"],
                             f"cutoff_{method}": ci.attrs["cutoff"]})
                 if method == "bootstrap":
@@ -403,6 +406,9 @@ def main():
     d.add_argument("--design", choices=sorted(DESIGNS), default="sar")
     d.add_argument("--model", nargs="+", choices=["DETM", "SETM"], default=["DETM"])
     d.add_argument("--penalty", default="ridge", help="fit(penalty=...): 'ridge' or a number")
+    d.add_argument("--smooth", default="silverman",
+                   help="the bootstrap's bandwidth: 'silverman' (the default) or a number (0: "
+                        "the discrete EL bootstrap)")
     d.add_argument("--tag", default="")
     sd = sub.add_parser("summarise-direct")
     sd.add_argument("--tag", nargs="+", default=["_d"])
