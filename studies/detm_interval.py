@@ -26,6 +26,7 @@ and replicates already there are skipped):
         [--pi 0.3 0.7] --reps 400 [--n-boot 199] [--tag _d]
     python studies/detm_interval.py klse --design gauss2 --reps 400   # the label check's SE
     python studies/detm_interval.py klse --design sar --reps 40
+    python studies/detm_interval.py worldbias --design scar --model SETM --pi 0.7 --worlds 3
 """
 
 from __future__ import annotations
@@ -377,6 +378,33 @@ def summarise_direct(args):
     return text
 
 
+def worldbias(args):
+    """Is the bootstrap world's pi the fitted pi? For ``--worlds`` samples of a design, the
+    fitted model's draws ``(R*_b(pi-hat), pi-hat_b)`` (``--n-boot`` resamples) with the
+    default Silverman bandwidth and without smoothing (h = 0): the mean of
+    ``pi-hat_b - pi-hat`` (the estimator's bias in the world) and the quantiles of ``R*_b``
+    (its 95% quantile is the calibrated cut-off)."""
+    rows = []
+    for w in range(args.worlds):
+        seed = 123 + w
+        df = DESIGNS[args.design](args.n, args.n, args.pi, p=args.p,
+                                  rng=np.random.default_rng(seed))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            res = getattr(pu, args.model).from_formula(formula(args.p), data=df).fit()
+            data = res.model.data
+            for label, h in (("silverman", boot.bandwidth(data, "silverman")), ("0", 0.0)):
+                d = boot.interval_replicate(res, args.n_boot, np.random.default_rng(0),
+                                            smooth=h)
+                r, pb = d[:, 0], d[:, 1]
+                rows.append(dict(design=args.design, model=args.model, pi=args.pi, seed=seed,
+                                 smooth=label, h=h, pi_hat=res.pi,
+                                 bias_world=np.nanmean(pb) - res.pi, sd_world=np.nanstd(pb),
+                                 r_q50=np.nanquantile(r, 0.5), r_q95=np.nanquantile(r, 0.95)))
+                print(rows[-1], flush=True)
+    print(pd.DataFrame(rows).to_markdown(index=False, floatfmt=".4g"))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -410,6 +438,14 @@ def main():
                    help="the bootstrap's bandwidth: 'silverman' (the default) or a number (0: "
                         "the discrete EL bootstrap)")
     d.add_argument("--tag", default="")
+    wb = sub.add_parser("worldbias")
+    wb.add_argument("--design", choices=sorted(DESIGNS), default="scar")
+    wb.add_argument("--model", choices=["DETM", "SETM"], default="SETM")
+    wb.add_argument("--pi", type=float, default=0.7)
+    wb.add_argument("--n", type=int, default=1000)
+    wb.add_argument("--p", type=int, default=15)
+    wb.add_argument("--n-boot", type=int, default=99)
+    wb.add_argument("--worlds", type=int, default=1)
     sd = sub.add_parser("summarise-direct")
     sd.add_argument("--tag", nargs="+", default=["_d"])
     s = sub.add_parser("summarise")
@@ -422,6 +458,8 @@ def main():
         direct(args)
     elif args.cmd == "klse":
         klse(args)
+    elif args.cmd == "worldbias":
+        worldbias(args)
     elif args.cmd == "summarise-direct":
         summarise_direct(args)
     else:
