@@ -69,8 +69,9 @@ class Profile:
         it the interval limits are found by a safeguarded Newton iteration on the signed root
         ``sqrt(R)``, which is nearly linear in the parameter (three or four profile
         evaluations per limit instead of about eight); without it by bracketing and
-        ``brentq``. Both locate the root to about 1e-12 (Newton stops earlier, within
-        1e-6 of the cut-off in ``R``, where the rounding of ``R`` stops its progress).
+        ``brentq``. Both locate the root to about 1e-12 (Newton stops earlier, with ``R``
+        within ``1e-6 max(1, cut-off)`` of the cut-off, where the rounding of ``R`` stops
+        its progress).
 
     Raises
     ------

@@ -53,3 +53,31 @@ def test_one_sided_and_misleading_slope():
         assert b["upper"] == pytest.approx(a["upper"], abs=1e-10)
     with pytest.raises(TypeError, match="derivative"):
         Profile("p", p_hat, llf, ll, derivative=3.0)
+
+
+def test_newton_stops_at_the_rounding_of_the_profile():
+    """A profile whose values carry rounding noise (here rounded to steps of 2e-9, as a
+    maximised log-likelihood over many rows is): the Newton search stops within
+    ``1e-6 max(1, cutoff)`` of the cut-off in R after a few evaluations, instead of chasing
+    the noise (before: a jump to twice the distance and about 30 bisections)."""
+    se = 0.05
+
+    def ll(v):  # a quadratic profile (R = ((v - 0.5) / se)^2), rounded to steps of 2e-9
+        return np.round(-0.5 * ((v - 0.5) / se) ** 2 / 2e-9) * 2e-9
+
+    def dll(v):
+        return -(v - 0.5) / se ** 2
+
+    calls = []
+
+    def counted(v):
+        calls.append(v)
+        return ll(v)
+
+    prof = Profile("v", 0.5, 0.0, counted, bounds=(0.0, 1.0), step=se, derivative=dll)
+    ci = prof.conf_int(0.05)
+    cut = ci.attrs["cutoff"]
+    for lim in (ci["lower"], ci["upper"]):
+        assert abs(prof.statistic(lim) - cut) <= 1e-6 * max(1.0, cut)
+        assert lim == pytest.approx(0.5 + np.sign(lim - 0.5) * se * np.sqrt(cut), abs=1e-8)
+    assert len(calls) <= 14

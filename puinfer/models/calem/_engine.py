@@ -632,7 +632,8 @@ def solve_squarem(engine, theta0, maxiter, tol):
 
     def record(x_old, x_new, change):
         x0, a0, x1 = first.pop("v")
-        q0, f0 = engine.q(x0, a0), engine.surrogate(x0)  # x0's logs once (the engine keeps them)
+        # x0's logs once (the isotonic engine keeps the last ones)
+        q0, f0 = engine.q(x0, a0), engine.surrogate(x0)
         rows.append((q0, engine.q(x1, a0), f0, float(np.max(np.abs(x_new - x_old)))))
 
     project = None if engine.parametric else (lambda x: np.clip(x, 0.0, 1.0))

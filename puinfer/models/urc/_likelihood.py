@@ -698,6 +698,7 @@ class ProfileLoglik:
             f2 = maximize(self.data, con, start=self.mode, options=self.options)
             if f2.objective > f.objective:
                 f = f2
+        self.slopes.pop(float(v), None)  # only this evaluation's slope may stand
         if np.isfinite(f.objective):
             self.start = (f.P, f.M)
             if f.convergence.converged:

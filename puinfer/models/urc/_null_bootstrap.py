@@ -76,20 +76,22 @@ def _cells(model, C, means, wl):
 
 def resample_statistic(model, d: lik.Data, wl, wf, options: lik.FitOptions) -> float:
     """The penalised likelihood-ratio statistic of no shift on one resample (NaN if the
-    resample cannot be used: tied cut points, an empty interval, a fit that fails).
+    resample cannot be used: an empty interval, too few cells, a fit that fails).
 
     ``model``: the :class:`RegressionURC`; ``d``: the data of the observed free fit (its
     likelihood options and penalty are carried over, re-centred).
     """
     y, pred = model._lab_y, model._lab_pred
-    K = model.n_intervals
     stratified = not d.random_lab
     if stratified:
         edges = model.edges
     else:
-        edges = np.quantile(np.repeat(y, wl), np.arange(1, K) / K)
-        if np.unique(edges).size < K - 1:
-            return np.nan
+        # cut at the quantile levels the model was asked for, tied cut points dropped, as
+        # the model cut the lab outcomes (a resample may then have another number of
+        # intervals: everything below is rebuilt with it)
+        K0 = getattr(model, "_n_intervals_requested", model.n_intervals)
+        edges = np.unique(np.quantile(np.repeat(y, wl), np.arange(1, K0) / K0))
+    K = edges.size + 1
     codes = np.searchsorted(edges, y, side="left")
     cnt = np.bincount(codes, weights=wl, minlength=K)
     if np.any(cnt == 0):

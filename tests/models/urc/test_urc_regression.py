@@ -513,8 +513,8 @@ def test_bootstrap_pvalue_by_hand(small_null):
     assert "bootstrap" in str(t) and t.extra["bootstrap resamples"] == f"{ok.sum()} of 19 usable"
     # the statistic is the penalised likelihood ratio of the chi-square version
     assert t.statistic == r.test_no_shift(reference="chi2").statistic
-    # same seed, same resamples (cached: the same array); another seed, other resamples
-    assert r.no_shift_bootstrap(19, 3) is Tb
+    # same seed, same resamples (cached: views of the same array); another seed, other ones
+    assert np.shares_memory(r.no_shift_bootstrap(19, 3), Tb)
     assert r.test_no_shift(n_boot=19, rng=3).pvalue == t.pvalue
     gen = r.no_shift_bootstrap(19, np.random.default_rng(3))
     assert_allclose(gen, Tb)                      # a Generator seeded alike draws the same
@@ -523,6 +523,25 @@ def test_bootstrap_pvalue_by_hand(small_null):
         Tb[0] = 1.0
     r2 = pickle.loads(pickle.dumps(r))            # the cache pickles with the results
     assert_allclose(r2.no_shift_bootstrap(19, 3), Tb)
+    # ... and stays read-only there (numpy's pickle does not keep the flag)
+    with pytest.raises(ValueError, match="immutable|read-only"):
+        r2.no_shift_bootstrap(19, 3)[0] = 1e9
+    assert r2.test_no_shift(n_boot=19, rng=3).pvalue == t.pvalue
+
+
+def test_bootstrap_with_tied_outcomes():
+    """Tied lab outcomes (a point mass at 0, values rounded): the model drops tied cut
+    points; each resample is cut at the same quantile levels with its ties dropped likewise,
+    so resamples stay usable (before, every resample with a tie was discarded: 0 of 19)."""
+    s = simulate_urc_regression(300, 1000, field_shift=0.0, rng=np.random.default_rng(12))
+    y = np.maximum(np.asarray(s.lab_y, float), 0.0).round(1)   # ~half the rows at 0
+    m = quiet(lambda: pu.RegressionURC(s.lab_pred, y, 5))
+    assert m.n_intervals < 5                       # tied cut points dropped
+    r = quiet(lambda: m.fit(s.field_pred))
+    Tb = r.no_shift_bootstrap(19, 0)
+    assert np.isfinite(Tb).sum() >= 17
+    t = r.test_no_shift(n_boot=19, rng=0)
+    assert np.isfinite(t.pvalue) and t.distribution == "bootstrap"
 
 
 def test_bootstrap_statistic_is_the_procedure(small_null):
