@@ -20,6 +20,12 @@ value on the resampled lab rows, re-centres the smoothness penalty at the resamp
 shares, and fits the null and the penalised free model to the resampled histograms. Every
 step works on multiplicities of the ``n`` lab rows, so a resample costs two fits on ``k x |A|``
 histograms whatever the number of field rows.
+
+One shortcut: each resample's null fit starts at the resampled interval shares and its free
+fit at the null fit, one run each, where the observed fits also try URC's other starts (the
+joint likelihood can have several local maxima with small lab sets). A resample whose free
+fit stopped at a lower maximum would give a smaller statistic (a smaller p-value); the size
+measured with this shortcut was 5.2% at 5% over 1500 null data sets.
 """
 
 from __future__ import annotations
