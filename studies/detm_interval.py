@@ -27,6 +27,7 @@ and replicates already there are skipped):
     python studies/detm_interval.py klse --design gauss2 --reps 400   # the label check's SE
     python studies/detm_interval.py klse --design sar --reps 40
     python studies/detm_interval.py worldbias --design scar --model SETM --pi 0.7 --worlds 3
+    python studies/detm_interval.py compare-direct --base _d _e _f_scar --other _h0_sar _h0_scar
 """
 
 from __future__ import annotations
@@ -378,6 +379,40 @@ def summarise_direct(args):
     return text
 
 
+def compare_direct(args):
+    """Paired comparison of two direct runs on the same replicates (seeds): the calibrated
+    interval of ``--base`` tags against that of ``--other`` tags (e.g. another ``--smooth``):
+    coverage, width and cut-off of each on the common replicates."""
+    def load(tags):
+        f = pd.concat([pd.read_csv(OUT / f"detm_interval_direct_raw{t}.csv") for t in tags],
+                      ignore_index=True)
+        if "design" not in f:
+            f["design"], f["model"] = "sar", "DETM"
+        f["design"], f["model"] = f["design"].fillna("sar"), f["model"].fillna("DETM")
+        return f.drop_duplicates(["design", "model", "pi", "n", "seed"])
+    key = ["design", "model", "pi", "n", "seed"]
+    both = load(args.base).merge(load(args.other), on=key, suffixes=("_a", "_b"))
+    rows = []
+    for (design, model, pi, n), g in both.groupby(["design", "model", "pi", "n"]):
+        row = {"design": design, "model": model, "pi": pi, "n = m": n, "paired reps": len(g)}
+        for sfx, name in (("_a", "base"), ("_b", "other")):
+            cov = float(np.mean((g[f"lower_bootstrap{sfx}"] <= pi)
+                                & (pi <= g[f"upper_bootstrap{sfx}"])))
+            row.update({f"{name}: coverage": cov,
+                        f"{name}: MC SE": np.sqrt(cov * (1 - cov) / len(g)),
+                        f"{name}: mean width": (g[f"upper_bootstrap{sfx}"]
+                                                - g[f"lower_bootstrap{sfx}"]).mean(),
+                        f"{name}: cut-off mean": g[f"cutoff_bootstrap{sfx}"].mean()})
+        prof = float(np.mean((g["lower_profile_a"] <= pi) & (pi <= g["upper_profile_a"])))
+        row["plain profile: coverage"] = prof
+        row["plain profile: mean width"] = (g["upper_profile_a"] - g["lower_profile_a"]).mean()
+        rows.append(row)
+    text = pd.DataFrame(rows).set_index(["design", "model", "pi", "n = m"]).T.to_markdown(
+        floatfmt=".4g")
+    print(text)
+    return text
+
+
 def worldbias(args):
     """Is the bootstrap world's pi the fitted pi? For ``--worlds`` samples of a design, the
     fitted model's draws ``(R*_b(pi-hat), pi-hat_b)`` (``--n-boot`` resamples) with the
@@ -446,6 +481,9 @@ def main():
     wb.add_argument("--p", type=int, default=15)
     wb.add_argument("--n-boot", type=int, default=99)
     wb.add_argument("--worlds", type=int, default=1)
+    cd = sub.add_parser("compare-direct")
+    cd.add_argument("--base", nargs="+", default=["_d", "_e", "_f_scar"])
+    cd.add_argument("--other", nargs="+", default=["_h0_sar", "_h0_scar"])
     sd = sub.add_parser("summarise-direct")
     sd.add_argument("--tag", nargs="+", default=["_d"])
     s = sub.add_parser("summarise")
@@ -458,6 +496,8 @@ def main():
         direct(args)
     elif args.cmd == "klse":
         klse(args)
+    elif args.cmd == "compare-direct":
+        compare_direct(args)
     elif args.cmd == "worldbias":
         worldbias(args)
     elif args.cmd == "summarise-direct":
