@@ -350,16 +350,22 @@ def summarise(args):
     return out
 
 
-def summarise_direct(args):
-    """Coverage, width and time of the plain and the bootstrap-calibrated interval."""
+def _load_direct(tags) -> pd.DataFrame:
+    """The rows of the direct runs of ``tags``, pooled (one row per design, model, pi, n,
+    seed)."""
     frames = []
-    for t in args.tag:
+    for t in tags:
         f = pd.read_csv(OUT / f"detm_interval_direct_raw{t}.csv")
         if "design" not in f:  # the first runs: SAR design, DETM
             f["design"], f["model"] = "sar", "DETM"
         frames.append(f)
-    df = pd.concat(frames, ignore_index=True).drop_duplicates(
+    return pd.concat(frames, ignore_index=True).drop_duplicates(
         ["design", "model", "pi", "n", "seed"])
+
+
+def summarise_direct(args):
+    """Coverage, width and time of the plain and the bootstrap-calibrated interval."""
+    df = _load_direct(args.tag)
     rows = []
     for (design, model, pi, n), g in df.groupby(["design", "model", "pi", "n"]):
         row = {"design": design, "model": model, "pi": pi, "n = m": n, "reps": len(g),
@@ -383,15 +389,8 @@ def compare_direct(args):
     """Paired comparison of two direct runs on the same replicates (seeds): the calibrated
     interval of ``--base`` tags against that of ``--other`` tags (e.g. another ``--smooth``):
     coverage, width and cut-off of each on the common replicates."""
-    def load(tags):
-        f = pd.concat([pd.read_csv(OUT / f"detm_interval_direct_raw{t}.csv") for t in tags],
-                      ignore_index=True)
-        if "design" not in f:
-            f["design"], f["model"] = "sar", "DETM"
-        f["design"], f["model"] = f["design"].fillna("sar"), f["model"].fillna("DETM")
-        return f.drop_duplicates(["design", "model", "pi", "n", "seed"])
     key = ["design", "model", "pi", "n", "seed"]
-    both = load(args.base).merge(load(args.other), on=key, suffixes=("_a", "_b"))
+    both = _load_direct(args.base).merge(_load_direct(args.other), on=key, suffixes=("_a", "_b"))
     rows = []
     for (design, model, pi, n), g in both.groupby(["design", "model", "pi", "n"]):
         row = {"design": design, "model": model, "pi": pi, "n = m": n, "paired reps": len(g)}

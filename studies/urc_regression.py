@@ -142,24 +142,30 @@ def tests_one(rep, scen, seed):
                 gof_df=g.df, converged=bool(r.converged), seconds_fit_score=t1 - t0)
 
 
-def run_tests(reps, seed):
-    path = OUT / "urc_regression_tests.csv"
+def _resumable(path, reps, scenarios, one, label):
+    """Run ``one(rep, scenario) -> list of rows`` for every replicate and scenario not yet
+    in the CSV ``path``, appending each replicate's rows as they come (restartable)."""
     done = set()
     if path.exists():
         old = pd.read_csv(path)
         done = set(zip(old.rep, old.scenario, strict=True))
     for rep in range(reps):
         rows = []
-        for scen in TEST_SCENARIOS:
+        for scen in scenarios:
             if (rep, scen) in done:
                 continue
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                rows.append(tests_one(rep, scen, seed))
+                rows += one(rep, scen)
         if rows:
             pd.DataFrame(rows).to_csv(path, mode="a", header=not path.exists(), index=False)
         if (rep + 1) % 25 == 0:
-            print(f"tests: replicate {rep + 1}/{reps} done", flush=True)
+            print(f"{label}: replicate {rep + 1}/{reps} done", flush=True)
+
+
+def run_tests(reps, seed):
+    _resumable(OUT / "urc_regression_tests.csv", reps, TEST_SCENARIOS,
+               lambda rep, scen: [tests_one(rep, scen, seed)], "tests")
 
 
 def run_score_size(reps, n_lab, n_field):
@@ -284,21 +290,8 @@ def lambda_one(rep, scen, seed):
 
 
 def run_lambda(reps, seed):
-    path = OUT / "urc_regression_lambda.csv"
-    done = set()
-    if path.exists():
-        old = pd.read_csv(path)
-        done = set(zip(old.rep, old.scenario, strict=True))
-    for rep in range(reps):
-        rows = []
-        for scen in SCENARIOS:
-            if (rep, scen) in done:
-                continue
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                rows += lambda_one(rep, scen, seed)
-        if rows:
-            pd.DataFrame(rows).to_csv(path, mode="a", header=not path.exists(), index=False)
+    _resumable(OUT / "urc_regression_lambda.csv", reps, SCENARIOS,
+               lambda rep, scen: lambda_one(rep, scen, seed), "lambda")
 
 
 GOF_GRID = [(0.0, 0.0), (0.0, 0.5), (3.0, 0.0), (3.0, 0.5)]  # (lambda, lab pseudo-count)
