@@ -23,9 +23,10 @@ histograms whatever the number of field rows.
 
 One shortcut: each resample's null fit starts at the resampled interval shares and its free
 fit at the null fit, one run each, where the observed fits also try URC's other starts (the
-joint likelihood can have several local maxima with small lab sets). A resample whose free
-fit stopped at a lower maximum would give a smaller statistic (a smaller p-value); the size
-measured with this shortcut was 5.2% at 5% over 1500 null data sets.
+joint likelihood can have several local maxima with small lab sets; a resample's free fit at
+a lower maximum would give a smaller statistic). With every start the statistics were the same
+to the last digit on 320 resamples (lab 1000 / field 5000 / ten intervals and lab 300 / field
+1000 / five intervals, four data sets each) at 10-14 times the cost; a test checks a few.
 """
 
 from __future__ import annotations

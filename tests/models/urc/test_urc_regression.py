@@ -529,6 +529,31 @@ def test_bootstrap_pvalue_by_hand(small_null):
     assert r2.test_no_shift(n_boot=19, rng=3).pvalue == t.pvalue
 
 
+def test_bootstrap_single_start_fits_equal_every_start(small_null):
+    """The resample fits start once (null at the resampled shares, free at the null); with
+    every start of URC's own fits the statistics are the same."""
+    from puinfer.models.urc import _likelihood as lik
+    from puinfer.models.urc import _null_bootstrap as nb
+
+    _, m, r = small_null
+    a = nb.null_statistics(m, r._d, r._record.options, 6, np.random.default_rng(1))
+
+    class EveryStart:  # lik, with _maximize_once replaced by maximize (all starts)
+        def __getattr__(self, name):
+            if name == "_maximize_once":
+                return lambda d, con, start, options, warm: lik.maximize(d, con, start,
+                                                                         options)
+            return getattr(lik, name)
+
+    try:
+        nb.lik = EveryStart()
+        b = nb.null_statistics(m, r._d, r._record.options, 6, np.random.default_rng(1))
+    finally:
+        nb.lik = lik
+    assert np.isfinite(a).all()
+    assert_allclose(a, b, rtol=1e-9, atol=1e-9)
+
+
 def test_bootstrap_with_tied_outcomes():
     """Tied lab outcomes (a point mass at 0, values rounded): the model drops tied cut
     points; each resample is cut at the same quantile levels with its ties dropped likewise,
