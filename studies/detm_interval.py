@@ -363,6 +363,14 @@ def _load_direct(tags) -> pd.DataFrame:
         ["design", "model", "pi", "n", "seed"])
 
 
+def _print_cells(rows) -> str:
+    """The per-cell rows as a markdown table (cells as columns), printed and returned."""
+    text = pd.DataFrame(rows).set_index(["design", "model", "pi", "n = m"]).T.to_markdown(
+        floatfmt=".4g")
+    print(text)
+    return text
+
+
 def summarise_direct(args):
     """Coverage, width and time of the plain and the bootstrap-calibrated interval."""
     df = _load_direct(args.tag)
@@ -379,10 +387,7 @@ def summarise_direct(args):
         row["bootstrap cut-off mean"] = g["cutoff_bootstrap"].mean()
         row["fit CPU s"] = g["t_fit"].mean()
         rows.append(row)
-    text = pd.DataFrame(rows).set_index(["design", "model", "pi", "n = m"]).T.to_markdown(
-        floatfmt=".4g")
-    print(text)
-    return text
+    return _print_cells(rows)
 
 
 def compare_direct(args):
@@ -406,10 +411,7 @@ def compare_direct(args):
         row["plain profile: coverage"] = prof
         row["plain profile: mean width"] = (g["upper_profile_a"] - g["lower_profile_a"]).mean()
         rows.append(row)
-    text = pd.DataFrame(rows).set_index(["design", "model", "pi", "n = m"]).T.to_markdown(
-        floatfmt=".4g")
-    print(text)
-    return text
+    return _print_cells(rows)
 
 
 def worldbias(args):

@@ -62,14 +62,20 @@ def normal_scores(mean, sd, y):
     return float(np.mean(ls)), float(np.mean(crps))
 
 
-def one(rep, scen, configs, with_ci, seed, fit_kw=None):
+def _scenario_data(rep, scen, seed):
+    """One data set of a scenario (seeds ``[seed, rep, scenario]``): the simulation, the
+    default model, the true field interval shares and the rows scored."""
     mu, sc = SCENARIOS[scen]
     sim = simulate_urc_regression(N_LAB, N_FIELD, field_shift=mu, field_scale=sc,
                                   rng=np.random.default_rng([seed, rep, list(SCENARIOS).index(scen)]))
     m = RegressionURC(sim.lab_pred, sim.lab_y)
     truth = sim.field_interval_rates(m.edges)[0]
     sub = np.arange(N_SCORE)
-    fp, fy = sim.field_pred.take(sub), sim.field_y[sub]
+    return sim, m, truth, sub, sim.field_pred.take(sub), sim.field_y[sub]
+
+
+def one(rep, scen, configs, with_ci, seed, fit_kw=None):
+    sim, m, truth, sub, fp, fy = _scenario_data(rep, scen, seed)
     ls0, crps0 = normal_scores(fp.mean, fp.sd, fy)
     op = sim.oracle_pred.take(sub)
     lso, crpso = normal_scores(op.mean, op.sd, fy)
@@ -267,13 +273,7 @@ def laplace_log_evidence(r) -> float:
 def lambda_one(rep, scen, seed):
     """Every strength of LAMBDA_GRID on one data set (Part 1's seeds): its Laplace evidence,
     RMSE and scores; the row of the strength the evidence selects is marked."""
-    mu, sc = SCENARIOS[scen]
-    sim = simulate_urc_regression(N_LAB, N_FIELD, field_shift=mu, field_scale=sc,
-                                  rng=np.random.default_rng([seed, rep, list(SCENARIOS).index(scen)]))
-    m = RegressionURC(sim.lab_pred, sim.lab_y)
-    truth = sim.field_interval_rates(m.edges)[0]
-    sub = np.arange(N_SCORE)
-    fp, fy = sim.field_pred.take(sub), sim.field_y[sub]
+    sim, m, truth, sub, fp, fy = _scenario_data(rep, scen, seed)
     rows = []
     for lam in LAMBDA_GRID:
         r = m.fit(sim.field_pred, smoothing=lam)
