@@ -29,6 +29,8 @@ SETM is the restriction ``b1 = 0`` of the same penalised objective, so SETM stay
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 __all__ = ["free_objective", "profile_log_el", "solve_lambda", "penalty", "ridge_strength",
@@ -42,14 +44,22 @@ def ridge_strength(N: int) -> float:
 
 def penalty(b1: np.ndarray, b2: np.ndarray, c: float, order: int = 0):
     """The symmetric-multinomial ridge penalty, its gradient and Hessian in ``(b1, b2)``."""
-    val = c * (2.0 / 3.0) * (b1 @ b1 + b2 @ b2 - b1 @ b2)
+    a = c * (2.0 / 3.0)
+    val = a * (b1 @ b1 + b2 @ b2 - b1 @ b2)
     if order == 0:
         return val
-    k = b1.size
-    grad = c * (2.0 / 3.0) * np.concatenate([2 * b1 - b2, 2 * b2 - b1])
+    grad = a * np.concatenate([2 * b1 - b2, 2 * b2 - b1])
+    return val, grad, a * _penalty_pattern(b1.size)
+
+
+@functools.lru_cache(maxsize=8)
+def _penalty_pattern(k: int) -> np.ndarray:
+    """``[[2 I, -I], [-I, 2 I]]`` (k x k blocks), read-only: the penalty's Hessian over c 2/3
+    (built once per k: the Newton loops ask for it thousands of times)."""
     eye = np.eye(k)
-    hess = c * (2.0 / 3.0) * np.block([[2 * eye, -eye], [-eye, 2 * eye]])
-    return val, grad, hess
+    out = np.block([[2 * eye, -eye], [-eye, 2 * eye]])
+    out.flags.writeable = False
+    return out
 
 
 def _blocks(X1, weights):
@@ -120,10 +130,16 @@ def penalise(grad, H, b1, b2, c):
     """Subtract the penalty's gradient and Hessian from ``grad`` and ``H`` (over
     ``(s1, b1, s2, b2)``, extra trailing entries untouched) in place."""
     p = b1.size
-    _, pg, ph = penalty(b1, b2, c, 2)
-    idx = np.r_[1:p + 1, p + 2:2 * p + 2]
-    grad[idx] -= pg
-    H[np.ix_(idx, idx)] -= ph
+    a = c * (2.0 / 3.0)
+    grad[1:p + 1] -= a * (2 * b1 - b2)
+    grad[p + 2:2 * p + 2] -= a * (2 * b2 - b1)
+    # the penalty's Hessian a [[2 I, -I], [-I, 2 I]] touches only these four diagonals
+    d1 = np.arange(1, p + 1)
+    d2 = d1 + p + 1
+    H[d1, d1] -= 2 * a
+    H[d2, d2] -= 2 * a
+    H[d1, d2] += a
+    H[d2, d1] += a
 
 
 def _solve_small(H, b):
