@@ -90,13 +90,18 @@ class Data:
         rates (the null of no shift), so the lab class counts inform ``P`` (see the module
         notes); used with the constraint ``"pooled"``.
     lab_pseudocount : float
-        Pseudo-count added to every lab cell in the lab term of the joint likelihood (the
-        penalised objective ``sum_{i,a} (L[i,a] + c) log M[i,a]``): Firth's penalty for the
-        rows of ``M``, i.e. the Jeffreys prior ``Dir(1/2)`` of each row in its natural
-        (multinomial-logit) parametrisation when ``c = 1/2``. 0 is maximum likelihood. It keeps
-        ``M`` off the boundary of its simplices and is what makes the profile intervals and
+        Pseudo-counts ``c`` per lab cell on average in the lab term of the joint likelihood
+        (the penalised objective ``sum_{i,a} (L[i,a] + C[i,a]) log M[i,a]``, ``c |A|`` per
+        row of ``M``; see :attr:`lab_prior` for ``C``). 0 is maximum likelihood. They keep
+        ``M`` off the boundary of its simplices and are what makes the profile intervals and
         tests hold their level at small lab sets (``studies/results/urc_labdesign.md``). The
         lab class counts (``n_i``, the random design's multinomial) are the raw ``L``'s.
+    lab_prior : {"pooled", "uniform"}
+        Where the pseudo-counts go: ``"pooled"``, ``C[i, a] = c |A| h[a]`` with ``h`` the
+        pooled lab histogram (each row of ``M`` shrunk towards the lab marginal: the
+        pseudo-Bayes estimator of Bishop, Fienberg and Holland, 1975, ch. 12); ``"uniform"``,
+        ``C[i, a] = c`` (the Jeffreys prior ``Dir(1/2)`` of each row, Firth's penalty, at
+        ``c = 1/2``).
     penalty : object, optional
         An additive log-penalty on the base rates: an object with
         ``value(P)``, ``grad_hess(P)``, ``mstep(C, P, con)`` and ``describe()``, e.g.
@@ -115,6 +120,7 @@ class Data:
     pooled: bool = False
     penalty: object = None
     lab_pseudocount: float = 0.0
+    lab_prior: str = "uniform"
 
     @property
     def active_penalty(self):
@@ -133,8 +139,14 @@ class Data:
     @functools.cached_property
     def L_lik(self) -> np.ndarray:
         """The lab counts as they enter the lab term of the joint likelihood (``L`` plus the
-        pseudo-count :attr:`lab_pseudocount` per cell)."""
-        return self.L + self.lab_pseudocount if self.lab_pseudocount > 0 else self.L
+        pseudo-counts of :attr:`lab_pseudocount` and :attr:`lab_prior`)."""
+        c = self.lab_pseudocount
+        if c <= 0:
+            return self.L
+        if self.lab_prior == "uniform":
+            return self.L + c
+        # every cell holds a lab item (empty cells are merged), so every C[i, a] > 0
+        return self.L + c * self.L.shape[1] * (self.L.sum(axis=0) / self.L.sum())
 
     @functools.cached_property
     def M_lab(self) -> np.ndarray:
@@ -798,7 +810,7 @@ def gof_test(d: Data, P, M, statistic: str, null: str):
     G, A = d.F.shape
     E = d.F.sum(axis=1, keepdims=True) * (P @ M)
     if d.joint:
-        # with Firth's pseudo-counts the lab histograms enter as the augmented counts that the
+        # with the lab pseudo-counts the lab histograms enter as the augmented counts that the
         # penalised likelihood fits (L + c against (n_i + |A| c) M): the pseudo-counts are not
         # data, and comparing raw L with the penalised M would count the penalty as misfit
         Ll = d.L_lik
@@ -826,7 +838,7 @@ def gof_test(d: Data, P, M, statistic: str, null: str):
 
 def score_statistic(d: Data, P0, M0) -> float:
     """Rao's score statistic of a restricted fit ``(P0, M0)`` of the data ``d`` against the
-    unrestricted model **without** the penalty on the base rates (Firth's pseudo-counts and a
+    unrestricted model **without** the penalty on the base rates (the lab pseudo-counts and a
     Dirichlet prior kept): ``U' I^-1 U``, ``U`` the gradient and ``I`` the observed information
     of the free model at the restricted estimate, on the tangent space of its simplices.
 
@@ -875,7 +887,7 @@ def penalty_df_reduction(d: Data, P, M) -> float:
     the constraints, ``H`` the Hessian of the penalised objective and ``H_pen`` the penalty's
     part (the effective number of parameters of a penalised likelihood is the nominal number
     minus this trace, as for a smoothing spline). 0 without such a penalty, or when the
-    Hessian cannot be used. Firth's lab pseudo-counts are not counted: the goodness-of-fit
+    Hessian cannot be used. The lab pseudo-counts are not counted: the goodness-of-fit
     test treats them as data (augmented counts)."""
     if d.active_penalty is None and d.strength <= 0:
         return 0.0

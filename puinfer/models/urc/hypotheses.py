@@ -201,7 +201,7 @@ class URCTestsMixin:
             ``"lr"`` (default): the likelihood-ratio statistic ``2 (llf - llf_0)`` of the
             fit's objective. ``"score"``: Rao's score statistic at the null fit (expected
             information), in the model *without* a smoothness penalty on the base rates
-            (Firth's pseudo-counts kept); it needs only the null fit, which the penalty does
+            (the lab pseudo-counts kept); it needs only the null fit, which the penalty does
             not touch. For :class:`~puinfer.models.urc.RegressionURC`, whose penalised free
             fit is shrunk towards the null (the likelihood-ratio statistic against chi-square
             is then very conservative: size 0 of 500 at 5%; its default reference is a
@@ -308,9 +308,10 @@ class URCTestsMixin:
         parameters leave again ``G (|A| - k)`` degrees of freedom (the lab histograms alone are
         saturated by ``M_A``). The fixed-likelihood test ignores the sampling error of the lab
         estimate of ``M_A`` and over-rejects when the lab set is small; the joint one accounts
-        for it. With Firth's pseudo-counts (``lab_pseudocount > 0``, the default) the lab
-        cells are the augmented counts ``L + c`` against ``(n_i + |A| c) M_A``, the histogram
-        that the penalised likelihood fits. With ``prior_strength > 0`` the fitted values are
+        for it. With pseudo-counts (``lab_pseudocount > 0``, the default) the lab cells are
+        the augmented counts ``L + C`` (``c |A|`` more per class; see ``URC.fit``'s
+        ``lab_prior``) against ``(n_i + |A| c) M_A``, the histogram that the penalised
+        likelihood fits. With ``prior_strength > 0`` the fitted values are
         MAP estimates and the reference distribution is approximate.
         """
         if statistic not in ("pearson", "lr"):

@@ -25,9 +25,12 @@ from .results import URCFitRecord, URCResults
 __all__ = ["URC"]
 
 LAB_DESIGNS = ("random", "stratified")
-#: pseudo-count per lab (class, cell) in the joint likelihood: Firth's penalty for the rows of
-#: M_A (see ``URC.fit``; chosen by studies/urc_labdesign.py)
+#: pseudo-counts per lab (class, cell) on average in the joint likelihood (the Jeffreys total,
+#: |A| / 2 per row of M_A), spread in proportion to the pooled lab histogram (see ``URC.fit``;
+#: chosen by studies/urc_labdesign.py and studies/urc_pseudocount_variants.py)
 DEFAULT_LAB_PSEUDOCOUNT = 0.5
+DEFAULT_LAB_PRIOR = "pooled"
+LAB_PRIORS = ("pooled", "uniform")
 #: the default n_bins keeps at least this many lab items per (class, cell) on average
 MIN_LAB_PER_CELL = 15
 
@@ -346,8 +349,10 @@ class URC(Model):
         if zero.size:
             which = ", ".join(f"class {classes[i]} in cell {a + 1}" for i, a in zero[:4])
             warn_and_record(record, f"{len(zero)} lab histogram cell(s) are empty ({which}"
-                            f"{', ...' if len(zero) > 4 else ''}): M_A has zeros there, an "
-                            "estimate on the boundary; consider fewer bins", EmptyBinWarning)
+                            f"{', ...' if len(zero) > 4 else ''}): the maximum-likelihood M_A "
+                            "(fit(lab_pseudocount=0) or the fixed likelihood) has zeros there, "
+                            "an estimate on the boundary (the joint likelihood's default "
+                            "pseudo-counts keep it off); consider fewer bins", EmptyBinWarning)
         self._check_identification(record)
         self.warnings = tuple(record)
 
@@ -442,8 +447,8 @@ class URC(Model):
     # -- fitting --------------------------------------------------------------------------------
     def fit(self, field_pred, groups=None, *, likelihood: str = "joint",
             prior_strength: float = 0.0, lab_pseudocount: float = DEFAULT_LAB_PSEUDOCOUNT,
-            maxiter: int = 5000, tol: float = 1e-10, missing: str = "raise",
-            penalty=None) -> URCResults:
+            lab_prior: str = DEFAULT_LAB_PRIOR, maxiter: int = 5000, tol: float = 1e-10,
+            missing: str = "raise", penalty=None) -> URCResults:
         """Estimate the field base rates (Definition 8), per group when ``groups`` is given.
 
         Parameters
@@ -474,27 +479,41 @@ class URC(Model):
             class shares under either lab design: a fixed, data-derived centre, not
             re-estimated with the field data.
         lab_pseudocount : float
-            Joint likelihood: a pseudo-count ``c >= 0`` added to every (class, cell) of the lab
-            histogram in the lab term, ``sum_{i,a} (L[i,a] + c) log M[i,a]``. The default
-            ``c = 1/2`` is Firth's bias-reducing penalty for the multinomial rows of ``M_A``
-            (the Jeffreys prior ``Dir(1/2)`` of each row in its natural, multinomial-logit
-            parametrisation), the standard small-sample remedy of a sparse multinomial: it
-            keeps ``M_A`` off the boundary of its simplex (no structural zeros from empty
-            lab cells) and makes the profile likelihood less peaked where the lab cells are
-            sparse. With ``c = 0`` (maximum likelihood) the profile statistic runs 10-20%
-            above chi-square(1) with three classes and 100 lab items, so the intervals cover
-            about 0.92-0.94 and the no-shift test rejects 6.6-8.1% at 5%; with ``c = 1/2``
-            (and the default ``n_bins``, which shrinks for small lab sets) they cover
-            0.95-0.97 and reject 3.7-5.4% (``studies/results/urc_labdesign.md``). Its effect vanishes as
-            the lab cells fill (``|A| k / 2`` pseudo-counts against ``n_lab`` items). Under a
-            shift it biases the estimates slightly away from the lab base rates (it makes the
-            classes' lab histograms look less separated): about 0.3 SD with 300 lab items,
-            three classes, lab 1/3 each and field (0.6, 0.3, 0.1). Estimates,
-            profiles and tests all use the penalised objective (as profile penalised
-            likelihood intervals do for Firth's logistic regression); ``llf`` is the
-            unpenalised log-likelihood at the estimate. Not used by the fixed likelihood
-            (``M_A`` is then the lab estimate of eq. (9)). The lab class counts of a random
-            lab design are the raw counts.
+            Joint likelihood: pseudo-counts ``c >= 0`` per (class, cell) of the lab histogram
+            on average, ``c |A|`` per class, added in the lab term,
+            ``sum_{i,a} (L[i,a] + C[i,a]) log M[i,a]`` (``lab_prior`` says how they are
+            spread). The default total, ``|A| / 2`` per class, is that of the Jeffreys prior
+            ``Dir(1/2)`` of each row of ``M_A``, the standard small-sample remedy of a sparse
+            multinomial: it keeps ``M_A`` off the boundary of its simplex (no structural zeros
+            from empty lab cells) and makes the profile likelihood less peaked where the lab
+            cells are sparse. With ``c = 0`` (maximum likelihood) the profile statistic runs
+            10-20% above chi-square(1) with three classes and 100 lab items, so the intervals
+            cover about 0.92-0.94 and the no-shift test rejects 6.6-8.1% at 5%; with the
+            defaults (and the default ``n_bins``, which shrinks for small lab sets) they cover
+            0.941-0.959 and reject 4.5-5.9% in every cell of the study (two and three classes,
+            lab n 100-1000, random and stratified, 3000 replicates each;
+            ``studies/results/urc_labdesign.md``). The effect vanishes as the lab cells fill
+            (``|A| k / 2`` pseudo-counts against ``n_lab`` items). Under a shift it biases the
+            estimates slightly away from the lab base rates (the classes' lab histograms look
+            less separated): about 0.3 SD with 300 lab items, three classes, lab 1/3 each and
+            field (0.6, 0.3, 0.1). Estimates, profiles and tests all use the penalised
+            objective (as profile penalised likelihood intervals do for Firth's logistic
+            regression); ``llf`` is the unpenalised log-likelihood at the estimate. Not used by
+            the fixed likelihood (``M_A`` is then the lab estimate of eq. (9)). The lab class
+            counts of a random lab design are the raw counts.
+        lab_prior : {"pooled", "uniform"}
+            How the pseudo-counts are spread over a class's cells. ``"pooled"`` (default): in
+            proportion to the pooled lab histogram ``h`` (``C[i, a] = c |A| h[a]``), so each
+            class's histogram is shrunk towards the lab marginal, a classifier whose output
+            does not depend on the class (the pseudo-Bayes estimator of Bishop, Fienberg and
+            Holland, 1975, ch. 12, which shrinks a table towards its independence fit). The
+            lab-implied field histogram under no shift is then nearly the pooled lab
+            histogram itself, not a shrunken one. ``"uniform"``: ``c`` in every cell (at
+            ``c = 1/2`` the Jeffreys prior of each row, Firth's penalty; the default until
+            November 2026). With quantile cells of a binary score the pooled lab histogram is
+            uniform and the two agree; with three classes, 100 lab items and a stratified lab
+            set the uniform counts make the no-shift test conservative (3.4% at 5%, the
+            pooled 5.0%; ``studies/results/urc_pseudocount_variants.md``).
         maxiter, tol : int, float
             EM iterations (SQUAREM cycles) and the convergence tolerance on the largest
             parameter change.
@@ -515,8 +534,8 @@ class URC(Model):
         ValueError
             For inputs that cannot be aligned, predictions outside [0, 1], missing values (with
             ``missing="raise"``), a shape or column names unlike the lab's, an unknown
-            likelihood, a negative ``prior_strength`` or ``lab_pseudocount``, or bad
-            ``maxiter``/``tol``.
+            likelihood, a negative ``prior_strength`` or ``lab_pseudocount``, an unknown
+            ``lab_prior``, or bad ``maxiter``/``tol``.
 
         Warns
         -----
@@ -553,6 +572,8 @@ class URC(Model):
         if isinstance(lab_pseudocount, bool) or not (np.isfinite(c) and c >= 0):
             raise ValueError(f"lab_pseudocount must be a non-negative number; got "
                              f"{lab_pseudocount!r}")
+        if not isinstance(lab_prior, str) or lab_prior not in LAB_PRIORS:
+            raise ValueError(f"lab_prior must be one of {LAB_PRIORS}; got {lab_prior!r}")
         if isinstance(maxiter, bool) or not isinstance(maxiter, (int, np.integer)) or maxiter < 1:
             raise ValueError(f"maxiter must be a positive integer; got {maxiter!r}")
         try:
@@ -566,7 +587,7 @@ class URC(Model):
         L = self._L
         d = lik.Data(L, F, L.sum(axis=1) / L.sum(), likelihood == "joint", s,
                      random_lab=self.lab_design == "random",
-                     lab_pseudocount=c if likelihood == "joint" else 0.0)
+                     lab_pseudocount=c if likelihood == "joint" else 0.0, lab_prior=lab_prior)
         if penalty is not None:
             d = dataclasses.replace(d, penalty=penalty)
         options = lik.FitOptions(maxiter=int(maxiter), tol=float(tol))

@@ -40,7 +40,7 @@ from ...summary import Summary
 from . import _likelihood as lik
 from ._null_bootstrap import null_statistics
 from ._smoothing import SmoothnessPenalty
-from .model import DEFAULT_LAB_PSEUDOCOUNT, URC
+from .model import DEFAULT_LAB_PRIOR, DEFAULT_LAB_PSEUDOCOUNT, URC
 from .partition import Partition, _quantile_edges
 from .predictive import as_predictive
 from .results import URCResults
@@ -271,6 +271,7 @@ class RegressionURC(URC):
     def fit(self, field_pred, groups=None, *, smoothing: float | None = None,
             smooth_order: int | None = None, likelihood: str = "joint",
             prior_strength: float = 0.0, lab_pseudocount: float = DEFAULT_LAB_PSEUDOCOUNT,
+            lab_prior: str = DEFAULT_LAB_PRIOR,
             maxiter: int = 5000, tol: float = 1e-10,
             missing: str = "raise", penalty_centre: str = "population"
             ) -> RegressionURCResults:
@@ -292,7 +293,7 @@ class RegressionURC(URC):
             1 shrinks towards no shift (equal ratios); 2 towards a log-linear ratio across the
             intervals (which contains no shift and approximates a location shift). Default
             :data:`DEFAULT_ORDER`.
-        likelihood, prior_strength, lab_pseudocount, maxiter, tol : see :meth:`URC.fit`
+        likelihood, prior_strength, lab_pseudocount, lab_prior, maxiter, tol : see :meth:`URC.fit`
         missing : {"raise", "drop"}
             Field rows with a missing prediction or group.
         penalty_centre : {"population", "sample"}
@@ -376,7 +377,8 @@ class RegressionURC(URC):
         pen = (SmoothnessPenalty(lam, order, pi_lab, self.penalty_positions, n_lab=n_pop)
                if lam > 0 else None)
         base = URC.fit(self, probs, groups, likelihood=likelihood, prior_strength=prior_strength,
-                       lab_pseudocount=lab_pseudocount, maxiter=maxiter, tol=tol, penalty=pen)
+                       lab_pseudocount=lab_pseudocount, lab_prior=lab_prior, maxiter=maxiter,
+                       tol=tol, penalty=pen)
         return RegressionURCResults(dataclasses.replace(base._record, n_dropped=n_dropped),
                                     lam, order)
 
@@ -545,7 +547,7 @@ class RegressionURCResults(URCResults):
     @functools.cached_property
     def unpenalized(self) -> URCResults:
         """The fit of the same lab and field histograms without the smoothness penalty
-        (Firth's lab pseudo-counts and any Dirichlet prior kept), for diagnostics.
+        (the lab pseudo-counts and any Dirichlet prior kept), for diagnostics.
 
         Started from the penalised estimate (and URC's other starts); a plain
         :class:`URCResults` (its base rates are the unsmoothed estimates, its

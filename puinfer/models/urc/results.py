@@ -135,14 +135,15 @@ class URCResults(URCTestsMixin, InformationCriteria, LikelihoodResults):
         k, (G, A) = self.model.n_classes, d.F.shape
         self._llf_penalized = est.objective + d.const
         self.lab_pseudocount = d.lab_pseudocount
+        self.lab_prior = d.lab_prior if d.lab_pseudocount > 0 else None
         self.llf = lik.objective(est.P, est.M, dataclasses.replace(
             d, strength=0.0, penalty=None, lab_pseudocount=0.0)) + d.const
         self.llf_kind = (f"URC multinomial log-likelihood ({self.likelihood}, "
                          f"{self.lab_design} lab)"
                          + (f" + Dirichlet log prior (strength {d.strength:g})"
                             if d.strength > 0 else "")
-                         + (f" + Firth lab pseudo-count {d.lab_pseudocount:g} per cell"
-                            if d.lab_pseudocount > 0 else "")
+                         + (f" + lab pseudo-counts ({d.lab_pseudocount:g} per cell on "
+                            f"average, {d.lab_prior})" if d.lab_pseudocount > 0 else "")
                          + (f" + {d.penalty.describe()}" if d.penalty is not None else ""))
         self.nobs = int(d.F.sum() + (d.L.sum() if d.joint or d.random_lab else 0))
         n_p = {"free": G * (k - 1), "equal": k - 1, "rows": 0, "entry": G * (k - 1) - 1,
@@ -151,7 +152,8 @@ class URCResults(URCTestsMixin, InformationCriteria, LikelihoodResults):
         # null where they are the shared base rates counted in n_p
         n_pi = k - 1 if d.random_lab and con.kind != "pooled" else 0
         self.df_model = n_p[con.kind] + n_pi + (k * (A - 1) if d.joint else 0)
-        self.data_fingerprint = data_fingerprint(d.L, d.F, [d.strength, d.lab_pseudocount])
+        self.data_fingerprint = data_fingerprint(d.L, d.F, [d.strength, d.lab_pseudocount,
+                                                              d.lab_prior == "pooled"])
         self.model_name = _MODEL_NAMES[con.kind]
         self.convergence: ConvergenceInfo = est.convergence
         self.warnings = tuple(record.warnings)
@@ -372,7 +374,7 @@ class URCResults(URCTestsMixin, InformationCriteria, LikelihoodResults):
             estimate over a parametric bootstrap of the histograms from the fitted model
             (:meth:`bartlett_factors`; ``E R = 1`` for an exact chi-square(1)). With maximum
             likelihood (``fit(lab_pseudocount=0)``) and small lab sets ``R`` runs about 10-20%
-            above chi-square(1); the defaults (Firth's pseudo-counts, fewer cells for small
+            above chi-square(1); the defaults (the lab pseudo-counts, fewer cells for small
             lab sets) remove most of that, so the plain profile interval is the default and
             this correction an option for a remaining doubt
             (``studies/results/urc_labdesign.md``). It costs ``n_boot`` refits per base rate
@@ -557,7 +559,8 @@ class URCResults(URCTestsMixin, InformationCriteria, LikelihoodResults):
                 ("Partition", m.partition.kind), ("Lab n", m.n_lab),
                 ("Field N", int(self._d.F.sum())), ("Groups", len(self._groups)),
                 ("Prior strength", self.prior_strength),
-                ("Lab pseudo-count (Firth)", self.lab_pseudocount),
+                ("Lab pseudo-counts per cell", f"{self.lab_pseudocount:g}"
+                 + (f" ({self.lab_prior})" if self.lab_prior else "")),
                 ("Log-likelihood", self.llf)]:
             s.add_info(key, value)
         s.add_info("Lab rows dropped (missing)", m.n_dropped)
@@ -578,10 +581,13 @@ class URCResults(URCTestsMixin, InformationCriteria, LikelihoodResults):
             s.add_note("With a prior the estimates are MAP; intervals and tests use the "
                        "penalised log-likelihood (approximate).")
         if self.lab_pseudocount > 0:
-            s.add_note(f"M_A has Firth's penalty ({self.lab_pseudocount:g} pseudo-count per lab "
-                       "cell, the Jeffreys prior of its rows): estimates, profile intervals and "
-                       "tests use the penalised likelihood, which holds the level at small lab "
-                       "sets; lab_pseudocount=0 gives maximum likelihood.")
+            spread = ("spread as the pooled lab histogram, shrinking each class's histogram "
+                      "towards the lab marginal" if self.lab_prior == "pooled" else
+                      "the same in every cell: Firth's penalty at 1/2")
+            s.add_note(f"M_A is penalised: {self.lab_pseudocount:g} pseudo-counts per lab cell "
+                       f"on average ({spread}); estimates, profile intervals and tests use the "
+                       "penalised likelihood, which holds the level at small lab sets; "
+                       "lab_pseudocount=0 gives maximum likelihood.")
         for cat, msg in self.warnings:
             s.add_note(f"{cat}: {msg}")
         return s

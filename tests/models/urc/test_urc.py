@@ -58,7 +58,8 @@ def ref_loglik(P, M, L, F, joint, strength=0.0, pi_lab=None, pseudo=0.0):
     ll = sum(stats.multinomial.logpmf(F[g], F[g].sum(), P[g] @ M) for g in range(F.shape[0]))
     if joint:
         ll += sum(stats.multinomial.logpmf(L[i], L[i].sum(), M[i]) for i in range(L.shape[0]))
-        ll += pseudo * np.sum(np.log(M))  # Firth: `pseudo` more counts in every lab cell
+        # pseudo-counts: a number per lab cell (Firth) or a (k, |A|) table of them
+        ll += np.sum(pseudo * np.log(M))
     if strength:
         ll += strength * np.sum(pi_lab * np.log(P))
     return ll
@@ -192,10 +193,13 @@ def test_multiclass_matches_scipy():
     P, M, llf = ref_fit(L, F, True)
     assert res.llf == pytest.approx(llf, abs=1e-6)
     assert_allclose(res.base_rates.to_numpy(), P, atol=5e-5)
-    # the default: Firth's pseudo-count 1/2 per lab cell, the penalised objective maximised
+    # the default: |A| / 2 pseudo-counts per class spread as the pooled lab histogram, the
+    # penalised objective maximised
     pen = m.fit(sim3.field_pred)
-    assert pen.lab_pseudocount == 0.5
-    P5, M5, obj5 = ref_fit(L, F, True, pseudo=0.5)
+    assert (pen.lab_pseudocount, pen.lab_prior) == (0.5, "pooled")
+    A = L.shape[1]
+    C = np.tile(0.5 * A * L.sum(axis=0) / L.sum(), (L.shape[0], 1))
+    P5, M5, obj5 = ref_fit(L, F, True, pseudo=C)
     assert pen.llf_penalized == pytest.approx(obj5, abs=1e-6)
     assert_allclose(pen.base_rates.to_numpy(), P5, atol=5e-5)
     assert_allclose(pen.M.to_numpy(), M5, atol=5e-5)
@@ -205,6 +209,15 @@ def test_multiclass_matches_scipy():
     # it keeps M off the boundary and moves the estimate (but not far: 600 lab items)
     assert np.all(pen.M.to_numpy() > 0)
     assert 1e-4 < np.max(np.abs(P5 - P)) < 0.02
+    # lab_prior="uniform": Firth's 1/2 in every cell (the argmax cells' pooled histogram is
+    # not uniform, so the two penalised fits differ)
+    uni = m.fit(sim3.field_pred, lab_prior="uniform")
+    Pu, Mu, obju = ref_fit(L, F, True, pseudo=0.5)
+    assert uni.llf_penalized == pytest.approx(obju, abs=1e-6)
+    assert_allclose(uni.base_rates.to_numpy(), Pu, atol=5e-5)
+    assert np.max(np.abs(Pu - P5)) > 1e-4
+    with pytest.raises(ValueError, match="lab_prior"):
+        m.fit(sim3.field_pred, lab_prior="jeffreys")
 
 
 # ---- profile intervals ------------------------------------------------------------------------
@@ -328,9 +341,10 @@ def test_gof_df_and_value(sim_groups, lik):
     E = F.sum(1, keepdims=True) * (P @ M)
     X2 = np.sum((F - E) ** 2 / E)
     if lik == "joint":
-        # the lab cells as the penalised likelihood sees them: L + 1/2 (Firth's pseudo-counts)
-        assert res.lab_pseudocount == 0.5
-        La = L + 0.5
+        # the lab cells as the penalised likelihood sees them: L plus |A| / 2 pseudo-counts
+        # per class spread as the pooled lab histogram
+        assert (res.lab_pseudocount, res.lab_prior) == (0.5, "pooled")
+        La = L + 0.5 * L.shape[1] * L.sum(axis=0) / L.sum()
         El = La.sum(1, keepdims=True) * M
         X2 += np.sum((La - El) ** 2 / El)
     assert res.gof("pearson").statistic == pytest.approx(X2, rel=1e-10)
