@@ -28,6 +28,8 @@ and replicates already there are skipped):
     python studies/detm_interval.py klse --design sar --reps 40
     python studies/detm_interval.py worldbias --design scar --model SETM --pi 0.7 --worlds 3
     python studies/detm_interval.py compare-direct --base _d _e _f_scar --other _h0_sar _h0_scar
+    python studies/detm_interval.py empirical --design gamma --model DETM --pi 0.7 --reps 40
+    python studies/detm_interval.py summarise-empirical
 """
 
 from __future__ import annotations
@@ -240,10 +242,8 @@ def direct(args):
             old["design"], old["model"] = "sar", "DETM"
         done = set(zip(old["design"], old["model"], old["pi"].round(6), old["n"], old["seed"],
                        strict=True))
-    offset = {"sar": 0, "scar": 100, "gamma": 200}[args.design]
     for r, pi in [(r, pi) for r in range(args.first, args.first + args.reps) for pi in args.pi]:
-        # seeds of a block used by no other run (cell + 50 * 10^6; + 10^8 per design)
-        seed = 1_000_000 * ({0.3: 1, 0.7: 2}[pi] + 10 * (args.n // 1000) + 50 + offset) + r
+        seed = direct_seed(args.design, pi, args.n, r)
         df = None
         for name in args.model:
             if (args.design, name, round(pi, 6), args.n, seed) in done:
@@ -259,6 +259,90 @@ def direct(args):
                 out = out.reindex(columns=pd.read_csv(path, nrows=0).columns)
             out.to_csv(path, mode="a", header=not path.exists(), index=False)
             print(row, flush=True)
+
+
+def direct_seed(design: str, pi: float, n: int, r: int) -> int:
+    """Seed of replicate ``r`` of a direct cell: a block used by no other run (cell + 50 *
+    10^6; + 10^8 per design)."""
+    offset = {"sar": 0, "scar": 100, "gamma": 200}[design]
+    return 1_000_000 * ({0.3: 1, 0.7: 2}[pi] + 10 * (n // 1000) + 50 + offset) + r
+
+
+EMPIRICAL_COLS = ["design", "model", "seed", "pi", "n", "p", "n_boot", "pi_hat", "se", "r_true",
+                  "emp_sd", "emp_cutoff", "emp_mean"]
+
+
+def empirical(args):
+    """Exploratory: the plain nonparametric bootstrap as the calibration world (source and
+    target rows resampled with replacement, each resample refitted and profiled at pi-hat, the
+    pseudo-true pi of the empirical world, as the default's refit does), on the replicates
+    (seeds) of ``direct``: ``emp_sd`` the SD of the resamples' pi-hat, ``emp_cutoff`` the
+    95% quantile of ``R*_b(pi-hat)`` (``numpy.nanquantile``), ``r_true`` = ``R*(pi_true)``
+    (covered iff ``r_true <= emp_cutoff``). ``summarise-empirical`` pairs them with the
+    default's rows of the direct files."""
+    path = OUT / "detm_interval_empirical_raw.csv"
+    done = set()
+    if path.exists():
+        old = pd.read_csv(path)
+        done = set(zip(old["design"], old["model"], old["pi"].round(6), old["n"], old["seed"],
+                       strict=True))
+    for r in range(args.first, args.first + args.reps):
+        seed = direct_seed(args.design, args.pi, args.n, r)
+        if (args.design, args.model, round(args.pi, 6), args.n, seed) in done:
+            continue
+        df = DESIGNS[args.design](args.n, args.n, args.pi, p=args.p,
+                                  rng=np.random.default_rng(seed))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            res = getattr(pu, args.model).from_formula(formula(args.p), data=df).fit(
+                pi_interval="profile")
+            r_true = float(res.test_pi(args.pi).statistic)
+            d = res.model.data
+            rng = np.random.default_rng(seed + 11)
+            draws = []
+            for _ in range(args.n_boot):
+                Xs = d.X[:d.n][rng.integers(0, d.n, d.n)]
+                Xt = d.X[d.n:][rng.integers(0, d.m, d.m)]
+                try:
+                    draws.append(boot._interval_statistic(res._fit, d.names, Xs, Xt,
+                                                          float(res.pi)))
+                except ValueError:  # a resample with a constant column
+                    pass
+        st = np.asarray(draws)
+        row = dict(design=args.design, model=args.model, seed=seed, pi=args.pi, n=args.n,
+                   p=args.p, n_boot=args.n_boot, pi_hat=res.pi, se=float(res.bse["pi"]),
+                   r_true=r_true, emp_sd=np.nanstd(st[:, 1], ddof=1),
+                   emp_cutoff=np.nanquantile(st[:, 0], 0.95), emp_mean=np.nanmean(st[:, 1]))
+        pd.DataFrame([row])[EMPIRICAL_COLS].to_csv(path, mode="a", header=not path.exists(),
+                                                   index=False)
+        print(row, flush=True)
+
+
+def summarise_empirical(args):
+    """The empirical bootstrap's cells beside the default (smoothed model world) and the plain
+    profile interval on the same replicates."""
+    emp = pd.read_csv(OUT / "detm_interval_empirical_raw.csv")
+    frames = [pd.read_csv(OUT / f"detm_interval_direct_raw{t}.csv") for t in args.tag]
+    ref = pd.concat(frames, ignore_index=True)
+    ref["design"], ref["model"] = ref["design"].fillna("sar"), ref["model"].fillna("DETM")
+    ref = ref.drop_duplicates(["design", "model", "pi", "n", "seed"])
+    m = emp.merge(ref[["design", "model", "pi", "n", "seed", "lower_bootstrap",
+                       "upper_bootstrap", "cutoff_bootstrap", "boot_se"]],
+                  on=["design", "model", "pi", "n", "seed"])
+    rows = []
+    for (design, model, pi, n), g in m.groupby(["design", "model", "pi", "n"]):
+        rows.append({"design": design, "model": model, "pi": pi, "n": n, "reps": len(g),
+                     "pi-hat SD": g.pi_hat.std(), "SE (obs. info) mean": g.se.mean(),
+                     "default: coverage": ((g.lower_bootstrap <= pi)
+                                           & (g.upper_bootstrap >= pi)).mean(),
+                     "default: cut-off mean": g.cutoff_bootstrap.mean(),
+                     "default: bootstrap SD mean": g.boot_se.mean(),
+                     "empirical: coverage": (g.r_true <= g.emp_cutoff).mean(),
+                     "empirical: cut-off mean": g.emp_cutoff.mean(),
+                     "empirical: bootstrap SD mean": g.emp_sd.mean(),
+                     "profile: coverage": (g.r_true <= stats.chi2.ppf(0.95, 1)).mean()})
+    print(pd.DataFrame(rows).set_index(["design", "model", "pi", "n"]).T
+          .to_markdown(floatfmt=".4g"))
 
 
 def direct_one(cls, df, args, seed):
@@ -482,6 +566,17 @@ def main():
     wb.add_argument("--p", type=int, default=15)
     wb.add_argument("--n-boot", type=int, default=99)
     wb.add_argument("--worlds", type=int, default=1)
+    em = sub.add_parser("empirical")
+    em.add_argument("--design", choices=sorted(DESIGNS), default="gamma")
+    em.add_argument("--model", choices=["DETM", "SETM"], default="DETM")
+    em.add_argument("--pi", type=float, default=0.7, choices=[0.3, 0.7])
+    em.add_argument("--n", type=int, default=1000)
+    em.add_argument("--p", type=int, default=15)
+    em.add_argument("--n-boot", type=int, default=99)
+    em.add_argument("--reps", type=int, default=40)
+    em.add_argument("--first", type=int, default=0)
+    se = sub.add_parser("summarise-empirical")
+    se.add_argument("--tag", nargs="+", default=["_d", "_e", "_f_scar", "_f_gamma"])
     cd = sub.add_parser("compare-direct")
     cd.add_argument("--base", nargs="+", default=["_d", "_e", "_f_scar"])
     cd.add_argument("--other", nargs="+", default=["_h0_sar", "_h0_scar"])
@@ -501,6 +596,10 @@ def main():
         compare_direct(args)
     elif args.cmd == "worldbias":
         worldbias(args)
+    elif args.cmd == "empirical":
+        empirical(args)
+    elif args.cmd == "summarise-empirical":
+        summarise_empirical(args)
     elif args.cmd == "summarise-direct":
         summarise_direct(args)
     else:
