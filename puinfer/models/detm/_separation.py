@@ -59,17 +59,24 @@ def ridge_binding(data, restricted: bool, v: np.ndarray) -> bool:
     (the ridge only nudges an interior maximum) or runs off (slopes above 50), or stops where
     the log-EL is flat along some direction (the curvature along a ridge vanishes like the
     gain). ``tol=0``: Newton does not stop on a small gain (on a ridge the gain per step
-    shrinks like ``exp(-margin * slope)``), but on a full Newton step below ``1e-10`` relative
-    (``xtol``): at an interior maximum the steps shrink quadratically to that within a few
-    iterations, while on a ridge the slopes keep moving by steps of order one.
+    shrinks like ``exp(-margin * slope)``), but on a Newton step (negative definite Hessian)
+    that moves the iterate by less than ``1e-10`` relative: at an interior maximum the steps
+    shrink quadratically to that within a few iterations, while on a ridge the slopes keep
+    moving by steps of order one. The step need not be a full one: at an interior maximum
+    the line search may halve a step whose gain is below the rounding of the log-EL (a full
+    step was required before, and such fits ran all 60 iterations in place).
     """
     p = data.p
     fun, expand = free_fun(data, 0.0, restricted)
     sidx = np.r_[0, p + 1:2 * p + 2]
+
+    def settled(x, f, step):
+        return step.kind == "newton" and step.dx <= 1e-10 * (1.0 + float(np.max(np.abs(x))))
+
     with warnings.catch_warnings(), np.errstate(over="ignore", invalid="ignore"):
         warnings.simplefilter("ignore")
         u, _, _, Hu, _ = newton_maximize(fun, v[sidx] if restricted else v, maxiter=60, tol=0.0,
-                                         xtol=1e-10)
+                                         callback=settled)
     _, b1u, _, b2u = _el.split(expand(u), p)
     free = float(max(np.abs(b1u).max(initial=0), np.abs(b2u).max(initial=0)))
     ev = np.linalg.eigvalsh(-Hu) if np.all(np.isfinite(Hu)) else np.array([0.0])
