@@ -586,25 +586,11 @@ def main():
     s.add_argument("--tag", nargs="+", default=[""], help="files to pool (their tags)")
     s.add_argument("--write", default=None, help="write results/detm_interval<WRITE>.md")
     args = ap.parse_args()
-    if args.cmd == "run":
-        run(args)
-    elif args.cmd == "direct":
-        direct(args)
-    elif args.cmd == "klse":
-        klse(args)
-    elif args.cmd == "compare-direct":
-        compare_direct(args)
-    elif args.cmd == "worldbias":
-        worldbias(args)
-    elif args.cmd == "empirical":
-        empirical(args)
-    elif args.cmd == "summarise-empirical":
-        summarise_empirical(args)
-    elif args.cmd == "summarise-direct":
-        summarise_direct(args)
-    else:
-        summarise(args)
-
+    commands = {"run": run, "direct": direct, "klse": klse, "compare-direct": compare_direct,
+                "worldbias": worldbias, "empirical": empirical,
+                "summarise-empirical": summarise_empirical,
+                "summarise-direct": summarise_direct, "summarise": summarise}
+    commands[args.cmd](args)
 
 if __name__ == "__main__":
     main()

@@ -811,7 +811,7 @@ def gof_test(d: Data, P, M, statistic: str, null: str):
     E = d.F.sum(axis=1, keepdims=True) * (P @ M)
     if d.joint:
         # with the lab pseudo-counts the lab histograms enter as the augmented counts that the
-        # penalised likelihood fits (L + c against (n_i + |A| c) M): the pseudo-counts are not
+        # penalised likelihood fits (L + C against (n_i + |A| c) M): the pseudo-counts are not
         # data, and comparing raw L with the penalised M would count the penalty as misfit
         Ll = d.L_lik
         obs = np.vstack([Ll, d.F])
