@@ -471,7 +471,7 @@ the lab-implied field histogram under no shift, `sum_i pi_i M_A[i, :]`, is then 
 pooled lab histogram itself, where the uniform counts shrink it and lower its sampling
 variance below what the penalised likelihood's curvature assumes. **On the study's 3000
 replicates per cell (the same seeds as the rounds below, so paired): size 4.5-5.9% in all 12
-cells (the conservative cell 3.4% -> 5.0%) and every one of the 24 coverages 0.941-0.965**
+cells (the conservative cell 3.4% -> 5.0%) and every one of the 24 coverages 0.941-0.959**
 (tables below and `urc_pseudocount_variants.md`). With a binary classifier the cells are lab
 quantiles, the pooled histogram is uniform and nothing changes (equal to 4 digits); with three
 classes the sizes rise by 0.3-1.5 points (mean statistic 1.99-2.12 against 1.84-2.02) and the
