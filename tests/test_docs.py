@@ -25,8 +25,11 @@ def test_docs_build_without_warnings(tmp_path):
          "-d", str(tmp_path / "doctrees"), str(ROOT / "docs"), str(out)],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=1200)
     assert proc.returncode == 0, f"sphinx failed:\n{proc.stdout[-5000:]}\n{proc.stderr[-10000:]}"
-    # -q prints only warnings and errors: there must be none
-    assert "WARNING" not in proc.stderr and "ERROR" not in proc.stderr, proc.stderr[-10000:]
+    # -q prints only warnings and errors: there must be none, except one known race of the
+    # notebook kernel's teardown (ipykernel flushes stderr on its control channel after the
+    # socket is closed; tornado logs it; the build and every page are unaffected)
+    err = _without_kernel_teardown_noise(proc.stderr)
+    assert "WARNING" not in err and "ERROR" not in err, err[-10000:]
     # the pages exist: guide, API stubs, executed vignettes with their outputs and figures
     for page in ("index", "getting_started", "guide/detm", "guide/calem", "guide/urc",
                  "guide/prior_shift", "api", "generated/puinfer.DETM",
@@ -40,3 +43,17 @@ def test_docs_build_without_warnings(tmp_path):
     assert list((out / "_images").glob("*.png")), "the vignettes' figures are missing"
     api = (out / "generated" / "puinfer.DETM.html").read_text(encoding="utf-8")
     assert "from_formula" in api and "Parameters" in api
+
+
+def _without_kernel_teardown_noise(stderr: str) -> str:
+    """``stderr`` without the tracebacks that tornado logs when ipykernel, shutting down, writes
+    to its already closed ZMQ socket (each block from the tornado line to the ``ZMQError``)."""
+    out, skip = [], False
+    for line in stderr.splitlines():
+        if line.startswith("ERROR:tornado.general:Uncaught exception in ZMQStream callback"):
+            skip = True
+        if not skip:
+            out.append(line)
+        elif "ZMQError: Socket operation on non-socket" in line:
+            skip = False
+    return "\n".join(out)
