@@ -23,10 +23,12 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import resource
 import shutil
 import tempfile
+import threading
 import time
 import warnings
 
@@ -144,8 +146,9 @@ def bench_detm(a, root):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             model = pu.DETM.from_formula(f, data=ddf)
-            res = model.fit(probe=probe)
-            ci = res.conf_int_pi() if probe else None
+            with _progress(model.data, t0, a.progress):
+                res = model.fit(probe=probe)
+                ci = res.conf_int_pi() if probe else None
         t_fit = time.perf_counter() - t0
         passes = model.data.passes
         if probe:
@@ -174,6 +177,25 @@ def bench_detm(a, root):
     elif 2 * n <= int(a.compare_pass):
         row.update(_detm_in_memory(path, f, res, None, min(reps)))
     return row
+
+
+@contextlib.contextmanager
+def _progress(data, t0, every):
+    """Print the passes over the data so far every ``every`` seconds (0: never) while a long
+    fit runs."""
+    stop = threading.Event()
+
+    def report():
+        while not stop.wait(every):
+            print(f"  {time.perf_counter() - t0:8.0f} s: {data.passes} passes", flush=True)
+
+    th = threading.Thread(target=report, daemon=True)
+    if every > 0:
+        th.start()
+    try:
+        yield
+    finally:
+        stop.set()
 
 
 def _detm_in_memory(path, f, res, probe, dpass):
@@ -314,6 +336,8 @@ def main(argv=None):
                     help="DETM: above --compare, time one in-memory pass (no fit) up to this "
                     "many rows")
     ap.add_argument("--only", choices=["urc", "calem", "detm"], default=None)
+    ap.add_argument("--progress", type=float, default=0,
+                    help="print the DETM fit's passes so far every this many seconds")
     a = ap.parse_args(argv)
     root = a.dir or tempfile.mkdtemp(prefix="puinfer-bench-dask-")
     rows = []
