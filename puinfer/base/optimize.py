@@ -159,12 +159,19 @@ def newton_maximize(fun: Callable, x0, *, maxiter: int = 200, tol: float = 1e-10
         t, x_new = _line_search(fun, x, f, dx_full, dec, feasible, armijo, slack, shrink,
                                 min_step)
         kind = "newton" if newton else "modified"
+        if newton and t < 1.0 and dec < _noise_floor(f):
+            # the predicted gain is below the rounding of f (a sum over many rows: on 1e7
+            # rows numpy's summation error exceeds it), so the line search cannot judge the
+            # step: a shrunken step it accepts is noise, and iterating on such steps ran to
+            # maxiter at tens of evaluations each. f is maximal to its precision.
+            converged, message = True, "stopped at floating-point precision"
+            break
         if t < min_step:
             out = fallback(x, f, g, H) if fallback is not None else None
             if out is None:
                 # no step increases f: we are at the maximum to floating-point precision if
                 # the predicted gain is negligible relative to |f|
-                at_eps = newton and dec < 1e3 * np.finfo(float).eps * max(1.0, abs(f))
+                at_eps = newton and dec < _noise_floor(f)
                 converged = bool(at_eps)
                 message = "stopped at floating-point precision" if at_eps else \
                     "line search failed"
@@ -185,6 +192,12 @@ def newton_maximize(fun: Callable, x0, *, maxiter: int = 200, tol: float = 1e-10
     info = ConvergenceInfo(converged=converged, iterations=it, method=method, message=message,
                            trace=np.asarray(trace), grad_norm=grad_norm)
     return x, f, g, H, info
+
+
+def _noise_floor(f: float) -> float:
+    """A Newton decrement (twice the predicted gain) below which a change of ``f`` is lost in
+    the rounding of ``f``: 1000 ulps of ``|f|``."""
+    return 1e3 * np.finfo(float).eps * max(1.0, abs(f))
 
 
 def _reduce(tangent, x, g, H):
