@@ -214,14 +214,15 @@ def _detm_in_memory(path, f, res, probe, dpass):
         if probe is not None:
             t0 = time.perf_counter()
             r0 = m0.fit(probe=probe)
-            if probe:
-                r0.conf_int_pi()
+            if probe:  # the plain profile interval, as out of core (the default there)
+                r0.conf_int_pi(method="profile")
             out["numpy fit s"] = time.perf_counter() - t0
             if res is None:  # in memory only: its own estimates
                 res = r0
-                out.update({"pi": r0.pi, "pi CI": (round(r0.conf_int_pi()["lower"], 4),
-                                                   round(r0.conf_int_pi()["upper"], 4))}
-                           if probe else {"pi": r0.pi})
+                ci0 = r0.conf_int_pi(method="profile") if probe else None
+                out.update({"pi": r0.pi} if ci0 is None else
+                           {"pi": r0.pi, "pi CI": (round(ci0["lower"], 5),
+                                                   round(ci0["upper"], 5))})
             else:
                 out["max rel diff params"] = float(np.max(
                     np.abs(res.params.to_numpy() - r0.params.to_numpy())
