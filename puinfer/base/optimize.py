@@ -84,7 +84,9 @@ def newton_maximize(fun: Callable, x0, *, maxiter: int = 200, tol: float = 1e-10
     tol : float
         Convergence when the Newton decrement ``g' (-H)^{-1} g`` (twice the predicted gain,
         in units of ``f``) falls below ``max(tol, ftol_rel * |f|)`` where ``H`` is negative
-        definite (on the tangent space, with ``tangent``).
+        definite (on the tangent space, with ``tangent``); also (``"stopped at floating-point
+        precision"``) when the line search has to shorten a Newton step whose decrement is
+        below 1000 ulps of ``|f|``, a gain the rounding of ``f`` cannot resolve.
     method : str
         Name recorded in the returned :class:`ConvergenceInfo`.
     callback : callable, optional
