@@ -49,7 +49,7 @@ from scipy import stats  # noqa: E402
 import puinfer as pu  # noqa: E402
 from puinfer.base.optimize import newton_maximize  # noqa: E402
 from puinfer.models.detm import bootstrap as boot  # noqa: E402
-from puinfer.models.detm._starts import free_fun, pi_of_v, v_from  # noqa: E402
+from puinfer.models.detm._starts import _setm_index, free_fun, pi_of_v, v_from  # noqa: E402
 from puinfer.simulate import gamma_design, sar_design, scar_design  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "results"
@@ -60,18 +60,29 @@ def formula(p):
     return "labeled ~ " + " + ".join(f"x{j}" for j in range(1, p + 1))
 
 
-def true_v(data, pi, p):
-    """The true parameters of ``sar_design`` as a binary-regression start ``v``: the target
-    positives N(mu3, I) and negatives N(1, I) are tilts of the source N(0, I) with
-    ``alpha = -|mu|^2 / 2``, ``beta = mu`` (original scale)."""
+def true_theta(design, p):
+    """The true ``(a1, b1, a2, b2)`` of a design on the original scale: each target component's
+    density is the source's tilted by ``exp(a + b'x)``. Normal designs (``sar``, ``scar``):
+    target positives N(mu1, I) and negatives N(1, I) against the source N(0, I) give
+    ``a = -|mu|^2 / 2``, ``b = mu``. ``gamma``: a Gamma(k, s) coordinate is the Gamma(k, 1)
+    source tilted by ``b = 1 - 1/s`` with ``a = -k log s``."""
     k = 7 if p == 15 else int(round(7 * p / 15))
-    mu1, mu2 = np.r_[np.ones(k), np.zeros(p - k)], np.ones(p)
+    if design == "gamma":
+        shape = 2.0
+        s1, s2 = np.r_[np.full(k, 1.25), np.ones(p - k)], np.full(p, 0.6)
+        return [(-shape * np.log(s).sum(), 1 - 1 / s) for s in (s1, s2)]
+    mu1 = np.r_[np.ones(k if design == "sar" else 0), np.zeros(p - (k if design == "sar" else 0))]
+    return [(-mu @ mu / 2, mu) for mu in (mu1, np.ones(p))]
+
+
+def true_v(data, pi, p, design="sar", restricted=False):
+    """The true parameters of ``design`` as a binary-regression start ``v`` (standardised
+    scale ``z = (x - mean) / sd``; SETM's free parameters when ``restricted``)."""
     th = []
-    for mu in (mu1, mu2):
-        a, b = -mu @ mu / 2, mu
-        th += [a + b @ data.mean, b * data.sd]  # standardised: z = (x - mean) / sd
-    theta = np.r_[th[0], th[1], th[2], th[3]]
-    return v_from(data, False, theta, pi)
+    for a, b in true_theta(design, p):
+        th += [a + b @ data.mean, b * data.sd]
+    v = v_from(data, restricted, np.r_[th[0], th[1], th[2], th[3]], pi)
+    return v[_setm_index(p)] if restricted else v
 
 
 def random_starts(data, rng, k):
@@ -88,9 +99,9 @@ def random_starts(data, rng, k):
     return out
 
 
-def independent(res, data, starts):
+def independent(res, data, starts, restricted=False):
     """Best (objective on the llf_penalized scale, pi) over Newton runs from ``starts``."""
-    fun, _ = free_fun(data, res.penalty_strength, False)
+    fun, expand = free_fun(data, res.penalty_strength, restricted)
     const = data.n * np.log(data.n) + data.m * np.log(data.m)
     best = (-np.inf, np.nan, "")
     for label, v0 in starts:
@@ -99,34 +110,41 @@ def independent(res, data, starts):
         except (ValueError, FloatingPointError):
             continue
         if np.isfinite(f) and f - const > best[0]:
-            best = (f - const, pi_of_v(data, u), label)
+            best = (f - const, pi_of_v(data, expand(u)), label)
     return best
 
 
-def one(pi, n, p, seed, n_random, ridge_scales, h, cuts=()):
+def one(pi, n, p, seed, n_random, ridge_scales, h, cuts=(), design="sar", model_name="DETM"):
     rng = np.random.default_rng(seed)
-    df = sar_design(n, n, pi, p=p, rng=rng)
-    row = dict(seed=seed, pi=pi, n=n, p=p)
+    df = DESIGNS[design](n, n, pi, p=p, rng=rng)
+    row = dict(seed=seed, pi=pi, n=n, p=p, design=design, model=model_name)
+    restricted = model_name == "SETM"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        model = pu.DETM.from_formula(formula(p), data=df)
+        model = getattr(pu, model_name).from_formula(formula(p), data=df)
         t0 = time.perf_counter()
         res = model.fit(pi_interval="profile")
         row["t_fit"] = time.perf_counter() - t0
         data = model.data
+        lc = res.label_check  # None for SETM (no labelling to choose)
         row.update(pi_hat=res.pi, f_fit=res.llf_penalized, se=float(res.bse["pi"]),
-                   near_tie=res.label_check.near_tie, label_p=res.label_check.pvalue,
-                   kl_diff=res.label_check.difference, kl_se=res.label_check.se,
+                   near_tie=lc.near_tie if lc else False, label_p=lc.pvalue if lc else np.nan,
+                   kl_diff=lc.difference if lc else np.nan, kl_se=lc.se if lc else np.nan,
                    ridge_binding=res.ridge_binding,
                    refits_by_probe=int((res.starts["start"] == "profile probe").sum()))
         # polished independent starts
         t0 = time.perf_counter()
-        setm = model.restricted_model().fit()
-        sv = np.asarray(setm._fit.v)
-        mirror = np.r_[sv[p + 1:], sv[: p + 1]]
-        starts = [("truth", true_v(data, pi, p)), ("SETM", sv), ("SETM mirrored", mirror)]
-        starts += [(f"random {k}", v) for k, v in enumerate(random_starts(data, rng, n_random))]
-        f_ind, pi_ind, lab = independent(res, data, starts)
+        starts = [("truth", true_v(data, pi, p, design, restricted))]
+        rand = random_starts(data, rng, n_random)
+        if restricted:  # SETM's free parameters (s1, s2, b2)
+            starts += [(f"random {k}", v[_setm_index(p)]) for k, v in enumerate(rand)]
+        else:
+            setm = model.restricted_model().fit()
+            sv = np.asarray(setm._fit.v)
+            mirror = np.r_[sv[p + 1:], sv[: p + 1]]
+            starts += [("SETM", sv), ("SETM mirrored", mirror)]
+            starts += [(f"random {k}", v) for k, v in enumerate(rand)]
+        f_ind, pi_ind, lab = independent(res, data, starts, restricted)
         row.update(f_indep=f_ind, pi_indep=pi_ind, indep_label=lab,
                    beats=bool(f_ind > res.llf_penalized + 1e-6),
                    t_indep=time.perf_counter() - t0)
@@ -168,17 +186,20 @@ def run(args):
     path = OUT / f"detm_interval_raw{args.tag}.csv"
     done = set()
     if path.exists():
-        old = pd.read_csv(path)
-        done = set(zip(old["pi"].round(6), old["n"], old["seed"], strict=True))
+        old = _with_design(pd.read_csv(path))
+        done = set(zip(old["design"], old["model"], old["pi"].round(6), old["n"], old["seed"],
+                       strict=True))
     smooth = args.smooth if args.smooth == "silverman" else float(args.smooth)
     h = boot.bandwidth_for(2 * args.n, args.p, smooth)
     jobs = [(r, pi) for r in range(args.first, args.first + args.reps) for pi in args.pi]
+    offset = {"sar": 0, "scar": 100, "gamma": 200}[args.design]  # SAR: the first runs' seeds
     for r, pi in jobs:  # interleaved: the cells grow together
-        cell = {0.3: 1, 0.7: 2}[pi] + 10 * (args.n // 1000)
+        cell = {0.3: 1, 0.7: 2}[pi] + 10 * (args.n // 1000) + offset
         seed = 1_000_000 * cell + r
-        if (round(pi, 6), args.n, seed) in done:
+        if (args.design, args.model, round(pi, 6), args.n, seed) in done:
             continue
-        row = one(pi, args.n, args.p, seed, args.random, args.ridge_scales, h, args.cuts)
+        row = one(pi, args.n, args.p, seed, args.random, args.ridge_scales, h, args.cuts,
+                  args.design, args.model)
         row["h"] = h
         out = pd.DataFrame([row])
         if path.exists():  # the file's columns (a column added since is not recorded)
@@ -188,6 +209,13 @@ def run(args):
               f"R*_b {row['rstar_b']:.2f} beats {row['beats']} "
               f"t {row['t_fit']:.1f}+{row['t_indep']:.1f}+{row['t_ci']:.1f}+{row['t_boot']:.1f}",
               flush=True)
+
+
+def _with_design(f: pd.DataFrame) -> pd.DataFrame:
+    """Rows of the first runs (no ``design``/``model`` columns) are the SAR design's, DETM."""
+    if "design" not in f:
+        f = f.assign(design="sar", model="DETM")
+    return f.fillna({"design": "sar", "model": "DETM"})
 
 
 def klse(args):
@@ -375,17 +403,19 @@ def summarise(args):
     for t in args.tag:
         f = pd.read_csv(OUT / f"detm_interval_raw{t}.csv")
         f["file"] = t or "(none)"
-        frames.append(f)
-    df = pd.concat(frames, ignore_index=True).drop_duplicates(["pi", "n", "seed"])
+        frames.append(_with_design(f))
+    df = pd.concat(frames, ignore_index=True).drop_duplicates(
+        ["design", "model", "pi", "n", "seed"])
     df["ci_failed"] = df["r_true"].isna()
     rows = []
-    for (pi, n), g in df.groupby(["pi", "n"]):
+    for (design, model, pi, n), g in df.groupby(["design", "model", "pi", "n"]):
         k = len(g)
         rb = g["rstar_b"].dropna()
         cut_w = float(np.quantile(rb, 0.95)) if len(rb) else np.nan
         cov = float(np.mean(g["r_true"] <= CUT))
         cov_w = float(np.mean(g["r_true"] <= cut_w))
-        row = {"pi": pi, "n = m": n, "reps": k, "misses (indep. start higher)": int(g["beats"].sum()),
+        row = {"design": design, "model": model, "pi": pi, "n = m": n, "reps": k,
+               "misses (indep. start higher)": int(g["beats"].sum()),
                "CI failed (ProfileError)": int(g["ci_failed"].sum()),
                "pi-hat mean": g["pi_hat"].mean(), "pi-hat SD": g["pi_hat"].std(ddof=1),
                "SE (obs. info) mean": g["se"].mean(),
@@ -413,10 +443,10 @@ def summarise(args):
                 row[f"cov. ridge x{sc}"] = float(np.mean(g[c] <= CUT))
                 row[f"pi-hat SD ridge x{sc}"] = g[f"pi_hat_x{sc}"].std(ddof=1)
         rows.append(row)
-    out = pd.DataFrame(rows).set_index(["pi", "n = m"]).T
+    out = pd.DataFrame(rows).set_index(["design", "model", "pi", "n = m"]).T
     text = out.to_markdown(floatfmt=".4g")
-    by_file = df.groupby(["file", "pi"]).agg(reps=("seed", "size"), misses=("beats", "sum"),
-                                             ci_failed=("ci_failed", "sum"))
+    by_file = df.groupby(["file", "design", "model", "pi"]).agg(
+        reps=("seed", "size"), misses=("beats", "sum"), ci_failed=("ci_failed", "sum"))
     text += "\n\nSearch misses by file (code version, see README_detm.md):\n\n" + \
         by_file.to_markdown()
     print(text)
@@ -541,6 +571,8 @@ def main():
     r.add_argument("--cuts", type=float, nargs="*", default=[6.63, 9.0, 14.0],
                    help="also record the interval's limits at these cut-offs")
     r.add_argument("--tag", default="")
+    r.add_argument("--design", choices=["sar", "scar", "gamma"], default="sar")
+    r.add_argument("--model", choices=["DETM", "SETM"], default="DETM")
     k = sub.add_parser("klse")
     k.add_argument("--design", choices=["gauss2", "sar"], default="gauss2")
     k.add_argument("--reps", type=int, default=400)
