@@ -1,13 +1,15 @@
 """Issue 19: is the fit's maximum the maximum, and which interval for pi holds 95%?
 
-One loop over fresh replicates of Liu et al.'s SAR design (p = 15, n = m, pi in {0.3, 0.7};
-seeds ``1_000_000 * cell + replicate``, used by no other study) records per replicate:
+One loop (``run``) over fresh replicates of a design (``--design``: Liu et al.'s SAR design,
+its SCAR design or the Gamma design; p = 15, n = m, pi in {0.3, 0.7}; seeds ``1_000_000 *
+cell + replicate``, cell offset by 100 for SCAR and 200 for Gamma, used by no other study)
+and a model (``--model`` DETM or SETM) records per replicate:
 
 * the default fit (pi-hat, penalised log-EL, SE, label check, ridge binding, time);
 * the best objective reached by polished independent starts, each maximised by the package's
-  Newton on the same penalised objective: the true parameters, the SETM fit in both
-  labellings, and ``--random`` random starts -- ``beats`` counts a fit that is lower by more
-  than 1e-6 (the search missed the global maximum);
+  Newton on the same penalised objective: the design's true parameters, for DETM the SETM fit
+  in both labellings, and ``--random`` random starts -- ``beats`` counts a fit that is lower
+  by more than 1e-6 (the search missed the global maximum);
 * ``R*(pi_true)`` of the default (full) profile -- coverage of the plain profile interval is
   ``R* <= chi2_1(0.95)`` -- and the interval's limits and time;
 * for the warp-speed calibration of the cut-off (Giacomini, Politis and White 2013): one
@@ -20,7 +22,8 @@ seeds ``1_000_000 * cell + replicate``, used by no other study) records per repl
 Usage (restartable: rows are appended to ``results/detm_interval_raw<tag>.csv`` as they come
 and replicates already there are skipped):
 
-    python studies/detm_interval.py run [--pi 0.3 0.7] --reps 400 [--n 1000] [--tag _a]
+    python studies/detm_interval.py run [--design sar|scar|gamma] [--model DETM|SETM] \
+        [--pi 0.3 0.7] --reps 400 [--n 1000] [--tag _a]
     python studies/detm_interval.py summarise [--tag "" _a]   # pools the files of the tags
     python studies/detm_interval.py direct [--design sar|scar|gamma] [--model DETM SETM] \
         [--pi 0.3 0.7] --reps 400 [--n-boot 199] [--tag _d]
