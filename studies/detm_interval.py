@@ -117,7 +117,8 @@ def independent(res, data, starts, restricted=False):
     return best
 
 
-def one(pi, n, p, seed, n_random, ridge_scales, h, cuts=(), design="sar", model_name="DETM"):
+def one(pi, n, p, seed, n_random, ridge_scales, h, cuts=(), design="sar", model_name="DETM",
+        resamples=1):
     rng = np.random.default_rng(seed)
     df = DESIGNS[design](n, n, pi, p=p, rng=rng)
     row = dict(seed=seed, pi=pi, n=n, p=p, design=design, model=model_name)
@@ -165,12 +166,9 @@ def one(pi, n, p, seed, n_random, ridge_scales, h, cuts=(), design="sar", model_
         except ValueError as exc:
             row.update(ci_error=str(exc)[:80])
         row["t_ci"] = time.perf_counter() - t0
-        # one resample of the fitted DETM's smoothed EL bootstrap world: R*_b(pi-hat)
+        # resamples of the fitted model's smoothed EL bootstrap world: R*_b(pi-hat)
         t0 = time.perf_counter()
-        try:
-            row["rstar_b"], row["pi_b"] = boot.interval_replicate(res, 1, rng, smooth=h)[0]
-        except ValueError:
-            row["rstar_b"] = row["pi_b"] = np.nan
+        row.update(_resamples(res, resamples, rng, h))
         row["t_boot"] = time.perf_counter() - t0
         for s in ridge_scales:
             t0 = time.perf_counter()
@@ -185,6 +183,27 @@ def one(pi, n, p, seed, n_random, ridge_scales, h, cuts=(), design="sar", model_
     return row
 
 
+def _resamples(res, k, rng, h) -> dict:
+    """``k`` resamples of the fitted model's world: the first's ``R*_b(pi-hat)`` and pi-hat_b
+    as ``rstar_b``, ``pi_b``; with ``k > 1`` all of them, ';'-joined, as ``rstar_b_all``,
+    ``pi_b_all`` (the first resample is the same draw whatever ``k``)."""
+    try:
+        out = boot.interval_replicate(res, k, rng, smooth=h)
+    except ValueError:
+        out = np.full((k, 2), np.nan)
+    row = {"rstar_b": out[0, 0], "pi_b": out[0, 1]}
+    if k > 1:
+        row.update(rstar_b_all=";".join(f"{v:.12g}" for v in out[:, 0]),
+                   pi_b_all=";".join(f"{v:.12g}" for v in out[:, 1]))
+    return row
+
+
+def _seed(design, pi, n, r) -> int:
+    """Seed of replicate ``r`` of a ``run`` cell (SAR: the first runs' seeds)."""
+    offset = {"sar": 0, "scar": 100, "gamma": 200}[design]
+    return 1_000_000 * ({0.3: 1, 0.7: 2}[pi] + 10 * (n // 1000) + offset) + r
+
+
 def run(args):
     path = OUT / f"detm_interval_raw{args.tag}.csv"
     done = set()
@@ -195,14 +214,12 @@ def run(args):
     smooth = args.smooth if args.smooth == "silverman" else float(args.smooth)
     h = boot.bandwidth_for(2 * args.n, args.p, smooth)
     jobs = [(r, pi) for r in range(args.first, args.first + args.reps) for pi in args.pi]
-    offset = {"sar": 0, "scar": 100, "gamma": 200}[args.design]  # SAR: the first runs' seeds
     for r, pi in jobs:  # interleaved: the cells grow together
-        cell = {0.3: 1, 0.7: 2}[pi] + 10 * (args.n // 1000) + offset
-        seed = 1_000_000 * cell + r
+        seed = _seed(args.design, pi, args.n, r)
         if (args.design, args.model, round(pi, 6), args.n, seed) in done:
             continue
         row = one(pi, args.n, args.p, seed, args.random, args.ridge_scales, h, args.cuts,
-                  args.design, args.model)
+                  args.design, args.model, args.resamples)
         row["h"] = h
         out = pd.DataFrame([row])
         if path.exists():  # the file's columns (a column added since is not recorded)
@@ -212,6 +229,73 @@ def run(args):
               f"R*_b {row['rstar_b']:.2f} beats {row['beats']} "
               f"t {row['t_fit']:.1f}+{row['t_indep']:.1f}+{row['t_ci']:.1f}+{row['t_boot']:.1f}",
               flush=True)
+
+
+def more_resamples(args):
+    """More resamples for the replicates of a ``run`` file (``--tag``) that have one: each
+    replicate is regenerated and refitted from its seed exactly as ``run`` did it (the same
+    draws of the random starts precede the resamples), and ``--resamples`` resamples drawn;
+    the first must equal the file's ``rstar_b`` (checked). Rows (design, model, pi, n, seed,
+    ``rstar_b_all``, ``pi_b_all``) go to ``detm_interval_raw<tag>_more.csv``, which
+    ``summarise`` pools with the file."""
+    src = _with_design(pd.read_csv(OUT / f"detm_interval_raw{args.tag}.csv"))
+    path = OUT / f"detm_interval_raw{args.tag}_more.csv"
+    done = set()
+    if path.exists():
+        old = pd.read_csv(path)
+        done = set(zip(old["design"], old["model"], old["pi"].round(6), old["n"], old["seed"],
+                       strict=True))
+    src = src[(src["design"] == args.design) & (src["model"] == args.model)]
+    src = src.sort_values(["seed", "pi"]).iloc[args.first:args.first + args.reps]
+    for row0 in src.itertuples():
+        key = (row0.design, row0.model, round(row0.pi, 6), row0.n, row0.seed)
+        if key in done:
+            continue
+        rng = np.random.default_rng(row0.seed)
+        df = DESIGNS[row0.design](row0.n, row0.n, row0.pi, p=row0.p, rng=rng)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model = getattr(pu, row0.model).from_formula(formula(row0.p), data=df)
+            res = model.fit(pi_interval="profile")
+            random_starts(model.data, rng, args.random)  # run's draws before the resamples
+            t0 = time.perf_counter()
+            out = _resamples(res, args.resamples, rng, row0.h)
+        first = out["rstar_b"]
+        if not (np.isnan(first) and np.isnan(row0.rstar_b)) and \
+                not np.isclose(first, row0.rstar_b, rtol=1e-6, atol=1e-8):
+            raise RuntimeError(f"seed {row0.seed}: first resample R*_b {first} differs from "
+                               f"the file's {row0.rstar_b} (code or data changed)")
+        row = dict(design=row0.design, model=row0.model, pi=row0.pi, n=row0.n, seed=row0.seed,
+                   rstar_b_all=out.get("rstar_b_all", f"{first:.12g}"),
+                   pi_b_all=out.get("pi_b_all", f"{out['pi_b']:.12g}"),
+                   t_boot=time.perf_counter() - t0)
+        pd.DataFrame([row]).to_csv(path, mode="a", header=not path.exists(), index=False)
+        print(f"{row0.pi} {row0.seed}: R*_b {first:.3f} (file {row0.rstar_b:.3f}), "
+              f"{args.resamples} resamples {row['t_boot']:.1f} s", flush=True)
+
+
+def _pooled(g, col) -> np.ndarray:
+    """Every resample's value of ``col`` (``rstar_b`` or ``pi_b``) in the rows ``g``: the
+    ';'-joined ``<col>_all`` where present, else the single ``col``."""
+    vals = []
+    for v, allv in zip(g[col], g.get(f"{col}_all", pd.Series(np.nan, index=g.index)),
+                       strict=True):
+        if isinstance(allv, str):
+            vals.extend(float(x) for x in allv.split(";"))
+        else:
+            vals.append(v)
+    a = np.asarray(vals, dtype=float)
+    return a[np.isfinite(a)]
+
+
+def _pi_hat_pooled(g) -> np.ndarray:
+    """pi-hat of each resample's replicate, aligned with :func:`_pooled` (``pi_b``)."""
+    vals = []
+    for ph, v, allv in zip(g["pi_hat"], g["pi_b"],
+                           g.get("pi_b_all", pd.Series(np.nan, index=g.index)), strict=True):
+        xs = [float(x) for x in allv.split(";")] if isinstance(allv, str) else [v]
+        vals.extend(ph for x in xs if np.isfinite(x))
+    return np.asarray(vals, dtype=float)
 
 
 def _with_design(f: pd.DataFrame) -> pd.DataFrame:
@@ -404,16 +488,22 @@ def direct_one(cls, df, args, seed):
 def summarise(args):
     frames = []
     for t in args.tag:
-        f = pd.read_csv(OUT / f"detm_interval_raw{t}.csv")
+        f = _with_design(pd.read_csv(OUT / f"detm_interval_raw{t}.csv"))
         f["file"] = t or "(none)"
-        frames.append(_with_design(f))
+        more = OUT / f"detm_interval_raw{t}_more.csv"
+        if more.exists():  # more resamples of the same replicates (more_resamples)
+            keys = ["design", "model", "pi", "n", "seed"]
+            m = pd.read_csv(more)[keys + ["rstar_b_all", "pi_b_all"]]
+            f = f.drop(columns=["rstar_b_all", "pi_b_all"], errors="ignore").merge(
+                m, on=keys, how="left")
+        frames.append(f)
     df = pd.concat(frames, ignore_index=True).drop_duplicates(
         ["design", "model", "pi", "n", "seed"])
     df["ci_failed"] = df["r_true"].isna()
     rows = []
     for (design, model, pi, n), g in df.groupby(["design", "model", "pi", "n"]):
         k = len(g)
-        rb = g["rstar_b"].dropna()
+        rb = _pooled(g, "rstar_b")
         cut_w = float(np.quantile(rb, 0.95)) if len(rb) else np.nan
         cov = float(np.mean(g["r_true"] <= CUT))
         cov_w = float(np.mean(g["r_true"] <= cut_w))
@@ -427,7 +517,7 @@ def summarise(args):
                "warp cut-off": cut_w, "resamples": len(rb),
                "warp cov.": cov_w, "MC SE ": np.sqrt(cov_w * (1 - cov_w) / k)}
         if "pi_b" in g:
-            e = (g["pi_b"] - g["pi_hat"]).dropna()
+            e = _pooled(g, "pi_b") - _pi_hat_pooled(g)
             row["warp boot. SE (SD of pi_b - pi-hat)"] = e.std(ddof=1)
             row["(its resamples)"] = len(e)
         for cut in (6.63, 9.0, 14.0):
@@ -576,6 +666,16 @@ def main():
     r.add_argument("--tag", default="")
     r.add_argument("--design", choices=["sar", "scar", "gamma"], default="sar")
     r.add_argument("--model", choices=["DETM", "SETM"], default="DETM")
+    r.add_argument("--resamples", type=int, default=1,
+                   help="bootstrap resamples per replicate (pooled for the warp cut-off)")
+    mr = sub.add_parser("more-resamples")
+    mr.add_argument("--tag", required=True)
+    mr.add_argument("--design", choices=["sar", "scar", "gamma"], default="sar")
+    mr.add_argument("--model", choices=["DETM", "SETM"], default="DETM")
+    mr.add_argument("--resamples", type=int, default=10)
+    mr.add_argument("--random", type=int, default=4, help="as run's (the draws before)")
+    mr.add_argument("--first", type=int, default=0)
+    mr.add_argument("--reps", type=int, default=10**6)
     k = sub.add_parser("klse")
     k.add_argument("--design", choices=["gauss2", "sar"], default="gauss2")
     k.add_argument("--reps", type=int, default=400)
@@ -621,7 +721,8 @@ def main():
     s.add_argument("--tag", nargs="+", default=[""], help="files to pool (their tags)")
     s.add_argument("--write", default=None, help="write results/detm_interval<WRITE>.md")
     args = ap.parse_args()
-    commands = {"run": run, "direct": direct, "klse": klse, "compare-direct": compare_direct,
+    commands = {"run": run, "more-resamples": more_resamples, "direct": direct, "klse": klse,
+                "compare-direct": compare_direct,
                 "worldbias": worldbias, "empirical": empirical,
                 "summarise-empirical": summarise_empirical,
                 "summarise-direct": summarise_direct, "summarise": summarise}
