@@ -222,9 +222,12 @@ def run(args):
                   args.design, args.model, args.resamples)
         row["h"] = h
         out = pd.DataFrame([row])
-        if path.exists():  # the file's columns (a column added since is not recorded)
-            out = out.reindex(columns=pd.read_csv(path, nrows=0).columns)
-        out.to_csv(path, mode="a", header=not path.exists(), index=False)
+        cols = pd.read_csv(path, nrows=0).columns if path.exists() else out.columns
+        if out.columns.difference(cols).empty:
+            out.reindex(columns=cols).to_csv(path, mode="a", header=not path.exists(),
+                                             index=False)
+        else:  # new columns (e.g. --resamples > 1 on a file of single resamples): rewrite
+            pd.concat([pd.read_csv(path), out], ignore_index=True).to_csv(path, index=False)
         print(f"{pi} {r}: pi-hat {row['pi_hat']:.3f} R*(true) {row.get('r_true', np.nan):.2f} "
               f"R*_b {row['rstar_b']:.2f} beats {row['beats']} "
               f"t {row['t_fit']:.1f}+{row['t_indep']:.1f}+{row['t_ci']:.1f}+{row['t_boot']:.1f}",
@@ -494,8 +497,9 @@ def summarise(args):
         if more.exists():  # more resamples of the same replicates (more_resamples)
             keys = ["design", "model", "pi", "n", "seed"]
             m = pd.read_csv(more)[keys + ["rstar_b_all", "pi_b_all"]]
-            f = f.drop(columns=["rstar_b_all", "pi_b_all"], errors="ignore").merge(
-                m, on=keys, how="left")
+            f = f.merge(m, on=keys, how="left", suffixes=("", "_more"))
+            for c in ("rstar_b_all", "pi_b_all"):  # the file's own where it has them
+                f[c] = f[c].combine_first(f.pop(f"{c}_more")) if c in f else f.pop(f"{c}_more")
         frames.append(f)
     df = pd.concat(frames, ignore_index=True).drop_duplicates(
         ["design", "model", "pi", "n", "seed"])
