@@ -499,7 +499,8 @@ def summarise(args):
             m = pd.read_csv(more)[keys + ["rstar_b_all", "pi_b_all"]]
             f = f.merge(m, on=keys, how="left", suffixes=("", "_more"))
             for c in ("rstar_b_all", "pi_b_all"):  # the file's own where it has them
-                f[c] = f[c].combine_first(f.pop(f"{c}_more")) if c in f else f.pop(f"{c}_more")
+                if f"{c}_more" in f:  # (no suffix when the file has no such column)
+                    f[c] = f[c].combine_first(f.pop(f"{c}_more"))
         frames.append(f)
     df = pd.concat(frames, ignore_index=True).drop_duplicates(
         ["design", "model", "pi", "n", "seed"])
