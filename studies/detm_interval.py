@@ -1,13 +1,15 @@
 """Issue 19: is the fit's maximum the maximum, and which interval for pi holds 95%?
 
-One loop over fresh replicates of Liu et al.'s SAR design (p = 15, n = m, pi in {0.3, 0.7};
-seeds ``1_000_000 * cell + replicate``, used by no other study) records per replicate:
+One loop (``run``) over fresh replicates of a design (``--design``: Liu et al.'s SAR design,
+its SCAR design or the Gamma design; p = 15, n = m, pi in {0.3, 0.7}; seeds ``1_000_000 *
+cell + replicate``, cell offset by 100 for SCAR and 200 for Gamma, used by no other study)
+and a model (``--model`` DETM or SETM) records per replicate:
 
 * the default fit (pi-hat, penalised log-EL, SE, label check, ridge binding, time);
 * the best objective reached by polished independent starts, each maximised by the package's
-  Newton on the same penalised objective: the true parameters, the SETM fit in both
-  labellings, and ``--random`` random starts -- ``beats`` counts a fit that is lower by more
-  than 1e-6 (the search missed the global maximum);
+  Newton on the same penalised objective: the design's true parameters, for DETM the SETM fit
+  in both labellings, and ``--random`` random starts -- ``beats`` counts a fit that is lower
+  by more than 1e-6 (the search missed the global maximum);
 * ``R*(pi_true)`` of the default (full) profile -- coverage of the plain profile interval is
   ``R* <= chi2_1(0.95)`` -- and the interval's limits and time;
 * for the warp-speed calibration of the cut-off (Giacomini, Politis and White 2013): one
@@ -20,7 +22,8 @@ seeds ``1_000_000 * cell + replicate``, used by no other study) records per repl
 Usage (restartable: rows are appended to ``results/detm_interval_raw<tag>.csv`` as they come
 and replicates already there are skipped):
 
-    python studies/detm_interval.py run [--pi 0.3 0.7] --reps 400 [--n 1000] [--tag _a]
+    python studies/detm_interval.py run [--design sar|scar|gamma] [--model DETM|SETM] \
+        [--pi 0.3 0.7] --reps 400 [--n 1000] [--tag _a]
     python studies/detm_interval.py summarise [--tag "" _a]   # pools the files of the tags
     python studies/detm_interval.py direct [--design sar|scar|gamma] [--model DETM SETM] \
         [--pi 0.3 0.7] --reps 400 [--n-boot 199] [--tag _d]
@@ -49,7 +52,7 @@ from scipy import stats  # noqa: E402
 import puinfer as pu  # noqa: E402
 from puinfer.base.optimize import newton_maximize  # noqa: E402
 from puinfer.models.detm import bootstrap as boot  # noqa: E402
-from puinfer.models.detm._starts import free_fun, pi_of_v, v_from  # noqa: E402
+from puinfer.models.detm._starts import _setm_index, free_fun, pi_of_v, v_from  # noqa: E402
 from puinfer.simulate import gamma_design, sar_design, scar_design  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "results"
@@ -60,18 +63,29 @@ def formula(p):
     return "labeled ~ " + " + ".join(f"x{j}" for j in range(1, p + 1))
 
 
-def true_v(data, pi, p):
-    """The true parameters of ``sar_design`` as a binary-regression start ``v``: the target
-    positives N(mu3, I) and negatives N(1, I) are tilts of the source N(0, I) with
-    ``alpha = -|mu|^2 / 2``, ``beta = mu`` (original scale)."""
+def true_theta(design, p):
+    """The true ``(a1, b1, a2, b2)`` of a design on the original scale: each target component's
+    density is the source's tilted by ``exp(a + b'x)``. Normal designs (``sar``, ``scar``):
+    target positives N(mu1, I) and negatives N(1, I) against the source N(0, I) give
+    ``a = -|mu|^2 / 2``, ``b = mu``. ``gamma``: a Gamma(k, s) coordinate is the Gamma(k, 1)
+    source tilted by ``b = 1 - 1/s`` with ``a = -k log s``."""
     k = 7 if p == 15 else int(round(7 * p / 15))
-    mu1, mu2 = np.r_[np.ones(k), np.zeros(p - k)], np.ones(p)
+    if design == "gamma":
+        shape = 2.0
+        s1, s2 = np.r_[np.full(k, 1.25), np.ones(p - k)], np.full(p, 0.6)
+        return [(-shape * np.log(s).sum(), 1 - 1 / s) for s in (s1, s2)]
+    mu1 = np.r_[np.ones(k if design == "sar" else 0), np.zeros(p - (k if design == "sar" else 0))]
+    return [(-mu @ mu / 2, mu) for mu in (mu1, np.ones(p))]
+
+
+def true_v(data, pi, p, design="sar", restricted=False):
+    """The true parameters of ``design`` as a binary-regression start ``v`` (standardised
+    scale ``z = (x - mean) / sd``; SETM's free parameters when ``restricted``)."""
     th = []
-    for mu in (mu1, mu2):
-        a, b = -mu @ mu / 2, mu
-        th += [a + b @ data.mean, b * data.sd]  # standardised: z = (x - mean) / sd
-    theta = np.r_[th[0], th[1], th[2], th[3]]
-    return v_from(data, False, theta, pi)
+    for a, b in true_theta(design, p):
+        th += [a + b @ data.mean, b * data.sd]
+    v = v_from(data, restricted, np.r_[th[0], th[1], th[2], th[3]], pi)
+    return v[_setm_index(p)] if restricted else v
 
 
 def random_starts(data, rng, k):
@@ -88,9 +102,9 @@ def random_starts(data, rng, k):
     return out
 
 
-def independent(res, data, starts):
+def independent(res, data, starts, restricted=False):
     """Best (objective on the llf_penalized scale, pi) over Newton runs from ``starts``."""
-    fun, _ = free_fun(data, res.penalty_strength, False)
+    fun, expand = free_fun(data, res.penalty_strength, restricted)
     const = data.n * np.log(data.n) + data.m * np.log(data.m)
     best = (-np.inf, np.nan, "")
     for label, v0 in starts:
@@ -99,34 +113,42 @@ def independent(res, data, starts):
         except (ValueError, FloatingPointError):
             continue
         if np.isfinite(f) and f - const > best[0]:
-            best = (f - const, pi_of_v(data, u), label)
+            best = (f - const, pi_of_v(data, expand(u)), label)
     return best
 
 
-def one(pi, n, p, seed, n_random, ridge_scales, h, cuts=()):
+def one(pi, n, p, seed, n_random, ridge_scales, h, cuts=(), design="sar", model_name="DETM",
+        resamples=1):
     rng = np.random.default_rng(seed)
-    df = sar_design(n, n, pi, p=p, rng=rng)
-    row = dict(seed=seed, pi=pi, n=n, p=p)
+    df = DESIGNS[design](n, n, pi, p=p, rng=rng)
+    row = dict(seed=seed, pi=pi, n=n, p=p, design=design, model=model_name)
+    restricted = model_name == "SETM"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        model = pu.DETM.from_formula(formula(p), data=df)
+        model = getattr(pu, model_name).from_formula(formula(p), data=df)
         t0 = time.perf_counter()
         res = model.fit(pi_interval="profile")
         row["t_fit"] = time.perf_counter() - t0
         data = model.data
+        lc = res.label_check  # None for SETM (no labelling to choose)
         row.update(pi_hat=res.pi, f_fit=res.llf_penalized, se=float(res.bse["pi"]),
-                   near_tie=res.label_check.near_tie, label_p=res.label_check.pvalue,
-                   kl_diff=res.label_check.difference, kl_se=res.label_check.se,
+                   near_tie=lc.near_tie if lc else False, label_p=lc.pvalue if lc else np.nan,
+                   kl_diff=lc.difference if lc else np.nan, kl_se=lc.se if lc else np.nan,
                    ridge_binding=res.ridge_binding,
                    refits_by_probe=int((res.starts["start"] == "profile probe").sum()))
         # polished independent starts
         t0 = time.perf_counter()
-        setm = model.restricted_model().fit()
-        sv = np.asarray(setm._fit.v)
-        mirror = np.r_[sv[p + 1:], sv[: p + 1]]
-        starts = [("truth", true_v(data, pi, p)), ("SETM", sv), ("SETM mirrored", mirror)]
-        starts += [(f"random {k}", v) for k, v in enumerate(random_starts(data, rng, n_random))]
-        f_ind, pi_ind, lab = independent(res, data, starts)
+        starts = [("truth", true_v(data, pi, p, design, restricted))]
+        rand = random_starts(data, rng, n_random)
+        if restricted:  # SETM's free parameters (s1, s2, b2)
+            starts += [(f"random {k}", v[_setm_index(p)]) for k, v in enumerate(rand)]
+        else:
+            setm = model.restricted_model().fit()
+            sv = np.asarray(setm._fit.v)
+            mirror = np.r_[sv[p + 1:], sv[: p + 1]]
+            starts += [("SETM", sv), ("SETM mirrored", mirror)]
+            starts += [(f"random {k}", v) for k, v in enumerate(rand)]
+        f_ind, pi_ind, lab = independent(res, data, starts, restricted)
         row.update(f_indep=f_ind, pi_indep=pi_ind, indep_label=lab,
                    beats=bool(f_ind > res.llf_penalized + 1e-6),
                    t_indep=time.perf_counter() - t0)
@@ -144,12 +166,9 @@ def one(pi, n, p, seed, n_random, ridge_scales, h, cuts=()):
         except ValueError as exc:
             row.update(ci_error=str(exc)[:80])
         row["t_ci"] = time.perf_counter() - t0
-        # one resample of the fitted DETM's smoothed EL bootstrap world: R*_b(pi-hat)
+        # resamples of the fitted model's smoothed EL bootstrap world: R*_b(pi-hat)
         t0 = time.perf_counter()
-        try:
-            row["rstar_b"], row["pi_b"] = boot.interval_replicate(res, 1, rng, smooth=h)[0]
-        except ValueError:
-            row["rstar_b"] = row["pi_b"] = np.nan
+        row.update(_resamples(res, resamples, rng, h))
         row["t_boot"] = time.perf_counter() - t0
         for s in ridge_scales:
             t0 = time.perf_counter()
@@ -164,30 +183,129 @@ def one(pi, n, p, seed, n_random, ridge_scales, h, cuts=()):
     return row
 
 
+def _resamples(res, k, rng, h) -> dict:
+    """``k`` resamples of the fitted model's world: the first's ``R*_b(pi-hat)`` and pi-hat_b
+    as ``rstar_b``, ``pi_b``; with ``k > 1`` all of them, ';'-joined, as ``rstar_b_all``,
+    ``pi_b_all`` (the first resample is the same draw whatever ``k``)."""
+    try:
+        out = boot.interval_replicate(res, k, rng, smooth=h)
+    except ValueError:
+        out = np.full((k, 2), np.nan)
+    row = {"rstar_b": out[0, 0], "pi_b": out[0, 1]}
+    if k > 1:
+        row.update(rstar_b_all=";".join(f"{v:.12g}" for v in out[:, 0]),
+                   pi_b_all=";".join(f"{v:.12g}" for v in out[:, 1]))
+    return row
+
+
+def _seed(design, pi, n, r) -> int:
+    """Seed of replicate ``r`` of a ``run`` cell (SAR: the first runs' seeds)."""
+    offset = {"sar": 0, "scar": 100, "gamma": 200}[design]
+    return 1_000_000 * ({0.3: 1, 0.7: 2}[pi] + 10 * (n // 1000) + offset) + r
+
+
 def run(args):
     path = OUT / f"detm_interval_raw{args.tag}.csv"
     done = set()
     if path.exists():
-        old = pd.read_csv(path)
-        done = set(zip(old["pi"].round(6), old["n"], old["seed"], strict=True))
+        old = _with_design(pd.read_csv(path))
+        done = set(zip(old["design"], old["model"], old["pi"].round(6), old["n"], old["seed"],
+                       strict=True))
     smooth = args.smooth if args.smooth == "silverman" else float(args.smooth)
     h = boot.bandwidth_for(2 * args.n, args.p, smooth)
     jobs = [(r, pi) for r in range(args.first, args.first + args.reps) for pi in args.pi]
     for r, pi in jobs:  # interleaved: the cells grow together
-        cell = {0.3: 1, 0.7: 2}[pi] + 10 * (args.n // 1000)
-        seed = 1_000_000 * cell + r
-        if (round(pi, 6), args.n, seed) in done:
+        seed = _seed(args.design, pi, args.n, r)
+        if (args.design, args.model, round(pi, 6), args.n, seed) in done:
             continue
-        row = one(pi, args.n, args.p, seed, args.random, args.ridge_scales, h, args.cuts)
+        row = one(pi, args.n, args.p, seed, args.random, args.ridge_scales, h, args.cuts,
+                  args.design, args.model, args.resamples)
         row["h"] = h
         out = pd.DataFrame([row])
-        if path.exists():  # the file's columns (a column added since is not recorded)
-            out = out.reindex(columns=pd.read_csv(path, nrows=0).columns)
-        out.to_csv(path, mode="a", header=not path.exists(), index=False)
+        cols = pd.read_csv(path, nrows=0).columns if path.exists() else out.columns
+        if out.columns.difference(cols).empty:
+            out.reindex(columns=cols).to_csv(path, mode="a", header=not path.exists(),
+                                             index=False)
+        else:  # new columns (e.g. --resamples > 1 on a file of single resamples): rewrite
+            pd.concat([pd.read_csv(path), out], ignore_index=True).to_csv(path, index=False)
         print(f"{pi} {r}: pi-hat {row['pi_hat']:.3f} R*(true) {row.get('r_true', np.nan):.2f} "
               f"R*_b {row['rstar_b']:.2f} beats {row['beats']} "
               f"t {row['t_fit']:.1f}+{row['t_indep']:.1f}+{row['t_ci']:.1f}+{row['t_boot']:.1f}",
               flush=True)
+
+
+def more_resamples(args):
+    """More resamples for the replicates of a ``run`` file (``--tag``) that have one: each
+    replicate is regenerated and refitted from its seed exactly as ``run`` did it (the same
+    draws of the random starts precede the resamples), and ``--resamples`` resamples drawn;
+    the first must equal the file's ``rstar_b`` (checked). Rows (design, model, pi, n, seed,
+    ``rstar_b_all``, ``pi_b_all``) go to ``detm_interval_raw<tag>_more.csv``, which
+    ``summarise`` pools with the file."""
+    src = _with_design(pd.read_csv(OUT / f"detm_interval_raw{args.tag}.csv"))
+    path = OUT / f"detm_interval_raw{args.tag}_more.csv"
+    done = set()
+    if path.exists():
+        old = pd.read_csv(path)
+        done = set(zip(old["design"], old["model"], old["pi"].round(6), old["n"], old["seed"],
+                       strict=True))
+    src = src[(src["design"] == args.design) & (src["model"] == args.model)]
+    src = src.sort_values(["seed", "pi"]).iloc[args.first:args.first + args.reps]
+    for row0 in src.itertuples():
+        key = (row0.design, row0.model, round(row0.pi, 6), row0.n, row0.seed)
+        if key in done:
+            continue
+        rng = np.random.default_rng(row0.seed)
+        df = DESIGNS[row0.design](row0.n, row0.n, row0.pi, p=row0.p, rng=rng)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model = getattr(pu, row0.model).from_formula(formula(row0.p), data=df)
+            res = model.fit(pi_interval="profile")
+            random_starts(model.data, rng, args.random)  # run's draws before the resamples
+            t0 = time.perf_counter()
+            out = _resamples(res, args.resamples, rng, row0.h)
+        first = out["rstar_b"]
+        if not (np.isnan(first) and np.isnan(row0.rstar_b)) and \
+                not np.isclose(first, row0.rstar_b, rtol=1e-6, atol=1e-8):
+            raise RuntimeError(f"seed {row0.seed}: first resample R*_b {first} differs from "
+                               f"the file's {row0.rstar_b} (code or data changed)")
+        row = dict(design=row0.design, model=row0.model, pi=row0.pi, n=row0.n, seed=row0.seed,
+                   rstar_b_all=out.get("rstar_b_all", f"{first:.12g}"),
+                   pi_b_all=out.get("pi_b_all", f"{out['pi_b']:.12g}"),
+                   t_boot=time.perf_counter() - t0)
+        pd.DataFrame([row]).to_csv(path, mode="a", header=not path.exists(), index=False)
+        print(f"{row0.pi} {row0.seed}: R*_b {first:.3f} (file {row0.rstar_b:.3f}), "
+              f"{args.resamples} resamples {row['t_boot']:.1f} s", flush=True)
+
+
+def _pooled(g, col) -> np.ndarray:
+    """Every resample's value of ``col`` (``rstar_b`` or ``pi_b``) in the rows ``g``: the
+    ';'-joined ``<col>_all`` where present, else the single ``col``."""
+    vals = []
+    for v, allv in zip(g[col], g.get(f"{col}_all", pd.Series(np.nan, index=g.index)),
+                       strict=True):
+        if isinstance(allv, str):
+            vals.extend(float(x) for x in allv.split(";"))
+        else:
+            vals.append(v)
+    a = np.asarray(vals, dtype=float)
+    return a[np.isfinite(a)]
+
+
+def _pi_hat_pooled(g) -> np.ndarray:
+    """pi-hat of each resample's replicate, aligned with :func:`_pooled` (``pi_b``)."""
+    vals = []
+    for ph, v, allv in zip(g["pi_hat"], g["pi_b"],
+                           g.get("pi_b_all", pd.Series(np.nan, index=g.index)), strict=True):
+        xs = [float(x) for x in allv.split(";")] if isinstance(allv, str) else [v]
+        vals.extend(ph for x in xs if np.isfinite(x))
+    return np.asarray(vals, dtype=float)
+
+
+def _with_design(f: pd.DataFrame) -> pd.DataFrame:
+    """Rows of the first runs (no ``design``/``model`` columns) are the SAR design's, DETM."""
+    if "design" not in f:
+        f = f.assign(design="sar", model="DETM")
+    return f.fillna({"design": "sar", "model": "DETM"})
 
 
 def klse(args):
@@ -373,19 +491,29 @@ def direct_one(cls, df, args, seed):
 def summarise(args):
     frames = []
     for t in args.tag:
-        f = pd.read_csv(OUT / f"detm_interval_raw{t}.csv")
+        f = _with_design(pd.read_csv(OUT / f"detm_interval_raw{t}.csv"))
         f["file"] = t or "(none)"
+        more = OUT / f"detm_interval_raw{t}_more.csv"
+        if more.exists():  # more resamples of the same replicates (more_resamples)
+            keys = ["design", "model", "pi", "n", "seed"]
+            m = pd.read_csv(more)[keys + ["rstar_b_all", "pi_b_all"]]
+            f = f.merge(m, on=keys, how="left", suffixes=("", "_more"))
+            for c in ("rstar_b_all", "pi_b_all"):  # the file's own where it has them
+                if f"{c}_more" in f:  # (no suffix when the file has no such column)
+                    f[c] = f[c].combine_first(f.pop(f"{c}_more"))
         frames.append(f)
-    df = pd.concat(frames, ignore_index=True).drop_duplicates(["pi", "n", "seed"])
+    df = pd.concat(frames, ignore_index=True).drop_duplicates(
+        ["design", "model", "pi", "n", "seed"])
     df["ci_failed"] = df["r_true"].isna()
     rows = []
-    for (pi, n), g in df.groupby(["pi", "n"]):
+    for (design, model, pi, n), g in df.groupby(["design", "model", "pi", "n"]):
         k = len(g)
-        rb = g["rstar_b"].dropna()
+        rb = _pooled(g, "rstar_b")
         cut_w = float(np.quantile(rb, 0.95)) if len(rb) else np.nan
         cov = float(np.mean(g["r_true"] <= CUT))
         cov_w = float(np.mean(g["r_true"] <= cut_w))
-        row = {"pi": pi, "n = m": n, "reps": k, "misses (indep. start higher)": int(g["beats"].sum()),
+        row = {"design": design, "model": model, "pi": pi, "n = m": n, "reps": k,
+               "misses (indep. start higher)": int(g["beats"].sum()),
                "CI failed (ProfileError)": int(g["ci_failed"].sum()),
                "pi-hat mean": g["pi_hat"].mean(), "pi-hat SD": g["pi_hat"].std(ddof=1),
                "SE (obs. info) mean": g["se"].mean(),
@@ -394,7 +522,7 @@ def summarise(args):
                "warp cut-off": cut_w, "resamples": len(rb),
                "warp cov.": cov_w, "MC SE ": np.sqrt(cov_w * (1 - cov_w) / k)}
         if "pi_b" in g:
-            e = (g["pi_b"] - g["pi_hat"]).dropna()
+            e = _pooled(g, "pi_b") - _pi_hat_pooled(g)
             row["warp boot. SE (SD of pi_b - pi-hat)"] = e.std(ddof=1)
             row["(its resamples)"] = len(e)
         for cut in (6.63, 9.0, 14.0):
@@ -413,10 +541,10 @@ def summarise(args):
                 row[f"cov. ridge x{sc}"] = float(np.mean(g[c] <= CUT))
                 row[f"pi-hat SD ridge x{sc}"] = g[f"pi_hat_x{sc}"].std(ddof=1)
         rows.append(row)
-    out = pd.DataFrame(rows).set_index(["pi", "n = m"]).T
+    out = pd.DataFrame(rows).set_index(["design", "model", "pi", "n = m"]).T
     text = out.to_markdown(floatfmt=".4g")
-    by_file = df.groupby(["file", "pi"]).agg(reps=("seed", "size"), misses=("beats", "sum"),
-                                             ci_failed=("ci_failed", "sum"))
+    by_file = df.groupby(["file", "design", "model", "pi"]).agg(
+        reps=("seed", "size"), misses=("beats", "sum"), ci_failed=("ci_failed", "sum"))
     text += "\n\nSearch misses by file (code version, see README_detm.md):\n\n" + \
         by_file.to_markdown()
     print(text)
@@ -541,6 +669,18 @@ def main():
     r.add_argument("--cuts", type=float, nargs="*", default=[6.63, 9.0, 14.0],
                    help="also record the interval's limits at these cut-offs")
     r.add_argument("--tag", default="")
+    r.add_argument("--design", choices=["sar", "scar", "gamma"], default="sar")
+    r.add_argument("--model", choices=["DETM", "SETM"], default="DETM")
+    r.add_argument("--resamples", type=int, default=1,
+                   help="bootstrap resamples per replicate (pooled for the warp cut-off)")
+    mr = sub.add_parser("more-resamples")
+    mr.add_argument("--tag", required=True)
+    mr.add_argument("--design", choices=["sar", "scar", "gamma"], default="sar")
+    mr.add_argument("--model", choices=["DETM", "SETM"], default="DETM")
+    mr.add_argument("--resamples", type=int, default=10)
+    mr.add_argument("--random", type=int, default=4, help="as run's (the draws before)")
+    mr.add_argument("--first", type=int, default=0)
+    mr.add_argument("--reps", type=int, default=10**6)
     k = sub.add_parser("klse")
     k.add_argument("--design", choices=["gauss2", "sar"], default="gauss2")
     k.add_argument("--reps", type=int, default=400)
@@ -586,7 +726,8 @@ def main():
     s.add_argument("--tag", nargs="+", default=[""], help="files to pool (their tags)")
     s.add_argument("--write", default=None, help="write results/detm_interval<WRITE>.md")
     args = ap.parse_args()
-    commands = {"run": run, "direct": direct, "klse": klse, "compare-direct": compare_direct,
+    commands = {"run": run, "more-resamples": more_resamples, "direct": direct, "klse": klse,
+                "compare-direct": compare_direct,
                 "worldbias": worldbias, "empirical": empirical,
                 "summarise-empirical": summarise_empirical,
                 "summarise-direct": summarise_direct, "summarise": summarise}
