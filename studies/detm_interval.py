@@ -13,17 +13,19 @@ and a model (``--model`` DETM or SETM) records per replicate:
 * ``R*(pi_true)`` of the default (full) profile -- coverage of the plain profile interval is
   ``R* <= chi2_1(0.95)`` -- and the interval's limits and time;
 * for the warp-speed calibration of the cut-off (Giacomini, Politis and White 2013): one
-  resample from the fitted DETM's smoothed EL bootstrap world
+  resample (``--resamples K``: K) from the fitted model's smoothed EL bootstrap world
   (:func:`puinfer.models.detm.bootstrap.detm_world`), refitted, and its ``R*_b(pi-hat)``;
   the warp-speed cut-off of a cell is the 95% quantile of the pooled ``R*_b`` and its coverage
-  the share of replicates with ``R*(pi_true)`` below it;
+  the share of replicates with ``R*(pi_true)`` below it (``more-resamples`` adds resamples to
+  the replicates of a file);
 * with ``--ridge-scales``: pi-hat and ``R*(pi_true)`` of fits with the ridge scaled.
 
 Usage (restartable: rows are appended to ``results/detm_interval_raw<tag>.csv`` as they come
 and replicates already there are skipped):
 
     python studies/detm_interval.py run [--design sar|scar|gamma] [--model DETM|SETM] \
-        [--pi 0.3 0.7] --reps 400 [--n 1000] [--tag _a]
+        [--pi 0.3 0.7] --reps 400 [--n 1000] [--resamples 10] [--tag _a]
+    python studies/detm_interval.py more-resamples --tag _a --design scar --model SETM
     python studies/detm_interval.py summarise [--tag "" _a]   # pools the files of the tags
     python studies/detm_interval.py direct [--design sar|scar|gamma] [--model DETM SETM] \
         [--pi 0.3 0.7] --reps 400 [--n-boot 199] [--tag _d]
@@ -198,10 +200,13 @@ def _resamples(res, k, rng, h) -> dict:
     return row
 
 
+#: seed blocks per design (``_seed``, ``direct_seed``): SAR keeps the first runs' seeds
+SEED_OFFSET = {"sar": 0, "scar": 100, "gamma": 200}
+
+
 def _seed(design, pi, n, r) -> int:
-    """Seed of replicate ``r`` of a ``run`` cell (SAR: the first runs' seeds)."""
-    offset = {"sar": 0, "scar": 100, "gamma": 200}[design]
-    return 1_000_000 * ({0.3: 1, 0.7: 2}[pi] + 10 * (n // 1000) + offset) + r
+    """Seed of replicate ``r`` of a ``run`` cell."""
+    return 1_000_000 * ({0.3: 1, 0.7: 2}[pi] + 10 * (n // 1000) + SEED_OFFSET[design]) + r
 
 
 def run(args):
@@ -277,28 +282,18 @@ def more_resamples(args):
               f"{args.resamples} resamples {row['t_boot']:.1f} s", flush=True)
 
 
-def _pooled(g, col) -> np.ndarray:
-    """Every resample's value of ``col`` (``rstar_b`` or ``pi_b``) in the rows ``g``: the
-    ';'-joined ``<col>_all`` where present, else the single ``col``."""
-    vals = []
-    for v, allv in zip(g[col], g.get(f"{col}_all", pd.Series(np.nan, index=g.index)),
-                       strict=True):
-        if isinstance(allv, str):
-            vals.extend(float(x) for x in allv.split(";"))
-        else:
-            vals.append(v)
-    a = np.asarray(vals, dtype=float)
-    return a[np.isfinite(a)]
-
-
-def _pi_hat_pooled(g) -> np.ndarray:
-    """pi-hat of each resample's replicate, aligned with :func:`_pooled` (``pi_b``)."""
-    vals = []
-    for ph, v, allv in zip(g["pi_hat"], g["pi_b"],
-                           g.get("pi_b_all", pd.Series(np.nan, index=g.index)), strict=True):
+def _pooled(g, col) -> tuple[np.ndarray, np.ndarray]:
+    """Every resample's value of ``col`` (``rstar_b`` or ``pi_b``) in the rows ``g`` -- the
+    ';'-joined ``<col>_all`` where present, else the single ``col`` -- and the pi-hat of the
+    replicate each comes from (finite values only)."""
+    vals, owner = [], []
+    for ph, v, allv in zip(g["pi_hat"], g[col],
+                           g.get(f"{col}_all", pd.Series(np.nan, index=g.index)), strict=True):
         xs = [float(x) for x in allv.split(";")] if isinstance(allv, str) else [v]
-        vals.extend(ph for x in xs if np.isfinite(x))
-    return np.asarray(vals, dtype=float)
+        vals.extend(xs)
+        owner.extend([ph] * len(xs))
+    a, o = np.asarray(vals, dtype=float), np.asarray(owner, dtype=float)
+    return a[np.isfinite(a)], o[np.isfinite(a)]
 
 
 def _with_design(f: pd.DataFrame) -> pd.DataFrame:
@@ -382,8 +377,7 @@ def direct(args):
 def direct_seed(design: str, pi: float, n: int, r: int) -> int:
     """Seed of replicate ``r`` of a direct cell: a block used by no other run (cell + 50 *
     10^6; + 10^8 per design)."""
-    offset = {"sar": 0, "scar": 100, "gamma": 200}[design]
-    return 1_000_000 * ({0.3: 1, 0.7: 2}[pi] + 10 * (n // 1000) + 50 + offset) + r
+    return 1_000_000 * ({0.3: 1, 0.7: 2}[pi] + 10 * (n // 1000) + 50 + SEED_OFFSET[design]) + r
 
 
 EMPIRICAL_COLS = ["design", "model", "seed", "pi", "n", "p", "n_boot", "pi_hat", "se", "r_true",
@@ -508,7 +502,7 @@ def summarise(args):
     rows = []
     for (design, model, pi, n), g in df.groupby(["design", "model", "pi", "n"]):
         k = len(g)
-        rb = _pooled(g, "rstar_b")
+        rb = _pooled(g, "rstar_b")[0]
         cut_w = float(np.quantile(rb, 0.95)) if len(rb) else np.nan
         cov = float(np.mean(g["r_true"] <= CUT))
         cov_w = float(np.mean(g["r_true"] <= cut_w))
@@ -522,7 +516,8 @@ def summarise(args):
                "warp cut-off": cut_w, "resamples": len(rb),
                "warp cov.": cov_w, "MC SE ": np.sqrt(cov_w * (1 - cov_w) / k)}
         if "pi_b" in g:
-            e = _pooled(g, "pi_b") - _pi_hat_pooled(g)
+            pb, ph = _pooled(g, "pi_b")
+            e = pb - ph
             row["warp boot. SE (SD of pi_b - pi-hat)"] = e.std(ddof=1)
             row["(its resamples)"] = len(e)
         for cut in (6.63, 9.0, 14.0):
