@@ -62,18 +62,26 @@ def _penalty_pattern(k: int) -> np.ndarray:
     return out
 
 
+#: rows per chunk of :func:`_blocks`: the weighted copy of a chunk of ``X1`` stays in cache
+#: (at 1e6 rows, p = 15 this halves the time of the three products)
+BLOCK_ROWS = 32_768
+
+
 def _blocks(X1, weights):
     """Assemble ``[X1' diag(w_tu) X1]`` blocks into a (2k x 2k) matrix; ``weights[t][u]``
-    (one BLAS product per block, on the C-contiguous ``X1``)."""
+    (one BLAS product per block and chunk of rows, on the C-contiguous ``X1``)."""
     k = X1.shape[1]
+    pairs = [(t, u) for t in range(2) for u in range(t, 2)]
+    B = np.zeros((len(pairs), k, k))
+    for i in range(0, X1.shape[0], BLOCK_ROWS):
+        Xc = X1[i:i + BLOCK_ROWS]
+        for j, (t, u) in enumerate(pairs):
+            B[j] += Xc.T @ (Xc * weights[t][u][i:i + BLOCK_ROWS, None])
     H = np.empty((2 * k, 2 * k))
-    XT = X1.T
-    for t in range(2):
-        for u in range(t, 2):
-            B = XT @ (X1 * weights[t][u][:, None])
-            H[t * k:(t + 1) * k, u * k:(u + 1) * k] = B
-            if u != t:
-                H[u * k:(u + 1) * k, t * k:(t + 1) * k] = B.T
+    for j, (t, u) in enumerate(pairs):
+        H[t * k:(t + 1) * k, u * k:(u + 1) * k] = B[j]
+        if u != t:
+            H[u * k:(u + 1) * k, t * k:(t + 1) * k] = B[j].T
     return H
 
 

@@ -122,3 +122,19 @@ def test_bootstrap_n_jobs_gives_the_same_statistics():
     for bad in (0, -2, 1.5, True):
         with pytest.raises(ValueError, match="n_jobs"):
             res.test_scar("bootstrap", n_boot=3, rng=1, n_jobs=bad)
+
+
+def test_row_chunked_hessian_blocks_equal_the_single_products():
+    # _blocks sums X1' diag(w) X1 over chunks of BLOCK_ROWS rows (cache-sized copies); on more
+    # rows than two chunks it must equal the plain products up to summation-order rounding
+    from puinfer.models.detm import _el
+
+    rng = np.random.default_rng(17)
+    N = 2 * _el.BLOCK_ROWS + 123
+    X1 = np.column_stack([np.ones(N), rng.standard_normal((N, 4))])
+    w11, w12, w22 = rng.standard_normal((3, N))
+    H = _el._blocks(X1, [[w11, w12], [None, w22]])
+    B12 = X1.T @ (X1 * w12[:, None])
+    expected = np.block([[X1.T @ (X1 * w11[:, None]), B12],
+                         [B12.T, X1.T @ (X1 * w22[:, None])]])
+    np.testing.assert_allclose(H, expected, rtol=1e-11, atol=1e-9 * np.abs(expected).max())
