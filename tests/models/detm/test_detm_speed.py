@@ -138,3 +138,26 @@ def test_row_chunked_hessian_blocks_equal_the_single_products():
     expected = np.block([[X1.T @ (X1 * w11[:, None]), B12],
                          [B12.T, X1.T @ (X1 * w22[:, None])]])
     np.testing.assert_allclose(H, expected, rtol=1e-11, atol=1e-9 * np.abs(expected).max())
+
+
+def test_profile_derivatives_summed_over_row_chunks_equal_one_pass(monkeypatch):
+    # profile_log_el adds profile_sums up over chunks of BLOCK_ROWS rows; with the target rows
+    # interleaved (each chunk must take its own target rows' posterior terms) and pi's
+    # derivatives appended, the value, gradient, Hessian, EL weights and posteriors must equal
+    # the single pass's
+    from puinfer.models.detm import _el
+
+    rng = np.random.default_rng(5)
+    N, p = 5003, 4
+    Z = rng.standard_normal((N, p))
+    y = (rng.random(N) < 0.4).astype(float)
+    X1 = np.column_stack([np.ones(N), Z])
+    theta = np.r_[-1.0, 0.3 * rng.standard_normal(p), -0.5, 0.2 * rng.standard_normal(p)]
+    one = _el.profile_log_el(theta, 0.3, Z, y, 0.01, order=2, X1=X1, with_pi=True)
+    monkeypatch.setattr(_el, "BLOCK_ROWS", 1000)
+    chunked = _el.profile_log_el(theta, 0.3, Z, y, 0.01, order=2, X1=X1, with_pi=True)
+    assert chunked[0] == one[0]
+    for a, b in zip(chunked[1:3], one[1:3], strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-9 * np.abs(b).max())
+    for key in ("p", "omega", "lam"):
+        np.testing.assert_array_equal(chunked[3][key], one[3][key])
