@@ -303,8 +303,9 @@ def _profile_block(theta, pi, lam, with_pi, cands, blk):
     a1, b1, a2, b2 = _el.split(theta, p)
     Z = blk.Z
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        eta1 = a1 + Z @ b1
-        eta2 = a2 + Z @ b2
+        zb1, zb2 = _el.tilts(Z, b1, b2)
+        eta1 = a1 + zb1
+        eta2 = a2 + zb2
         z1 = np.expm1(eta1)
         z2 = np.expm1(eta2)
         D = 1.0 + z1 * lam[0] + z2 * lam[1]
