@@ -380,34 +380,11 @@ def profile_log_el(theta, pi, Z, y, c=0.0, lam0=None, order=2, X1=None, with_pi=
         return f
     if X1 is None:
         X1 = np.column_stack([np.ones(N), Z])
-    grad, H, Hlt, Hll, om1t, iD = _chunked_sums(X1, eta1, eta2, z1, z2, lam, D, tmask, e1t,
-                                                e2t, logmix, with_pi)
+    grad, H, Hlt, Hll, om1t, iD = profile_sums(X1, eta1, eta2, z1, z2, lam, D, tmask, e1t,
+                                               e2t, logmix, with_pi)
     grad, H = profile_finish(grad, H, Hlt, Hll, act, b1, b2, c)
     extra = {"lam": lam, "p": iD / N, "omega": om1t}
     return f, grad, H, extra
-
-
-def _chunked_sums(X1, eta1, eta2, z1, z2, lam, D, tmask, e1t, e2t, logmix, with_pi):
-    """:func:`profile_sums` added up over chunks of :data:`BLOCK_ROWS` rows (its per-row
-    arrays then stay in cache: on large samples the passes over them, not the arithmetic, are
-    what costs); ``e1t``, ``e2t``, ``logmix`` are per target row, in row order."""
-    N = len(tmask)
-    if N <= BLOCK_ROWS:
-        return profile_sums(X1, eta1, eta2, z1, z2, lam, D, tmask, e1t, e2t, logmix, with_pi)
-    sums, om1t, iD = None, [], []
-    k = 0  # target rows before the chunk
-    for i in range(0, N, BLOCK_ROWS):
-        sl = slice(i, i + BLOCK_ROWS)
-        tm = tmask[sl]
-        st = slice(k, k + int(np.count_nonzero(tm)))
-        k = st.stop
-        g, H, Hlt, Hll, o, d = profile_sums(X1[sl], eta1[sl], eta2[sl], z1[sl], z2[sl], lam,
-                                            D[sl], tm, e1t[st], e2t[st], logmix[st], with_pi)
-        sums = (g, H, Hlt, Hll) if sums is None else tuple(
-            a + b for a, b in zip(sums, (g, H, Hlt, Hll), strict=True))
-        om1t.append(o)
-        iD.append(d)
-    return (*sums, np.concatenate(om1t), np.concatenate(iD))
 
 
 def profile_sums(X1, eta1, eta2, z1, z2, lam, D, tmask, e1t, e2t, logmix, with_pi=False):
@@ -415,8 +392,31 @@ def profile_sums(X1, eta1, eta2, z1, z2, lam, D, tmask, e1t, e2t, logmix, with_p
     multipliers: the gradient in theta (and pi), the (theta, theta) Hessian block, the
     (lambda, theta) block and the (lambda, lambda) block, before the envelope/implicit step
     (:func:`profile_finish`). Every entry is a sum over the rows given, so that blocks of rows
-    add up (the Dask path); also returns the rows' posterior ``omega`` (target rows) and
-    ``1 / D``."""
+    add up (the Dask path; here chunks of :data:`BLOCK_ROWS` rows, whose per-row arrays stay in
+    cache: on large samples the passes over them, not the arithmetic, are what costs); also
+    returns the rows' posterior ``omega`` (target rows) and ``1 / D``. ``e1t``, ``e2t``,
+    ``logmix``: per target row, in row order."""
+    N = len(tmask)
+    if N <= BLOCK_ROWS:
+        return _sums_of_rows(X1, eta1, eta2, z1, z2, lam, D, tmask, e1t, e2t, logmix, with_pi)
+    sums, om1t, iD = None, [], []
+    k = 0  # target rows before the chunk
+    for i in range(0, N, BLOCK_ROWS):
+        sl = slice(i, i + BLOCK_ROWS)
+        tm = tmask[sl]
+        st = slice(k, k + int(np.count_nonzero(tm)))
+        k = st.stop
+        g, H, Hlt, Hll, o, d = _sums_of_rows(X1[sl], eta1[sl], eta2[sl], z1[sl], z2[sl], lam,
+                                             D[sl], tm, e1t[st], e2t[st], logmix[st], with_pi)
+        sums = (g, H, Hlt, Hll) if sums is None else tuple(
+            a + b for a, b in zip(sums, (g, H, Hlt, Hll), strict=True))
+        om1t.append(o)
+        iD.append(d)
+    return (*sums, np.concatenate(om1t), np.concatenate(iD))
+
+
+def _sums_of_rows(X1, eta1, eta2, z1, z2, lam, D, tmask, e1t, e2t, logmix, with_pi):
+    """:func:`profile_sums` in one pass over the rows given."""
     N = len(tmask)
     p = X1.shape[1] - 1
     w1 = np.exp(eta1)
