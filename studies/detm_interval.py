@@ -482,6 +482,27 @@ def direct_one(cls, df, args, seed):
     return row
 
 
+#: Liu et al., Table 2: mean (SD) of pi-hat over 500 replicates, by (design, model, pi, n)
+PAPER_TABLE2 = {
+    ("scar", "SETM", 0.3, 1000): (0.301, 0.018), ("scar", "SETM", 0.7, 1000): (0.702, 0.020),
+    ("scar", "DETM", 0.3, 1000): (0.302, 0.020), ("scar", "DETM", 0.7, 1000): (0.700, 0.023),
+    ("sar", "DETM", 0.3, 1000): (0.307, 0.061), ("sar", "DETM", 0.7, 1000): (0.669, 0.064),
+    ("scar", "SETM", 0.3, 2000): (0.300, 0.012), ("scar", "SETM", 0.7, 2000): (0.699, 0.014),
+    ("scar", "DETM", 0.3, 2000): (0.300, 0.012), ("scar", "DETM", 0.7, 2000): (0.700, 0.015),
+    ("sar", "DETM", 0.3, 2000): (0.304, 0.036), ("sar", "DETM", 0.7, 2000): (0.688, 0.047),
+    ("scar", "SETM", 0.3, 3000): (0.300, 0.009), ("scar", "SETM", 0.7, 3000): (0.700, 0.011),
+    ("scar", "DETM", 0.3, 3000): (0.300, 0.010), ("scar", "DETM", 0.7, 3000): (0.700, 0.012),
+    ("sar", "DETM", 0.3, 3000): (0.304, 0.032), ("sar", "DETM", 0.7, 3000): (0.697, 0.040),
+}
+
+
+def _paper(design, model, pi, n) -> dict:
+    """Liu et al.'s Table 2 entry of a cell as two table rows (NaN where the paper has none,
+    e.g. the Gamma design)."""
+    v = PAPER_TABLE2.get((design, model, round(float(pi), 6), int(n)), (np.nan, np.nan))
+    return {"paper (Table 2): pi-hat mean": v[0], "paper: pi-hat SD": v[1]}
+
+
 def summarise(args):
     frames = []
     for t in args.tag:
@@ -510,6 +531,7 @@ def summarise(args):
                "misses (indep. start higher)": int(g["beats"].sum()),
                "CI failed (ProfileError)": int(g["ci_failed"].sum()),
                "pi-hat mean": g["pi_hat"].mean(), "pi-hat SD": g["pi_hat"].std(ddof=1),
+               **_paper(design, model, pi, n),
                "SE (obs. info) mean": g["se"].mean(),
                "profile cov.": cov, "MC SE": np.sqrt(cov * (1 - cov) / k),
                "profile width": (g["upper"] - g["lower"]).mean(),
@@ -550,7 +572,7 @@ def summarise(args):
     if args.write is not None:
         files = ", ".join(f"`detm_interval_raw{t}.csv`" for t in args.tag)
         (OUT / f"detm_interval{args.write}.md").write_text(
-            "# DETM: the search for the maximum and the interval for pi, SAR design (issue 19)\n\n"
+            "# DETM/SETM: the search for the maximum and the interval for pi (issue 19)\n\n"
             f"`python studies/detm_interval.py summarise --tag {' '.join(args.tag)} --write "
             f"{args.write}` over {files}. See `README_detm.md` for the commands, commits and "
             "the reading.\n\n" + text + "\n")
@@ -585,6 +607,7 @@ def summarise_direct(args):
     for (design, model, pi, n), g in df.groupby(["design", "model", "pi", "n"]):
         row = {"design": design, "model": model, "pi": pi, "n = m": n, "reps": len(g),
                "pi-hat mean": g["pi_hat"].mean(), "pi-hat SD": g["pi_hat"].std(ddof=1),
+               **_paper(design, model, pi, n),
                "SE (obs. info) mean": g["se"].mean(), "bootstrap SE mean": g["boot_se"].mean()}
         for m in ("profile", "bootstrap"):
             cov = float(np.mean((g[f"lower_{m}"] <= pi) & (pi <= g[f"upper_{m}"])))
