@@ -69,15 +69,16 @@ BLOCK_ROWS = 32_768
 
 def _blocks(X1, weights):
     """Assemble ``[X1' diag(w_tu) X1]`` blocks into a (2k x 2k) matrix; ``weights[t][u]``
-    (one BLAS product per block and chunk of rows, on the C-contiguous ``X1``)."""
+    (one BLAS product per block and chunk of rows, on the C-contiguous ``X1``); a block whose
+    weights are None is left zero."""
     k = X1.shape[1]
-    pairs = [(t, u) for t in range(2) for u in range(t, 2)]
+    pairs = [(t, u) for t in range(2) for u in range(t, 2) if weights[t][u] is not None]
     B = np.zeros((len(pairs), k, k))
     for i in range(0, X1.shape[0], BLOCK_ROWS):
         Xc = X1[i:i + BLOCK_ROWS]
         for j, (t, u) in enumerate(pairs):
             B[j] += Xc.T @ (Xc * weights[t][u][i:i + BLOCK_ROWS, None])
-    H = np.empty((2 * k, 2 * k))
+    H = np.zeros((2 * k, 2 * k))
     for j, (t, u) in enumerate(pairs):
         H[t * k:(t + 1) * k, u * k:(u + 1) * k] = B[j]
         if u != t:
@@ -341,7 +342,7 @@ def _profile_core(a1, b1, a2, b2, pi, Z, y, c, lam0):
 
 
 def profile_log_el(theta, pi, Z, y, c=0.0, lam0=None, order=2, X1=None, with_pi=False,
-                   memo=None):
+                   memo=None, fixed_tilt1=False):
     """Profile log-EL ``l_N(theta) - N log N`` of eq. (12) with the multipliers of (11) solved.
 
     Parameters
@@ -356,6 +357,11 @@ def profile_log_el(theta, pi, Z, y, c=0.0, lam0=None, order=2, X1=None, with_pi=
         Keeps the per-row quantities of the last evaluation (at most one): an ``order=2`` call
         at the point of the preceding ``order=0`` call (a line search's accepted step) reuses
         them instead of solving for the multipliers again. Same ``Z, y, c`` on every call.
+    fixed_tilt1 : bool
+        SETM's profile (``alpha1 = 0, beta1 = 0`` held fixed): the products for the Hessian's
+        rows and columns of ``(alpha1, beta1)`` are skipped, so that only its
+        ``(alpha2, beta2)`` block is the second derivative (the value and gradient are
+        complete).
 
     Returns
     -------
@@ -381,13 +387,14 @@ def profile_log_el(theta, pi, Z, y, c=0.0, lam0=None, order=2, X1=None, with_pi=
     if X1 is None:
         X1 = np.column_stack([np.ones(N), Z])
     grad, H, Hlt, Hll, om1t, iD = profile_sums(X1, eta1, eta2, z1, z2, lam, D, tmask, e1t,
-                                               e2t, logmix, with_pi)
+                                               e2t, logmix, with_pi, fixed_tilt1)
     grad, H = profile_finish(grad, H, Hlt, Hll, act, b1, b2, c)
     extra = {"lam": lam, "p": iD / N, "omega": om1t}
     return f, grad, H, extra
 
 
-def profile_sums(X1, eta1, eta2, z1, z2, lam, D, tmask, e1t, e2t, logmix, with_pi=False):
+def profile_sums(X1, eta1, eta2, z1, z2, lam, D, tmask, e1t, e2t, logmix, with_pi=False,
+                 fixed_tilt1=False):
     """The sums over rows behind the derivatives of :func:`profile_log_el` at given
     multipliers: the gradient in theta (and pi), the (theta, theta) Hessian block, the
     (lambda, theta) block and the (lambda, lambda) block, before the envelope/implicit step
@@ -395,10 +402,11 @@ def profile_sums(X1, eta1, eta2, z1, z2, lam, D, tmask, e1t, e2t, logmix, with_p
     add up (the Dask path; here chunks of :data:`BLOCK_ROWS` rows, whose per-row arrays stay in
     cache: on large samples the passes over them, not the arithmetic, are what costs); also
     returns the rows' posterior ``omega`` (target rows) and ``1 / D``. ``e1t``, ``e2t``,
-    ``logmix``: per target row, in row order."""
+    ``logmix``: per target row, in row order. ``fixed_tilt1``: see :func:`profile_log_el`."""
     N = len(tmask)
     if N <= BLOCK_ROWS:
-        return _sums_of_rows(X1, eta1, eta2, z1, z2, lam, D, tmask, e1t, e2t, logmix, with_pi)
+        return _sums_of_rows(X1, eta1, eta2, z1, z2, lam, D, tmask, e1t, e2t, logmix, with_pi,
+                             fixed_tilt1)
     sums, om1t, iD = None, [], []
     k = 0  # target rows before the chunk
     for i in range(0, N, BLOCK_ROWS):
@@ -407,7 +415,8 @@ def profile_sums(X1, eta1, eta2, z1, z2, lam, D, tmask, e1t, e2t, logmix, with_p
         st = slice(k, k + int(np.count_nonzero(tm)))
         k = st.stop
         g, H, Hlt, Hll, o, d = _sums_of_rows(X1[sl], eta1[sl], eta2[sl], z1[sl], z2[sl], lam,
-                                             D[sl], tm, e1t[st], e2t[st], logmix[st], with_pi)
+                                             D[sl], tm, e1t[st], e2t[st], logmix[st], with_pi,
+                                             fixed_tilt1)
         sums = (g, H, Hlt, Hll) if sums is None else tuple(
             a + b for a, b in zip(sums, (g, H, Hlt, Hll), strict=True))
         om1t.append(o)
@@ -415,7 +424,8 @@ def profile_sums(X1, eta1, eta2, z1, z2, lam, D, tmask, e1t, e2t, logmix, with_p
     return (*sums, np.concatenate(om1t), np.concatenate(iD))
 
 
-def _sums_of_rows(X1, eta1, eta2, z1, z2, lam, D, tmask, e1t, e2t, logmix, with_pi):
+def _sums_of_rows(X1, eta1, eta2, z1, z2, lam, D, tmask, e1t, e2t, logmix, with_pi,
+                  fixed_tilt1=False):
     """:func:`profile_sums` in one pass over the rows given."""
     N = len(tmask)
     p = X1.shape[1] - 1
@@ -445,7 +455,9 @@ def _sums_of_rows(X1, eta1, eta2, z1, z2, lam, D, tmask, e1t, e2t, logmix, with_
     # h_thetatheta
     yo = np.zeros(N)
     yo[tmask] = om1t * om2t
-    H = _blocks(X1, [[u1 * u1 - u1 + yo, u1 * u2 - yo], [None, u2 * u2 - u2 + yo]])
+    w22 = u2 * u2 - u2 + yo
+    H = _blocks(X1, [[None, None], [None, w22]] if fixed_tilt1 else
+                [[u1 * u1 - u1 + yo, u1 * u2 - yo], [None, w22]])
     Hll = np.array([[z1D @ z1D, z1D @ z2D], [z1D @ z2D, z2D @ z2D]])
     if with_pi:
         grad, H, Hlt = _with_pi(grad, H, Hlt, X1, w1, w2, logmix, tmask, p)

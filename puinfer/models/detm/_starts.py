@@ -225,7 +225,8 @@ def solve_fixed_pi(data, restricted: bool, pi, theta0, c, maxiter, tol, known=()
             out = (data.profile_log_el(expand(u), pi, c, lam0=lam_last[0], order=order)
                    if lazy else
                    _el.profile_log_el(expand(u), pi, data.Z, data.y, c, lam0=lam_last[0],
-                                      order=order, X1=data.X1, memo=memo))
+                                      order=order, X1=data.X1, memo=memo,
+                                      fixed_tilt1=restricted))
         if order == 0:
             return out
         f, g, H, extra = out

@@ -161,3 +161,26 @@ def test_profile_derivatives_summed_over_row_chunks_equal_one_pass(monkeypatch):
         np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-9 * np.abs(b).max())
     for key in ("p", "omega", "lam"):
         np.testing.assert_array_equal(chunked[3][key], one[3][key])
+
+
+def test_setm_profile_hessian_without_the_fixed_tilts_blocks():
+    # SETM's fixed-pi Newton runs ask for the Hessian's (alpha2, beta2) block only
+    # (fixed_tilt1=True skips the products of the other blocks): that block, the value and
+    # the gradient must equal the full evaluation's, and the skipped blocks must really be
+    # skipped (else the option saves nothing)
+    from puinfer.models.detm import _el
+
+    rng = np.random.default_rng(8)
+    N, p = 4000, 5
+    Z = rng.standard_normal((N, p))
+    y = (np.arange(N) >= 1800).astype(float)
+    X1 = np.column_stack([np.ones(N), Z])
+    theta = np.r_[np.zeros(p + 1), -0.4, 0.3 * rng.standard_normal(p)]
+    full = _el.profile_log_el(theta, 0.4, Z, y, 0.02, order=2, X1=X1)
+    part = _el.profile_log_el(theta, 0.4, Z, y, 0.02, order=2, X1=X1, fixed_tilt1=True)
+    k = p + 1
+    assert part[0] == full[0]
+    np.testing.assert_array_equal(part[1], full[1])
+    np.testing.assert_allclose(part[2][k:, k:], full[2][k:, k:], rtol=1e-12,
+                               atol=1e-12 * np.abs(full[2]).max())
+    assert not np.allclose(part[2][:k, :k], full[2][:k, :k])
