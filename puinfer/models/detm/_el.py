@@ -62,8 +62,9 @@ def _penalty_pattern(k: int) -> np.ndarray:
     return out
 
 
-#: rows per chunk of :func:`_blocks`: the weighted copy of a chunk of ``X1`` stays in cache
-#: (at 1e6 rows, p = 15 this halves the time of the three products)
+#: rows per chunk of the sums over rows (:func:`_blocks`, :func:`profile_sums`): a chunk's
+#: per-row arrays and weighted copy of ``X1`` stay in cache (at 1e6 rows, p = 15 this halves
+#: the time of the Hessian's three products)
 BLOCK_ROWS = 32_768
 
 

@@ -141,7 +141,7 @@ def test_row_chunked_hessian_blocks_equal_the_single_products():
 
 
 def test_profile_derivatives_summed_over_row_chunks_equal_one_pass(monkeypatch):
-    # profile_log_el adds profile_sums up over chunks of BLOCK_ROWS rows; with the target rows
+    # profile_sums adds its sums up over chunks of BLOCK_ROWS rows; with the target rows
     # interleaved (each chunk must take its own target rows' posterior terms) and pi's
     # derivatives appended, the value, gradient, Hessian, EL weights and posteriors must equal
     # the single pass's
