@@ -35,6 +35,7 @@ and replicates already there are skipped):
     python studies/detm_interval.py compare-direct --base _d _e _f_scar --other _h0_sar _h0_scar
     python studies/detm_interval.py empirical --design gamma --model DETM --pi 0.7 --reps 40
     python studies/detm_interval.py summarise-empirical
+    python studies/detm_interval.py se-check   # which SE of pi-hat agrees with the interval
 """
 
 from __future__ import annotations
@@ -620,6 +621,35 @@ def summarise_direct(args):
     return _print_cells(rows)
 
 
+def se_check(args):
+    """Which SE of pi-hat agrees with the default interval? Over the direct runs' replicates,
+    each candidate's mean against the SD of pi-hat (and the median, as the SAR cells have
+    heavy tails) and the coverage of its Wald interval ``pi-hat +- z SE`` beside the
+    calibrated interval's own: the observed information (Theorem 2), the SD of the
+    resamples' pi-hat, and the width of the calibrated 95% interval over ``2 z`` (a limit at 0
+    or 1: the other limit's distance from pi-hat over ``z``), which ``bse["pi"]`` uses."""
+    df = _load_direct(args.tag)
+    z = stats.norm.ppf(0.975)
+    lo, hi = df["lower_bootstrap"], df["upper_bootstrap"]
+    width_se = np.where(lo <= 0, hi - df["pi_hat"],
+                        np.where(hi >= 1, df["pi_hat"] - lo, (hi - lo) / 2)) / z
+    cands = {"observed information": df["se"], "SD of the resamples' pi-hat": df["boot_se"],
+             "calibrated CI width / 2z (bse)": pd.Series(width_se, index=df.index)}
+    rows = []
+    for (design, model, pi, n), g in df.groupby(["design", "model", "pi", "n"]):
+        sd = g["pi_hat"].std(ddof=1)
+        cov = float(np.mean((g["lower_bootstrap"] <= pi) & (pi <= g["upper_bootstrap"])))
+        row = {"design": design, "model": model, "pi": pi, "n = m": n, "reps": len(g),
+               "pi-hat SD": sd, "calibrated CI: coverage": cov}
+        for name, se in cands.items():
+            se = se[g.index]
+            row[f"{name}: mean / SD"] = se.mean() / sd
+            row[f"{name}: median / SD"] = se.median() / sd
+            row[f"{name}: Wald coverage"] = float(np.mean(np.abs(g["pi_hat"] - pi) <= z * se))
+        rows.append(row)
+    return _print_cells(rows)
+
+
 def compare_direct(args):
     """Paired comparison of two direct runs on the same replicates (seeds): the calibrated
     interval of ``--base`` tags against that of ``--other`` tags (e.g. another ``--smooth``):
@@ -740,6 +770,9 @@ def main():
     cd.add_argument("--other", nargs="+", default=["_h0_sar", "_h0_scar"])
     sd = sub.add_parser("summarise-direct")
     sd.add_argument("--tag", nargs="+", default=["_d"])
+    sc = sub.add_parser("se-check")
+    sc.add_argument("--tag", nargs="+", default=["_d", "_e", "_f_scar", "_f_scar_b",
+                                                  "_f_gamma", "_g_scar"])
     s = sub.add_parser("summarise")
     s.add_argument("--tag", nargs="+", default=[""], help="files to pool (their tags)")
     s.add_argument("--write", default=None, help="write results/detm_interval<WRITE>.md")
@@ -748,7 +781,8 @@ def main():
                 "compare-direct": compare_direct,
                 "worldbias": worldbias, "empirical": empirical,
                 "summarise-empirical": summarise_empirical,
-                "summarise-direct": summarise_direct, "summarise": summarise}
+                "summarise-direct": summarise_direct, "se-check": se_check,
+                "summarise": summarise}
     commands[args.cmd](args)
 
 if __name__ == "__main__":

@@ -279,7 +279,8 @@ class TestResults:
         _, r = fit
         text = str(r.summary())
         for key in ("pi (mixture proportion)", "Log-EL", "Convergence", "SCAR test",
-                    "SE(pi) (bootstrap)", "CI (bootstrap-calibrated)", "CI (plain profile)",
+                    "SE(pi) (calibrated CI width / 3.92)",
+                    "CI (bootstrap-calibrated)", "CI (plain profile)",
                     "beta2[x3]"):
             assert key in text
         assert "<table" in r._repr_html_()

@@ -134,12 +134,17 @@ def test_default_is_the_bootstrap_interval_computed_once(fit, monkeypatch):
     calls = []
     monkeypatch.setattr(boot, "interval_replicate",
                         lambda *a, **k: calls.append(1) or pytest.fail("refitted"))
-    se = ci.attrs["bootstrap_se"]
-    assert fit.bse["pi"] == se
-    # the SE is the SD of the resamples' pi-hat, not the information SE
-    assert se != pytest.approx(fit._information_se["pi"], rel=1e-3)
     q = stats.norm.ppf(0.975)
+    se = fit.bse["pi"]
+    # the SE the calibrated interval implies (its width over 2 z: the Wald interval is as wide),
+    # neither the information SE nor the SD of the resamples' pi-hat (issue 19, se-check)
+    assert not (ci.attrs["lower_at_bound"] or ci.attrs["upper_at_bound"])
+    assert se == pytest.approx((ci["upper"] - ci["lower"]) / (2 * q), rel=1e-12)
+    assert se != pytest.approx(fit._information_se["pi"], rel=1e-3)
+    assert se != pytest.approx(ci.attrs["bootstrap_se"], rel=1e-3)
     np.testing.assert_allclose(fit.conf_int().loc["pi"], [fit.pi - q * se, fit.pi + q * se])
+    wald = fit.conf_int().loc["pi"]
+    assert wald["upper"] - wald["lower"] == pytest.approx(ci["upper"] - ci["lower"], rel=1e-12)
     assert fit.cov_params().loc["pi", "pi"] == pytest.approx(se ** 2)
     # the other parameters keep their information SEs; pi's correlations are kept
     info = fit._cov
@@ -147,7 +152,7 @@ def test_default_is_the_bootstrap_interval_computed_once(fit, monkeypatch):
     k = se / fit._information_se["pi"]
     np.testing.assert_allclose(fit.cov_params().loc["alpha1", "pi"], k * info.loc["alpha1", "pi"])
     text = str(fit.summary())
-    assert f"{ci['lower']:.4f}, {ci['upper']:.4f}" in text and "SE(pi) (bootstrap)" in text
+    assert f"{ci['lower']:.4f}, {ci['upper']:.4f}" in text and "SE(pi) (calibrated CI width / 3.92)" in text
     import pickle
 
     again = pickle.loads(pickle.dumps(fit))
@@ -168,6 +173,27 @@ def test_test_pi_inverts_the_default_interval(fit):
         assert "bootstrap-calibrated" in inside.method and inside.distribution == "bootstrap"
         assert inside.pvalue > 0.05 >= outside.pvalue
         assert outside.extra["chi2_1 p-value"] == pytest.approx(stats.chi2.sf(outside.statistic, 1))
+
+
+@pytest.mark.parametrize(("lower", "upper", "at_bound", "expect"), [
+    (0.0, 0.5, (True, False), "upper"),
+    (0.1, 1.0, (False, True), "lower"),
+    (0.0, 1.0, (True, True), "nan"),
+])
+def test_se_of_a_one_sided_interval(fit, monkeypatch, lower, upper, at_bound, expect):
+    """A limit at 0 or 1 truncates the interval: the SE is the other limit's distance from
+    pi-hat over z; with both limits at the bounds (pi not identified) it is NaN."""
+    import pandas as pd
+
+    ci = pd.Series({"lower": lower, "upper": upper})
+    ci.attrs.update(lower_at_bound=at_bound[0], upper_at_bound=at_bound[1])
+    monkeypatch.setattr(type(fit), "conf_int_pi", lambda self, alpha=0.05, method=None: ci)
+    q = stats.norm.ppf(0.975)
+    se = fit._interval_se()
+    if expect == "nan":
+        assert np.isnan(se)
+    else:
+        assert se == pytest.approx(abs(ci[expect] - fit.pi) / q, rel=1e-12)
 
 
 def test_plain_profile_inference_on_request():
