@@ -98,7 +98,7 @@ def tilts(Z, b1, b2):
     return np.stack([b1, b2]) @ Z.T
 
 
-def free_objective(v, Z, y, c, order=2, X1=None):
+def free_objective(v, Z, y, c, order=2, X1=None, memo=None, restricted=False):
     """Penalised binary-regression form of the DETM log-EL with pi free (route 1).
 
     Parameters
@@ -107,6 +107,13 @@ def free_objective(v, Z, y, c, order=2, X1=None):
     Z : (N, p) standardised features; ``y`` : (N,) 1 for target rows, 0 for source rows.
     c : ridge strength (0 for none).
     order : 0 for the value only, 2 for value, gradient and Hessian.
+    memo : dict, optional
+        Keeps the per-row quantities of the last evaluation (at most one): an ``order=2`` call
+        at the point of the preceding ``order=0`` call (a line search's accepted step) reuses
+        them. Same ``Z, y, c`` on every call.
+    restricted : bool
+        SETM (``b1 = 0`` held fixed): the Hessian's rows and columns of ``b1`` are left zero
+        (one block product instead of three); the rest is complete.
 
     Returns
     -------
@@ -114,22 +121,31 @@ def free_objective(v, Z, y, c, order=2, X1=None):
     """
     p = Z.shape[1]
     s1, b1, s2, b2 = split(v, p)
-    zb1, zb2 = tilts(Z, b1, b2)
-    eta1 = s1 + zb1
-    eta2 = s2 + zb2
-    logS = np.logaddexp(eta1, eta2)
-    log1pS = np.logaddexp(0.0, logS)
-    f = logS @ y - log1pS.sum()
-    if c:
-        f -= penalty(b1, b2, c)
+    key = np.asarray(v, dtype=float).tobytes()
+    core = memo.get(key) if memo is not None else None
+    if core is None:
+        zb1, zb2 = tilts(Z, b1, b2)
+        eta1 = s1 + zb1
+        eta2 = s2 + zb2
+        logS = np.logaddexp(eta1, eta2)
+        log1pS = np.logaddexp(0.0, logS)
+        f = logS @ y - log1pS.sum()
+        if c:
+            f -= penalty(b1, b2, c)
+        core = (f, eta1, eta2, logS, log1pS)
+        if memo is not None:
+            memo.clear()
+            memo[key] = core
+    f, eta1, eta2, logS, log1pS = core
     if order == 0:
         return f
     if X1 is None:
         X1 = np.column_stack([np.ones(len(y)), Z])
     q1 = np.exp(eta1 - logS)
     q2 = np.exp(eta2 - logS)
-    P1 = np.exp(eta1 - log1pS)
-    P2 = np.exp(eta2 - log1pS)
+    r = np.exp(logS - log1pS)  # S / (1 + S): P_t = q_t r
+    P1 = q1 * r
+    P2 = q2 * r
     g1 = y * q1 - P1
     g2 = y * q2 - P2
     grad = np.concatenate([X1.T @ g1, X1.T @ g2])
@@ -137,7 +153,13 @@ def free_objective(v, Z, y, c, order=2, X1=None):
     w11 = yq - P1 * (1 - P1)
     w22 = yq - P2 * (1 - P2)
     w12 = -yq + P1 * P2
-    H = _blocks(X1, [[w11, w12], [None, w22]])
+    if restricted:  # of the b1 blocks only the intercept s1's row and column are needed
+        H = _blocks(X1, [[None, None], [None, w22]])
+        k = p + 1
+        H[0, 0] = w11.sum()
+        H[0, k:] = H[k:, 0] = w12 @ X1
+    else:
+        H = _blocks(X1, [[w11, w12], [None, w22]])
     if c:
         penalise(grad, H, b1, b2, c)
     return f, grad, H

@@ -45,9 +45,10 @@ def free_fun(data, c: float, restricted: bool):
     if getattr(data, "lazy", False):  # rows in Dask collections: block sums (._dask)
         return data.free_fun(c, restricted)
     p = data.p
+    memo: dict = {}  # the line search's accepted point, reused by the next Hessian
     if not restricted:
         def fun(v, order):
-            return _el.free_objective(v, data.Z, data.y, c, order, data.X1)
+            return _el.free_objective(v, data.Z, data.y, c, order, data.X1, memo=memo)
         return fun, lambda v: v
     full_idx = _setm_index(p)
 
@@ -57,7 +58,8 @@ def free_fun(data, c: float, restricted: bool):
         return v
 
     def fun_r(u, order):
-        out = _el.free_objective(expand(u), data.Z, data.y, c, order, data.X1)
+        out = _el.free_objective(expand(u), data.Z, data.y, c, order, data.X1, memo=memo,
+                                 restricted=True)
         if order == 0:
             return out
         f, g, H = out

@@ -184,3 +184,49 @@ def test_setm_profile_hessian_without_the_fixed_tilts_blocks():
     np.testing.assert_allclose(part[2][k:, k:], full[2][k:, k:], rtol=1e-12,
                                atol=1e-12 * np.abs(full[2]).max())
     assert not np.allclose(part[2][:k, :k], full[2][:k, :k])
+
+
+def _plain_free_objective(v, Z, y, c):
+    # the binary-regression log-likelihood written out directly (P0 = 1 / (1 + e^eta1 +
+    # e^eta2); target rows log(1 - P0)), with the symmetric ridge on the slopes
+    p = Z.shape[1]
+    s1, b1, s2, b2 = v[0], v[1:p + 1], v[p + 1], v[p + 2:]
+    e1, e2 = np.exp(s1 + Z @ b1), np.exp(s2 + Z @ b2)
+    P0 = 1 / (1 + e1 + e2)
+    L = np.sum(np.where(y == 1, np.log1p(-P0), np.log(P0)))
+    return L - c * (2 / 3) * (b1 @ b1 + b2 @ b2 - b1 @ b2)
+
+
+def test_free_objective_setm_hessian_and_memo():
+    # SETM's pi-free Newton runs ask for the Hessian without b1's rows and columns
+    # (restricted=True skips two of the three block products), and a line search's accepted
+    # point is evaluated again from the memo: value and gradient must be those of the plain
+    # formula (central differences), the SETM block the full evaluation's, and the b1 blocks
+    # really skipped (else nothing is saved)
+    from puinfer.models.detm import _el
+    from puinfer.models.detm._starts import _setm_index
+
+    rng = np.random.default_rng(21)
+    N, p, c = 3000, 4, 0.02
+    Z = rng.standard_normal((N, p))
+    y = (np.arange(N) >= 1300).astype(float)
+    X1 = np.column_stack([np.ones(N), Z])
+    v = np.r_[-1.2, np.zeros(p), -0.3, 0.5 * rng.standard_normal(p)]
+    full = _el.free_objective(v, Z, y, c, 2, X1)
+    memo = {}
+    f0 = _el.free_objective(v, Z, y, c, 0, X1, memo=memo)
+    part = _el.free_objective(v, Z, y, c, 2, X1, memo=memo, restricted=True)
+    assert f0 == part[0] == full[0] and len(memo) == 1
+    assert full[0] == pytest.approx(_plain_free_objective(v, Z, y, c), rel=1e-12)
+    h = 1e-5
+    num = [(_plain_free_objective(v + h * e, Z, y, c) - _plain_free_objective(v - h * e, Z, y, c))
+           / (2 * h) for e in np.eye(v.size)]
+    np.testing.assert_allclose(full[1], num, rtol=1e-5, atol=1e-5)
+    idx = _setm_index(p)
+    np.testing.assert_array_equal(part[1], full[1])
+    np.testing.assert_allclose(part[2][np.ix_(idx, idx)], full[2][np.ix_(idx, idx)],
+                               rtol=1e-12, atol=1e-12 * np.abs(full[2]).max())
+    assert not np.allclose(part[2][1:p + 1, 1:p + 1], full[2][1:p + 1, 1:p + 1])
+    # a memo entry is only reused at the same point
+    other = _el.free_objective(v + 0.1, Z, y, c, 2, X1, memo=memo)
+    assert other[0] == _el.free_objective(v + 0.1, Z, y, c, 0, X1)
