@@ -1,0 +1,71 @@
+"""Do two versions of the package draw the same bootstrap statistics? (issue 17's record)
+
+Writes the 199 draws ``(R*_b(pi-hat), pi-hat_b)`` of DETM's default interval (Silverman's h,
+``rng = default_rng(1)``) on the benchmark's data (``sar_design(1000, 1000, 0.3, p=15)``,
+seed 1015, as ``bench_detm.py``; ``--design scar`` for the SCAR design), then compares two such
+files. Run each version with its own tree first on the path:
+
+    PYTHONPATH=<old tree> python benchmarks/compare_draws.py draw /tmp/old.npy [--design scar]
+    PYTHONPATH=<new tree> python benchmarks/compare_draws.py draw /tmp/new.npy [--design scar]
+    python benchmarks/compare_draws.py compare /tmp/old.npy /tmp/new.npy
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import warnings
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
+
+
+def draw(path, design):
+    import puinfer as pu
+    from puinfer.models.detm import bootstrap as boot
+    from puinfer.simulate import sar_design, scar_design
+
+    make = {"sar": sar_design, "scar": scar_design}[design]
+    n, p = 1000, 15
+    df = make(n, n, 0.3, p=p, rng=np.random.default_rng(n + p))
+    X = df[[f"x{j}" for j in range(1, p + 1)]].to_numpy()
+    lab = df.labeled.to_numpy() == 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        d = pu.DETM(X[lab], X[~lab]).fit()
+        h = boot.bandwidth(d.model.data, "silverman")
+        np.save(path, boot.interval_replicate(d, 199, np.random.default_rng(1), smooth=h))
+
+
+def compare(a_path, b_path):
+    a, b = np.load(a_path), np.load(b_path)
+    diff = np.nanmax(np.abs(a - b), axis=1)
+    idx = np.flatnonzero(diff > 1e-6)
+    print(f"largest difference {np.nanmax(diff):.3g}; resamples differing by > 1e-6: "
+          f"{idx.size} of {len(a)}")
+    for i in idx:
+        print(f"  {i}: R*_b {a[i, 0]:.4f} -> {b[i, 0]:.4f}, pi-hat_b {a[i, 1]:.4f} -> "
+              f"{b[i, 1]:.4f}")
+    k = int(np.ceil(0.95 * (len(a) + 1))) - 1
+    print(f"cut-off (the 190th of 199): {np.sort(a[:, 0])[k]:.4f} -> {np.sort(b[:, 0])[k]:.4f}")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    d = sub.add_parser("draw")
+    d.add_argument("path")
+    d.add_argument("--design", choices=["sar", "scar"], default="sar")
+    c = sub.add_parser("compare")
+    c.add_argument("a")
+    c.add_argument("b")
+    args = ap.parse_args()
+    if args.cmd == "draw":
+        draw(args.path, args.design)
+    else:
+        compare(args.a, args.b)
+
+
+if __name__ == "__main__":
+    main()
