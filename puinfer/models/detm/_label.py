@@ -163,8 +163,8 @@ class LabelCheck:
         The margin of the chosen labelling: ``KL2 - KL1`` for ``"kl"``, ``pi - 0.5`` for
         ``"pi>0.5"``, ``0.5 - pi`` for ``"pi<0.5"`` (>= 0 after labelling).
     se : float
-        Its standard error (sandwich for the KL difference, ``SE(pi)`` for the pi rules; NaN
-        when not available).
+        Its standard error (sandwich for the KL difference, pi's observed-information SE for
+        the pi rules; NaN when not available).
     z, pvalue : float
         ``difference / se`` and the two-sided p-value of equality (the two labellings equally
         supported by the rule).
@@ -191,7 +191,9 @@ def label_check(rule: str, kl: tuple, kl_se: float, pi: float, pi_se: float) -> 
     else:
         diff = (pi - 0.5) if rule == "pi>0.5" else (0.5 - pi)
         se = pi_se
-        compared = f"pi-hat = {pi:.4f} vs 0.5 (SE(pi) {se:.3g})"
+        # the fit's observed-information SE (the default bse["pi"] comes from the bootstrap,
+        # computed later and only on request)
+        compared = f"pi-hat = {pi:.4f} vs 0.5 (observed-information SE {se:.3g})"
     ok = np.isfinite(se) and se > 0
     z = diff / se if ok else float("nan")
     pval = float(2 * stats.norm.sf(abs(z))) if ok else float("nan")
