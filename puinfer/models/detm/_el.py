@@ -98,7 +98,7 @@ def tilts(Z, b1, b2):
     return np.stack([b1, b2]) @ Z.T
 
 
-def free_objective(v, Z, y, c, order=2, X1=None, memo=None, restricted=False):
+def free_objective(v, Z, y, c, order=2, X1=None, memo=None):
     """Penalised binary-regression form of the DETM log-EL with pi free (route 1).
 
     Parameters
@@ -110,10 +110,7 @@ def free_objective(v, Z, y, c, order=2, X1=None, memo=None, restricted=False):
     memo : dict, optional
         Keeps the per-row quantities of the last evaluation (at most one): an ``order=2`` call
         at the point of the preceding ``order=0`` call (a line search's accepted step) reuses
-        them. Same ``Z, y, c`` on every call.
-    restricted : bool
-        SETM (``b1 = 0`` held fixed): the Hessian's rows and columns of ``b1`` are left zero
-        (one block product instead of three); the rest is complete.
+        them (the same arithmetic: results equal bitwise). Same ``Z, y, c`` on every call.
 
     Returns
     -------
@@ -143,9 +140,8 @@ def free_objective(v, Z, y, c, order=2, X1=None, memo=None, restricted=False):
         X1 = np.column_stack([np.ones(len(y)), Z])
     q1 = np.exp(eta1 - logS)
     q2 = np.exp(eta2 - logS)
-    r = np.exp(logS - log1pS)  # S / (1 + S): P_t = q_t r
-    P1 = q1 * r
-    P2 = q2 * r
+    P1 = np.exp(eta1 - log1pS)
+    P2 = np.exp(eta2 - log1pS)
     g1 = y * q1 - P1
     g2 = y * q2 - P2
     grad = np.concatenate([X1.T @ g1, X1.T @ g2])
@@ -153,13 +149,7 @@ def free_objective(v, Z, y, c, order=2, X1=None, memo=None, restricted=False):
     w11 = yq - P1 * (1 - P1)
     w22 = yq - P2 * (1 - P2)
     w12 = -yq + P1 * P2
-    if restricted:  # of the b1 blocks only the intercept s1's row and column are needed
-        H = _blocks(X1, [[None, None], [None, w22]])
-        k = p + 1
-        H[0, 0] = w11.sum()
-        H[0, k:] = H[k:, 0] = w12 @ X1
-    else:
-        H = _blocks(X1, [[w11, w12], [None, w22]])
+    H = _blocks(X1, [[w11, w12], [None, w22]])
     if c:
         penalise(grad, H, b1, b2, c)
     return f, grad, H

@@ -58,8 +58,7 @@ def free_fun(data, c: float, restricted: bool):
         return v
 
     def fun_r(u, order):
-        out = _el.free_objective(expand(u), data.Z, data.y, c, order, data.X1, memo=memo,
-                                 restricted=True)
+        out = _el.free_objective(expand(u), data.Z, data.y, c, order, data.X1, memo=memo)
         if order == 0:
             return out
         f, g, H = out
