@@ -175,9 +175,10 @@ class TiltResults(LikelihoodResults):
         ``z``; NaN if both limits are at the bounds or the interval cannot be computed).
 
         Why not the SD of the resamples' pi-hat (``conf_int_pi().attrs["bootstrap_se"]``):
-        over 400 replicates per cell of Liu et al.'s designs (n = m = 1000, p = 15;
-        ``studies/detm_interval.py se-check``) that SD is 6-21% below the SD of pi-hat outside
-        the SAR design, and its Wald interval covers 0.87-0.92 in six of eight cells; with this
+        over 400 replicates in each of eight cells (Liu et al.'s SAR and SCAR designs and one
+        with gamma features; n = m = 1000, p = 15; ``studies/detm_interval.py se-check``)
+        that SD is 6-21% below the SD of pi-hat outside the SAR design, and its Wald interval
+        covers 0.87-0.92 in six of the eight cells; with this
         SE the Wald interval covers 0.93-0.99, cell by cell within 0.015 of the calibrated
         interval's own coverage (``studies/results/README_detm.md``, session 28)."""
         try:
