@@ -543,6 +543,10 @@ def summarise(args):
             e = pb - ph
             row["warp boot. SE (SD of pi_b - pi-hat)"] = e.std(ddof=1)
             row["(its resamples)"] = len(e)
+            # the estimator's bias in the bootstrap worlds beside its bias in the design: a
+            # world bias the design does not have inflates R*_b(pi-hat) and the cut-off
+            row["world bias (mean pi_b - pi-hat)"] = e.mean()
+            row["design bias (mean pi-hat - pi)"] = g["pi_hat"].mean() - pi
         for cut in (6.63, 9.0, 14.0):
             c = f"lower_{cut:g}"
             row[f"cov. at cut {cut:g}"] = float(np.mean(g["r_true"] <= cut))
