@@ -286,7 +286,8 @@ class TiltResults(LikelihoodResults):
             profiled at the world's pi = pi-hat); it costs ``n_boot`` refits (CPU time in
             Liu et al.'s designs with 15 features: 5-20 s at n = m = 1000, about 30 s at
             3000; ``n_jobs`` divides the wall time). ``.attrs`` then also holds
-            ``cutoff``, ``bootstrap_se`` (the SD of the resamples' pi-hat) and
+            ``cutoff``, ``bootstrap_se`` (the SD of the resamples' pi-hat; ``bse["pi"]`` is
+            instead the default 95% interval's width over ``2 z_0.975``) and
             ``n_boot_used``.
 
             Why the bootstrap is the default (issue 19, ``studies/results/README_detm.md``):
