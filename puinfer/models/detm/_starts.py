@@ -342,7 +342,7 @@ def run_starts(data, restricted: bool, c, maxiter, tol, extra_starts=(), setm_st
         opts = subsample_starts(data, restricted, c, maxiter, tol)
         # SETM's subsample gives only its start; DETM's adds its best subsample maxima
         opts["extra_starts"] = [*extra_starts, *opts.get("extra_starts", [])]
-        return run_starts(data, restricted, c, maxiter, tol, **opts)
+        return run_starts(data, restricted, c, maxiter, tol, setm_runs=setm_runs, **opts)
     # SETM first: it is DETM's first start (b1 = 0)
     bL = logistic_start(data) if setm_start is None or grid else None
     if setm_runs is not None:

@@ -418,3 +418,27 @@ def test_table2_small_version():
     # SETM is misspecified on SAR data: pi-hat near 0 (paper: 0.001 (0.002))
     df = sar_design(1000, 1000, 0.3, rng=rng)
     assert pu.SETM.from_formula(FORMULA15, data=df).fit().pi < 0.02
+
+
+def test_detm_starts_from_setms_certified_maximum():
+    """DETM's search starts from SETM's certified maximum (SETM's fit with its probe). On this
+    replicate of the SCAR design (issue 19's study, seed 112000013: n = m = 1000, pi = 0.7)
+    SETM's grid of starts misses SETM's maximum (its probe finds it), and DETM's search from
+    the lower SETM solution stopped 1.11 log-EL units below DETM's maximum, which Newton from
+    the SETM fit's solution reaches. The fit must now be at least as high as that."""
+    from puinfer.base.optimize import newton_maximize
+    from puinfer.models.detm._starts import free_fun
+
+    df = scar_design(1000, 1000, 0.7, p=15, rng=np.random.default_rng(112000013))
+    m = pu.DETM.from_formula("labeled ~ " + " + ".join(f"x{j}" for j in range(1, 16)), data=df)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        detm = m.fit(pi_interval="profile")
+        setm = m.restricted_model().fit(pi_interval="profile")
+    assert (setm.starts["start"] == "profile probe").any()  # SETM's grid alone misses it
+    d = m.data
+    fun, _ = free_fun(d, detm.penalty_strength, False)
+    _, f, *_ = newton_maximize(fun, np.asarray(setm._fit.v), maxiter=200, tol=1e-10)
+    polished = f - d.n * np.log(d.n) - d.m * np.log(d.m)  # the llf_penalized scale
+    assert detm.llf_penalized >= polished - 1e-6
+    assert detm.pi == pytest.approx(0.715, abs=0.005)
