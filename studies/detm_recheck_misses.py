@@ -18,9 +18,9 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+from detm_interval import DESIGNS, OUT, formula  # noqa: E402
 
 import puinfer as pu  # noqa: E402
-from detm_interval import DESIGNS, OUT, formula  # noqa: E402
 
 
 def main():

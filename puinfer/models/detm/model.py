@@ -51,11 +51,14 @@ def penalty_strength(penalty, N: int) -> float:
 
 
 def fit_data(data: TiltData, restricted: bool, *, c: float, label_rule: str, maxiter: int,
-             tol: float, check_separation=None, probe=None, start_options=None):
+             tol: float, check_separation=None, probe=None, start_options=None, null=None):
     """Maximum empirical likelihood on ``data``: every start, then (``probe``) restarts from
     any point where the 95% profile of pi rises above the best fit.
 
     Returns ``(fit record, full profiler or None)``; warnings are in the record, not issued.
+    ``null``: a list to which a default DETM fit appends ``(record, profiler)`` of the SETM
+    fit its search starts from (SETM's default fit with the same ``c``, ``maxiter``, ``tol``:
+    the SCAR test's null fit, which the results then need not refit).
     """
     name = "SETM" if restricted else "DETM"
     if probe is None:
@@ -67,8 +70,11 @@ def fit_data(data: TiltData, restricted: bool, *, c: float, label_rule: str, max
         # grid of starts misses that maximum at times, and from the lower SETM solution
         # DETM's search then missed DETM's (issue 19: 13 of 220 replicates of the SCAR
         # design at n = m = 1000, pi = 0.7, up to 1.1 log-EL units)
-        setm = fit_data(data, True, c=c, label_rule=label_rule, maxiter=maxiter, tol=tol,
-                        check_separation=False, probe=True)[0]
+        # (as SETM.fit() with its defaults fits it: label rule "kl", the separation check)
+        setm, setm_profiler = fit_data(data, True, c=c, label_rule="kl", maxiter=maxiter,
+                                       tol=tol, check_separation=None, probe=True)
+        if null is not None:
+            null.append((setm, setm_profiler))
         start_options = dict(setm_runs=list(setm.runs))
     runs = run_starts(data, restricted, c, maxiter, tol, **(start_options or {}))
     best = max(runs, key=lambda r: r.f)
@@ -357,18 +363,20 @@ class _TiltModel(Model):
             raise ValueError(f"check_separation must be None, True or False; got "
                              f"{check_separation!r}")
         c = penalty_strength(penalty, self.data.N)
+        null: list = []
         rec, profiler = fit_data(self.data, self._restricted, c=c, label_rule=label_rule,
                                  maxiter=maxiter, tol=tol, check_separation=check_separation,
-                                 probe=probe)
+                                 probe=probe, null=null)
         for cat, msg in rec.warnings:
             warnings.warn(msg, getattr(exceptions, cat), stacklevel=2)
-        return self._results(rec, profiler, pi_interval)
+        return self._results(rec, profiler, pi_interval, null=null[0] if null else None)
 
-    def _results(self, rec: TiltFit, profiler, pi_interval: str = "bootstrap"):
+    def _results(self, rec: TiltFit, profiler, pi_interval: str = "bootstrap", null=None):
         from .results import DETMResults, SETMResults
 
-        cls = SETMResults if self._restricted else DETMResults
-        return cls(self, rec, profiler, pi_interval=pi_interval)
+        if self._restricted:
+            return SETMResults(self, rec, profiler, pi_interval=pi_interval)
+        return DETMResults(self, rec, profiler, pi_interval=pi_interval, null=null)
 
 
 class DETM(_TiltModel):

@@ -515,14 +515,26 @@ class SETMResults(TiltResults):
 class DETMResults(TiltResults):
     """Results of :meth:`DETM.fit` (see :class:`TiltResults`), with the SCAR test."""
 
+    def __init__(self, model, fit: TiltFit, profiler: PiProfiler | None = None, *,
+                 pi_interval: str = "bootstrap", null=None):
+        super().__init__(model, fit, profiler, pi_interval=pi_interval)
+        #: ``(record, profiler)`` of the SETM fit the DETM search started from (SETM's
+        #: default fit, same penalty and options), or None: :attr:`null_fit` uses it
+        self._null = null
+
     def _nesting(self, other) -> str | None:
         """DETM with a subset of the features (same rows, same penalty) is nested in DETM."""
         return _tilt_nesting(self, other)
 
     @cached_property
     def null_fit(self) -> SETMResults:
-        """SETM fitted to the same data with the same penalty and options (the SCAR null)."""
+        """SETM fitted to the same data with the same penalty and options (the SCAR null);
+        the fit DETM's search started from when there is one (the same fit, not repeated)."""
         f = self._fit
+        if self._null is not None:
+            rec, profiler = self._null
+            return SETMResults(self.model.restricted_model(), rec, profiler,
+                               pi_interval=self.pi_interval)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             return self.model.restricted_model().fit(

@@ -442,3 +442,31 @@ def test_detm_starts_from_setms_certified_maximum():
     polished = f - d.n * np.log(d.n) - d.m * np.log(d.m)  # the llf_penalized scale
     assert detm.llf_penalized >= polished - 1e-6
     assert detm.pi == pytest.approx(0.715, abs=0.005)
+
+
+def test_scar_null_fit_is_the_setm_fit_detm_started_from(monkeypatch):
+    """The SETM fit DETM's search starts from is SETM's default fit: the SCAR test's null fit
+    reuses it (no second SETM fit) and equals a fresh SETM fit with the same options."""
+    from puinfer.models.detm import model as detm_model
+
+    df = scar_design(400, 600, 0.3, rng=np.random.default_rng(5), p=3)
+    m = pu.DETM.from_formula("labeled ~ x1 + x2 + x3", data=df)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = m.fit(pi_interval="profile")
+        fresh = m.restricted_model().fit(penalty=r.penalty_strength, pi_interval="profile")
+    assert r._null is not None
+    calls = []
+    real = detm_model.fit_data
+    monkeypatch.setattr(detm_model, "fit_data", lambda *a, **k: calls.append(1) or real(*a, **k))
+    null = r.null_fit
+    assert not calls
+    assert null.llf_penalized == fresh.llf_penalized and null.pi == fresh.pi
+    np.testing.assert_array_equal(null.params, fresh.params)
+    assert null.conf_int_pi().equals(fresh.conf_int_pi())
+    assert r.test_scar().statistic == pytest.approx(
+        2 * (r.llf_penalized - fresh.llf_penalized), abs=1e-9)
+    import pickle
+
+    again = pickle.loads(pickle.dumps(r))
+    assert again.null_fit.llf_penalized == fresh.llf_penalized
