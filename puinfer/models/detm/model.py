@@ -66,11 +66,11 @@ def fit_data(data: TiltData, restricted: bool, *, c: float, label_rule: str, max
         # refits (start_options) say themselves whether they probe
         probe = start_options is None
     if not restricted and probe and start_options is None:
-        # DETM starts from SETM's certified maximum (SETM's fit with its own probe): SETM's
-        # grid of starts misses that maximum at times, and from the lower SETM solution
-        # DETM's search then missed DETM's (issue 19: 13 of 220 replicates of the SCAR
-        # design at n = m = 1000, pi = 0.7, up to 1.1 log-EL units)
-        # (as SETM.fit() with its defaults fits it: label rule "kl", the separation check)
+        # DETM starts from SETM's certified maximum: SETM's fit as SETM.fit() makes it (its
+        # probe, label rule "kl", the separation check). SETM's grid of starts misses that
+        # maximum at times, and from the lower SETM solution DETM's search then missed
+        # DETM's (issue 19: 14 of 400 replicates of the SCAR design at n = m = 1000,
+        # pi = 0.7, by up to 2.0 log-EL units)
         setm, setm_profiler = fit_data(data, True, c=c, label_rule="kl", maxiter=maxiter,
                                        tol=tol, check_separation=None, probe=True)
         if null is not None:

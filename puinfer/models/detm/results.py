@@ -178,9 +178,9 @@ class TiltResults(LikelihoodResults):
         over 400 replicates in each of eight cells (Liu et al.'s SAR and SCAR designs and one
         with gamma features; n = m = 1000, p = 15; ``studies/detm_interval.py se-check``)
         that SD is 6-21% below the SD of pi-hat outside the SAR design, and its Wald interval
-        covers 0.87-0.92 in six of the eight cells; with this
-        SE the Wald interval covers 0.93-0.99, cell by cell within 0.015 of the calibrated
-        interval's own coverage (``studies/results/README_detm.md``, session 28)."""
+        covers 0.87-0.92 in six of the eight cells; with this SE the Wald interval covers
+        0.93-0.99, cell by cell within 0.015 of the calibrated interval's own coverage
+        (``studies/results/README_detm.md``, session 28)."""
         try:
             ci = self.conf_int_pi(0.05)
         except ValueError:  # e.g. ProfileError; conf_int_pi() raises it to the caller
