@@ -339,6 +339,7 @@ class PiProfiler:
                 v = prof.estimate + k * prof.step
                 if ci["lower"] < v < ci["upper"]:
                     prof.statistic(v)
+            self(self.fit.pi)  # pi-hat itself from every other start: another branch there
         except ProfileError:
             pass
         except (ValueError, FloatingPointError):  # not computable: nothing to probe

@@ -472,6 +472,23 @@ def test_detm_reaches_the_maximum_near_the_truth_through_the_moment_starts():
     assert best.str.startswith("moments").any()
 
 
+def test_probe_checks_pi_hat_itself_from_every_start():
+    """A second maximum at (nearly) the fit's own pi: SAR design, n = m = 1000, pi = 0.7, seed
+    82000025 (``studies/detm_search_misses.py``). Every start ends at or below
+    pi = 0.7678 (penalised log-EL -14191.007); another branch of the profile, at pi = 0.7674,
+    is 0.50 higher. The probe's points half and one SE from pi-hat do not reach it; the profile
+    at pi-hat itself from the other starts' maxima does, and the fit restarts from there."""
+    df = sar_design(1000, 1000, 0.7, p=15, rng=np.random.default_rng(82000025))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = pu.DETM.from_formula(FORMULA15, data=df).fit(pi_interval="profile")
+    starts = r.starts.set_index("start")["objective"]
+    grid = starts.drop("profile probe", errors="ignore")
+    assert r.llf_penalized > grid.max() + 0.4
+    assert starts["profile probe"].max() == pytest.approx(r.llf_penalized, abs=1e-9)
+    assert r.pi == pytest.approx(0.7674, abs=1e-3)
+
+
 def test_moment_starts_recover_normal_components():
     """On a large sample of two normal tilts the moment starts at a share near the true one
     carry the true slopes (the method-of-moments solution, up to sampling error). Source
