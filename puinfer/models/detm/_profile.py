@@ -28,6 +28,7 @@ from . import _el
 from ._starts import (
     SUBSAMPLE_SIZE,
     FixedPiSolution,
+    moment_thetas,
     solve_fixed_pi,
     subsample,
     theta_pi,
@@ -153,9 +154,13 @@ class PiProfiler:
     @cached_property
     def skeleton(self) -> dict:
         """Profile solutions on a grid of pi (step 0.1 within the profiled range), each the
-        best of two chains of warm starts: outward from pi-hat and inward from the ends of the
-        range. The two directions reach branches of the profile that a single sweep misses;
-        where they join, the second chain's runs merge into the first's. Above twice
+        best of two chains of warm starts -- outward from pi-hat and inward from the ends of
+        the range -- and the moment starts at that pi (:func:`._starts.moment_thetas`, both
+        signs of the split). The two directions reach branches of the profile that a single
+        sweep misses (without the inward chain the upper limit on SAR seed 12000001 moves
+        in from 0.832 to 0.742); where they join, the second chain's runs merge into the
+        first's. The moment starts reach branches that both chains miss (issue 19, session
+        29: 4 of 10 remaining search misses at n = m = 1000, pi = 0.7). Above twice
         ``SUBSAMPLE_SIZE`` rows the skeleton is the subsample's: its solutions are starts
         only, each run on the full data (from the subsample, as the fit's starts are)."""
         if self._sub is not None:
@@ -182,6 +187,8 @@ class PiProfiler:
                 prev = (theta_hat, None, pi_hat)
                 for g in chain:
                     prev = run(g, prev)
+        for _, g, _, th in moment_thetas(self.data, self.fit.restricted, grid):
+            run(g, (th, None, g))
         for g, (_, th, H) in best.items():  # warm starts for points near the grid
             if g not in self.solved:
                 self.solved[g] = th

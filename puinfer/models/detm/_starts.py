@@ -117,7 +117,24 @@ _MOMENT_VAR_FLOOR = 0.05
 
 
 def moment_starts(data, restricted: bool) -> list:
-    """Starts from the moments of the two samples, as if the features were normal.
+    """Starts ``(label, v)`` from the moments of the two samples (:func:`moment_thetas`) at
+    the shares :data:`MOMENT_SHARES`, mirror images left out. Why (issue 19): the grid's
+    tilts are all multiples of one logistic slope, which points at neither component when pi
+    is far from 1/2. At pi = 0.7, n = m = 1000 the fits from the grid missed the maximum that
+    a polished independent start (the truth, random starts) reached in 25 of 1,150
+    replicates; with these starts 14 of the 25 reach it (``studies/results/README_detm.md``,
+    session 29)."""
+    out = []
+    for label, pi0, sign, theta in moment_thetas(data, restricted, MOMENT_SHARES):
+        if pi0 > 0.5 or (pi0 == 0.5 and sign < 0):
+            continue  # the mirror image (1 - pi0, -sign) of a start already made
+        out.append((label, v_from(data, False, theta, pi0)))
+    return out
+
+
+def moment_thetas(data, restricted: bool, shares) -> list:
+    """``(label, pi0, sign, theta)`` of normal tilts matching the samples' moments at each
+    share ``pi0`` (DETM: both signs of the split).
 
     A normal source ``N(mu0, S0)`` tilted by ``exp(a + b'z)`` is ``N(mu0 + S0 b, S0)``, so a
     mixture of two tilts has mean ``pi mu1 + (1 - pi) mu2`` and covariance
@@ -125,50 +142,36 @@ def moment_starts(data, restricted: bool) -> list:
     centre and the top eigenvector of the target's covariance, whitened by the source's,
     the direction and length of ``d``. For each share ``pi0`` this gives ``b_t =
     S0^{-1}(mu_t - mu0)``; SETM (``mu1 = mu0``) needs only the mean, ``b2 = S0^{-1}(mean_t -
-    mu0) / (1 - pi0)``. Why (issue 19): the grid's tilts are all multiples of one logistic
-    slope, which points at neither component when pi is far from 1/2. At pi = 0.7, n = m =
-    1000 the fits from the grid missed the maximum that a polished independent start (the
-    truth, random starts) reached in 25 of 1,150 replicates; with these starts 14 of the 25
-    reach it (``studies/results/README_detm.md``, session 29)."""
+    mu0) / (1 - pi0)``. The intercept is the normal tilt's, ``a = -|mu_w|^2 / 2 - b'mu0``
+    (``mu_w`` whitened), not the empirical normaliser of the grid's starts: with tilts this
+    large that rests on a few source points. (Either fixed 14 of the 25 misses above, not
+    the same 14: which maximum Newton reaches from a start this far out is fragile.)"""
     Zs, Zt = data.Z[: data.n], data.Z[data.n:]
     mu0 = Zs.mean(axis=0)
     lam, E = np.linalg.eigh(np.atleast_2d(np.cov(Zs, rowvar=False)))
     W = E / np.sqrt(np.maximum(lam, _MOMENT_VAR_FLOOR))   # whitening: w = W'(z - mu0)
     centre = W.T @ (Zt.mean(axis=0) - mu0)
-    out = []
+
+    def theta(means):
+        out = []
+        for mu in means:  # None: the source itself
+            b = np.zeros(data.p) if mu is None else W @ mu
+            out += [0.0 if mu is None else -0.5 * mu @ mu - b @ mu0, b]
+        return np.r_[out[0], out[1], out[2], out[3]]
+
     if restricted:
-        for pi0 in MOMENT_SHARES:
-            out.append((f"moments, pi0={pi0:g}",
-                        _normal_start(data, pi0, mu0, W, (None, centre / (1 - pi0)))))
-        return out
+        return [(f"moments, pi0={pi0:g}", pi0, 1, theta((None, centre / (1 - pi0))))
+                for pi0 in shares]
     Dt = (Zt - Zt.mean(axis=0)) @ W
     ev, U = np.linalg.eigh(np.atleast_2d(Dt.T @ Dt / (data.m - 1)))
     excess, u = max(ev[-1] - 1.0, 1e-3), U[:, -1]
-    for pi0 in MOMENT_SHARES:
+    out = []
+    for pi0 in shares:
         for sign in (1, -1):
-            if pi0 > 0.5 or (pi0 == 0.5 and sign < 0):
-                continue  # the mirror image of a start already made
             d = sign * np.sqrt(excess / (pi0 * (1 - pi0))) * u
-            out.append((f"moments, pi0={pi0:g}, split {'+' if sign > 0 else '-'}",
-                        _normal_start(data, pi0, mu0, W,
-                                      (centre + (1 - pi0) * d, centre - pi0 * d))))
+            out.append((f"moments, pi0={pi0:g}, split {'+' if sign > 0 else '-'}", pi0, sign,
+                        theta((centre + (1 - pi0) * d, centre - pi0 * d))))
     return out
-
-
-def _normal_start(data, pi0, mu0, W, means) -> np.ndarray:
-    """The start ``(s1, b1, s2, b2)`` of components with the given whitened means (None: the
-    source itself): ``b = W mu_w`` and the normal tilt's intercept ``a = -|mu_w|^2 / 2 -
-    b'mu0``, not its empirical normaliser as in the grid's starts: with tilts this large
-    that rests on a few source points. (Either fixed 14 of the 25 misses above, not the
-    same 14: which maximum Newton reaches from a start this far out is fragile.)"""
-    theta = []
-    for mu in means:
-        if mu is None:
-            theta += [0.0, np.zeros(data.p)]
-        else:
-            b = W @ mu
-            theta += [-0.5 * mu @ mu - b @ mu0, b]
-    return v_from(data, False, np.r_[theta[0], theta[1], theta[2], theta[3]], pi0)
 
 
 def pi_of_v(data, v) -> float:
