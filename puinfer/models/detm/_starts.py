@@ -1,8 +1,9 @@
 """The search for the global maximum of the DETM/SETM empirical likelihood.
 
 Newton's method on the binary-regression form of the profile log-EL with pi free (route 1 of
-:mod:`._el`) from deterministic starts: the SETM solution and a grid of pi and tilts; the best
-is kept and every run is reported. Above twice ``SUBSAMPLE_SIZE`` rows the starts run on a
+:mod:`._el`) from deterministic starts: the SETM solution, a grid of pi and tilts along the
+logistic slope, and tilts from the samples' moments at five shares; the best is kept and every
+run is reported. Above twice ``SUBSAMPLE_SIZE`` rows the starts run on a
 seeded subsample first and its best maxima start the fit on the full data.
 """
 
@@ -118,16 +119,16 @@ _MOMENT_VAR_FLOOR = 0.05
 
 def moment_starts(data, restricted: bool) -> list:
     """Starts ``(label, v)`` from the moments of the two samples (:func:`moment_thetas`) at
-    the shares :data:`MOMENT_SHARES`, mirror images left out. Why (issue 19): the grid's
-    tilts are all multiples of one logistic slope, which points at neither component when pi
-    is far from 1/2. At pi = 0.7, n = m = 1000 the fits from the grid missed the maximum that
+    the shares :data:`MOMENT_SHARES` (DETM: mirror images left out). Why (issue 19): the
+    grid's tilts are all multiples of one logistic slope, which points at neither component
+    when pi is far from 1/2. At pi = 0.7, n = m = 1000 the fits from the grid missed the maximum that
     a polished independent start (the truth, random starts) reached in 25 of 1,150
     replicates; with these starts 14 of the 25 reach it (``studies/results/README_detm.md``,
     session 29)."""
     out = []
     for label, pi0, sign, theta in moment_thetas(data, restricted, MOMENT_SHARES):
-        if pi0 > 0.5 or (pi0 == 0.5 and sign < 0):
-            continue  # the mirror image (1 - pi0, -sign) of a start already made
+        if not restricted and (pi0 > 0.5 or (pi0 == 0.5 and sign < 0)):
+            continue  # DETM: the mirror image (1 - pi0, -sign) of a start already made
         out.append((label, v_from(data, False, theta, pi0)))
     return out
 
