@@ -160,7 +160,7 @@ class PiProfiler:
         sweep misses (without the inward chain the upper limit on SAR seed 12000001 moves
         in from 0.832 to 0.742); where they join, the second chain's runs merge into the
         first's. The moment starts reach branches that both chains miss (issue 19, session
-        29: 4 of 10 remaining search misses at n = m = 1000, pi = 0.7). Above twice
+        29: 4 of the 9 search misses left at n = m = 1000, pi = 0.7). Above twice
         ``SUBSAMPLE_SIZE`` rows the skeleton is the subsample's: its solutions are starts
         only, each run on the full data (from the subsample, as the fit's starts are)."""
         if self._sub is not None:
