@@ -121,10 +121,10 @@ def moment_starts(data, restricted: bool) -> list:
     """Starts ``(label, v)`` from the moments of the two samples (:func:`moment_thetas`) at
     the shares :data:`MOMENT_SHARES` (DETM: mirror images left out). Why (issue 19): the
     grid's tilts are all multiples of one logistic slope, which points at neither component
-    when pi is far from 1/2. At pi = 0.7, n = m = 1000 the fits from the grid missed the maximum that
-    a polished independent start (the truth, random starts) reached in 25 of 1,150
-    replicates; with these starts 14 of the 25 reach it (``studies/results/README_detm.md``,
-    session 29)."""
+    when pi is far from 1/2. At pi = 0.7, n = m = 1000 the fits from the grid missed the
+    maximum that a polished independent start (the truth, random starts) reached in 25 of
+    1,150 replicates; with these starts 14 of the 25 reach it
+    (``studies/results/README_detm.md``, session 29)."""
     out = []
     for label, pi0, sign, theta in moment_thetas(data, restricted, MOMENT_SHARES):
         if not restricted and (pi0 > 0.5 or (pi0 == 0.5 and sign < 0)):
@@ -145,8 +145,9 @@ def moment_thetas(data, restricted: bool, shares) -> list:
     S0^{-1}(mu_t - mu0)``; SETM (``mu1 = mu0``) needs only the mean, ``b2 = S0^{-1}(mean_t -
     mu0) / (1 - pi0)``. The intercept is the normal tilt's, ``a = -|mu_w|^2 / 2 - b'mu0``
     (``mu_w`` whitened), not the empirical normaliser of the grid's starts: with tilts this
-    large that rests on a few source points. (Either fixed 14 of the 25 misses above, not
-    the same 14: which maximum Newton reaches from a start this far out is fragile.)"""
+    large that rests on a few source points. (Either fixed 14 of the 25 misses of
+    :func:`moment_starts`, not the same 14: which maximum Newton reaches from a start this
+    far out is fragile.)"""
     Zs, Zt = data.Z[: data.n], data.Z[data.n:]
     mu0 = Zs.mean(axis=0)
     lam, E = np.linalg.eigh(np.atleast_2d(np.cov(Zs, rowvar=False)))

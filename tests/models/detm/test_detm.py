@@ -530,7 +530,7 @@ def test_moment_starts_recover_normal_components():
         th = theta_pi(d, restricted, v)[0]
         return th[1:5] / d.sd, th[6:10] / d.sd
 
-    # at pi0 = 0.35 (truth 0.3) the split has the true direction and a length within 5%
+    # at pi0 = 0.35 (truth 0.3) the split's two components carry the true slopes
     cand = [slopes(starts[f"moments, pi0=0.35, split {s}"]) for s in "+-"]
     c1, c2 = min(cand, key=lambda c: abs(c[0][2]))  # the labelling with 1 = positives
     assert c1 == pytest.approx(b1, abs=0.2)
