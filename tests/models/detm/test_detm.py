@@ -460,17 +460,22 @@ def _polished_truth(m, r, pi):
     return f - d.n * np.log(d.n) - d.m * np.log(d.m)  # the llf_penalized scale
 
 
+def _sar_fit_at_07(seed):
+    """The model and default fit (plain interval) of a replicate of issue 19's SAR cell."""
+    df = sar_design(1000, 1000, 0.7, p=15, rng=np.random.default_rng(seed))
+    m = pu.DETM.from_formula(FORMULA15, data=df)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return m, m.fit(pi_interval="profile")
+
+
 def test_detm_reaches_the_maximum_near_the_truth_through_the_moment_starts():
     """Issue 19's study (SAR design, n = m = 1000, pi = 0.7, seed 12000320): every start of
     the grid (tilts that are multiples of one logistic slope) and the profile probe ended at
     pi-hat 0.691 with a penalised log-EL 3.51 below the maximum Newton reaches from the true
     parameters (pi 0.692, another tilt). The moment starts reach it; the fit must be at least
     as high as the polished truth."""
-    df = sar_design(1000, 1000, 0.7, p=15, rng=np.random.default_rng(12000320))
-    m = pu.DETM.from_formula(FORMULA15, data=df)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        r = m.fit(pi_interval="profile")
+    m, r = _sar_fit_at_07(12000320)
     assert r.llf_penalized >= _polished_truth(m, r, 0.7) - 1e-6
     best = r.starts.loc[r.starts["objective"] >= r.llf_penalized - 1e-6, "start"]
     assert best.str.startswith("moments").any()
@@ -480,11 +485,7 @@ def test_skeleton_reaches_a_branch_through_the_moment_starts():
     """Seed 12000327 of the same study: the fit from every start (moment starts included)
     stopped at pi-hat 0.741, 1.54 below the maximum from the true parameters (pi 0.764). The
     skeleton's moment starts at pi = 0.75 reach that branch, and the probe refits from it."""
-    df = sar_design(1000, 1000, 0.7, p=15, rng=np.random.default_rng(12000327))
-    m = pu.DETM.from_formula(FORMULA15, data=df)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        r = m.fit(pi_interval="profile")
+    m, r = _sar_fit_at_07(12000327)
     assert r.llf_penalized >= _polished_truth(m, r, 0.7) - 1e-6
     assert r.starts["start"].iloc[-1] == "profile probe"
     assert r.pi == pytest.approx(0.764, abs=0.002)
