@@ -705,6 +705,144 @@ def worldbias(args):
     print(pd.DataFrame(rows).to_markdown(index=False, floatfmt=".4g"))
 
 
+RECHECK_KEEP = ["design", "model", "seed", "pi", "n", "p", "n_boot", "pi_hat", "lower_bootstrap",
+                "upper_bootstrap", "cutoff_bootstrap", "lower_profile", "upper_profile"]
+
+
+def recheck_direct(args):
+    """The direct runs' replicates (``--tag``) with today's fit: each replicate is refitted;
+    where pi-hat is unchanged (within 1e-8) the fitted model, hence the bootstrap world, its
+    resamples and the calibrated cut-off, are those of the stored run, so the interval is
+    today's profile at the stored cut-off (the profile itself may differ: the search finds
+    other branches); where pi-hat changed, the default interval is computed afresh (199
+    resamples). ``--validate K``: the first K unchanged replicates of each cell are also
+    computed afresh, to check that the stored cut-off is today's. Rows are appended to
+    ``results/detm_interval_recheck_raw<out>.csv`` (restartable); ``--cells`` limits the run to
+    ``design:model:pi`` cells, ``--first`` / ``--reps`` to replicates in the order of their seeds.
+
+    ``--full``: every replicate afresh, paired with the stored run on the same seed. The
+    shortcut above is not valid for the runs of sessions 23-27: a pilot (session 30) found
+    the stored cut-off reproduced on a Gamma replicate but not on SAR and SCAR DETM ones
+    with the same pi-hat (13.26 -> 13.06, 12.29 -> 11.52): since those runs, rounding-level
+    changes of the arithmetic send some resamples' refits to other local maxima."""
+    src = _load_direct(args.tag)
+    src = src[src["n"] == args.n]
+    if args.cells:
+        keep = {(d, m, float(q)) for d, m, q in (c.split(":") for c in args.cells)}
+        src = src[[(d, m, float(q)) in keep for d, m, q in
+                   zip(src["design"], src["model"], src["pi"], strict=True)]]
+    src = src.sort_values(["design", "model", "pi", "seed"])
+    r = src.groupby(["design", "model", "pi"]).cumcount()
+    src = src[(r >= args.first) & (r < args.first + args.reps)]
+    path = OUT / f"detm_interval_recheck_raw{args.out}.csv"
+    done, validated = set(), {}
+    if path.exists():
+        old = pd.read_csv(path)
+        done = set(zip(old["design"], old["model"], old["pi"].round(6), old["seed"], strict=True))
+        for (d, m, q), g in old.groupby(["design", "model", "pi"]):
+            validated[(d, m, round(q, 6))] = int((g["full"] & ~g["changed"]).sum())
+    for _, o in src.iterrows():
+        key = (o["design"], o["model"], round(o["pi"], 6))
+        if (*key, o["seed"]) in done:
+            continue
+        p = int(o.get("p", 15)) if pd.notna(o.get("p", 15)) else 15
+        df = DESIGNS[o["design"]](int(o["n"]), int(o["n"]), float(o["pi"]), p=p,
+                                  rng=np.random.default_rng(int(o["seed"])))
+        row = {f"{c}_old" if c in RECHECK_KEEP[7:] else c: o[c] for c in RECHECK_KEEP}
+        args_one = argparse.Namespace(penalty="ridge", n_boot=int(o["n_boot"]), p=p,
+                                      smooth="silverman")
+        if args.full:  # every replicate afresh (no separate fit first)
+            row.update(direct_one(getattr(pu, o["model"]), df, args_one, int(o["seed"])))
+            row.update(changed=not abs(row["pi_hat"] - o["pi_hat"]) <= 1e-8, full=True)
+            _append(path, row)
+            continue
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            t0 = time.process_time()
+            res = getattr(pu, o["model"]).from_formula(formula(p), data=df).fit(
+                pi_interval="profile")
+            row.update(pi_hat=res.pi, t_fit=time.process_time() - t0)
+        changed = not abs(res.pi - o["pi_hat"]) <= 1e-8
+        full = changed or validated.get(key, 0) < args.validate
+        row.update(changed=changed, full=full)
+        if full:
+            one = direct_one(getattr(pu, o["model"]), df, args_one, int(o["seed"]))
+            one.pop("pi_hat")
+            row.update(one)
+            if not changed:
+                validated[key] = validated.get(key, 0) + 1
+        else:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                t0 = time.process_time()
+                for method, cut in (("profile", CUT), ("bootstrap", o["cutoff_bootstrap"])):
+                    try:
+                        ci = res.profile_pi().conf_int(0.05, cut)
+                        lo = 0.0 if ci.attrs["lower_at_bound"] else ci["lower"]
+                        hi = 1.0 if ci.attrs["upper_at_bound"] else ci["upper"]
+                        row.update({f"lower_{method}": lo, f"upper_{method}": hi,
+                                    f"cutoff_{method}": cut})
+                    except ValueError as exc:
+                        row[f"error_{method}"] = str(exc)[:80]
+                row["t_profile"] = time.process_time() - t0
+        _append(path, row)
+
+
+def _append(path, row):
+    """Append ``row`` to the CSV at ``path`` (rewriting it if the row has new columns)."""
+    out = pd.DataFrame([row])
+    if path.exists():
+        cols = pd.read_csv(path, nrows=0).columns
+        if any(c not in cols for c in out.columns):
+            out = pd.concat([pd.read_csv(path), out], ignore_index=True)
+            out.to_csv(path, index=False)
+            print(row, flush=True)
+            return
+        out = out.reindex(columns=cols)
+    out.to_csv(path, mode="a", header=not path.exists(), index=False)
+    print(row, flush=True)
+
+
+def summarise_recheck(args):
+    """Per cell: replicates rechecked, how many changed pi-hat, the validation of the stored
+    cut-offs (largest difference where recomputed), and the coverage and mean width of the
+    default and the plain interval with today's fit beside the stored run's."""
+    frames = [pd.read_csv(OUT / f"detm_interval_recheck_raw{t}.csv") for t in args.tag]
+    df = pd.concat(frames, ignore_index=True)
+    rows = []
+    for (design, model, pi, n), g in df.groupby(["design", "model", "pi", "n"]):
+        val = g[g["full"] & ~g["changed"]]
+        row = {"design": design, "model": model, "pi": pi, "n = m": n, "reps": len(g),
+               "pi-hat changed": int(g["changed"].sum()),
+               "cut-off validated": len(val),
+               "max |cut-off - stored|": float((val["cutoff_bootstrap"]
+                                                 - val["cutoff_bootstrap_old"]).abs().max())
+               if len(val) else float("nan"),
+               "pi-hat mean": g["pi_hat"].mean(), "pi-hat SD": g["pi_hat"].std(ddof=1),
+               "stored pi-hat SD": g["pi_hat_old"].std(ddof=1)}
+        cov_new = (g["lower_bootstrap"] <= pi) & (pi <= g["upper_bootstrap"])
+        cov_old = (g["lower_bootstrap_old"] <= pi) & (pi <= g["upper_bootstrap_old"])
+        row["covers today only / stored only"] = (f"{int((cov_new & ~cov_old).sum())} / "
+                                                   f"{int((cov_old & ~cov_new).sum())}")
+        row["cut-off today / stored (median ratio)"] = float(
+            (g["cutoff_bootstrap"] / g["cutoff_bootstrap_old"]).median())
+        for m in ("bootstrap", "profile"):
+            for tag, suf in (("today", ""), ("stored", "_old")):
+                lo, hi = g[f"lower_{m}{suf}"], g[f"upper_{m}{suf}"]
+                cov = float(np.mean((lo <= pi) & (pi <= hi)))
+                row[f"{m} {tag}: coverage"] = cov
+                if tag == "today":
+                    row[f"{m} {tag}: MC SE"] = np.sqrt(cov * (1 - cov) / len(g))
+                row[f"{m} {tag}: mean width"] = float((hi - lo).mean())
+        rows.append(row)
+    text = _print_cells(rows)
+    if args.write:
+        (OUT / f"detm_interval_recheck{args.write}.md").write_text(
+            "# Direct cells at n = m = 1000 rechecked with today's fit\n\n"
+            "`python studies/detm_interval.py summarise-recheck --tag "
+            + " ".join(args.tag) + "`\n\n" + text + "\n")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -777,6 +915,21 @@ def main():
     sc = sub.add_parser("se-check")
     sc.add_argument("--tag", nargs="+", default=["_d", "_e", "_f_scar", "_f_scar_b",
                                                   "_f_gamma", "_g_scar"])
+    rc = sub.add_parser("recheck-direct")
+    rc.add_argument("--tag", nargs="+", default=["_d", "_e", "_f_scar", "_f_scar_b",
+                                                  "_f_gamma", "_g_scar"])
+    rc.add_argument("--cells", nargs="*", default=[], help="design:model:pi, e.g. sar:DETM:0.3")
+    rc.add_argument("--n", type=int, default=1000)
+    rc.add_argument("--validate", type=int, default=3)
+    rc.add_argument("--first", type=int, default=0, help="replicates FIRST .. FIRST + REPS - 1 "
+                    "of each cell (in the order of their seeds)")
+    rc.add_argument("--reps", type=int, default=10**6)
+    rc.add_argument("--full", action="store_true",
+                    help="every replicate's default interval afresh (paired with the stored)")
+    rc.add_argument("--out", default="")
+    sr = sub.add_parser("summarise-recheck")
+    sr.add_argument("--tag", nargs="+", default=[""])
+    sr.add_argument("--write", default=None)
     s = sub.add_parser("summarise")
     s.add_argument("--tag", nargs="+", default=[""], help="files to pool (their tags)")
     s.add_argument("--write", default=None, help="write results/detm_interval<WRITE>.md")
@@ -786,6 +939,7 @@ def main():
                 "worldbias": worldbias, "empirical": empirical,
                 "summarise-empirical": summarise_empirical,
                 "summarise-direct": summarise_direct, "se-check": se_check,
+                "recheck-direct": recheck_direct, "summarise-recheck": summarise_recheck,
                 "summarise": summarise}
     commands[args.cmd](args)
 
