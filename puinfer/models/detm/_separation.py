@@ -24,32 +24,60 @@ N_CANDIDATES = 25
 RIDGE_CHECK_MAX_N = 50_000
 
 
-def separated_target_points(Zs: np.ndarray, Zt: np.ndarray, candidates=None) -> np.ndarray:
+def separated_target_points(Zs: np.ndarray, Zt: np.ndarray, candidates=None,
+                            directions=()) -> np.ndarray:
     """Indices of target points that a hyperplane separates from *all* source points.
 
     A target point can be strictly separated from the source sample exactly when it lies
     outside the convex hull of the source points; then one tilt can run off to infinity along
     the separating direction, pushing that point's posterior to one, and the unpenalised
-    maximum of the empirical likelihood does not exist. Each candidate is checked by the
-    feasibility linear programme ``z_j = sum_i mu_i z_i, mu >= 0, sum_i mu_i = 1``.
+    maximum of the empirical likelihood does not exist. A candidate that lies beyond every
+    source point along one of ``directions`` or along its own direction from the source
+    centroid is outside (that direction's hyperplane separates it: an exact certificate);
+    each other candidate is checked by the feasibility linear programme ``z_j = sum_i mu_i
+    z_i, mu >= 0, sum_i mu_i = 1``. (The certificates save the programmes, about 8 ms each at
+    1000 source points, where they apply: the fitted tilts' slopes certified all 25
+    candidates of a SAR fit that the ridge holds, issue 17.)
 
     Parameters
     ----------
     Zs, Zt : source and target features.
     candidates : indices of target points to check (default: all).
+    directions : sequence of (p,) arrays, optional
+        Directions to try as certificates first (e.g. the fitted tilts' slopes).
     """
     from scipy.optimize import linprog
 
     n = Zs.shape[0]
-    A_eq = np.vstack([Zs.T, np.ones((1, n))])
     cand = np.arange(len(Zt)) if candidates is None else np.asarray(candidates, dtype=int)
+    if cand.size == 0:
+        return cand
+    Zc = Zt[cand]
+    # certificates: a candidate projected beyond the largest projection of the source points
+    # (by more than rounding) along a shared direction or its own one from the centroid
+    own = Zc - Zs.mean(axis=0)
+    beyond = np.einsum("kj,kj->k", Zc, own) > _margin(Zs @ own.T)
+    dirs = [np.asarray(d, dtype=float) for d in directions if np.any(d)]
+    if dirs:
+        D = np.column_stack(dirs)
+        beyond |= np.any(Zc @ D > _margin(Zs @ D), axis=1)
+    A_eq = np.vstack([Zs.T, np.ones((1, n))])
     out = []
-    for j in cand:
+    for j, certified in zip(cand, beyond, strict=True):
+        if certified:
+            out.append(j)
+            continue
         res = linprog(np.zeros(n), A_eq=A_eq, b_eq=np.r_[Zt[j], 1.0], bounds=(0, None),
                       method="highs")
         if res.status == 2:  # infeasible: outside the hull
             out.append(j)
     return np.asarray(out, dtype=int)
+
+
+def _margin(proj: np.ndarray) -> np.ndarray:
+    """Per column of source projections: their maximum plus a rounding margin (a point on
+    the hull's face is not certified; the linear programme decides it)."""
+    return proj.max(axis=0) + 1e-9 * (1.0 + np.abs(proj).max(axis=0))
 
 
 def ridge_binding(data, restricted: bool, v: np.ndarray) -> bool:
@@ -124,7 +152,7 @@ def check_separation(data, restricted: bool, name: str, c: float, check, v: np.n
     logP0_t = -np.logaddexp(0, np.logaddexp(s1 + Zt @ b1, s2 + Zt @ b2))
     # candidates: the target points the fit pushes furthest from the source
     cand = np.argsort(logP0_t)[:N_CANDIDATES]
-    sep = separated_target_points(Zs, Zt, cand)
+    sep = separated_target_points(Zs, Zt, cand, directions=(b1, b2))
     if not diverging or (c and binding is False):
         return sep, binding, None  # large slopes, but the unpenalised maximum exists
     return sep, binding, _message(name, c, big, sep, len(cand), binding)

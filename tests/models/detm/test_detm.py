@@ -348,6 +348,37 @@ class TestSeparation:
 
         assert separated_target_points(src, tgt).tolist() == [1]
 
+    def test_hull_check_certificates_agree_with_the_linear_programme(self, monkeypatch):
+        # the direction certificates must give exactly the set the feasibility LP gives
+        # (checked here by a plain LP per point), and save the LP where they apply
+        from scipy import optimize
+
+        from puinfer.models.detm import separated_target_points
+
+        rng = np.random.default_rng(7)
+        src = rng.normal(size=(300, 4))
+        u = rng.normal(size=(60, 4))
+        u /= np.linalg.norm(u, axis=1, keepdims=True)
+        # radii from well inside to well outside the sample's hull (max radius ~ 4)
+        tgt = u * rng.uniform(0.5, 6.0, size=(60, 1))
+        A_eq = np.vstack([src.T, np.ones((1, len(src)))])
+        expected = [j for j in range(len(tgt)) if optimize.linprog(
+            np.zeros(len(src)), A_eq=A_eq, b_eq=np.r_[tgt[j], 1.0], bounds=(0, None),
+            method="highs").status == 2]
+        assert 10 < len(expected) < 50  # both kinds present
+        calls = []
+        real = optimize.linprog
+        monkeypatch.setattr(optimize, "linprog", lambda *a, **k: calls.append(1) or real(*a, **k))
+        d = np.array([1.0, 0.0, 0.0, 0.0])
+        got = separated_target_points(src, tgt, directions=[d, np.zeros(4)])
+        assert got.tolist() == expected
+        assert len(calls) < len(tgt)  # some were certified without the LP
+        # a point beyond every source point along d is certified, whatever its own direction
+        far = np.array([[src[:, 0].max() + 1.0, 0.0, 0.0, 0.0]])
+        calls.clear()
+        assert separated_target_points(src, far, directions=[d]).tolist() == [0]
+        assert calls == []
+
 
 class TestBadInput:
     @pytest.fixture
