@@ -602,8 +602,7 @@ class DaskTiltData:
         ok, step_full = not act.any(), np.zeros(2)
         rel = 1e-14 if strict else 1e-7
         # a tilt above (or below) 1 at every row: no weights p_i > 0 satisfy its constraint
-        # sum_i p_i (w_i - 1) = 0, and -sum log D is unbounded below (solve_lambda then ends
-        # unconverged after its iterations; here without spending a pass on each)
+        # sum_i p_i (w_i - 1) = 0, and -sum log D is unbounded below (as in solve_lambda)
         one_sided = act & ((S["min_zs"] >= 0) | (S["max_zs"] <= 0))
         if one_sided.any():
             out = (False, lam, np.zeros(2), act, S)

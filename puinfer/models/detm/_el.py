@@ -219,6 +219,13 @@ def _solve_lambda_z(z1, z2, lam0, maxiter=100):
         return np.zeros(2), np.ones(len(z1)), True, active
     zs = [z for z, a in zip((z1, z2), active, strict=True) if a]
     lam = np.asarray(lam0, dtype=float)[active].copy()
+    if any(z.min() >= 0 or z.max() <= 0 for z in zs):
+        # a tilt on one side of 1 at every row: no weights on the simplex meet its constraint
+        # (11) and -sum log(1 + lambda'z) falls without bound; Newton would double lambda up
+        # to maxiter times before failing (e.g. every start of a fit where target = source)
+        lam_full = np.zeros(2)
+        lam_full[active] = lam
+        return lam_full, np.ones(len(z1)), False, active
     k = len(zs)
     D = 1.0 + zs[0] * lam[0] if k == 1 else 1.0 + zs[0] * lam[0] + zs[1] * lam[1]
     if D.min() <= 0:
@@ -229,6 +236,11 @@ def _solve_lambda_z(z1, z2, lam0, maxiter=100):
     H = np.empty((k, k))
     g = np.empty(k)
     for _ in range(maxiter):
+        if obj < 0 and D.min() >= 1:
+            # lambda'z_i >= 0 at every row, > 0 at some: no p_i > 0 meet (11) (their
+            # weighted sum of lambda'z_i would be positive), and -sum log(1 + s lambda'z_i)
+            # falls without bound as s grows; Newton would double lambda until maxiter
+            break
         r = [z / D for z in zs]
         for a in range(k):
             g[a] = -r[a].sum()

@@ -227,3 +227,28 @@ def test_free_objective_memo_reuses_the_line_search_point_bitwise():
     other = _el.free_objective(v + 0.1, Z, y, c, 2, X1, memo=memo)
     assert other[0] == _el.free_objective(v + 0.1, Z, y, c, 0, X1)
     assert other[0] != fresh[0]
+
+
+def test_multiplier_solve_stops_at_once_where_eq_11_has_no_solution(monkeypatch):
+    # a tilt above 1 at every row, or lambda'z >= 0 at every row (> 0 at some): no weights
+    # p_i > 0 meet (11); the solve reports failure without Newton steps (it used to double
+    # lambda for 100 of them) and still solves a feasible system to rounding
+    from puinfer.models.detm import _el
+
+    steps = []
+    real = _el._solve_small
+    monkeypatch.setattr(_el, "_solve_small", lambda H, b: steps.append(1) or real(H, b))
+    rng = np.random.default_rng(3)
+    z = rng.uniform(0.1, 2.0, 50)
+    lam, D, ok, _ = _el._solve_lambda_z(z - 0.5, z, np.zeros(2))  # second tilt > 1 everywhere
+    assert not ok and steps == []
+    # both tilts cross 1, but z1 + z2 = 0.2 at every row: from lambda = (1, 1), D = 1.2
+    z1 = rng.uniform(-0.5, 1.0, 50)
+    assert (0.2 - z1).min() < 0 < (0.2 - z1).max()
+    lam, D, ok, _ = _el._solve_lambda_z(z1, 0.2 - z1, np.array([1.0, 1.0]))
+    assert not ok and steps == []
+    # feasible: both signs in each column and the origin inside their hull
+    z1, z2 = rng.normal(size=50), rng.normal(size=50)
+    lam, D, ok, _ = _el._solve_lambda_z(z1, z2, np.zeros(2))
+    assert ok and len(steps) > 0
+    assert abs(np.sum(z1 / D)) < 1e-10 and abs(np.sum(z2 / D)) < 1e-10
