@@ -11,32 +11,41 @@ import os
 import sys
 import warnings
 
-sys.path.insert(0, "studies")
-os.environ["OPENBLAS_NUM_THREADS"]="1"
-import numpy as np
-from detm_interval import DESIGNS, formula, independent, true_v
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-import puinfer as pu
-from puinfer.models.detm._starts import _setm_index
+import numpy as np  # noqa: E402
+from detm_interval import DESIGNS, formula, independent, true_v  # noqa: E402
 
-warnings.simplefilter("ignore")
-cases=[("sar","DETM",0.7,82000022),("scar","SETM",0.7,182000228),("scar","SETM",0.7,112000112),("scar","SETM",0.7,112000141),("scar","SETM",0.7,112000362),("sar","DETM",0.7,12000221),("sar","DETM",0.7,12000311)]
-if len(sys.argv)>1: cases=cases[int(sys.argv[1])::2]
-p=15; n=1000
-for design, mname, pi, seed in cases:
-    rng=np.random.default_rng(seed)
-    df=DESIGNS[design](n,n,pi,p=p,rng=rng)
-    restricted = mname=="SETM"
-    model=getattr(pu,mname).from_formula(formula(p), data=df)
-    res=model.fit(pi_interval="profile"); data=model.data; c=res.penalty_strength
-    tv=true_v(data,pi,p,design,restricted)
-    f_t,pi_t,_=independent(res,data,[("truth",tv)],restricted)
-    out=[f"{design} {mname} {seed}: fit {res.llf_penalized:.3f} pi {res.pi:.3f} | truth {f_t:.3f} pi {pi_t:.3f} |"]
-    for k in (4,16,64):
-        rk=model.fit(penalty=k*c, pi_interval="profile", probe=False)
-        v=np.asarray(rk._fit.v)
-        st=[("h", v[_setm_index(p)] if restricted else v)]
-        if not restricted: st.append(("hm", np.r_[v[p+1:], v[:p+1]]))
-        f_h,pi_h,lab=independent(res,data,st,restricted)
-        out.append(f"x{k}: {f_h:.3f} pi {pi_h:.3f} ({f_h-res.llf_penalized:+.3f})")
-    print(" ".join(out), flush=True)
+import puinfer as pu  # noqa: E402
+from puinfer.models.detm._starts import _setm_index  # noqa: E402
+
+CASES = [("sar", "DETM", 82000022), ("scar", "SETM", 182000228), ("scar", "SETM", 112000112),
+         ("scar", "SETM", 112000141), ("scar", "SETM", 112000362), ("sar", "DETM", 12000221),
+         ("sar", "DETM", 12000311)]
+
+
+def main(cases, pi=0.7, n=1000, p=15):
+    warnings.simplefilter("ignore")
+    for design, name, seed in cases:
+        df = DESIGNS[design](n, n, pi, p=p, rng=np.random.default_rng(seed))
+        restricted = name == "SETM"
+        model = getattr(pu, name).from_formula(formula(p), data=df)
+        res = model.fit(pi_interval="profile")
+        data, c = model.data, res.penalty_strength
+        f_t, pi_t, _ = independent(res, data, [("truth", true_v(data, pi, p, design,
+                                                                 restricted))], restricted)
+        out = [f"{design} {name} {seed}: fit {res.llf_penalized:.3f} pi {res.pi:.3f} | "
+               f"truth {f_t:.3f} pi {pi_t:.3f} |"]
+        for k in (4, 16, 64):
+            v = np.asarray(model.fit(penalty=k * c, pi_interval="profile", probe=False)._fit.v)
+            starts = [("h", v[_setm_index(p)] if restricted else v)]
+            if not restricted:
+                starts.append(("h mirrored", np.r_[v[p + 1:], v[: p + 1]]))
+            f_h, pi_h, _ = independent(res, data, starts, restricted)
+            out.append(f"x{k}: {f_h:.3f} pi {pi_h:.3f} ({f_h - res.llf_penalized:+.3f})")
+        print(" ".join(out), flush=True)
+
+
+if __name__ == "__main__":
+    main(CASES[int(sys.argv[1])::2] if len(sys.argv) > 1 else CASES)
