@@ -56,7 +56,10 @@ def separated_target_points(Zs: np.ndarray, Zt: np.ndarray, candidates=None,
     # certificates: a candidate projected beyond the largest projection of the source points
     # (by more than rounding) along a shared direction or its own one from the centroid
     own = Zc - Zs.mean(axis=0)
-    beyond = np.einsum("kj,kj->k", Zc, own) > _margin(Zs @ own.T)
+    beyond = np.empty(len(cand), dtype=bool)
+    for i in range(0, len(cand), 256):  # (n x 256) projections at a time
+        o = own[i:i + 256]
+        beyond[i:i + 256] = np.einsum("kj,kj->k", Zc[i:i + 256], o) > _margin(Zs @ o.T)
     dirs = [np.asarray(d, dtype=float) for d in directions if np.any(d)]
     if dirs:
         D = np.column_stack(dirs)
