@@ -373,7 +373,7 @@ class TestSeparation:
         got = separated_target_points(src, tgt, directions=[d, np.zeros(4)])
         assert got.tolist() == expected
         assert len(calls) < len(tgt)  # some were certified without the LP
-        # a point beyond every source point along d is certified, whatever its own direction
+        # a point beyond every source point along d is certified without a linear programme
         far = np.array([[src[:, 0].max() + 1.0, 0.0, 0.0, 0.0]])
         calls.clear()
         assert separated_target_points(src, far, directions=[d]).tolist() == [0]
