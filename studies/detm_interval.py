@@ -803,6 +803,41 @@ def summarise_recheck(args):
             + " ".join(args.tag) + "`\n\n" + text + "\n")
 
 
+def compare_recheck(args):
+    """Two reruns of the same direct replicates (``recheck-direct`` at two commits, tags
+    ``--before`` and ``--after``), paired on the seed: per cell, how many changed pi-hat, how
+    many cut-offs moved with pi-hat unchanged, the coverage decisions that differ, and the
+    default interval's coverage and mean width in each."""
+    def load(tags):
+        return pd.concat([pd.read_csv(OUT / f"detm_interval_recheck_raw{t}.csv") for t in tags],
+                         ignore_index=True)
+
+    key = ["design", "model", "pi", "n", "seed"]
+    m = load(args.before).merge(load(args.after), on=key, suffixes=("_b", "_a"))
+    rows = []
+    for (design, model, pi), g in m.groupby(["design", "model", "pi"]):
+        changed = ~((g["pi_hat_a"] - g["pi_hat_b"]).abs() <= 1e-8)
+        moved = (g["cutoff_bootstrap_a"] - g["cutoff_bootstrap_b"]).abs()[~changed]
+        cov = {t: (g[f"lower_bootstrap_{t}"] <= pi) & (pi <= g[f"upper_bootstrap_{t}"])
+               for t in ("b", "a")}
+        rows.append({"cell": f"{design} {model}, pi = {pi:g}", "replicates": len(g),
+                     "pi-hat changed": int(changed.sum()),
+                     "cut-off moved > 1e-4 (same pi-hat)": int((moved > 1e-4).sum()),
+                     "covers after only / before only":
+                         f"{int((cov['a'] & ~cov['b']).sum())} / "
+                         f"{int((cov['b'] & ~cov['a']).sum())}",
+                     "coverage before": cov["b"].mean(), "coverage after": cov["a"].mean(),
+                     "mean width before": (g["upper_bootstrap_b"] - g["lower_bootstrap_b"]).mean(),
+                     "mean width after": (g["upper_bootstrap_a"] - g["lower_bootstrap_a"]).mean()})
+    text = pd.DataFrame(rows).to_markdown(index=False, floatfmt=".4g")
+    print(text)
+    if args.write:
+        (OUT / f"detm_interval_recheck{args.write}.md").write_text(
+            "# The direct cells at n = m = 1000: two reruns of the same replicates\n\n"
+            f"`python studies/detm_interval.py compare-recheck --before {' '.join(args.before)} "
+            f"--after {' '.join(args.after)} --write {args.write}`\n\n{text}\n")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -887,6 +922,10 @@ def main():
     sr = sub.add_parser("summarise-recheck")
     sr.add_argument("--tag", nargs="+", default=[""])
     sr.add_argument("--write", default=None)
+    cr = sub.add_parser("compare-recheck")
+    cr.add_argument("--before", nargs="+", required=True)
+    cr.add_argument("--after", nargs="+", required=True)
+    cr.add_argument("--write", default=None)
     s = sub.add_parser("summarise")
     s.add_argument("--tag", nargs="+", default=[""], help="files to pool (their tags)")
     s.add_argument("--write", default=None, help="write results/detm_interval<WRITE>.md")
@@ -897,6 +936,7 @@ def main():
                 "summarise-empirical": summarise_empirical,
                 "summarise-direct": summarise_direct, "se-check": se_check,
                 "recheck-direct": recheck_direct, "summarise-recheck": summarise_recheck,
+                "compare-recheck": compare_recheck,
                 "summarise": summarise}
     commands[args.cmd](args)
 
