@@ -413,7 +413,11 @@ def _newton_runs(fun, starts, maxiter, tol, method, pick=None, expand=None,
 #: (standardised scale), :data:`HOPS_PER_RADIUS` times each, and again from any higher maximum
 #: found (at most :data:`HOP_ROUNDS` rounds). On the 7 replicates at n = m = 1000, pi = 0.7
 #: where a polished independent start (the truth, random starts) beat the search of session
-#: 29, such moves from the fit reached the higher maximum in 6 (``studies/detm_hops.py``).
+#: 29, such moves from the fit reached the higher maximum in 6 (``studies/detm_hops.py``, 16
+#: moves per radius); these 32 moves per round reach it in 4. On 1,200 replicates of that
+#: study the fit is then higher in 41 and lower in 4 (a probe path that no longer reaches a
+#: maximum), and misses 1 instead of 2; 0 of 600 fresh ones (``studies/results/README_detm.md``,
+#: session 31). Cost: 11-46% of a fit at n = m = 3000-10,000.
 HOP_RADII = (2.0, 3.0, 4.0, 6.0)
 HOPS_PER_RADIUS = 8
 HOP_ROUNDS = 3
@@ -464,8 +468,10 @@ def run_starts(data, restricted: bool, c, maxiter, tol, extra_starts=(), setm_st
                grid=False, setm_runs=None) -> list:
     """Fit from every start and return the list of :class:`StartRun`.
 
-    With ``setm_start`` (large samples, bootstrap refits) SETM starts only there and DETM only
-    from the SETM solution and ``extra_starts``; ``grid=True`` (the bootstrap) adds the SETM
+    Without ``setm_start`` (the full search): the grid and moment starts, then the hops from
+    the best (:func:`_hop`; SETM's only where its runs are not given). With ``setm_start``
+    (large samples, bootstrap refits) SETM starts only there and DETM only from the SETM
+    solution and ``extra_starts``, without hops; ``grid=True`` (the bootstrap) adds the SETM
     grid and a reduced DETM grid of three starts. ``setm_runs``: the SETM runs of these same
     data and options, already computed, which DETM then does not repeat.
     """
