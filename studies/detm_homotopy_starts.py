@@ -25,16 +25,24 @@ CASES = [("sar", "DETM", 82000022), ("scar", "SETM", 182000228), ("scar", "SETM"
          ("sar", "DETM", 12000311)]
 
 
+def fit_case(design, name, seed, pi, n, p):
+    """One known miss: its model, default fit (plain interval) and the polished truth's
+    ``(objective, pi)``."""
+    df = DESIGNS[design](n, n, pi, p=p, rng=np.random.default_rng(seed))
+    restricted = name == "SETM"
+    model = getattr(pu, name).from_formula(formula(p), data=df)
+    res = model.fit(pi_interval="profile")
+    f_t, pi_t, _ = independent(res, model.data, [("truth", true_v(model.data, pi, p, design,
+                                                                  restricted))], restricted)
+    return model, res, f_t, pi_t
+
+
 def main(cases, pi=0.7, n=1000, p=15):
     warnings.simplefilter("ignore")
     for design, name, seed in cases:
-        df = DESIGNS[design](n, n, pi, p=p, rng=np.random.default_rng(seed))
         restricted = name == "SETM"
-        model = getattr(pu, name).from_formula(formula(p), data=df)
-        res = model.fit(pi_interval="profile")
+        model, res, f_t, pi_t = fit_case(design, name, seed, pi, n, p)
         data, c = model.data, res.penalty_strength
-        f_t, pi_t, _ = independent(res, data, [("truth", true_v(data, pi, p, design,
-                                                                 restricted))], restricted)
         out = [f"{design} {name} {seed}: fit {res.llf_penalized:.3f} pi {res.pi:.3f} | "
                f"truth {f_t:.3f} pi {pi_t:.3f} |"]
         for k in (4, 16, 64):

@@ -17,10 +17,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
-from detm_homotopy_starts import CASES  # noqa: E402
-from detm_interval import DESIGNS, formula, independent, true_v  # noqa: E402
+from detm_homotopy_starts import CASES, fit_case  # noqa: E402
+from detm_interval import independent  # noqa: E402
 
-import puinfer as pu  # noqa: E402
 from puinfer.models.detm import _starts  # noqa: E402
 
 RADII = (1.0, 2.0, 3.0, 4.0, 6.0, 8.0)
@@ -30,13 +29,9 @@ def main(cases, hops=16, pi=0.7, n=1000, p=15):
     warnings.simplefilter("ignore")
     _starts.HOP_ROUNDS = 0  # the fit of the search without hops
     for design, name, seed in cases:
-        df = DESIGNS[design](n, n, pi, p=p, rng=np.random.default_rng(seed))
         restricted = name == "SETM"
-        model = getattr(pu, name).from_formula(formula(p), data=df)
-        res = model.fit(pi_interval="profile")
+        model, res, f_t, pi_t = fit_case(design, name, seed, pi, n, p)
         data, f0 = model.data, res.llf_penalized
-        f_t, pi_t, _ = independent(res, data, [("truth", true_v(data, pi, p, design,
-                                                                 restricted))], restricted)
         v = np.asarray(res._fit.v)
         slopes = np.r_[p + 2:2 * p + 2] if restricted else np.r_[1:p + 1, p + 2:2 * p + 2]
         idx = _starts._setm_index(p) if restricted else np.arange(2 * p + 2)
