@@ -12,7 +12,9 @@ run at that pi is not repeated (so the skeleton's second chain stops as soon as 
 first); the interval limits are found by Newton's method on the signed root of ``R*`` with the
 profile's slope from the envelope theorem, the intermediate points from the nearest solved
 point only and the limit itself from every start (if that finds a higher branch, the search
-is repeated on it).
+is repeated on it). Above 40,000 rows a start far from the solution runs on the subsample
+first, and its maximum there is run on all rows only if it is not the subsample's image of a
+maximum already found on all rows at that pi.
 """
 
 from __future__ import annotations
@@ -96,7 +98,8 @@ class PiProfiler:
     def _sub(self):
         """Above twice ``SUBSAMPLE_SIZE`` rows, the profiler of the seeded subsample (the one
         the starts use, penalty scaled with it): a start far from the solution runs there first
-        and its solution starts the run on the full data (as the starts of the fit do)."""
+        and its solution starts the run on the full data (as the starts of the fit do), unless
+        a maximum already found there has it as its image (:meth:`_known_with_image`)."""
         d, f = self.data, self.fit
         if d.N <= 2 * SUBSAMPLE_SIZE and not getattr(d, "lazy", False):
             return None
