@@ -19,7 +19,7 @@ maximum already found on all rows at that pi.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 
 import numpy as np
@@ -146,7 +146,7 @@ class PiProfiler:
                 self._images[pi, i] = self._sub.solve(pi, s.theta)
             img = self._images[pi, i]
             if img.info.converged and np.isfinite(img.f) and _same_maximum(img, s0):
-                return FixedPiSolution(s.f, s.theta, s.info, s.H, s.dpi, merged=True)
+                return replace(s, merged=True)
         return None
 
     def refit(self, pi: float, theta0: np.ndarray):
