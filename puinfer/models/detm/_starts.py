@@ -408,18 +408,19 @@ def _newton_runs(fun, starts, maxiter, tol, method, pick=None, expand=None,
     return out
 
 
-#: Basin hopping (issue 19, session 31): after the deterministic starts, the search restarts
+#: Basin hopping (issue 19, sessions 31-32): after the deterministic starts, the search restarts
 #: from the best maximum with its slopes moved by ``N(0, (r^2 / p) I)`` for each radius ``r``
 #: (standardised scale), :data:`HOPS_PER_RADIUS` times each, and again from any higher maximum
 #: found (at most :data:`HOP_ROUNDS` rounds). On the 7 replicates at n = m = 1000, pi = 0.7
 #: where a polished independent start (the truth, random starts) beat the search of session
-#: 29, such moves from the fit reached the higher maximum in 6 (``studies/detm_hops.py``, 16
-#: moves per radius); these 32 moves per round reach it in 4. On 1,200 replicates of that
-#: study the fit is then higher in 41 and lower in 4 (a probe path that no longer reaches a
-#: maximum), and misses 1 instead of 2; 0 of 600 fresh ones (``studies/results/README_detm.md``,
-#: session 31). Cost: 11-46% of a fit at n = m = 3000-10,000.
+#: 29, such moves from the fit reached the higher maximum in 6 (``studies/detm_hops.py``).
+#: Session 31 shipped 8 moves per radius: on 1,200 replicates of that study the fit was then
+#: higher in 41 and lower in 4, and 1 miss was left in 1,800 fresh ones. 16 moves per radius
+#: (64 per round; a declared study on the same 1,800 replicates, session 32): misses 1 -> 0,
+#: fit higher in 29 and lower in 11 than with 8, fit CPU 1.26-1.36x
+#: (``studies/results/detm_search_misses_s32.md``, ``studies/results/README_detm.md``).
 HOP_RADII = (2.0, 3.0, 4.0, 6.0)
-HOPS_PER_RADIUS = 8
+HOPS_PER_RADIUS = 16
 HOP_ROUNDS = 3
 
 
