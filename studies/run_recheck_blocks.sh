@@ -1,0 +1,13 @@
+#!/bin/bash
+# usage: runrecheck.sh OUT STOP_EPOCH design:model:pi:max ...   (run from the worktree root)
+out=$1; stop=$2; shift 2
+for first in 0 10 20 30 40 50 60 70; do
+  for spec in "$@"; do
+    cell=${spec%:*}; max=${spec##*:}
+    [ "$first" -ge "$max" ] && continue
+    if [ "$(date -u +%s)" -ge "$stop" ]; then echo "stop $(date -u)"; exit 0; fi
+    PYTHONPATH=. OPENBLAS_NUM_THREADS=1 nice -n 10 python studies/detm_interval.py recheck-direct \
+      --tag _d _e _f_scar _f_scar_b _f_gamma _g_scar --n 1000 --cells "$cell" --first $first --reps 10 --out "$out"
+  done
+done
+echo "done $(date -u)"
