@@ -174,12 +174,18 @@ def penalise(grad, H, b1, b2, c):
 def _solve_small(H, b):
     """Solve the 1x1 or 2x2 positive-definite system ``H x = b`` in closed form (this runs
     thousands of times per profile, where ``numpy.linalg.solve``'s overhead dominates);
-    ``None`` if ``H`` is singular."""
+    ``None`` if ``H`` is singular.
+
+    A numerically singular 2x2 ``H`` comes from two constraint columns collinear to rounding,
+    i.e. two tilts that coincide. There eq. (11) is one constraint instead of two, and the
+    log-EL with one constraint lies above the limit of the values around it (a spike: e.g.
+    +69 on 300 rows, where the component moved by 1e-4 gives the two-constraint value); the
+    caller reports no solution (``-inf``), so no search stops on such an isolated point."""
     if H.shape[0] == 1:
         return b / H[0, 0] if H[0, 0] > 0 else None
     a, c, d = H[0, 0], H[0, 1], H[1, 1]
     det = a * d - c * c
-    # numerically singular (collinear constraints): let the caller fall back
+    # numerically singular (collinear constraints, coinciding tilts): see the docstring
     if not (a > 0 and d > 0 and det > 1e-14 * a * d):
         return None
     return np.array([d * b[0] - c * b[1], a * b[1] - c * b[0]]) / det

@@ -163,6 +163,32 @@ class TestExactness:
         detm, setm = sar_fits
         assert detm.llf >= setm.llf
 
+    def test_coinciding_tilts_have_no_solution(self):
+        # Where the two tilts coincide, eq. (11) is one constraint, not two: its log-EL lies
+        # far above the limit of the values around it (moving one component by 1e-2, 1e-3,
+        # 1e-4 converges to the two-constraint value), so a finite value there would be an
+        # isolated spike a search could stop on. The profile reports no solution instead.
+        from puinfer.models.detm import _el
+
+        rng = np.random.default_rng(0)
+        Z = rng.standard_normal((300, 2))
+        y = (rng.random(300) < 0.5).astype(float)
+        th = np.r_[-0.1, 0.5, 0.2, -0.1, 0.5, 0.2]
+        assert _el.profile_log_el(th, 0.3, Z, y, c=0.01, order=0) == -np.inf
+        near = []
+        for d in (1e-2, 1e-3, 1e-4):
+            t = th.copy()
+            t[1] += d
+            near.append(_el.profile_log_el(t, 0.3, Z, y, c=0.01, order=0))
+        assert np.all(np.isfinite(near)) and abs(near[2] - near[1]) < 0.2 * abs(near[1] - near[0])
+        # the single-constraint value at the coincidence (the tilt's own EL, with lambda the sum
+        # of the two) is far above that limit
+        eta = -0.1 + Z @ np.r_[0.5, 0.2]
+        lam, D, ok = _el.solve_lambda(eta, np.zeros(300), np.zeros(2))
+        one = (-np.log(300 * D).sum() + eta[y == 1].sum()
+               - _el.penalty(np.r_[0.5, 0.2], np.r_[0.5, 0.2], 0.01))
+        assert ok and one > near[2] + 10
+
 
 def test_large_sample_starts_reach_the_same_maximum(monkeypatch):
     # above 2 * _SUBSAMPLE_SIZE rows the starts run on a subsample first; SETM, DETM and the
