@@ -1,5 +1,9 @@
 #!/bin/bash
-# usage: runrecheck.sh OUT STOP_EPOCH design:model:pi:max ...   (run from the worktree root)
+# Issue 19's direct cells at n = m = 1000 rechecked with a given commit's code (session 33,
+# studies/results/README_detm.md): `recheck-direct` in blocks of 10 replicates going round
+# the cells, at most MAX replicates per cell, no block started after STOP_EPOCH. Run from
+# the root of a tree at the commit to check.
+# usage: run_recheck_blocks.sh OUT STOP_EPOCH design:model:pi:max ...
 out=$1; stop=$2; shift 2
 for first in 0 10 20 30 40 50 60 70; do
   for spec in "$@"; do
