@@ -348,13 +348,17 @@ class PiProfiler:
                           step=se if np.isfinite(se) and se > 0 else 0.01, derivative=self.slope)
 
     def higher_point(self):
-        """If the 95% interval search, the points beyond its limits that ``conf_int_pi``
-        checks for a second component of the confidence set, four points inside it (half and
-        one standard error from pi-hat), or any other maximum found at a fixed pi (the
-        skeleton's included) lies above the fit, the binary-regression start
-        ``v`` there, else None. (The points beyond the limits are where a maximum far from the
-        fit shows: issue 19 found one 0.18 log-EL units higher at pi = 0.68, beyond the
-        interval of a fit at pi = 0.95.)"""
+        """Where the fit should restart: ``(v, kind)``, the binary-regression start ``v``, or
+        None.
+
+        ``kind`` is ``"profile probe"`` if the 95% interval search, the points beyond its
+        limits that ``conf_int_pi`` checks for a second component of the confidence set, four
+        points inside it (half and one standard error from pi-hat), or any other maximum
+        found at a fixed pi (the skeleton's included) lies above the fit: ``v`` is the highest
+        of them. (The points beyond the limits are where a maximum far from the fit shows:
+        issue 19 found one 0.18 log-EL units higher at pi = 0.68, beyond the interval of a
+        fit at pi = 0.95.) Otherwise ``"profile climb"`` if the profile rises away from
+        pi-hat between its points (:meth:`_rise`), else None."""
         f_max = self.fit.llf_penalized
         tol = self.profile.tol * max(1.0, abs(f_max))
         try:
@@ -377,8 +381,37 @@ class PiProfiler:
         top = max(((s.f, q, s.theta) for q, sols in self._maxima.items() for s in sols),
                   key=lambda t: t[0], default=None)
         if top is not None and top[0] - f_max > tol:
-            return v_from(self.data, self.fit.restricted, top[2], top[1])
+            return v_from(self.data, self.fit.restricted, top[2], top[1]), "profile probe"
+        q = self._rise(tol)
+        if q is not None:
+            return v_from(self.data, self.fit.restricted, self.solved[q], q), "profile climb"
         return None
+
+    def _rise(self, tol: float):
+        """The pi of the highest point of the profile evaluated so far that lies above a
+        point nearer pi-hat on its side of pi-hat (None if the points fall away from pi-hat
+        on both sides).
+
+        A profile that rises away from pi-hat is not one concave branch: another branch
+        lies between the two points, and its maximum with pi free may lie above the fit
+        although no point evaluated does. (Issue 19, SAR design, n = m = 3000, seed
+        32000556: the fit at pi = 0.608, the profile -0.63 at pi = 0.657 and -0.003 at
+        0.704 (the upper limit's search) on a branch whose maximum, 0.59 above the fit at
+        pi = 0.686, the probe's points did not reach.)
+        """
+        pts: dict = {}
+        for q, v in [(q, v) for q, v, ok in self.trace if ok] + list(self.warm_values.items()):
+            if np.isfinite(v) and q in self.solved:
+                pts[q] = max(v, pts.get(q, -np.inf))
+        pi_hat, best = self.fit.pi, None
+        for side in (sorted(q for q in pts if q > pi_hat),
+                     sorted((q for q in pts if q < pi_hat), reverse=True)):
+            low = self.fit.llf_penalized
+            for q in side:  # outward from pi-hat
+                if pts[q] > low + tol and (best is None or pts[q] > pts[best]):
+                    best = q
+                low = min(low, pts[q])
+        return best
 
 
 def _same_maximum(a: FixedPiSolution, b: FixedPiSolution) -> bool:
@@ -431,7 +464,8 @@ class _PiProfile(Profile):
 
 def probe(data, fit, se_pi):
     """Check the fit against the profile of pi (:meth:`PiProfiler.higher_point`). Returns
-    ``(v, profiler)``: the start ``v`` at a point where the profile rises above the fit (None
-    if there is none) and the profiler, whose cached interval serves ``conf_int_pi``."""
+    ``(restart, profiler)``: ``(v, kind)`` for a start ``v`` where the profile rises above the
+    fit, or away from pi-hat (None if it does neither), and the profiler, whose cached
+    interval serves ``conf_int_pi``."""
     full = PiProfiler(data, fit, se_pi)
     return full.higher_point(), full

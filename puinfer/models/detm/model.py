@@ -53,7 +53,8 @@ def penalty_strength(penalty, N: int) -> float:
 def fit_data(data: TiltData, restricted: bool, *, c: float, label_rule: str, maxiter: int,
              tol: float, check_separation=None, probe=None, start_options=None, null=None):
     """Maximum empirical likelihood on ``data``: every start, then (``probe``) restarts from
-    any point where the 95% profile of pi rises above the best fit.
+    any point where the 95% profile of pi rises above the best fit, or away from pi-hat
+    (:meth:`._profile.PiProfiler.higher_point`).
 
     Returns ``(fit record, full profiler or None)``; warnings are in the record, not issued.
     ``null``: a list to which a default DETM fit appends ``(record, profiler)`` of the SETM
@@ -85,14 +86,16 @@ def fit_data(data: TiltData, restricted: bool, *, c: float, label_rule: str, max
             warnings.simplefilter("ignore")
             rec = build_record(data, restricted, name, best, runs, c=c, label_rule=label_rule,
                                check_separation_opt=check_separation, maxiter=maxiter, tol=tol)
-            v0, profiler = (probe_profile(data, rec, float(np.sqrt(rec.cov.loc["pi", "pi"])))
-                            if probe and attempt < 5 else (None, None))
-        if v0 is None:
+            restart, profiler = (probe_profile(data, rec,
+                                               float(np.sqrt(rec.cov.loc["pi", "pi"])))
+                                 if probe and attempt < 5 else (None, None))
+        if restart is None:
             break
+        v0, kind = restart
         u, f, _, _, info = newton_maximize(fun, v0[sidx] if restricted else v0,
                                            maxiter=maxiter, tol=tol,
                                            method=f"Newton ({name}, pi free)")
-        runs.append(StartRun("profile probe", expand(u), f, info))
+        runs.append(StartRun(kind, expand(u), f, info))
         if f <= best.f:
             break
         best = runs[-1]

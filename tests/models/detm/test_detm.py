@@ -10,7 +10,9 @@ from scipy.special import expit, logit
 
 import puinfer as pu
 from puinfer.exceptions import SeparationWarning
+from puinfer.inference import ProfileError
 from puinfer.models.detm import _starts
+from puinfer.models.detm._profile import PiProfiler
 from puinfer.simulate import sar_design, scar_design
 
 FORMULA15 = "labeled ~ " + " + ".join(f"x{j}" for j in range(1, 16))
@@ -597,6 +599,53 @@ def test_hops_reach_the_maximum_the_starts_miss(monkeypatch, design, model, seed
     assert r.llf_penalized > r0.llf_penalized + gain - 0.01
     hops = r.starts[r.starts["start"].str.contains("hop")]
     assert hops["objective"].max() == pytest.approx(r.llf_penalized, abs=1e-9)
+
+
+def test_probe_climbs_a_branch_the_profile_rises_to(monkeypatch):
+    """Issue 19's SAR cell at n = m = 3000, pi = 0.7, seed 32000556: every start and the
+    probe's points end at pi-hat 0.608; the upper limit's search steps onto another branch of
+    the profile (-0.003 at pi = 0.704, above the -0.63 at 0.657 nearer pi-hat) whose maximum
+    with pi free, at pi = 0.686, is 0.59 higher (the profile at the truth 0.7 was then 0.21
+    above the fit: a ``ProfileError``). The probe climbs from where the profile rises."""
+    df = sar_design(3000, 3000, 0.7, p=15, rng=np.random.default_rng(32000556))
+    m = pu.DETM.from_formula(FORMULA15, data=df)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = m.fit(pi_interval="profile")
+        monkeypatch.setattr(PiProfiler, "_rise", lambda self, tol: None)
+        r0 = m.fit(pi_interval="profile")
+    assert r0.pi == pytest.approx(0.608, abs=0.002)
+    assert r.pi == pytest.approx(0.686, abs=0.002)
+    assert r.llf_penalized > r0.llf_penalized + 0.58
+    assert r.starts["start"].iloc[-1] == "profile climb"
+    assert r.starts["objective"].iloc[-1] == pytest.approx(r.llf_penalized, abs=1e-9)
+    prof = r.profile_pi()
+    for q in (0.66, 0.68, 0.7, 0.72):  # no ProfileError: the fit is above its profile
+        assert prof.statistic(q) >= 0
+    with pytest.raises(ProfileError):
+        r0.profile_pi().statistic(0.7)
+
+
+def _profiler_with_points(points, pi_hat=0.5, f_max=0.0):
+    """A PiProfiler holding only evaluated points ``{pi: value}`` (for :meth:`_rise`)."""
+    from types import SimpleNamespace
+
+    prof = object.__new__(PiProfiler)
+    prof.fit = SimpleNamespace(pi=pi_hat, llf_penalized=f_max)
+    prof.trace = [(q, v, True) for q, v in points.items()]
+    prof.warm_values = {}
+    prof.solved = {q: None for q in points}
+    return prof
+
+
+@pytest.mark.parametrize("points, rise", [
+    ({0.4: -1.0, 0.45: -0.3, 0.55: -0.2, 0.6: -0.9}, None),       # falls away on both sides
+    ({0.4: -1.0, 0.45: -0.3, 0.55: -0.6, 0.6: -0.1}, 0.6),        # rises on the upper side
+    ({0.3: -0.2, 0.4: -0.9, 0.55: -0.6, 0.6: -0.4}, 0.3),         # both: the higher rise
+    ({0.4: -1.0, 0.45: -0.3, 0.55: -0.6, 0.6: -0.6 + 1e-9}, None),  # within the tolerance
+])
+def test_rise_finds_where_the_profile_rises_away_from_pi_hat(points, rise):
+    assert _profiler_with_points(points)._rise(1e-6) == rise
 
 
 def test_moment_starts_recover_normal_components():
