@@ -26,10 +26,10 @@ pass draws a seeded uniform sample of the rows (all of them up to
 start runs on it in memory, and its best maxima are polished by Newton's method on all rows;
 the probe (:func:`~._profile.probe`: the 95% profile interval, the points beyond it and inside
 it, a skeleton of profile solutions from the sample) then runs its checks on all rows, and
-restarts from any point where the profile rises above the fit. The final estimates are always
-a maximum of the full-data objective (never the sample's), equal to the in-memory fit on the
-same rows up to the order of the additions (tested to 1e-9 relative). :attr:`DaskTiltData.passes`
-counts the passes.
+restarts from any point where the profile rises above the fit (or away from pi-hat). The final
+estimates are always a maximum of the full-data objective (never the sample's), equal to the
+in-memory fit on the same rows up to the order of the additions (tested to 1e-9 relative).
+:attr:`DaskTiltData.passes` counts the passes.
 
 Not distributed: the bootstrap (``test_scar(reference="bootstrap")``,
 ``conf_int_pi(method="bootstrap")``: resampling rows with EL weights needs them in memory),
