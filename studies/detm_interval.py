@@ -716,7 +716,7 @@ def recheck_direct(args):
     default interval (199 resamples) afresh, paired with the stored run on the same seed. Rows
     are appended to ``results/detm_interval_recheck_raw<out>.csv`` (restartable); ``--cells``
     limits the run to ``design:model:pi`` cells, ``--first`` / ``--reps`` to replicates in the
-    order of their seeds.
+    order of their seeds, ``--seeds`` to the given seeds.
 
     Reusing a stored cut-off where pi-hat is unchanged is not exact: since the runs of
     sessions 23-27, rounding-level changes of the arithmetic send some resamples' refits to
@@ -731,6 +731,8 @@ def recheck_direct(args):
     src = src.sort_values(["design", "model", "pi", "seed"])
     r = src.groupby(["design", "model", "pi"]).cumcount()
     src = src[(r >= args.first) & (r < args.first + args.reps)]
+    if args.seeds:
+        src = src[src["seed"].isin(args.seeds)]
     path = OUT / f"detm_interval_recheck_raw{args.out}.csv"
     done = set()
     if path.exists():
@@ -889,7 +891,8 @@ def refit(args):
 
 def summarise_refit(args):
     """Per cell of ``refit``'s rows (``--tag``): replicates, how many fits changed (pi-hat
-    by more than 1e-8) and how many of those are climbs, the log-EL gained, the climbs that
+    by more than 1e-8) and whether a climb ran in them (one that ran leads the search to
+    other points, so the final fit can be a later probe's run), the log-EL gained, the climbs that
     did not change the fit, and (where the stored rows have them) the misses of the polished
     independent starts and the plain profile's coverage decisions ``R*(pi_true) <= 3.84``
     (a ``ProfileError`` counts as not covering) before and after."""
@@ -901,7 +904,11 @@ def summarise_refit(args):
         gain = g["f_fit"] - g["f_old"]
         row = {"cell": f"{design} {model}, pi = {pi:g}", "n = m": n, "replicates": len(g),
                "pi-hat changed": int(changed.sum()),
-               "of them by the climb": int((changed & g["climbed"]).sum()),
+               # without a climb run the search is the stored one: its fit must be the same
+               "of them with / without a climb run": (
+                   f"{int((changed & (g['climb_runs'] > 0)).sum())} / "
+                   f"{int((changed & (g['climb_runs'] == 0)).sum())}"),
+               "ending on the climb's run": int((changed & g["climbed"]).sum()),
                "log-EL higher / lower (> 1e-6)":
                    f"{int((gain > 1e-6).sum())} / {int((gain < -1e-6).sum())}",
                "max gain": float(gain.max()),
@@ -919,8 +926,8 @@ def summarise_refit(args):
     text = pd.DataFrame(rows).to_markdown(index=False, floatfmt=".4g")
     print(text)
     ch = df[~((df["pi_hat"] - df["pi_hat_old"]).abs() <= 1e-8)]
-    listing = ch[REFIT_KEY + ["pi_hat_old", "pi_hat", "f_old", "f_fit", "climbed",
-                              "r_true_old", "r_true"]].to_markdown(index=False, floatfmt=".6g")
+    listing = ch[REFIT_KEY + ["pi_hat_old", "pi_hat", "f_old", "f_fit", "climb_runs",
+                              "climbed", "r_true_old", "r_true"]].to_markdown(index=False, floatfmt=".6g")
     print(listing)
     if args.write:
         (OUT / f"detm_refit{args.write}.md").write_text(
@@ -1009,6 +1016,7 @@ def main():
     rc.add_argument("--first", type=int, default=0, help="replicates FIRST .. FIRST + REPS - 1 "
                     "of each cell (in the order of their seeds)")
     rc.add_argument("--reps", type=int, default=10**6)
+    rc.add_argument("--seeds", nargs="*", type=int, default=[], help="only these seeds")
     rc.add_argument("--out", default="")
     sr = sub.add_parser("summarise-recheck")
     sr.add_argument("--tag", nargs="+", default=[""])
