@@ -711,6 +711,21 @@ RECHECK_KEEP = ["design", "model", "seed", "pi", "n", "p", "n_boot", "pi_hat", "
                 "upper_bootstrap", "cutoff_bootstrap", "lower_profile", "upper_profile"]
 
 
+def _pending(src: pd.DataFrame, path):
+    """The stored replicates of ``src`` not yet in the output file ``path`` (restartable
+    reruns), each as ``(stored row, p, data regenerated from its seed)``."""
+    done = set()
+    if path.exists():
+        old = pd.read_csv(path)
+        done = set(zip(old["design"], old["model"], old["pi"].round(6), old["seed"], strict=True))
+    for _, o in src.iterrows():
+        if (o["design"], o["model"], round(o["pi"], 6), o["seed"]) in done:
+            continue
+        p = int(o["p"]) if pd.notna(o.get("p")) else 15
+        yield o, p, DESIGNS[o["design"]](int(o["n"]), int(o["n"]), float(o["pi"]), p=p,
+                                         rng=np.random.default_rng(int(o["seed"])))
+
+
 def recheck_direct(args):
     """The direct runs' replicates (``--tag``) with today's code: each replicate's fit and
     default interval (199 resamples) afresh, paired with the stored run on the same seed. Rows
@@ -734,16 +749,7 @@ def recheck_direct(args):
     if args.seeds:
         src = src[src["seed"].isin(args.seeds)]
     path = OUT / f"detm_interval_recheck_raw{args.out}.csv"
-    done = set()
-    if path.exists():
-        old = pd.read_csv(path)
-        done = set(zip(old["design"], old["model"], old["pi"].round(6), old["seed"], strict=True))
-    for _, o in src.iterrows():
-        if (o["design"], o["model"], round(o["pi"], 6), o["seed"]) in done:
-            continue
-        p = int(o["p"]) if pd.notna(o.get("p")) else 15
-        df = DESIGNS[o["design"]](int(o["n"]), int(o["n"]), float(o["pi"]), p=p,
-                                  rng=np.random.default_rng(int(o["seed"])))
+    for o, p, df in _pending(src, path):
         row = {f"{c}_old" if c in RECHECK_KEEP[7:] else c: o[c] for c in RECHECK_KEEP}
         opts = argparse.Namespace(penalty="ridge", n_boot=int(o["n_boot"]), p=p,
                                   smooth="silverman")
@@ -858,16 +864,7 @@ def refit(args):
     k, kk = (int(x) for x in args.part.split("/"))
     src = src.iloc[k::kk]
     path = OUT / f"detm_refit_raw{args.out}.csv"
-    done = set()
-    if path.exists():
-        old = pd.read_csv(path)
-        done = set(zip(old["design"], old["model"], old["pi"].round(6), old["seed"], strict=True))
-    for _, o in src.iterrows():
-        if (o["design"], o["model"], round(o["pi"], 6), o["seed"]) in done:
-            continue
-        p = int(o["p"]) if pd.notna(o.get("p")) else 15
-        df = DESIGNS[o["design"]](int(o["n"]), int(o["n"]), float(o["pi"]), p=p,
-                                  rng=np.random.default_rng(int(o["seed"])))
+    for o, p, df in _pending(src, path):
         row = {c: o[c] for c in REFIT_KEY}
         row.update(pi_hat_old=o["pi_hat"], f_old=o.get("f_fit", np.nan),
                    r_true_old=o.get("r_true", np.nan), f_indep=o.get("f_indep", np.nan))
