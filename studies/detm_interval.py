@@ -27,6 +27,7 @@ and replicates already there are skipped):
         [--pi 0.3 0.7] --reps 400 [--n 1000] [--resamples 10] [--tag _a]
     python studies/detm_interval.py more-resamples --tag _a --design scar --model SETM
     python studies/detm_interval.py summarise [--tag "" _a]   # pools the files of the tags
+    python studies/detm_interval.py summarise --tag _a --refit _r  # with refit's fits in
     python studies/detm_interval.py direct [--design sar|scar|gamma] [--model DETM SETM] \
         [--pi 0.3 0.7] --reps 400 [--n-boot 199] [--tag _d]
     python studies/detm_interval.py klse --design gauss2 --reps 400   # the label check's SE
@@ -522,6 +523,8 @@ def summarise(args):
         frames.append(f)
     df = pd.concat(frames, ignore_index=True).drop_duplicates(
         ["design", "model", "pi", "n", "seed"])
+    if args.refit:
+        df = _apply_refit(df, args.refit)
     df["ci_failed"] = df["r_true"].isna()
     rows = []
     for (design, model, pi, n), g in df.groupby(["design", "model", "pi", "n"]):
@@ -549,6 +552,15 @@ def summarise(args):
             # world bias the design does not have inflates R*_b(pi-hat) and the cut-off
             row["world bias (mean pi_b - pi-hat)"] = e.mean()
             row["design bias (mean pi-hat - pi)"] = g["pi_hat"].mean() - pi
+        if args.refit:  # the decisions today's fit changes, at this cell's cut-offs
+            old = g["r_true_stored"]
+            refitted = g["refitted"]
+            row["refitted (pi-hat changed)"] = (f"{int(refitted.sum())} "
+                                                f"({int(g['refit_changed'].sum())})")
+            for name, cut in (("warp", cut_w), ("plain", CUT)):
+                a, b = g["r_true"] <= cut, old <= cut
+                row[f"{name} covers today only / stored only"] = (
+                    f"{int((a & ~b).sum())} / {int((b & ~a).sum())}")
         for cut in (6.63, 9.0, 14.0):
             c = f"lower_{cut:g}"
             row[f"cov. at cut {cut:g}"] = float(np.mean(g["r_true"] <= cut))
@@ -578,12 +590,30 @@ def summarise(args):
               f"mean sandwich SE {kd['kl_se'].mean():.3g}")
     if args.write is not None:
         files = ", ".join(f"`detm_interval_raw{t}.csv`" for t in args.tag)
+        refit = (f" --refit {' '.join(args.refit)}" if args.refit else "")
         (OUT / f"detm_interval{args.write}.md").write_text(
             "# DETM/SETM: the search for the maximum and the interval for pi (issue 19)\n\n"
-            f"`python studies/detm_interval.py summarise --tag {' '.join(args.tag)} --write "
-            f"{args.write}` over {files}. See `README_detm.md` for the commands, commits and "
-            "the reading.\n\n" + text + "\n")
+            f"`python studies/detm_interval.py summarise --tag {' '.join(args.tag)}{refit} "
+            f"--write {args.write}` over {files}. See `README_detm.md` for the commands, "
+            "commits and the reading.\n\n" + text + "\n")
     return out
+
+
+def _apply_refit(df: pd.DataFrame, tags) -> pd.DataFrame:
+    """``df`` with pi-hat and ``R*(pi_true)`` of the replicates ``refit`` reran (its rows
+    ``detm_refit_raw<tag>.csv``) replaced by today's; the stored values are kept as
+    ``pi_hat_stored``, ``r_true_stored``. The refitted replicates' resamples (``R*_b``) and
+    interval limits stay the stored fits'."""
+    new = pd.concat([pd.read_csv(OUT / f"detm_refit_raw{t}.csv") for t in tags],
+                    ignore_index=True).drop_duplicates(REFIT_KEY)
+    m = df.merge(new[REFIT_KEY + ["pi_hat", "r_true"]], on=REFIT_KEY, how="left",
+                 suffixes=("", "_today"), indicator=True)
+    m["refitted"] = m.pop("_merge") == "both"
+    m["pi_hat_stored"], m["r_true_stored"] = m["pi_hat"], m["r_true"]
+    m["refit_changed"] = m["refitted"] & ~((m["pi_hat_today"] - m["pi_hat"]).abs() <= 1e-8)
+    for c in ("pi_hat", "r_true"):
+        m[c] = m[c].where(~m["refitted"], m.pop(f"{c}_today"))
+    return m
 
 
 def _load_direct(tags) -> pd.DataFrame:
@@ -1032,6 +1062,9 @@ def main():
     s = sub.add_parser("summarise")
     s.add_argument("--tag", nargs="+", default=[""], help="files to pool (their tags)")
     s.add_argument("--write", default=None, help="write results/detm_interval<WRITE>.md")
+    s.add_argument("--refit", nargs="*", default=[],
+                   help="with pi-hat and R*(pi_true) of the replicates in these refit files "
+                        "(detm_refit_raw<TAG>.csv) replaced by today's fits'")
     args = ap.parse_args()
     commands = {"run": run, "more-resamples": more_resamples, "direct": direct, "klse": klse,
                 "compare-direct": compare_direct,
