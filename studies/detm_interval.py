@@ -579,7 +579,8 @@ def summarise(args):
                 row[f"pi-hat SD ridge x{sc}"] = g[f"pi_hat_x{sc}"].std(ddof=1)
         rows.append(row)
     out = pd.DataFrame(rows).set_index(["design", "model", "pi", "n = m"]).T
-    text = out.to_markdown(floatfmt=".4g")
+    # (string rows make the transposed columns objects, which floatfmt does not format)
+    text = out.map(lambda v: f"{v:.4g}" if isinstance(v, float) else v).to_markdown()
     by_file = df.groupby(["file", "design", "model", "pi"]).agg(
         reps=("seed", "size"), misses=("beats", "sum"), ci_failed=("ci_failed", "sum"))
     text += "\n\nSearch misses by file (code version, see README_detm.md):\n\n" + \
