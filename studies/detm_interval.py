@@ -604,8 +604,8 @@ def summarise(args):
 def _width_at(g: pd.DataFrame, cut: float) -> float:
     """Mean width of the replicates' profile intervals at the cut-off ``cut``, interpolated
     per replicate linearly in sqrt(cut-off) between the widths recorded at 3.84 (the plain
-    interval) and at ``run``'s ``--cuts`` (exact where the profile is quadratic in pi; NaN
-    where a replicate lacks them)."""
+    interval) and at ``run``'s ``--cuts`` (exact where the profile is quadratic in pi; a
+    cut-off below 3.84 gets the plain width; NaN where a replicate lacks them)."""
     cuts = [c for c in (6.63, 9.0, 14.0) if f"lower_{c:g}" in g]
     if not cuts:
         return np.nan
