@@ -654,9 +654,42 @@ def _print_cells(rows) -> str:
     return text
 
 
+def _apply_recheck(df: pd.DataFrame, recheck, refit) -> pd.DataFrame:
+    """``df`` (direct rows) with the fit and both intervals of the replicates
+    ``recheck-direct`` reran (``detm_interval_recheck_raw<tag>.csv`` for ``recheck``) replaced
+    by today's, and the replicates whose fit ``refit`` changed (``detm_refit_raw<tag>.csv``
+    for ``refit``, pi-hat by more than 1e-8) flagged. Adds ``rechecked``, ``refit_changed``,
+    ``covers_stored`` (the stored default interval's decision) and ``covers`` (the one used)."""
+    cols = ["pi_hat", "se", "boot_se", "cutoff_bootstrap"] + [
+        f"{e}_{m}" for m in ("bootstrap", "profile") for e in ("lower", "upper")]
+    key = REFIT_KEY
+    new = pd.concat([pd.read_csv(OUT / f"detm_interval_recheck_raw{t}.csv") for t in recheck],
+                    ignore_index=True).drop_duplicates(key) if recheck else pd.DataFrame(
+                        columns=key + cols)
+    m = df.merge(new[key + cols], on=key, how="left", suffixes=("", "_today"),
+                 indicator=True)
+    m["rechecked"] = m.pop("_merge") == "both"
+    m["covers_stored"] = (m["lower_bootstrap"] <= m["pi"]) & (m["pi"] <= m["upper_bootstrap"])
+    for c in cols:
+        m[c] = m[c].where(~m["rechecked"], m.pop(f"{c}_today"))
+    m["covers"] = (m["lower_bootstrap"] <= m["pi"]) & (m["pi"] <= m["upper_bootstrap"])
+    m["refit_changed"] = False
+    if refit:
+        f = pd.concat([pd.read_csv(OUT / f"detm_refit_raw{t}.csv") for t in refit],
+                      ignore_index=True).drop_duplicates(key)
+        f = f.loc[~((f["pi_hat"] - f["pi_hat_old"]).abs() <= 1e-8), key].assign(_c=True)
+        m = m.merge(f, on=key, how="left")
+        m["refit_changed"] = m.pop("_c").eq(True)
+    return m
+
+
 def summarise_direct(args):
-    """Coverage, width and time of the plain and the bootstrap-calibrated interval."""
+    """Coverage, width and time of the plain and the bootstrap-calibrated interval; with
+    ``--recheck`` / ``--refit``, today's rechecked replicates in place of the stored ones
+    (``_apply_recheck``) and the decisions that differ."""
     df = _load_direct(args.tag)
+    if args.recheck or args.refit:
+        df = _apply_recheck(df[df["n"] == 1000], args.recheck, args.refit)
     rows = []
     for (design, model, pi, n), g in df.groupby(["design", "model", "pi", "n"]):
         row = {"design": design, "model": model, "pi": pi, "n = m": n, "reps": len(g),
@@ -670,8 +703,23 @@ def summarise_direct(args):
                         f"{m}: CPU s": g[f"t_{m}"].mean()})
         row["bootstrap cut-off mean"] = g["cutoff_bootstrap"].mean()
         row["fit CPU s"] = g["t_fit"].mean()
+        if "covers" in g:
+            row["stored: coverage"] = g["covers_stored"].mean()
+            row["refit: pi-hat changed"] = int(g["refit_changed"].sum())
+            row["of them not rechecked"] = int((g["refit_changed"] & ~g["rechecked"]).sum())
+            row["rechecked"] = int(g["rechecked"].sum())
+            row["covers today only / stored only"] = (
+                f"{int((g['covers'] & ~g['covers_stored']).sum())} / "
+                f"{int((g['covers_stored'] & ~g['covers']).sum())}")
         rows.append(row)
-    return _print_cells(rows)
+    text = _print_cells(rows)
+    if args.write:
+        flags = "".join(f" --{k} " + " ".join(v) for k, v in
+                        (("tag", args.tag), ("recheck", args.recheck), ("refit", args.refit)) if v)
+        (OUT / f"detm_interval_direct{args.write}.md").write_text(
+            "# The direct cells\n\n`python studies/detm_interval.py summarise-direct"
+            f"{flags} --write {args.write}`\n\n{text}\n")
+    return text
 
 
 def se_check(args):
@@ -1049,6 +1097,11 @@ def main():
     cd.add_argument("--other", nargs="+", default=["_h0_sar", "_h0_scar"])
     sd = sub.add_parser("summarise-direct")
     sd.add_argument("--tag", nargs="+", default=["_d"])
+    sd.add_argument("--recheck", nargs="*", default=[],
+                    help="recheck-direct tags whose rows replace the stored ones (n = 1000)")
+    sd.add_argument("--refit", nargs="*", default=[],
+                    help="refit tags: count the changed fits and those not rechecked")
+    sd.add_argument("--write", default=None)
     sc = sub.add_parser("se-check")
     sc.add_argument("--tag", nargs="+", default=["_d", "_e", "_f_scar", "_f_scar_b",
                                                   "_f_gamma", "_g_scar"])
