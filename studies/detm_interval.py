@@ -821,6 +821,15 @@ def _pending(src: pd.DataFrame, path):
                                          rng=np.random.default_rng(int(o["seed"])))
 
 
+def _in_cells(src: pd.DataFrame, cells) -> pd.DataFrame:
+    """The rows of ``src`` in the ``design:model:pi`` cells ``cells`` (all if none)."""
+    if not cells:
+        return src
+    keep = {(d, m, float(q)) for d, m, q in (c.split(":") for c in cells)}
+    return src[[(d, m, float(q)) in keep for d, m, q in
+                zip(src["design"], src["model"], src["pi"], strict=True)]]
+
+
 def recheck_direct(args):
     """The direct runs' replicates (``--tag``) with today's code: each replicate's fit and
     default interval (199 resamples) afresh, paired with the stored run on the same seed. Rows
@@ -834,10 +843,7 @@ def recheck_direct(args):
     moved by more than 1e-4 in 52 of 980 replicates, 47 of them in the SAR cells)."""
     src = _load_direct(args.tag)
     src = src[src["n"] == args.n]
-    if args.cells:
-        keep = {(d, m, float(q)) for d, m, q in (c.split(":") for c in args.cells)}
-        src = src[[(d, m, float(q)) in keep for d, m, q in
-                   zip(src["design"], src["model"], src["pi"], strict=True)]]
+    src = _in_cells(src, args.cells)
     src = src.sort_values(["design", "model", "pi", "seed"])
     r = src.groupby(["design", "model", "pi"]).cumcount()
     src = src[(r >= args.first) & (r < args.first + args.reps)]
@@ -951,11 +957,14 @@ def refit(args):
     ``--files`` (CSV names under results/ with design, model, pi, n, seed and the stored
     fit's pi_hat, ideally its f_fit), the default fit (``pi_interval="profile"``) afresh --
     pi-hat, penalised log-EL, whether today's fit is a run of the probe's climb (``"profile
-    climb"``) and ``R*(pi_true)`` of its plain profile -- beside the stored values. Rows go to
-    ``results/detm_refit_raw<out>.csv`` (restartable); ``--part k/K`` runs every K-th
-    replicate from the k-th (for K processes)."""
+    climb"``), the runs of the probe (``"profile ..."``), ``R*(pi_true)`` of its plain
+    profile and ``R*`` at the stored pi-hat (a ``ProfileError`` there: the stored fit was
+    higher) -- beside the stored values. Rows go to ``results/detm_refit_raw<out>.csv``
+    (restartable); ``--part k/K`` runs every K-th replicate from the k-th (for K processes),
+    ``--cells`` only the given ``design:model:pi`` cells."""
     src = pd.concat([_with_design(pd.read_csv(OUT / f)) for f in args.files], ignore_index=True)
     src = src.drop_duplicates(REFIT_KEY).sort_values(REFIT_KEY).reset_index(drop=True)
+    src = _in_cells(src, args.cells)
     k, kk = (int(x) for x in args.part.split("/"))
     src = src.iloc[k::kk]
     path = OUT / f"detm_refit_raw{args.out}.csv"
@@ -973,11 +982,18 @@ def refit(args):
             top = s.loc[s["objective"] >= res.llf_penalized - 1e-9, "start"]
             row.update(pi_hat=res.pi, f_fit=res.llf_penalized,
                        climbed=bool((top == "profile climb").any()),
-                       climb_runs=int((s["start"] == "profile climb").sum()))
+                       climb_runs=int((s["start"] == "profile climb").sum()),
+                       probe_runs=int(s["start"].str.startswith("profile").sum()))
             try:
                 row["r_true"] = res.profile_pi().statistic(float(o["pi"]))
             except ValueError as exc:
                 row.update(r_true=np.nan, ci_error=str(exc)[:80])
+            # the stored fit as an independent start: a ProfileError at its pi-hat means
+            # today's profile there is above today's fit
+            try:
+                row["r_stored"] = res.profile_pi().statistic(float(o["pi_hat"]))
+            except ValueError as exc:
+                row.update(r_stored=np.nan, stored_error=str(exc)[:80])
         _append(path, row)
 
 
@@ -987,9 +1003,21 @@ def summarise_refit(args):
     other points, so the final fit can be a later probe's run), the log-EL gained, the climbs that
     did not change the fit, and (where the stored rows have them) the misses of the polished
     independent starts and the plain profile's coverage decisions ``R*(pi_true) <= 3.84``
-    (a ``ProfileError`` counts as not covering) before and after."""
-    df = pd.concat([pd.read_csv(OUT / f"detm_refit_raw{t}.csv") for t in args.tag],
-                   ignore_index=True)
+    (a ``ProfileError`` counts as not covering) before and after. With ``--before TAGS`` the
+    "before" is an earlier ``refit`` of the same replicates (its pi-hat, log-EL, ``R*(pi_true)``)
+    instead of the stored fit."""
+    def load(tags):
+        return pd.concat([pd.read_csv(OUT / f"detm_refit_raw{t}.csv") for t in tags],
+                         ignore_index=True).drop_duplicates(REFIT_KEY)
+
+    df = load(args.tag)
+    if args.before:
+        prev = load(args.before)[REFIT_KEY + ["pi_hat", "f_fit", "r_true"]].rename(
+            columns={"pi_hat": "pi_hat_old", "f_fit": "f_old", "r_true": "r_true_old"})
+        df = df.drop(columns=["pi_hat_old", "f_old", "r_true_old"]).merge(prev, on=REFIT_KEY)
+    for c in ("stored_error", "ci_error", "probe_runs"):
+        if c not in df:
+            df[c] = np.nan
     rows = []
     for (design, model, pi, n), g in df.groupby(["design", "model", "pi", "n"]):
         changed = ~((g["pi_hat"] - g["pi_hat_old"]).abs() <= 1e-8)
@@ -1005,6 +1033,12 @@ def summarise_refit(args):
                    f"{int((gain > 1e-6).sum())} / {int((gain < -1e-6).sum())}",
                "max gain": float(gain.max()),
                "climbs run, fit unchanged": int(((g["climb_runs"] > 0) & ~changed).sum()),
+               "changed with / without a probe run": (
+                   f"{int((changed & (g['probe_runs'] > 0)).sum())} / "
+                   f"{int((changed & ~(g['probe_runs'] > 0)).sum())}")
+               if g["probe_runs"].notna().all() else "",
+               "fit below its profile at the truth / at the stored pi-hat": (
+                   f"{int(g['ci_error'].notna().sum())} / {int(g['stored_error'].notna().sum())}"),
                "mean fit CPU s": g["t_fit"].mean()}
         if g["f_indep"].notna().any():
             row["misses before / after"] = (
@@ -1022,10 +1056,11 @@ def summarise_refit(args):
                               "climbed", "r_true_old", "r_true"]].to_markdown(index=False, floatfmt=".6g")
     print(listing)
     if args.write:
+        before = f" --before {' '.join(args.before)}" if args.before else ""
         (OUT / f"detm_refit{args.write}.md").write_text(
             "# Stored fits refitted with today's code\n\n"
-            f"`python studies/detm_interval.py summarise-refit --tag {' '.join(args.tag)} "
-            f"--write {args.write}`\n\n{text}\n\nThe changed fits:\n\n{listing}\n")
+            f"`python studies/detm_interval.py summarise-refit --tag {' '.join(args.tag)}"
+            f"{before} --write {args.write}`\n\n{text}\n\nThe changed fits:\n\n{listing}\n")
 
 
 def main():
@@ -1125,9 +1160,12 @@ def main():
     rf = sub.add_parser("refit")
     rf.add_argument("--files", nargs="+", required=True)
     rf.add_argument("--part", default="0/1")
+    rf.add_argument("--cells", nargs="*", default=[], help="design:model:pi, e.g. sar:DETM:0.7")
     rf.add_argument("--out", default="")
     srf = sub.add_parser("summarise-refit")
     srf.add_argument("--tag", nargs="+", required=True)
+    srf.add_argument("--before", nargs="*", default=[],
+                     help="refit tags of an earlier refit of the same replicates (the before)")
     srf.add_argument("--write", default=None)
     s = sub.add_parser("summarise")
     s.add_argument("--tag", nargs="+", default=[""], help="files to pool (their tags)")

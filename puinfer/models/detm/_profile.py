@@ -45,6 +45,8 @@ PI_EPS = 1e-6
 #: points per side beyond the interval limits where ``conf_int_pi`` (and the fit's probe)
 #: looks for a second component of the confidence set
 OUTSIDE_POINTS = 3
+#: points of the profile evaluated between a rise and the dip before it (``higher_point``)
+RISE_POINTS = 3
 
 
 @dataclass(frozen=True)
@@ -347,18 +349,19 @@ class PiProfiler:
                           bounds=(min(lo, f.pi), max(hi, f.pi)),
                           step=se if np.isfinite(se) and se > 0 else 0.01, derivative=self.slope)
 
-    def higher_point(self):
-        """Where the fit should restart: ``(v, kind)``, the binary-regression start ``v``, or
-        None.
+    def higher_point(self) -> list:
+        """Where the fit should restart: a list of ``(v, kind)``, binary-regression starts
+        ``v`` (empty if none).
 
         ``kind`` is ``"profile probe"`` if the 95% interval search, the points beyond its
         limits that ``conf_int_pi`` checks for a second component of the confidence set, four
         points inside it (half and one standard error from pi-hat), or any other maximum
         found at a fixed pi (the skeleton's included) lies above the fit: ``v`` is the highest
-        of them. (The points beyond the limits are where a maximum far from the fit shows:
-        issue 19 found one 0.18 log-EL units higher at pi = 0.68, beyond the interval of a
-        fit at pi = 0.95.) Otherwise ``"profile climb"`` if the profile rises away from
-        pi-hat between its points (:meth:`_rise`), else None."""
+        of them, the only start. (The points beyond the limits are where a maximum far from
+        the fit shows: issue 19 found one 0.18 log-EL units higher at pi = 0.68, beyond the
+        interval of a fit at pi = 0.95.) Otherwise ``"profile climb"`` from each side of
+        pi-hat where the profile rises away from it between its points (:meth:`_rise`), the
+        higher first."""
         f_max = self.fit.llf_penalized
         tol = self.profile.tol * max(1.0, abs(f_max))
         try:
@@ -376,42 +379,59 @@ class PiProfiler:
         except ProfileError:
             pass
         except (ValueError, FloatingPointError):  # not computable: nothing to probe
-            return None
+            return []
         # every maximum found at a fixed pi, labelled or not (its mirror is labelled)
         top = max(((s.f, q, s.theta) for q, sols in self._maxima.items() for s in sols),
                   key=lambda t: t[0], default=None)
+        rises = self._rise(tol)
+        if rises and not (top is not None and top[0] - f_max > tol):
+            # the profile between each rise and the dip before it, from every start: the
+            # rising branch can peak above the fit there, out of reach of a climb from the
+            # rise (SAR design, n = m = 1000, pi = 0.7, seed 62000120: the profile rises
+            # from -1.92 at pi = 0.857 to -0.30 at 0.643 and is 0.63 above the fit at 0.68)
+            for q, dip in rises:
+                for x in np.linspace(dip, q, RISE_POINTS + 2)[1:-1]:
+                    self(float(x))
+            top = max(((s.f, q, s.theta) for q, sols in self._maxima.items() for s in sols),
+                      key=lambda t: t[0])
+            rises = self._rise(tol)
         if top is not None and top[0] - f_max > tol:
-            return v_from(self.data, self.fit.restricted, top[2], top[1]), "profile probe"
-        q = self._rise(tol)
-        if q is not None:
-            return v_from(self.data, self.fit.restricted, self.solved[q], q), "profile climb"
-        return None
+            return [(v_from(self.data, self.fit.restricted, top[2], top[1]), "profile probe")]
+        return [(v_from(self.data, self.fit.restricted, self.solved[q], q), "profile climb")
+                for q, _ in rises]
 
-    def _rise(self, tol: float):
-        """The pi of the highest point of the profile evaluated so far that lies above a
-        point nearer pi-hat on its side of pi-hat (None if the points fall away from pi-hat
-        on both sides).
+    def _rise(self, tol: float) -> list:
+        """``(pi, dip)`` pairs: on each side of pi-hat, the pi of the highest point of the
+        profile evaluated so far that lies above a point nearer pi-hat on its side, and the
+        pi of the lowest point between it and pi-hat (the higher side first; empty if the
+        points fall away from pi-hat on both sides).
 
         A profile that rises away from pi-hat is not one concave branch: another branch
         lies between the two points, and its maximum with pi free may lie above the fit
         although no point evaluated does. (Issue 19, SAR design, n = m = 3000, seed
         32000556: the fit at pi = 0.608, the profile -0.63 at pi = 0.657 and -0.003 at
         0.704 (the upper limit's search) on a branch whose maximum, 0.59 above the fit at
-        pi = 0.686, the probe's points did not reach.)
+        pi = 0.686, the probe's points did not reach.) Both sides, because a climb can return
+        to the fit: n = m = 1000, pi = 0.7, seed 62000120, the fit at 0.905 rises to -0.24 at
+        0.945 (whose climb returns to the fit) and to -0.30 at 0.643, whose branch holds a
+        maximum near 0.7 above the fit.
         """
         pts: dict = {}
         for q, v in [(q, v) for q, v, ok in self.trace if ok] + list(self.warm_values.items()):
             if np.isfinite(v) and q in self.solved:
                 pts[q] = max(v, pts.get(q, -np.inf))
-        pi_hat, best = self.fit.pi, None
+        pi_hat, out = self.fit.pi, []
         for side in (sorted(q for q in pts if q > pi_hat),
                      sorted((q for q in pts if q < pi_hat), reverse=True)):
-            low = self.fit.llf_penalized
+            low, low_q, best = self.fit.llf_penalized, pi_hat, None
             for q in side:  # outward from pi-hat
-                if pts[q] > low + tol and (best is None or pts[q] > pts[best]):
-                    best = q
-                low = min(low, pts[q])
-        return best
+                if pts[q] > low + tol and (best is None or pts[q] > pts[best[0]]):
+                    best = (q, low_q)
+                if pts[q] < low:
+                    low, low_q = pts[q], q
+            if best is not None:
+                out.append(best)
+        return sorted(out, key=lambda b: -pts[b[0]])
 
 
 def _same_maximum(a: FixedPiSolution, b: FixedPiSolution) -> bool:
@@ -464,8 +484,8 @@ class _PiProfile(Profile):
 
 def probe(data, fit, se_pi):
     """Check the fit against the profile of pi (:meth:`PiProfiler.higher_point`). Returns
-    ``(restart, profiler)``: ``(v, kind)`` for a start ``v`` where the profile rises above the
-    fit, or away from pi-hat (None if it does neither), and the profiler, whose cached
-    interval serves ``conf_int_pi``."""
+    ``(restarts, profiler)``: a list of ``(v, kind)``, starts ``v`` where the profile rises
+    above the fit, or away from pi-hat (empty if it does neither), and the profiler, whose
+    cached interval serves ``conf_int_pi``."""
     full = PiProfiler(data, fit, se_pi)
     return full.higher_point(), full

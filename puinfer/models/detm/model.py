@@ -86,19 +86,21 @@ def fit_data(data: TiltData, restricted: bool, *, c: float, label_rule: str, max
             warnings.simplefilter("ignore")
             rec = build_record(data, restricted, name, best, runs, c=c, label_rule=label_rule,
                                check_separation_opt=check_separation, maxiter=maxiter, tol=tol)
-            restart, profiler = (probe_profile(data, rec,
-                                               float(np.sqrt(rec.cov.loc["pi", "pi"])))
-                                 if probe and attempt < 5 else (None, None))
-        if restart is None:
+            restarts, profiler = (probe_profile(data, rec,
+                                                float(np.sqrt(rec.cov.loc["pi", "pi"])))
+                                  if probe and attempt < 5 else ([], None))
+        top = best
+        for v0, kind in restarts:  # the higher first; stop at the first that beats the fit
+            u, f, _, _, info = newton_maximize(fun, v0[sidx] if restricted else v0,
+                                               maxiter=maxiter, tol=tol,
+                                               method=f"Newton ({name}, pi free)")
+            runs.append(StartRun(kind, expand(u), f, info))
+            if f > best.f:
+                top = runs[-1]
+                break
+        if top is best:
             break
-        v0, kind = restart
-        u, f, _, _, info = newton_maximize(fun, v0[sidx] if restricted else v0,
-                                           maxiter=maxiter, tol=tol,
-                                           method=f"Newton ({name}, pi free)")
-        runs.append(StartRun(kind, expand(u), f, info))
-        if f <= best.f:
-            break
-        best = runs[-1]
+        best = top
     return rec, profiler
 
 

@@ -11,7 +11,7 @@ from scipy.special import expit, logit
 import puinfer as pu
 from puinfer.exceptions import SeparationWarning
 from puinfer.inference import ProfileError
-from puinfer.models.detm import _starts
+from puinfer.models.detm import _profile, _starts
 from puinfer.models.detm._profile import PiProfiler
 from puinfer.simulate import sar_design, scar_design
 
@@ -612,16 +612,50 @@ def test_probe_climbs_a_branch_the_profile_rises_to(monkeypatch):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         r = m.fit(pi_interval="profile")
-        monkeypatch.setattr(PiProfiler, "_rise", lambda self, tol: None)
+        monkeypatch.setattr(PiProfiler, "_rise", lambda self, tol: [])
         r0 = m.fit(pi_interval="profile")
     assert r0.pi == pytest.approx(0.608, abs=0.002)
     assert r.pi == pytest.approx(0.686, abs=0.002)
     assert r.llf_penalized > r0.llf_penalized + 0.58
-    assert r.starts["start"].iloc[-1] == "profile climb"
+    # the probe's points between the rise and its dip reach that branch above the fit (a
+    # "profile probe" run; with them switched off, the climb from the rise does)
+    assert r.starts["start"].iloc[-1] in ("profile probe", "profile climb")
     assert r.starts["objective"].iloc[-1] == pytest.approx(r.llf_penalized, abs=1e-9)
+    monkeypatch.undo()
+    monkeypatch.setattr(_profile, "RISE_POINTS", 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r1 = m.fit(pi_interval="profile")
+    assert r1.starts["start"].iloc[-1] == "profile climb"
+    assert r1.llf_penalized == pytest.approx(r.llf_penalized, abs=1e-6)
     prof = r.profile_pi()
     for q in (0.66, 0.68, 0.7, 0.72):  # no ProfileError: the fit is above its profile
         assert prof.statistic(q) >= 0
+    with pytest.raises(ProfileError):
+        r0.profile_pi().statistic(0.7)
+
+
+def test_probe_searches_the_profile_between_a_rise_and_its_dip(monkeypatch):
+    """Issue 19's SAR cell at n = m = 1000, pi = 0.7, seed 62000120: the search ends at pi-hat
+    0.905; the probe's profile rises from -1.92 at pi = 0.857 to -0.30 at 0.643 (below
+    pi-hat) and from -0.46 to -0.24 above it, and a climb from either point returns to a
+    maximum no higher than the fit, but between 0.643 and 0.857 the profile is 0.63 above
+    the fit at pi = 0.68 (a ``ProfileError`` at the truth 0.7). The points the probe adds
+    between each rise and its dip find that branch; the fit then reaches pi-hat 0.635, 0.90
+    higher (the maximum the package's search of session 27 had reported for this replicate).
+    """
+    df = sar_design(1000, 1000, 0.7, p=15, rng=np.random.default_rng(62000120))
+    m = pu.DETM.from_formula(FORMULA15, data=df)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = m.fit(pi_interval="profile")
+        monkeypatch.setattr(_profile, "RISE_POINTS", 0)  # climbs only
+        r0 = m.fit(pi_interval="profile")
+    assert r0.pi == pytest.approx(0.905, abs=0.002)
+    assert r.pi == pytest.approx(0.635, abs=0.002)
+    assert r.llf_penalized > r0.llf_penalized + 0.89
+    assert r.starts["start"].str.startswith("profile").any()
+    assert r.profile_pi().statistic(0.7) >= 0  # the fit is above its profile there
     with pytest.raises(ProfileError):
         r0.profile_pi().statistic(0.7)
 
@@ -639,10 +673,12 @@ def _profiler_with_points(points, pi_hat=0.5, f_max=0.0):
 
 
 @pytest.mark.parametrize("points, rise", [
-    ({0.4: -1.0, 0.45: -0.3, 0.55: -0.2, 0.6: -0.9}, None),       # falls away on both sides
-    ({0.4: -1.0, 0.45: -0.3, 0.55: -0.6, 0.6: -0.1}, 0.6),        # rises on the upper side
-    ({0.3: -0.2, 0.4: -0.9, 0.55: -0.6, 0.6: -0.4}, 0.3),         # both: the higher rise
-    ({0.4: -1.0, 0.45: -0.3, 0.55: -0.6, 0.6: -0.6 + 1e-9}, None),  # within the tolerance
+    ({0.4: -1.0, 0.45: -0.3, 0.55: -0.2, 0.6: -0.9}, []),         # falls away on both sides
+    ({0.4: -1.0, 0.45: -0.3, 0.55: -0.6, 0.6: -0.1}, [(0.6, 0.55)]),  # rises on the upper side
+    ({0.3: -0.2, 0.4: -0.9, 0.55: -0.6, 0.6: -0.4},               # both: the higher first
+     [(0.3, 0.4), (0.6, 0.55)]),
+    ({0.3: -0.2, 0.4: -0.9, 0.45: -0.5}, [(0.3, 0.4)]),           # the dip: the lowest between
+    ({0.4: -1.0, 0.45: -0.3, 0.55: -0.6, 0.6: -0.6 + 1e-9}, []),  # within the tolerance
 ])
 def test_rise_finds_where_the_profile_rises_away_from_pi_hat(points, rise):
     assert _profiler_with_points(points)._rise(1e-6) == rise
