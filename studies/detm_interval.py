@@ -57,6 +57,7 @@ from scipy import stats  # noqa: E402
 
 import puinfer as pu  # noqa: E402
 from puinfer.base.optimize import newton_maximize  # noqa: E402
+from puinfer.models.detm import _starts  # noqa: E402
 from puinfer.models.detm import bootstrap as boot  # noqa: E402
 from puinfer.models.detm._starts import _setm_index, free_fun, pi_of_v, v_from  # noqa: E402
 from puinfer.simulate import gamma_design, sar_design, scar_design  # noqa: E402
@@ -961,10 +962,15 @@ def refit(args):
     profile and ``R*`` at the stored pi-hat (a ``ProfileError`` there: the stored fit was
     higher) -- beside the stored values. Rows go to ``results/detm_refit_raw<out>.csv``
     (restartable); ``--part k/K`` runs every K-th replicate from the k-th (for K processes),
-    ``--cells`` only the given ``design:model:pi`` cells."""
+    ``--cells`` only the given ``design:model:pi`` cells, ``--reps R`` the first R replicates
+    of each cell (in the order of their seeds). ``--hop-seed S``: the search's basin hopping
+    draws its random moves with seed S instead of the package's fixed one (session 37: does
+    another set of moves find a higher maximum?)."""
+    _starts.HOP_SEED = args.hop_seed
     src = pd.concat([_with_design(pd.read_csv(OUT / f)) for f in args.files], ignore_index=True)
     src = src.drop_duplicates(REFIT_KEY).sort_values(REFIT_KEY).reset_index(drop=True)
     src = _in_cells(src, args.cells)
+    src = src[src.groupby(["design", "model", "pi", "n"]).cumcount() < args.reps]
     k, kk = (int(x) for x in args.part.split("/"))
     src = src.iloc[k::kk]
     path = OUT / f"detm_refit_raw{args.out}.csv"
@@ -1162,6 +1168,8 @@ def main():
     rf.add_argument("--part", default="0/1")
     rf.add_argument("--cells", nargs="*", default=[], help="design:model:pi, e.g. sar:DETM:0.7")
     rf.add_argument("--out", default="")
+    rf.add_argument("--reps", type=int, default=10**6, help="the first REPS of each cell")
+    rf.add_argument("--hop-seed", type=int, default=0, help="seed of the hops' random moves")
     srf = sub.add_parser("summarise-refit")
     srf.add_argument("--tag", nargs="+", required=True)
     srf.add_argument("--before", nargs="*", default=[],

@@ -601,6 +601,27 @@ def test_hops_reach_the_maximum_the_starts_miss(monkeypatch, design, model, seed
     assert hops["objective"].max() == pytest.approx(r.llf_penalized, abs=1e-9)
 
 
+def test_hops_are_seeded(monkeypatch):
+    """The same data give the same fit (the hops' moves come from :data:`_starts.HOP_SEED`),
+    and that seed is what sets the moves (a study sets another to ask whether a different
+    set of moves finds a higher maximum: studies/results/README_detm.md, session 37)."""
+    df = sar_design(300, 300, 0.3, p=3, rng=np.random.default_rng(5))
+    m = pu.DETM.from_formula("labeled ~ x1 + x2 + x3", data=df)
+
+    def hop_runs():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            s = m.fit(pi_interval="profile", probe=False).starts
+        return s[s["start"].str.contains("hop")].reset_index(drop=True)
+
+    a, b = hop_runs(), hop_runs()
+    pd.testing.assert_frame_equal(a, b)
+    assert len(a) >= _starts.HOPS_PER_RADIUS * len(_starts.HOP_RADII)
+    monkeypatch.setattr(_starts, "HOP_SEED", 1)
+    c = hop_runs()
+    assert not a["iterations"].equals(c["iterations"])
+
+
 def test_probe_climbs_a_branch_the_profile_rises_to(monkeypatch):
     """Issue 19's SAR cell at n = m = 3000, pi = 0.7, seed 32000556: every start and the
     probe's points end at pi-hat 0.608; the upper limit's search steps onto another branch of
