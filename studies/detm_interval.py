@@ -1069,6 +1069,48 @@ def summarise_refit(args):
             f"{before} --write {args.write}`\n\n{text}\n\nThe changed fits:\n\n{listing}\n")
 
 
+def summarise_best(args):
+    """The default fit against the best maximum any of several searches reached on the same
+    replicates (session 37): ``--default`` the refit tags of the default search, ``--others``
+    one comma-separated group of refit tags per other search (another hop seed, another
+    machine). Per cell, over the replicates every search ran: how many default fits lie below
+    the best known maximum (> 1e-6), which search found it, the gap and the change in pi-hat."""
+    def load(tags):
+        return pd.concat([pd.read_csv(OUT / f"detm_refit_raw{t}.csv") for t in tags],
+                         ignore_index=True).drop_duplicates(REFIT_KEY)[
+                             REFIT_KEY + ["f_fit", "pi_hat"]]
+
+    m = load(args.default)
+    names = [",".join(g) for g in (o.split(",") for o in args.others)]
+    for i, o in enumerate(args.others):
+        m = m.merge(load(o.split(",")).rename(columns={"f_fit": f"f_{i}", "pi_hat": f"pi_{i}"}),
+                    on=REFIT_KEY)
+    f_o = m[[f"f_{i}" for i in range(len(names))]].to_numpy()
+    best = np.maximum(m["f_fit"].to_numpy(), f_o.max(axis=1))
+    m["gap"] = best - m["f_fit"]
+    m["below"] = m["gap"] > 1e-6
+    pi_best = np.where(f_o.max(axis=1) > m["f_fit"], m[[f"pi_{i}" for i in range(len(names))]]
+                       .to_numpy()[np.arange(len(m)), f_o.argmax(axis=1)], m["pi_hat"])
+    m["dpi"] = np.abs(pi_best - m["pi_hat"])
+    rows = []
+    for (design, model, pi, n), g in m.groupby(["design", "model", "pi", "n"]):
+        b = g[g["below"]]
+        row = {"cell": f"{design} {model}, pi = {pi:g}", "n = m": n, "replicates": len(g),
+               "default below the best known": len(b)}
+        for i, nm in enumerate(names):
+            row[f"higher by {nm}"] = int((g[f"f_{i}"] > g["f_fit"] + 1e-6).sum())
+        row.update({"gap median / max": f"{b['gap'].median():.3g} / {b['gap'].max():.3g}"
+                    if len(b) else "", "|pi-hat change| max": b["dpi"].max() if len(b) else 0.0})
+        rows.append(row)
+    text = pd.DataFrame(rows).to_markdown(index=False, floatfmt=".3g")
+    print(text)
+    if args.write:
+        (OUT / f"detm_refit{args.write}.md").write_text(
+            "# The default fit against the best known maximum\n\n"
+            f"`python studies/detm_interval.py summarise-best --default {' '.join(args.default)}"
+            f" --others {' '.join(args.others)} --write {args.write}`\n\n{text}\n")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -1175,6 +1217,11 @@ def main():
     srf.add_argument("--before", nargs="*", default=[],
                      help="refit tags of an earlier refit of the same replicates (the before)")
     srf.add_argument("--write", default=None)
+    sb = sub.add_parser("summarise-best")
+    sb.add_argument("--default", nargs="+", required=True)
+    sb.add_argument("--others", nargs="+", required=True,
+                    help="one comma-separated group of refit tags per other search")
+    sb.add_argument("--write", default=None)
     s = sub.add_parser("summarise")
     s.add_argument("--tag", nargs="+", default=[""], help="files to pool (their tags)")
     s.add_argument("--write", default=None, help="write results/detm_interval<WRITE>.md")
@@ -1189,7 +1236,7 @@ def main():
                 "summarise-direct": summarise_direct, "se-check": se_check,
                 "recheck-direct": recheck_direct, "summarise-recheck": summarise_recheck,
                 "compare-recheck": compare_recheck, "refit": refit,
-                "summarise-refit": summarise_refit,
+                "summarise-refit": summarise_refit, "summarise-best": summarise_best,
                 "summarise": summarise}
     commands[args.cmd](args)
 
