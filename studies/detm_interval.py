@@ -57,7 +57,6 @@ from scipy import stats  # noqa: E402
 
 import puinfer as pu  # noqa: E402
 from puinfer.base.optimize import newton_maximize  # noqa: E402
-from puinfer.models.detm import _starts  # noqa: E402
 from puinfer.models.detm import bootstrap as boot  # noqa: E402
 from puinfer.models.detm._starts import _setm_index, free_fun, pi_of_v, v_from  # noqa: E402
 from puinfer.simulate import gamma_design, sar_design, scar_design  # noqa: E402
@@ -964,9 +963,8 @@ def refit(args):
     (restartable); ``--part k/K`` runs every K-th replicate from the k-th (for K processes),
     ``--cells`` only the given ``design:model:pi`` cells, ``--reps R`` the first R replicates
     of each cell (in the order of their seeds). ``--hop-seed S``: the search's basin hopping
-    draws its random moves with seed S instead of the package's fixed one (session 37: does
-    another set of moves find a higher maximum?)."""
-    _starts.HOP_SEED = args.hop_seed
+    draws its random moves with seed S (``fit(seed=S)``) instead of the default 0 (session 37:
+    does another set of moves find a higher maximum?)."""
     src = pd.concat([_with_design(pd.read_csv(OUT / f)) for f in args.files], ignore_index=True)
     src = src.drop_duplicates(REFIT_KEY).sort_values(REFIT_KEY).reset_index(drop=True)
     src = _in_cells(src, args.cells)
@@ -982,7 +980,7 @@ def refit(args):
             warnings.simplefilter("ignore")
             t0 = time.process_time()
             res = getattr(pu, o["model"]).from_formula(formula(p), data=df).fit(
-                pi_interval="profile")
+                pi_interval="profile", seed=args.hop_seed)
             row["t_fit"] = time.process_time() - t0
             s = res.starts
             top = s.loc[s["objective"] >= res.llf_penalized - 1e-9, "start"]

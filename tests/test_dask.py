@@ -350,7 +350,11 @@ def _same_tilt(r0, r1):
     if r0.label_check is not None:
         close(r0.kl_divergences, r1.kl_divergences)
         close(r0.label_check.se, r1.label_check.se)
-        assert r0.labels_swapped == r1.labels_swapped
+        close(r0.label_check.difference, r1.label_check.difference)
+        assert r0.label_check.near_tie == r1.label_check.near_tie
+        # not ``labels_swapped``: it says which of the two mirror images of the maximum the
+        # search's best run happened to reach (the labelled estimates above are the same);
+        # the Dask route starts on a subsample, and rounding decides the mirror it ends on
 
 
 @pytest.fixture(scope="module")

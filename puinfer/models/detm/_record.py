@@ -62,6 +62,7 @@ class TiltFit:
     separated_points: np.ndarray | None
     ridge_binding: bool | None
     warnings: tuple               # (category name, message)
+    seed: int = 0                 # of the search's random moves (basin hopping)
 
 
 def param_names(names) -> list:
@@ -187,7 +188,8 @@ def _starts_table(data, restricted, rule, runs, pi, record, name):
 
 
 def build_record(data, restricted: bool, name: str, best: StartRun, runs: list, *, c: float,
-                 label_rule: str, check_separation_opt, maxiter: int, tol: float):
+                 label_rule: str, check_separation_opt, maxiter: int, tol: float,
+                 seed: int = 0):
     """The :class:`TiltFit` of the best run. Warnings are collected, not issued: the caller
     issues those of the final record."""
     record: list = []
@@ -249,4 +251,4 @@ def build_record(data, restricted: bool, name: str, best: StartRun, runs: list, 
         omega=None if extra["omega"] is None else readonly(extra["omega"]), params=params, cov=cov,
         convergence=best.info, runs=tuple(runs), starts=starts, n_starts_at_best=n_at_best,
         separated_points=sep, ridge_binding=binding,
-        warnings=tuple((cat.__name__, msg) for cat, msg in record))
+        warnings=tuple((cat.__name__, msg) for cat, msg in record), seed=seed)

@@ -349,16 +349,17 @@ def subsample(data):
     return data.subset(i_s, i_t)
 
 
-def subsample_starts(data, restricted: bool, c, maxiter, tol) -> dict:
+def subsample_starts(data, restricted: bool, c, maxiter, tol, seed=0) -> dict:
     """For large samples, run every start on a fixed subsample and return the best
-    solutions as starts for the full data (deterministic: a seeded subsample)."""
+    solutions as starts for the full data (deterministic: a seeded subsample; ``seed`` is
+    that of the hops on it)."""
     sub = subsample(data)
     c_sub = c * sub.N / data.N  # same penalty relative to the log-EL
-    setm_runs = run_starts(sub, True, c_sub, maxiter, tol)
+    setm_runs = run_starts(sub, True, c_sub, maxiter, tol, seed=seed)
     setm_v = max(setm_runs, key=lambda r: r.f).v  # full (s1, b1 = 0, s2, b2)
     if restricted:
         return dict(setm_start=setm_v)
-    runs = sorted(run_starts(sub, False, c_sub, maxiter, tol), key=lambda r: -r.f)
+    runs = sorted(run_starts(sub, False, c_sub, maxiter, tol, seed=seed), key=lambda r: -r.f)
     # the best two distinct subsample maxima (by pi; a mirror image, the same maximum with
     # the components swapped, is not distinct) start the full fit
     extra, seen = [], []
@@ -422,9 +423,6 @@ def _newton_runs(fun, starts, maxiter, tol, method, pick=None, expand=None,
 HOP_RADII = (2.0, 3.0, 4.0, 6.0)
 HOPS_PER_RADIUS = 16
 HOP_ROUNDS = 3
-#: the seed of the hops' random moves: fixed, so that the same data give the same fit (a
-#: study can set another to ask whether a different set of moves finds a higher maximum)
-HOP_SEED = 0
 
 
 def _hop_starts(v, p: int, restricted: bool, rng) -> list:
@@ -441,11 +439,11 @@ def _hop_starts(v, p: int, restricted: bool, rng) -> list:
 
 
 def _hop(fun, runs, known, maxiter, tol, method, p, restricted, pick=None, expand=None,
-         prefix="") -> list:
+         prefix="", seed=0) -> list:
     """Basin hopping from the best of ``runs`` (see :data:`HOP_RADII`); the new runs, which
-    merge into the maxima of ``known`` where they reach one. Deterministic (the fixed seed
-    :data:`HOP_SEED`)."""
-    rng = np.random.default_rng(HOP_SEED)
+    merge into the maxima of ``known`` where they reach one. Deterministic: the moves are drawn
+    with ``seed`` (the fit's ``seed``)."""
+    rng = np.random.default_rng(seed)
     best = max(runs, key=lambda r: r.f)
     out = []
     for _ in range(HOP_ROUNDS if HOP_RADII and HOPS_PER_RADIUS else 0):
@@ -470,7 +468,7 @@ def _hop(fun, runs, known, maxiter, tol, method, p, restricted, pick=None, expan
 
 
 def run_starts(data, restricted: bool, c, maxiter, tol, extra_starts=(), setm_start=None,
-               grid=False, setm_runs=None) -> list:
+               grid=False, setm_runs=None, seed=0) -> list:
     """Fit from every start and return the list of :class:`StartRun`.
 
     Without ``setm_start`` (the full search): the grid and moment starts, then the hops from
@@ -478,11 +476,12 @@ def run_starts(data, restricted: bool, c, maxiter, tol, extra_starts=(), setm_st
     (large samples, bootstrap refits) SETM starts only there and DETM only from the SETM
     solution and ``extra_starts``, without hops; ``grid=True`` (the bootstrap) adds the SETM
     grid and a reduced DETM grid of three starts. ``setm_runs``: the SETM runs of these same
-    data and options, already computed, which DETM then does not repeat.
+    data and options, already computed, which DETM then does not repeat. ``seed``: of the
+    hops' random moves.
     """
     # (rows in Dask collections: always, the subsample being every row of a small sample)
     if setm_start is None and (data.N > 2 * SUBSAMPLE_SIZE or getattr(data, "lazy", False)):
-        opts = subsample_starts(data, restricted, c, maxiter, tol)
+        opts = subsample_starts(data, restricted, c, maxiter, tol, seed=seed)
         # SETM's subsample gives only its start; DETM's adds its best subsample maxima
         opts["extra_starts"] = [*extra_starts, *opts.get("extra_starts", [])]
         return run_starts(data, restricted, c, maxiter, tol, setm_runs=setm_runs, **opts)
@@ -501,7 +500,7 @@ def run_starts(data, restricted: bool, c, maxiter, tol, extra_starts=(), setm_st
                          "Newton (SETM, pi free)", known=known_r, **setm_opts)
     if setm_start is None and setm_runs is None:  # the full search: hop from its best
         new_r += _hop(fun_r, new_r, known_r, maxiter, tol, "Newton (SETM, pi free)", data.p,
-                      True, prefix="SETM ", **setm_opts)
+                      True, prefix="SETM ", seed=seed, **setm_opts)
     setm_runs = list(setm_runs or []) + new_r
     if restricted:
         return setm_runs
@@ -517,5 +516,6 @@ def run_starts(data, restricted: bool, c, maxiter, tol, extra_starts=(), setm_st
     known: list = []
     runs = _newton_runs(fun, starts, maxiter, tol, "Newton (DETM, pi free)", known=known)
     if setm_start is None:  # the full search: hop from its best
-        runs += _hop(fun, runs, known, maxiter, tol, "Newton (DETM, pi free)", data.p, False)
+        runs += _hop(fun, runs, known, maxiter, tol, "Newton (DETM, pi free)", data.p, False,
+                     seed=seed)
     return runs

@@ -51,15 +51,17 @@ def penalty_strength(penalty, N: int) -> float:
 
 
 def fit_data(data: TiltData, restricted: bool, *, c: float, label_rule: str, maxiter: int,
-             tol: float, check_separation=None, probe=None, start_options=None, null=None):
+             tol: float, check_separation=None, probe=None, start_options=None, null=None,
+             seed: int = 0):
     """Maximum empirical likelihood on ``data``: every start, then (``probe``) restarts from
     any point where the 95% profile of pi rises above the best fit, or away from pi-hat
     (:meth:`._profile.PiProfiler.higher_point`).
 
     Returns ``(fit record, full profiler or None)``; warnings are in the record, not issued.
     ``null``: a list to which a default DETM fit appends ``(record, profiler)`` of the SETM
-    fit its search starts from (SETM's default fit with the same ``c``, ``maxiter``, ``tol``:
-    the SCAR test's null fit, which the results then need not refit).
+    fit its search starts from (SETM's default fit with the same ``c``, ``maxiter``, ``tol``,
+    ``seed``: the SCAR test's null fit, which the results then need not refit). ``seed``: of
+    the search's random moves (basin hopping).
     """
     name = "SETM" if restricted else "DETM"
     if probe is None:
@@ -73,11 +75,11 @@ def fit_data(data: TiltData, restricted: bool, *, c: float, label_rule: str, max
         # DETM's (issue 19: 14 of 400 replicates of the SCAR design at n = m = 1000,
         # pi = 0.7, by up to 2.0 log-EL units)
         setm, setm_profiler = fit_data(data, True, c=c, label_rule="kl", maxiter=maxiter,
-                                       tol=tol, check_separation=None, probe=True)
+                                       tol=tol, check_separation=None, probe=True, seed=seed)
         if null is not None:
             null.append((setm, setm_profiler))
         start_options = dict(setm_runs=list(setm.runs))
-    runs = run_starts(data, restricted, c, maxiter, tol, **(start_options or {}))
+    runs = run_starts(data, restricted, c, maxiter, tol, **(start_options or {}), seed=seed)
     best = max(runs, key=lambda r: r.f)
     fun, expand = free_fun(data, c, restricted)
     sidx = np.r_[0, data.p + 1:2 * data.p + 2]
@@ -85,7 +87,8 @@ def fit_data(data: TiltData, restricted: bool, *, c: float, label_rule: str, max
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             rec = build_record(data, restricted, name, best, runs, c=c, label_rule=label_rule,
-                               check_separation_opt=check_separation, maxiter=maxiter, tol=tol)
+                               check_separation_opt=check_separation, maxiter=maxiter, tol=tol,
+                               seed=seed)
             restarts, profiler = (probe_profile(data, rec,
                                                 float(np.sqrt(rec.cov.loc["pi", "pi"])))
                                   if probe and attempt < 5 else ([], None))
@@ -278,7 +281,7 @@ class _TiltModel(Model):
 
     def fit(self, *, penalty="ridge", label_rule: str = "kl", maxiter: int = 200,
             tol: float = 1e-10, check_separation: bool | None = None,
-            probe: bool | None = None, pi_interval: str | None = None):
+            probe: bool | None = None, pi_interval: str | None = None, seed: int = 0):
         """Maximum empirical likelihood estimation.
 
         Parameters
@@ -338,6 +341,16 @@ class _TiltModel(Model):
             0.95 / 0.975 (400 replicates each), and the Wald interval of its SE covers within
             0.015 of it in each of eight cells of three designs (0.93-0.99).
 
+        seed : int
+            Seed of the random moves of the search for the global maximum (basin hopping:
+            64 moves of the best solution's slopes per round; a non-negative integer). The
+            same data and seed give the same fit. Another seed is another search: where the
+            penalised likelihood has several maxima close together, it can reach a higher
+            one (issue 19, Liu et al.'s SAR design with p = 15, n = m = 1000, pi = 0.7: seed 1
+            reached a higher maximum than seed 0 in 8 of 100 replicates, by 0.2-1.1 log-EL
+            units; ``studies/results/README_detm.md``, session 37). To check a fit, refit with
+            a few seeds and keep the one with the highest ``llf_penalized``.
+
         Returns
         -------
         DETMResults or SETMResults
@@ -367,11 +380,13 @@ class _TiltModel(Model):
         if check_separation not in (None, True, False):
             raise ValueError(f"check_separation must be None, True or False; got "
                              f"{check_separation!r}")
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+            raise ValueError(f"seed must be a non-negative integer; got {seed!r}")
         c = penalty_strength(penalty, self.data.N)
         null: list = []
         rec, profiler = fit_data(self.data, self._restricted, c=c, label_rule=label_rule,
                                  maxiter=maxiter, tol=tol, check_separation=check_separation,
-                                 probe=probe, null=null)
+                                 probe=probe, null=null, seed=int(seed))
         for cat, msg in rec.warnings:
             warnings.warn(msg, getattr(exceptions, cat), stacklevel=2)
         return self._results(rec, profiler, pi_interval, null=null[0] if null else None)

@@ -57,6 +57,8 @@ class TiltResults(LikelihoodResults):
         ``LabelAmbiguityWarning`` is issued and recorded); ``None`` for SETM.
     starts : pandas.DataFrame
         Every start: its maximised objective (scale of ``llf_penalized``), pi, convergence.
+    seed : int
+        The seed of the search's random moves (``fit(seed=...)``).
     warnings : tuple
         ``(category, message)`` of every warning of the fit and of the profile computed so far.
     pi_interval : {"bootstrap", "profile"}
@@ -93,7 +95,7 @@ class TiltResults(LikelihoodResults):
         for name in ("label_rule", "labels_swapped", "kl_divergences", "label_check",
                      "llf_method",
                      "lagrange_multipliers", "el_weights", "starts", "n_starts_at_best",
-                     "separated_points", "ridge_binding"):
+                     "separated_points", "ridge_binding", "seed"):
             setattr(self, name, getattr(fit, name))
 
     # -- estimates ------------------------------------------------------------------------
@@ -434,6 +436,7 @@ class TiltResults(LikelihoodResults):
                        if self.ridge_binding else "exists (ridge not binding)")
         s.add_info("Label rule", self.label_rule)
         s.add_info("Starts at best", f"{self.n_starts_at_best} of {len(self.starts)}")
+        s.add_info("Search seed", self.seed)
         s.add_table("Coefficients (Wald inference from the observed information, Theorem 2)",
                     coef_table(self._params.drop("pi"), self._bse.drop("pi"), 1 - alpha))
         s.add_note(f"Convergence: {self.convergence.line()}")
@@ -539,7 +542,7 @@ class DETMResults(TiltResults):
             warnings.simplefilter("ignore")
             return self.model.restricted_model().fit(
                 penalty=f.penalty_strength, maxiter=f.maxiter, tol=f.tol,
-                pi_interval=self.pi_interval)
+                pi_interval=self.pi_interval, seed=f.seed)
 
     @cached_property
     def _scar_lr(self) -> HypothesisTestResult:

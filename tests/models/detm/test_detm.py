@@ -601,25 +601,30 @@ def test_hops_reach_the_maximum_the_starts_miss(monkeypatch, design, model, seed
     assert hops["objective"].max() == pytest.approx(r.llf_penalized, abs=1e-9)
 
 
-def test_hops_are_seeded(monkeypatch):
-    """The same data give the same fit (the hops' moves come from :data:`_starts.HOP_SEED`),
-    and that seed is what sets the moves (a study sets another to ask whether a different
-    set of moves finds a higher maximum: studies/results/README_detm.md, session 37)."""
+def test_search_seed_sets_the_hops():
+    """The same data and seed give the same fit; the seed (``fit(seed=...)``, recorded on the
+    results and in the summary) is what sets the hops' random moves (another seed is another
+    search: studies/results/README_detm.md, session 37)."""
     df = sar_design(300, 300, 0.3, p=3, rng=np.random.default_rng(5))
     m = pu.DETM.from_formula("labeled ~ x1 + x2 + x3", data=df)
 
-    def hop_runs():
+    def hop_runs(**kw):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            s = m.fit(pi_interval="profile", probe=False).starts
-        return s[s["start"].str.contains("hop")].reset_index(drop=True)
+            r = m.fit(pi_interval="profile", probe=False, **kw)
+        s = r.starts
+        return r, s[s["start"].str.contains("hop")].reset_index(drop=True)
 
-    a, b = hop_runs(), hop_runs()
+    (r0, a), (_, b) = hop_runs(), hop_runs(seed=0)
     pd.testing.assert_frame_equal(a, b)
     assert len(a) >= _starts.HOPS_PER_RADIUS * len(_starts.HOP_RADII)
-    monkeypatch.setattr(_starts, "HOP_SEED", 1)
-    c = hop_runs()
+    r1, c = hop_runs(seed=1)
     assert not a["iterations"].equals(c["iterations"])
+    assert (r0.seed, r1.seed) == (0, 1)
+    assert "Search seed" in str(r1.summary()) and r1.null_fit.seed == 1
+    for bad in (-1, 1.5, "1", True):
+        with pytest.raises(ValueError, match="seed must be a non-negative integer"):
+            m.fit(seed=bad)
 
 
 def test_probe_climbs_a_branch_the_profile_rises_to(monkeypatch):
