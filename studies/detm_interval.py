@@ -940,13 +940,20 @@ def compare_recheck(args):
                      "coverage before": cov["b"].mean(), "coverage after": cov["a"].mean(),
                      "mean width before": (g["upper_bootstrap_b"] - g["lower_bootstrap_b"]).mean(),
                      "mean width after": (g["upper_bootstrap_a"] - g["lower_bootstrap_a"]).mean()})
-    text = pd.DataFrame(rows).to_markdown(index=False, floatfmt=".4g")
+    _report(rows, args.write and f"detm_interval_recheck{args.write}.md",
+            "The direct cells at n = m = 1000: two reruns of the same replicates",
+            f"compare-recheck --before {' '.join(args.before)} --after {' '.join(args.after)} "
+            f"--write {args.write}")
+
+
+def _report(rows, name, title, command, floatfmt=".4g"):
+    """Print ``rows`` as a markdown table and, if ``name``, write it to ``results/name`` under
+    ``title`` with the ``detm_interval.py`` command that made it."""
+    text = pd.DataFrame(rows).to_markdown(index=False, floatfmt=floatfmt)
     print(text)
-    if args.write:
-        (OUT / f"detm_interval_recheck{args.write}.md").write_text(
-            "# The direct cells at n = m = 1000: two reruns of the same replicates\n\n"
-            f"`python studies/detm_interval.py compare-recheck --before {' '.join(args.before)} "
-            f"--after {' '.join(args.after)} --write {args.write}`\n\n{text}\n")
+    if name:
+        (OUT / name).write_text(
+            f"# {title}\n\n`python studies/detm_interval.py {command}`\n\n{text}\n")
 
 
 REFIT_KEY = ["design", "model", "pi", "n", "seed"]
@@ -1100,13 +1107,10 @@ def summarise_best(args):
         row.update({"gap median / max": f"{b['gap'].median():.3g} / {b['gap'].max():.3g}"
                     if len(b) else "", "|pi-hat change| max": b["dpi"].max() if len(b) else 0.0})
         rows.append(row)
-    text = pd.DataFrame(rows).to_markdown(index=False, floatfmt=".3g")
-    print(text)
-    if args.write:
-        (OUT / f"detm_refit{args.write}.md").write_text(
-            "# The default fit against the best known maximum\n\n"
-            f"`python studies/detm_interval.py summarise-best --default {' '.join(args.default)}"
-            f" --others {' '.join(args.others)} --write {args.write}`\n\n{text}\n")
+    _report(rows, args.write and f"detm_refit{args.write}.md",
+            "The default fit against the best known maximum",
+            f"summarise-best --default {' '.join(args.default)} --others "
+            f"{' '.join(args.others)} --write {args.write}", floatfmt=".3g")
 
 
 def main():
