@@ -1079,13 +1079,21 @@ def summarise_best(args):
     replicates (session 37): ``--default`` the refit tags of the default search, ``--others``
     one comma-separated group of refit tags per other search (another hop seed, another
     machine). Per cell, over the replicates every search ran: how many default fits lie below
-    the best known maximum (> 1e-6), which search found it, the gap and the change in pi-hat."""
+    the best known maximum (> 1e-6), which search found it, the gap and the change in pi-hat.
+    ``--join``: comma-separated groups of refit tags of further seeds whose best, with the
+    default's, is the fit (a search of several seeds)."""
     def load(tags):
         return pd.concat([pd.read_csv(OUT / f"detm_refit_raw{t}.csv") for t in tags],
                          ignore_index=True).drop_duplicates(REFIT_KEY)[
                              REFIT_KEY + ["f_fit", "pi_hat"]]
 
     m = load(args.default)
+    for w in args.join:  # a search of several seeds: the best of them is its fit
+        o = load(w.split(",")).rename(columns={"f_fit": "f_w", "pi_hat": "pi_w"})
+        m = m.merge(o, on=REFIT_KEY)
+        up = m["f_w"] > m["f_fit"]
+        m.loc[up, "f_fit"], m.loc[up, "pi_hat"] = m.loc[up, "f_w"], m.loc[up, "pi_w"]
+        m = m.drop(columns=["f_w", "pi_w"])
     names = [",".join(g) for g in (o.split(",") for o in args.others)]
     for i, o in enumerate(args.others):
         m = m.merge(load(o.split(",")).rename(columns={"f_fit": f"f_{i}", "pi_hat": f"pi_{i}"}),
@@ -1109,7 +1117,8 @@ def summarise_best(args):
         rows.append(row)
     _report(rows, args.write and f"detm_refit{args.write}.md",
             "The default fit against the best known maximum",
-            f"summarise-best --default {' '.join(args.default)} --others "
+            f"summarise-best --default {' '.join(args.default)}"
+            + "".join(f" --join {w}" for w in args.join) + " --others "
             f"{' '.join(args.others)} --write {args.write}", floatfmt=".3g")
 
 
@@ -1223,6 +1232,8 @@ def main():
     sb.add_argument("--default", nargs="+", required=True)
     sb.add_argument("--others", nargs="+", required=True,
                     help="one comma-separated group of refit tags per other search")
+    sb.add_argument("--join", nargs="*", default=[],
+                    help="comma-separated refit tags of further seeds joined to the default")
     sb.add_argument("--write", default=None)
     s = sub.add_parser("summarise")
     s.add_argument("--tag", nargs="+", default=[""], help="files to pool (their tags)")
