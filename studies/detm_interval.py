@@ -959,6 +959,13 @@ def _report(rows, name, title, command, floatfmt=".4g"):
 REFIT_KEY = ["design", "model", "pi", "n", "seed"]
 
 
+def _load_refit(tags) -> pd.DataFrame:
+    """The rows of ``refit``'s files ``detm_refit_raw<tag>.csv``, one per replicate (the
+    first tag's where several have it)."""
+    return pd.concat([pd.read_csv(OUT / f"detm_refit_raw{t}.csv") for t in tags],
+                     ignore_index=True).drop_duplicates(REFIT_KEY)
+
+
 def refit(args):
     """Stored fits refitted with today's code: for each replicate of the raw files
     ``--files`` (CSV names under results/ with design, model, pi, n, seed and the stored
@@ -1017,10 +1024,7 @@ def summarise_refit(args):
     (a ``ProfileError`` counts as not covering) before and after. With ``--before TAGS`` the
     "before" is an earlier ``refit`` of the same replicates (its pi-hat, log-EL, ``R*(pi_true)``)
     instead of the stored fit."""
-    def load(tags):
-        return pd.concat([pd.read_csv(OUT / f"detm_refit_raw{t}.csv") for t in tags],
-                         ignore_index=True).drop_duplicates(REFIT_KEY)
-
+    load = _load_refit
     df = load(args.tag)
     if args.before:
         prev = load(args.before)[REFIT_KEY + ["pi_hat", "f_fit", "r_true"]].rename(
@@ -1083,9 +1087,7 @@ def summarise_best(args):
     ``--join``: comma-separated groups of refit tags of further seeds whose best, with the
     default's, is the fit (a search of several seeds)."""
     def load(tags):
-        return pd.concat([pd.read_csv(OUT / f"detm_refit_raw{t}.csv") for t in tags],
-                         ignore_index=True).drop_duplicates(REFIT_KEY)[
-                             REFIT_KEY + ["f_fit", "pi_hat"]]
+        return _load_refit(tags)[REFIT_KEY + ["f_fit", "pi_hat"]]
 
     m = load(args.default)
     for w in args.join:  # a search of several seeds: the best of them is its fit
