@@ -57,6 +57,7 @@ from scipy import stats  # noqa: E402
 
 import puinfer as pu  # noqa: E402
 from puinfer.base.optimize import newton_maximize  # noqa: E402
+from puinfer.models.detm import _starts  # noqa: E402
 from puinfer.models.detm import bootstrap as boot  # noqa: E402
 from puinfer.models.detm._starts import _setm_index, free_fun, pi_of_v, v_from  # noqa: E402
 from puinfer.simulate import gamma_design, sar_design, scar_design  # noqa: E402
@@ -978,7 +979,10 @@ def refit(args):
     ``--cells`` only the given ``design:model:pi`` cells, ``--reps R`` the first R replicates
     of each cell (in the order of their seeds). ``--hop-seed S``: the search's basin hopping
     draws its random moves with seed S (``fit(seed=S)``) instead of the default 0 (session 37:
-    does another set of moves find a higher maximum?)."""
+    does another set of moves find a higher maximum?). ``--hops-per-radius H``: H random moves
+    per radius instead of the package's ``HOPS_PER_RADIUS`` (a larger search)."""
+    if args.hops_per_radius:
+        _starts.HOPS_PER_RADIUS = args.hops_per_radius
     src = pd.concat([_with_design(pd.read_csv(OUT / f)) for f in args.files], ignore_index=True)
     src = src.drop_duplicates(REFIT_KEY).sort_values(REFIT_KEY).reset_index(drop=True)
     src = _in_cells(src, args.cells)
@@ -1225,6 +1229,8 @@ def main():
     rf.add_argument("--out", default="")
     rf.add_argument("--reps", type=int, default=10**6, help="the first REPS of each cell")
     rf.add_argument("--hop-seed", type=int, default=0, help="seed of the hops' random moves")
+    rf.add_argument("--hops-per-radius", type=int, default=0,
+                    help="random moves per radius (default: the package's)")
     srf = sub.add_parser("summarise-refit")
     srf.add_argument("--tag", nargs="+", required=True)
     srf.add_argument("--before", nargs="*", default=[],
