@@ -59,6 +59,7 @@ import puinfer as pu  # noqa: E402
 from puinfer.base.optimize import newton_maximize  # noqa: E402
 from puinfer.models.detm import _starts  # noqa: E402
 from puinfer.models.detm import bootstrap as boot  # noqa: E402
+from puinfer.models.detm._el import ridge_strength  # noqa: E402
 from puinfer.models.detm._starts import _setm_index, free_fun, pi_of_v, v_from  # noqa: E402
 from puinfer.simulate import gamma_design, sar_design, scar_design  # noqa: E402
 
@@ -980,7 +981,10 @@ def refit(args):
     of each cell (in the order of their seeds). ``--hop-seed S``: the search's basin hopping
     draws its random moves with seed S (``fit(seed=S)``) instead of the default 0 (session 37:
     does another set of moves find a higher maximum?). ``--hops-per-radius H``: H random moves
-    per radius instead of the package's ``HOPS_PER_RADIUS`` (a larger search)."""
+    per radius instead of the package's ``HOPS_PER_RADIUS`` (a larger search). ``--ridge-scale
+    K``: the fit's ridge ``c`` is K times the default ``1/(2 sqrt(N))`` (session 38: do the
+    searches' disagreements come from the weak ridge?); ``R*`` is then that penalised
+    profile's."""
     if args.hops_per_radius:
         _starts.HOPS_PER_RADIUS = args.hops_per_radius
     src = pd.concat([_with_design(pd.read_csv(OUT / f)) for f in args.files], ignore_index=True)
@@ -998,7 +1002,9 @@ def refit(args):
             warnings.simplefilter("ignore")
             t0 = time.process_time()
             res = getattr(pu, o["model"]).from_formula(formula(p), data=df).fit(
-                pi_interval="profile", seed=args.hop_seed)
+                pi_interval="profile", seed=args.hop_seed,
+                penalty=args.ridge_scale * ridge_strength(2 * int(o["n"])) if args.ridge_scale
+                else "ridge")
             row["t_fit"] = time.process_time() - t0
             s = res.starts
             top = s.loc[s["objective"] >= res.llf_penalized - 1e-9, "start"]
@@ -1229,6 +1235,8 @@ def main():
     rf.add_argument("--out", default="")
     rf.add_argument("--reps", type=int, default=10**6, help="the first REPS of each cell")
     rf.add_argument("--hop-seed", type=int, default=0, help="seed of the hops' random moves")
+    rf.add_argument("--ridge-scale", type=float, default=0.0,
+                    help="the ridge c as a multiple of the default 1/(2 sqrt(N)) (0: default)")
     rf.add_argument("--hops-per-radius", type=int, default=0,
                     help="random moves per radius (default: the package's)")
     srf = sub.add_parser("summarise-refit")
