@@ -343,7 +343,8 @@ class _TiltModel(Model):
 
         seed : int
             Seed of the random moves of the search for the global maximum (basin hopping:
-            64 moves of the best solution's slopes per round; a non-negative integer). The
+            64 moves of the best solution's slopes per round, and for DETM a round after any
+            stretch move that reaches a higher maximum; a non-negative integer). The
             same data and seed give the same fit. Another seed is another search: where the
             penalised likelihood has several maxima close together, it can reach a higher
             one (issue 19, Liu et al.'s SAR design with p = 15, n = m = 1000, pi = 0.7: seed 1
@@ -360,8 +361,10 @@ class _TiltModel(Model):
         With pi free, the maximum of the profile log-EL (eq. 12) equals the maximum of a
         binary-regression likelihood with odds ``e^{s1+x'b1} + e^{s2+x'b2}``, maximised by
         Newton's method from deterministic starts (the SETM solution -- for DETM, SETM's
-        fit with its own profile probe -- and a grid of pi and tilts; above 40,000 rows first
-        on a seeded 20,000-row subsample). ``llf`` is then
+        fit with its own profile probe --, a grid of pi and tilts and tilts from the samples'
+        moments), then from random moves of the best solution's slopes and, for DETM, from
+        its slopes stretched by 1.5, 2 and 3 (above 40,000 rows all of it first on a seeded
+        20,000-row subsample); then the profile probe. ``llf`` is then
         evaluated from eq. (12) with the Lagrange multipliers of eq. (11) solved to machine
         precision. With pi fixed (profiling) Newton's method runs on ``l_N(theta)`` itself,
         with the multipliers solved inside and the Hessian by implicit differentiation.
