@@ -487,6 +487,8 @@ def _untie(new, best, method) -> list:
 #: of the five) at about 0.1 s (``studies/results/README_detm.md``, session 39).
 STRETCH_FACTORS = (1.5, 2.0, 3.0)
 STRETCH_ROUNDS = 3
+#: how the stretch moves' runs are labelled (the profile probe leaves their lower maxima out)
+STRETCH_LABEL = "stretch "
 
 
 def _stretch_starts(data, v) -> list:
@@ -503,7 +505,7 @@ def _stretch_starts(data, v) -> list:
             with np.errstate(over="ignore", divide="ignore"):
                 w = _with_shares(data, pi0, c1, c2)
             if np.all(np.isfinite(w)):
-                out.append((f"stretch {label}", w))
+                out.append((STRETCH_LABEL + label, w))
     return out
 
 

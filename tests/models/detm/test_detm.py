@@ -625,6 +625,26 @@ def test_stretch_moves_reach_the_maximum_the_hops_miss(monkeypatch):
     assert top.str.startswith("stretch").any()
 
 
+def test_stretch_moves_leave_the_probes_branch_starts(monkeypatch):
+    """SAR design, n = m = 1000, pi = 0.7, seed 62000108: the stretch moves find nothing above
+    the hops' best (pi 0.447) but one lower maximum (pi 0.596). Among the probe's branch
+    starts (the five highest other maxima) it displaced the one from which the probe climbs
+    to the fit, 1.78 log-EL units higher (pi 0.576). The probe leaves the stretch moves' lower
+    maxima out, so the fit is the one the search without stretch moves reaches."""
+    from puinfer.models.detm import _profile
+
+    m, r = _sar_fit_at_07(62000108)
+    assert r.pi == pytest.approx(0.5761, abs=1e-3)
+    assert r.starts["start"].str.startswith("stretch").any()
+    monkeypatch.setattr(_starts, "STRETCH_ROUNDS", 0)
+    _, r0 = _sar_fit_at_07(62000108)
+    assert r0.llf_penalized == pytest.approx(r.llf_penalized, abs=1e-9)
+    monkeypatch.undo()
+    monkeypatch.setattr(_profile, "STRETCH_LABEL", "(none)")
+    _, r1 = _sar_fit_at_07(62000108)
+    assert r1.llf_penalized < r.llf_penalized - 1.5
+
+
 def test_search_seed_sets_the_hops():
     """The same data and seed give the same fit; the seed (``fit(seed=...)``, recorded on the
     results and in the summary) is what sets the hops' random moves (another seed is another
