@@ -462,6 +462,7 @@ def _hop(fun, runs, known, maxiter, tol, method, p, restricted, pick=None, expan
 
 
 def _tie(best) -> float:
+    """How far above ``best`` a maximum must lie to count as higher (rounding)."""
     return 1e-9 * max(1.0, abs(best.f))
 
 
@@ -495,7 +496,7 @@ def _stretch_starts(data, v) -> list:
     """``(label, v')``: the slopes of ``v = (s1, b1, s2, b2)`` stretched by
     :data:`STRETCH_FACTORS` -- ``b_t`` itself and ``b_t - b_u`` (the other component's held) --
     with the intercepts that keep each component's share of the odds."""
-    s1, b1, s2, b2 = _el.split(v, data.p)
+    _, b1, _, b2 = _el.split(v, data.p)
     pi0 = min(max(pi_of_v(data, v), 1e-3), 1 - 1e-3)
     out = []
     for k in STRETCH_FACTORS:
