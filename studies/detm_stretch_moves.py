@@ -4,8 +4,8 @@ Exploratory. For the first 100 replicates of the SAR design at n = m = 1000 (pi 
 default), where five searches were compared in session 37 (refit tags ``_s37d`` -- the
 default search, seed 0 --, ``_s37h``, ``_s37i``, ``_s37x``, ``_s35d``), the default fit of the
 search as it was before the stretch moves (``STRETCH_ROUNDS = 0``) is remade, and Newton runs
-from its best solution ``(s1, b1, s2, b2)`` with each component's slopes, and their difference
-from the other's, scaled by 1.5, 2 and 3 (shares kept: ``_starts._with_shares``). Printed per
+from its best solution with the package's stretch moves (``_starts._stretch_starts``: each
+component's slopes, and their difference from the other's, scaled by 1.5, 2 and 3). Printed per
 replicate (``--all``; else only where the default is below the best of the five): the default
 fit, the best of the five, the best of the stretch moves and each move's gain::
 
@@ -27,7 +27,7 @@ import numpy as np  # noqa: E402
 import puinfer as pu  # noqa: E402
 from puinfer.base.optimize import newton_maximize  # noqa: E402
 from puinfer.models.detm import _starts  # noqa: E402
-from puinfer.models.detm._el import ridge_strength, split  # noqa: E402
+from puinfer.models.detm._el import ridge_strength  # noqa: E402
 from puinfer.models.detm.model import fit_data  # noqa: E402
 
 SEARCHES = {"d": ["_s37d0", "_s37d1"], "h": ["_s37h0", "_s37h1"], "i": ["_s37i0", "_s37i1"],
@@ -60,20 +60,14 @@ def main():
         best = max(rec.runs, key=lambda r: r.f)
         f0 = best.f - const
         fun, _ = _starts.free_fun(data, c, False)
-        _, b1, _, b2 = split(best.v, data.p)
-        pi0 = _starts.pi_of_v(data, best.v)
         t0 = time.process_time()
         gains = {}
-        for k in (1.5, 2.0, 3.0):
-            for name, c1, c2 in ((f"b2x{k:g}", b1, k * b2), (f"b1x{k:g}", k * b1, b2),
-                                 (f"d2x{k:g}", b1, b1 + k * (b2 - b1)),
-                                 (f"d1x{k:g}", b2 + k * (b1 - b2), b2)):
-                try:
-                    _, f, *_ = newton_maximize(fun, _starts._with_shares(data, pi0, c1, c2),
-                                               maxiter=200, tol=1e-10)
-                    gains[name] = round(float(f - const - f0), 3)
-                except ValueError:
-                    gains[name] = float("nan")
+        for label, v0 in _starts._stretch_starts(data, best.v):  # the package's 12 moves
+            try:
+                _, f, *_ = newton_maximize(fun, v0, maxiter=200, tol=1e-10)
+                gains[label] = round(float(f - const - f0), 3)
+            except ValueError:
+                gains[label] = float("nan")
         top = f0 + max(gains.values())
         verdict = ("above the best of five" if top > o.best + 1e-3 else
                    "reaches it" if top > f0 + 1e-3 and top >= o.best - 1e-3 else
