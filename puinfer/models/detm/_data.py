@@ -45,6 +45,17 @@ class TiltData:
         return np.column_stack([np.ones(self.N), self.Z])
 
     @cached_property
+    def logistic_slopes(self):
+        """The logistic regression's slopes that the grids of starts scale
+        (:func:`._starts.logistic_start`), computed once per sample: SETM's and DETM's searches
+        on the same data (a default DETM fit; each bootstrap resample) share them."""
+        from ._starts import logistic_start
+
+        out = logistic_start(self)
+        out.flags.writeable = False
+        return out
+
+    @cached_property
     def fingerprint(self):
         return data_fingerprint(self.X, self.y)
 

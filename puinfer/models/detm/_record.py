@@ -187,28 +187,12 @@ def _starts_table(data, restricted, rule, runs, pi, record, name):
     return st, int(at_best.sum())
 
 
-def build_record(data, restricted: bool, name: str, best: StartRun, runs: list, *, c: float,
-                 label_rule: str, check_separation_opt, maxiter: int, tol: float,
-                 seed: int = 0):
-    """The :class:`TiltFit` of the best run. Warnings are collected, not issued: the caller
-    issues those of the final record."""
-    record: list = []
+def _inference(data, restricted, name, v, pi, kl, theta, H, runs, record, *, c, label_rule,
+               check_separation_opt):
+    """What a fit reports beyond its estimates: the starts table, the covariance, the label
+    rule's check, the parameters on the user's scale and the separation check."""
     p = data.p
-    v = best.v
-    if getattr(data, "lazy", False):  # Dask rows: pi and KL of every run in one pass
-        data.prefetch([r.v for r in runs] + [v])
-    pi = pi_of_v(data, v)
-    swapped = not restricted and swap_needed(data, v, pi, label_rule)
-    if swapped:
-        v, pi = np.r_[v[p + 1:], v[: p + 1]], 1.0 - pi
-    kl = kl_divergences(data, v, pi) if not restricted else (0.0, float("nan"))
-    theta, _ = theta_pi(data, restricted, v)
-    theta = normalise_alphas(data, restricted, v, theta)
-    llf, H, extra, llf_method = _exact_llf(data, v, theta, pi, record, name)
     _, b1, _, b2 = _el.split(v, p)
-    if not best.info.converged:
-        record.append((ConvergenceWarning, f"{name}: the optimiser did not converge "
-                       f"({best.info.message})"))
     starts, n_at_best = _starts_table(data, restricted, label_rule, runs, pi, record, name)
     if c and np.all(np.isfinite(H)):
         # the curvature of the penalised log-EL actually maximised: what the profile of pi
@@ -239,6 +223,43 @@ def build_record(data, restricted: bool, name: str, best: StartRun, runs: list, 
     if pi < 1e-6 or pi > 1 - 1e-6:
         record.append((BoundaryWarning, f"{name}: pi-hat = {pi:.3g} is at the boundary of "
                        "[0, 1]; its interval is one-sided and its SE is not valid"))
+    return starts, n_at_best, cov, check, params, sep, binding
+
+
+def build_record(data, restricted: bool, name: str, best: StartRun, runs: list, *, c: float,
+                 label_rule: str, check_separation_opt, maxiter: int, tol: float,
+                 seed: int = 0, lean: bool = False):
+    """The :class:`TiltFit` of the best run. Warnings are collected, not issued: the caller
+    issues those of the final record.
+
+    ``lean``: for the bootstrap's refits, which read only the estimates (``v``, ``theta``,
+    ``pi``, the log-EL) and ``runs``: the tables, the covariance, the label rule's check and
+    the separation check (``starts``, ``cov``, ``params``, ``label_check``,
+    ``separated_points``, ``ridge_binding``) are skipped (None). The estimates are the same
+    arithmetic either way."""
+    record: list = []
+    p = data.p
+    v = best.v
+    if getattr(data, "lazy", False):  # Dask rows: pi and KL of every run in one pass
+        data.prefetch([r.v for r in runs] + [v])
+    pi = pi_of_v(data, v)
+    swapped = not restricted and swap_needed(data, v, pi, label_rule)
+    if swapped:
+        v, pi = np.r_[v[p + 1:], v[: p + 1]], 1.0 - pi
+    kl = kl_divergences(data, v, pi) if not restricted else (0.0, float("nan"))
+    theta, _ = theta_pi(data, restricted, v)
+    theta = normalise_alphas(data, restricted, v, theta)
+    llf, H, extra, llf_method = _exact_llf(data, v, theta, pi, record, name)
+    _, b1, _, b2 = _el.split(v, p)
+    if not best.info.converged:
+        record.append((ConvergenceWarning, f"{name}: the optimiser did not converge "
+                       f"({best.info.message})"))
+    if lean:
+        starts, n_at_best, cov, check, params, sep, binding = None, 0, None, None, None, None, None
+    else:
+        starts, n_at_best, cov, check, params, sep, binding = _inference(
+            data, restricted, name, v, pi, kl, theta, H, runs, record, c=c,
+            label_rule=label_rule, check_separation_opt=check_separation_opt)
     return TiltFit(
         restricted=restricted, name=name, penalty_strength=c,
         label_rule=label_rule if not restricted else "none (SETM)", maxiter=maxiter, tol=tol,

@@ -548,7 +548,7 @@ def run_starts(data, restricted: bool, c, maxiter, tol, extra_starts=(), setm_st
         opts["extra_starts"] = [*extra_starts, *opts.get("extra_starts", [])]
         return run_starts(data, restricted, c, maxiter, tol, setm_runs=setm_runs, **opts)
     # SETM first: it is DETM's first start (b1 = 0)
-    bL = logistic_start(data) if setm_start is None or grid else None
+    bL = data.logistic_slopes if setm_start is None or grid else None
     if setm_runs is not None:
         starts_r = []
     elif setm_start is None:

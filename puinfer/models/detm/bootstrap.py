@@ -137,7 +137,7 @@ def _statistic(fit, setm_v, names, Xs, Xt, refit: str) -> float:
 
     dat = prepare(Xs, Xt, names=names)
     opts = dict(c=fit.penalty_strength, label_rule="kl", maxiter=fit.maxiter, tol=fit.tol,
-                check_separation=False, probe=refit == "full")
+                check_separation=False, probe=refit == "full", lean=refit != "full")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         s_opts = dict(setm_start=setm_v, grid=True)
@@ -285,7 +285,7 @@ def _interval_statistic(fit, names, Xs, Xt, pi0: float) -> tuple[float, float]:
         warnings.simplefilter("ignore")
         rec = fit_data(dat, restricted, c=fit.penalty_strength, label_rule=rule,
                        maxiter=fit.maxiter, tol=fit.tol, check_separation=False, probe=False,
-                       start_options=opts)[0]
+                       start_options=opts, lean=True)[0]
         prof = PiProfiler(dat, rec, np.nan, quick=True)
         best = best_any = -np.inf
         for th0 in (rec.theta, fit.theta):

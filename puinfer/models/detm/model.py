@@ -52,7 +52,7 @@ def penalty_strength(penalty, N: int) -> float:
 
 def fit_data(data: TiltData, restricted: bool, *, c: float, label_rule: str, maxiter: int,
              tol: float, check_separation=None, probe=None, start_options=None, null=None,
-             seed: int = 0):
+             seed: int = 0, lean: bool = False):
     """Maximum empirical likelihood on ``data``: every start, then (``probe``) restarts from
     any point where the 95% profile of pi rises above the best fit, or away from pi-hat
     (:meth:`._profile.PiProfiler.higher_point`).
@@ -61,13 +61,16 @@ def fit_data(data: TiltData, restricted: bool, *, c: float, label_rule: str, max
     ``null``: a list to which a default DETM fit appends ``(record, profiler)`` of the SETM
     fit its search starts from (SETM's default fit with the same ``c``, ``maxiter``, ``tol``,
     ``seed``: the SCAR test's null fit, which the results then need not refit). ``seed``: of
-    the search's random moves (basin hopping).
+    the search's random moves (basin hopping). ``lean``: the record holds the estimates only
+    (:func:`._record.build_record`; the bootstrap's refits, which do not probe).
     """
     name = "SETM" if restricted else "DETM"
     if probe is None:
         # at every n (issue 17: it was switched off above 50,000 rows); the bootstrap's
         # refits (start_options) say themselves whether they probe
         probe = start_options is None
+    if lean and probe:
+        raise ValueError("a lean record has no standard error for the probe to start from")
     if not restricted and probe and start_options is None:
         # DETM starts from SETM's certified maximum: SETM's fit as SETM.fit() makes it (its
         # probe, label rule "kl", the separation check). SETM's grid of starts misses that
@@ -88,7 +91,7 @@ def fit_data(data: TiltData, restricted: bool, *, c: float, label_rule: str, max
             warnings.simplefilter("ignore")
             rec = build_record(data, restricted, name, best, runs, c=c, label_rule=label_rule,
                                check_separation_opt=check_separation, maxiter=maxiter, tol=tol,
-                               seed=seed)
+                               seed=seed, lean=lean)
             restarts, profiler = (probe_profile(data, rec,
                                                 float(np.sqrt(rec.cov.loc["pi", "pi"])))
                                   if probe and attempt < 5 else ([], None))

@@ -18,6 +18,7 @@ import pytest
 from scipy import stats
 
 import puinfer as pu
+from puinfer.models.detm import _starts
 from puinfer.models.detm._starts import fit_fixed_pi
 from puinfer.simulate import sar_design, scar_design
 
@@ -122,6 +123,38 @@ def test_bootstrap_n_jobs_gives_the_same_statistics():
     for bad in (0, -2, 1.5, True):
         with pytest.raises(ValueError, match="n_jobs"):
             res.test_scar("bootstrap", n_boot=3, rng=1, n_jobs=bad)
+
+
+@pytest.mark.parametrize("restricted", [True, False])
+def test_lean_record_has_the_full_records_estimates(restricted):
+    """The bootstrap's refits build a lean record (no starts table, covariance or label
+    check): its estimates and log-EL are bitwise those of the full record of the same fit,
+    the search shares one logistic start between SETM and DETM, and a lean record cannot be
+    probed (the probe steps by the SE)."""
+    from puinfer.models.detm._data import prepare
+    from puinfer.models.detm.model import fit_data
+
+    df = sar_design(400, 500, 0.3, p=4, rng=np.random.default_rng(11))
+    cols = [f"x{j}" for j in range(1, 5)]
+    src, tgt = df.loc[df.labeled == 1, cols], df.loc[df.labeled == 0, cols]
+    dat = prepare(src, tgt)
+    setm_v = np.zeros(2 * len(cols) + 2)
+    opts = dict(c=0.01, label_rule="kl", maxiter=200, tol=1e-10, check_separation=False,
+                probe=False, start_options=dict(setm_start=setm_v, grid=True))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        full = fit_data(dat, restricted, **opts)[0]
+        lean = fit_data(prepare(src, tgt), restricted, lean=True, **opts)[0]
+    for name in ("v", "theta", "lagrange_multipliers", "el_weights"):
+        np.testing.assert_array_equal(getattr(lean, name), getattr(full, name))
+    assert (lean.pi, lean.llf, lean.llf_penalized) == (full.pi, full.llf, full.llf_penalized)
+    assert [r.f for r in lean.runs] == [r.f for r in full.runs]
+    assert full.starts is not None and full.cov is not None
+    assert lean.starts is None and lean.cov is None and lean.label_check is None
+    np.testing.assert_array_equal(dat.logistic_slopes, _starts.logistic_start(dat))
+    assert not dat.logistic_slopes.flags.writeable
+    with pytest.raises(ValueError, match="lean record"):
+        fit_data(dat, restricted, **{**opts, "probe": True}, lean=True)
 
 
 def test_row_chunked_hessian_blocks_equal_the_single_products():
