@@ -33,7 +33,9 @@ __all__ = ["TiltFit", "build_record", "LABEL_RULES", "param_names", "to_original
 
 @dataclass(frozen=True)
 class TiltFit:
-    """What a DETM/SETM fit estimated (standardised scale unless said otherwise)."""
+    """What a DETM/SETM fit estimated (standardised scale unless said otherwise). A lean
+    record (the bootstrap's refits, :func:`build_record`) has None for ``label_check``,
+    ``params``, ``cov``, ``starts``, ``separated_points`` and ``ridge_binding``."""
 
     restricted: bool
     name: str
