@@ -18,10 +18,11 @@ from scipy.optimize import isotonic_regression
 from scipy.special import expit
 
 from ..._validation import as_float_vector, warn_and_record
+from ...base.numeric import softplus
 from ...base.optimize import newton_maximize, squarem
 from ...base.results import ConvergenceInfo
 from ...exceptions import ConvergenceWarning
-from .calibrators import FittedCalibrator, logistic_fit, softplus, weighted_loglik
+from .calibrators import FittedCalibrator, logistic_fit, weighted_loglik
 
 METHODS = ("auto", "newton", "em", "squarem")
 

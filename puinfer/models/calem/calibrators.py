@@ -35,6 +35,7 @@ from scipy.interpolate import CubicSpline
 from scipy.special import expit
 
 from ..._validation import as_float_vector, check_unit_interval
+from ...base.numeric import softplus
 from ...base.optimize import newton_maximize
 from ...base.results import data_fingerprint as _fingerprint
 from ...exceptions import AssumptionWarning, ConvergenceWarning, SeparationWarning
@@ -58,11 +59,6 @@ _EPS = 1e-15
 # ---------------------------------------------------------------------------------------------
 # weighted logistic likelihood with soft labels: the one fitting core
 # ---------------------------------------------------------------------------------------------
-def softplus(x):
-    """``log(1 + exp(x))``, stable and faster than ``np.logaddexp(0, x)``."""
-    return np.maximum(x, 0.0) + np.log1p(np.exp(-np.abs(x)))
-
-
 def weighted_loglik(eta, y, w):
     """``sum w {y log g + (1-y) log(1-g)}`` with ``g = expit(eta)``, computed stably."""
     # y log g + (1-y) log(1-g) = y*eta - log(1 + exp(eta))

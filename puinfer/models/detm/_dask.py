@@ -49,6 +49,7 @@ import pandas as pd
 from ..._align import drop_missing
 from ..._dask import add_sums, reduce_blocks, require_dask, row_blocks
 from ..._validation import SCALE_LIMIT, as_float_matrix, check_binary
+from ...base.numeric import logaddexp, softplus
 from . import _el
 from ._data import TiltData
 from ._starts import SUBSAMPLE_SIZE
@@ -259,7 +260,7 @@ def _v_block(vs, blk):
     for j, v in enumerate(vs):
         s1, b1, s2, b2 = _el.split(v, blk.p)
         zb1, zb2 = blk.Z @ b1, blk.Z @ b2
-        e = np.exp(-np.logaddexp(0, np.logaddexp(s1 + zb1, s2 + zb2)))
+        e = np.exp(-softplus(logaddexp(s1 + zb1, s2 + zb2)))
         out[j] = (pi_of_v(blk, v) * blk.m if blk.m else 0.0, e.sum(), e @ zb1, e @ zb2)
     return {"v": out}
 
@@ -268,8 +269,8 @@ def _alpha_block(v, n, blk):
     """The log-sum-exp of :func:`~._record.normalise_alphas` over a slice's rows."""
     p = blk.p
     s1, b1, s2, b2 = _el.split(v, p)
-    logS = np.logaddexp(s1 + blk.Z @ b1, s2 + blk.Z @ b2)
-    logp = -np.logaddexp(0.0, logS) - np.log(n)
+    logS = logaddexp(s1 + blk.Z @ b1, s2 + blk.Z @ b2)
+    logp = -softplus(logS) - np.log(n)
     return {"lse_a": np.array([np.logaddexp.reduce(logp + blk.Z @ b1),
                                np.logaddexp.reduce(logp + blk.Z @ b2)])}
 
@@ -278,7 +279,7 @@ def _g_block(v, blk):
     """The sums behind ``g`` of :func:`~._label._stacked`."""
     s1, b1, s2, b2 = _el.split(v, blk.p)
     eta1, eta2 = s1 + blk.Z @ b1, s2 + blk.Z @ b2
-    inv1pS = np.exp(-np.logaddexp(0.0, np.logaddexp(eta1, eta2)))
+    inv1pS = np.exp(-softplus(logaddexp(eta1, eta2)))
     return {"num": float(np.sum(inv1pS * (eta1 - eta2))), "den": float(np.sum(inv1pS))}
 
 
@@ -328,7 +329,7 @@ def _profile_block(theta, pi, lam, with_pi, cands, blk):
         lpi, l1pi = np.log(pi), np.log1p(-pi)
         e1t = lpi + eta1[tmask]
         e2t = l1pi + eta2[tmask]
-        logmix = np.logaddexp(e1t, e2t)
+        logmix = logaddexp(e1t, e2t)
         grad, H, Hlt, Hll, _, _ = _el.profile_sums(blk.X1, eta1, eta2, z1, z2, lam, D, tmask,
                                                     e1t, e2t, logmix, with_pi)
         out.update(logmix=float(logmix.sum()), grad=grad, H=H, Hlt=Hlt, Hll=Hll)

@@ -33,6 +33,8 @@ import functools
 
 import numpy as np
 
+from ...base.numeric import logaddexp, softplus
+
 __all__ = ["free_objective", "profile_log_el", "solve_lambda", "penalty", "ridge_strength",
            "penalise", "profile_sums", "profile_finish", "tilts"]
 
@@ -98,7 +100,7 @@ def tilts(Z, b1, b2):
     return np.stack([b1, b2]) @ Z.T
 
 
-def free_objective(v, Z, y, c, order=2, X1=None, memo=None):
+def free_objective(v, Z, y, c, order=2, X1=None, memo=None, fixed_tilt1=False):
     """Penalised binary-regression form of the DETM log-EL with pi free (route 1).
 
     Parameters
@@ -111,6 +113,10 @@ def free_objective(v, Z, y, c, order=2, X1=None, memo=None):
         Keeps the per-row quantities of the last evaluation (at most one): an ``order=2`` call
         at the point of the preceding ``order=0`` call (a line search's accepted step) reuses
         them (the same arithmetic: results equal bitwise). Same ``Z, y, c`` on every call.
+    fixed_tilt1 : bool
+        SETM (``b1 = 0`` held fixed): of the Hessian only the rows and columns of ``(s1, s2,
+        b2)`` are computed (one weighted product over the rows instead of three), the others
+        are left zero.
 
     Returns
     -------
@@ -124,8 +130,8 @@ def free_objective(v, Z, y, c, order=2, X1=None, memo=None):
         zb1, zb2 = tilts(Z, b1, b2)
         eta1 = s1 + zb1
         eta2 = s2 + zb2
-        logS = np.logaddexp(eta1, eta2)
-        log1pS = np.logaddexp(0.0, logS)
+        logS = logaddexp(eta1, eta2)
+        log1pS = softplus(logS)
         f = logS @ y - log1pS.sum()
         if c:
             f -= penalty(b1, b2, c)
@@ -149,7 +155,13 @@ def free_objective(v, Z, y, c, order=2, X1=None, memo=None):
     w11 = yq - P1 * (1 - P1)
     w22 = yq - P2 * (1 - P2)
     w12 = -yq + P1 * P2
-    H = _blocks(X1, [[w11, w12], [None, w22]])
+    if fixed_tilt1:
+        H = _blocks(X1, [[None, None], [None, w22]])
+        k = X1.shape[1]
+        H[0, 0] = w11.sum()
+        H[0, k:] = H[k:, 0] = X1.T @ w12
+    else:
+        H = _blocks(X1, [[w11, w12], [None, w22]])
     if c:
         penalise(grad, H, b1, b2, c)
     return f, grad, H
@@ -365,7 +377,7 @@ def _profile_core(a1, b1, a2, b2, pi, Z, y, c, lam0):
         lpi, l1pi = np.log(pi), np.log1p(-pi)
     e1t = lpi + eta1[tmask]
     e2t = l1pi + eta2[tmask]
-    logmix = np.logaddexp(e1t, e2t)
+    logmix = logaddexp(e1t, e2t)
     f = -np.log(D).sum() + logmix.sum() - N * np.log(N)
     if c:
         f -= penalty(b1, b2, c)

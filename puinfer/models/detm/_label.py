@@ -39,6 +39,7 @@ import numpy as np
 from scipy import stats
 from scipy.special import expit
 
+from ...base.numeric import logaddexp, softplus
 from . import _el
 
 __all__ = ["LABEL_RULES", "LabelCheck", "kl_divergences", "kl_difference_se", "swap_needed",
@@ -58,7 +59,7 @@ def kl_divergences(data, v, pi) -> tuple[float, float]:
         return data.kl_divergences(v, pi)
     s1, b1, s2, b2 = _el.split(v, data.p)
     eta1, eta2 = s1 + data.Z @ b1, s2 + data.Z @ b2
-    w = np.exp(-np.logaddexp(0, np.logaddexp(eta1, eta2))) / data.n
+    w = np.exp(-softplus(logaddexp(eta1, eta2))) / data.n
     with np.errstate(divide="ignore"):
         a1 = s1 - np.log(data.m * pi / data.n)
         a2 = s2 - np.log(data.m * (1 - pi) / data.n)
@@ -81,7 +82,7 @@ def _stacked(data, v, c):
     s1, b1, s2, b2 = _el.split(v, data.p)
     eta1, eta2 = s1 + data.Z @ b1, s2 + data.Z @ b2
     d = eta1 - eta2
-    inv1pS = np.exp(-np.logaddexp(0.0, np.logaddexp(eta1, eta2)))
+    inv1pS = np.exp(-softplus(logaddexp(eta1, eta2)))
     pi = float(np.mean(expit(d)[data.y == 1]))
     g = float(np.sum(inv1pS * d) / np.sum(inv1pS))
     psi, A = stacked_at(data.Z, data.X1, data.y, v, c, pi, g)
@@ -96,8 +97,8 @@ def stacked_at(Z, X1, y, v, c, pi, g):
     s1, b1, s2, b2 = _el.split(v, p)
     eta1, eta2 = s1 + Z @ b1, s2 + Z @ b2
     d = eta1 - eta2
-    logS = np.logaddexp(eta1, eta2)
-    log1pS = np.logaddexp(0.0, logS)
+    logS = logaddexp(eta1, eta2)
+    log1pS = softplus(logS)
     inv1pS = np.exp(-log1pS)                       # 1 / (1 + S_i)
     P1, P2 = np.exp(eta1 - log1pS), np.exp(eta2 - log1pS)
     q1 = expit(d)                                  # e^eta1 / S

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import expit
 
+from ...base.numeric import logaddexp, softplus
 from ...base.results import ConvergenceInfo, readonly
 from ...exceptions import (
     BoundaryWarning,
@@ -104,8 +105,8 @@ def normalise_alphas(data, restricted: bool, v, theta) -> np.ndarray:
         return data.normalise_alphas(restricted, v, theta)
     p = data.p
     s1, b1, s2, b2 = _el.split(v, p)
-    logS = np.logaddexp(s1 + data.Z @ b1, s2 + data.Z @ b2)
-    logp = -np.logaddexp(0.0, logS) - np.log(data.n)  # EL weights p_i = 1/(n (1 + S_i))
+    logS = logaddexp(s1 + data.Z @ b1, s2 + data.Z @ b2)
+    logp = -softplus(logS) - np.log(data.n)  # EL weights p_i = 1/(n (1 + S_i))
     out = np.array(theta, dtype=float)
     for t, (a_idx, b) in enumerate(((0, b1), (p + 1, b2))):
         if restricted and t == 0:
@@ -139,8 +140,8 @@ def _exact_llf(data, v, theta, pi, record, name):
         if not lazy:
             s1, b1, s2, b2 = _el.split(v, p)
             eta1, eta2 = s1 + data.Z @ b1, s2 + data.Z @ b2
-            logS = np.logaddexp(eta1, eta2)
-            extra["p"] = np.exp(-np.logaddexp(0, logS)) / data.n
+            logS = logaddexp(eta1, eta2)
+            extra["p"] = np.exp(-softplus(logS)) / data.n
             extra["omega"] = expit((eta1 - eta2)[data.n:])
         record.append((SeparationWarning, f"{name}: a tilt diverges (exp overflow); the log-EL "
                        "uses the closed-form multipliers and standard errors are not available"))

@@ -11,6 +11,7 @@ import warnings
 
 import numpy as np
 
+from ...base.numeric import logaddexp, softplus
 from ...base.optimize import newton_maximize
 from . import _el
 from ._starts import free_fun
@@ -152,7 +153,7 @@ def check_separation(data, restricted: bool, name: str, c: float, check, v: np.n
         return None, binding, (_message(name, c, big, np.array([], dtype=int), 0, binding)
                                + " (The convex-hull check is not run on Dask collections.)")
     Zs, Zt = data.Z[: data.n], data.Z[data.n:]
-    logP0_t = -np.logaddexp(0, np.logaddexp(s1 + Zt @ b1, s2 + Zt @ b2))
+    logP0_t = -softplus(logaddexp(s1 + Zt @ b1, s2 + Zt @ b2))
     # candidates: the target points the fit pushes furthest from the source
     cand = np.argsort(logP0_t)[:N_CANDIDATES]
     sep = separated_target_points(Zs, Zt, cand, directions=(b1, b2))

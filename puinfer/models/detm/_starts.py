@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import expit
 
+from ...base.numeric import softplus
 from ...base.optimize import newton_maximize
 from ...base.results import ConvergenceInfo
 from . import _el
@@ -61,7 +62,8 @@ def free_fun(data, c: float, restricted: bool):
         return v
 
     def fun_r(u, order):
-        out = _el.free_objective(expand(u), data.Z, data.y, c, order, data.X1, memo=memo)
+        out = _el.free_objective(expand(u), data.Z, data.y, c, order, data.X1, memo=memo,
+                                 fixed_tilt1=True)
         if order == 0:
             return out
         f, g, H = out
@@ -78,7 +80,7 @@ def logistic_start(data) -> np.ndarray:
 
     def fun(v, order):
         eta = X1 @ v
-        f = eta @ y - np.logaddexp(0, eta).sum() - 0.5 * ridge @ v**2
+        f = eta @ y - softplus(eta).sum() - 0.5 * ridge @ v**2
         if order == 0:
             return f
         pr = expit(eta)

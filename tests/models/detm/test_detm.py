@@ -605,24 +605,31 @@ def test_hops_reach_the_maximum_the_starts_miss(monkeypatch, design, model, seed
     assert hops["objective"].max() == pytest.approx(r.llf_penalized, abs=1e-9)
 
 
-def test_stretch_moves_reach_the_maximum_the_hops_miss(monkeypatch):
+def test_stretch_moves_reach_the_maximum_the_hops_miss():
     """Issue 19's count of misses (session 38: 1 of 1,800): SAR design, n = m = 1000,
     pi = 0.7, seed 82000538. The default search of session 38 ended at pi-hat 0.682, 3.32
     log-EL units below the maximum that Newton reaches from the true parameters (pi 0.659);
-    the two differ almost only in the length of ``b2``. The stretch moves (``b2`` x 1.5) reach
-    it; without them the fit is the lower one."""
+    the two differ almost only in the length of ``b2``. The fit reaches it, and the stretch
+    moves from the lower maximum (``b2`` x 1.5 among them) climb to it. (Which maximum a hop
+    reaches depends on the last bits of the arithmetic: since session 41's vectorised
+    log-sum-exp a hop reaches it on this seed too, so the moves are checked from the lower
+    maximum itself, which the search still meets.)"""
     df = sar_design(1000, 1000, 0.7, p=15, rng=np.random.default_rng(82000538))
     m = pu.DETM.from_formula(FORMULA15, data=df)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         r = m.fit(pi_interval="profile", probe=False)
-        monkeypatch.setattr(_starts, "STRETCH_ROUNDS", 0)
-        r0 = m.fit(pi_interval="profile", probe=False)
     assert r.llf_penalized >= _polished_truth(m, r, 0.7) - 1e-6
-    assert r.llf_penalized > r0.llf_penalized + 3.0
-    assert r.pi == pytest.approx(0.659, abs=1e-3) and r0.pi == pytest.approx(0.682, abs=1e-3)
-    top = r.starts.loc[r.starts["objective"] >= r.llf_penalized - 1e-9, "start"]
-    assert top.str.startswith("stretch").any()
+    assert r.pi == pytest.approx(0.659, abs=1e-3)
+    d = m.data
+    f_top = max(run.f for run in r._fit.runs)
+    low = [run for run in r._fit.runs if abs(run.f - (f_top - 3.318)) < 0.01]
+    assert low and _starts.pi_of_v(d, low[0].v) == pytest.approx(0.682, abs=1e-3)
+    fun, _ = _starts.free_fun(d, r.penalty_strength, False)
+    moves = _starts._newton_runs(fun, _starts._stretch_starts(d, low[0].v), r._fit.maxiter,
+                                 r._fit.tol, "Newton")
+    top = {run.label for run in moves if run.f >= f_top - 1e-6}
+    assert "stretch b2 x1.5" in top
 
 
 def test_stretch_moves_leave_the_probes_branch_starts(monkeypatch):

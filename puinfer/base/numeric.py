@@ -1,0 +1,35 @@
+"""Elementwise log-sum-exp kernels shared by the models' likelihoods.
+
+``numpy.logaddexp`` evaluates ``log1p(exp(.))`` one element at a time through the C library
+(about 11 ns per element); the same formula on whole arrays uses numpy's vectorised ``exp`` and
+``log1p`` (about 3 ns). The results agree to an ulp (issue 17: the per-row work of every
+DETM/SETM evaluation and of CalEM's surrogate likelihood).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["logaddexp", "softplus"]
+
+
+def softplus(x):
+    """``log(1 + exp(x))`` elementwise, stable for any ``x`` (``np.logaddexp(0, x)``)."""
+    return np.maximum(x, 0.0) + np.log1p(np.exp(-np.abs(x)))
+
+
+def logaddexp(a, b):
+    """``log(exp(a) + exp(b))`` elementwise (``np.logaddexp(a, b)`` on arrays), stable for any
+    finite or infinite ``a`` and ``b``: ``max(a, b) + log1p(exp(-|a - b|))``."""
+    m = np.maximum(a, b)
+    with np.errstate(invalid="ignore"):
+        d = np.subtract(a, b)  # NaN where a and b are the same infinity
+    np.abs(d, out=d)
+    np.negative(d, out=d)
+    np.exp(d, out=d)
+    np.log1p(d, out=d)
+    d += m
+    nan = np.isnan(d)
+    if nan.any():  # a = b = +-inf: that infinity (NaN inputs stay NaN: m is NaN there)
+        d[nan] = m[nan]
+    return d
