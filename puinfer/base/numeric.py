@@ -22,8 +22,8 @@ def logaddexp(a, b):
     """``log(exp(a) + exp(b))`` elementwise (``np.logaddexp(a, b)`` on arrays), stable for any
     finite or infinite ``a`` and ``b``: ``max(a, b) + log1p(exp(-|a - b|))``."""
     m = np.maximum(a, b)
-    with np.errstate(invalid="ignore"):
-        d = np.subtract(a, b)  # NaN where a and b are the same infinity
+    with np.errstate(invalid="ignore", over="ignore"):
+        d = np.asarray(np.subtract(a, b))  # NaN where a and b are the same infinity
     np.abs(d, out=d)
     np.negative(d, out=d)
     np.exp(d, out=d)
