@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
-from scipy import linalg
+from scipy.linalg import lapack
 
 from .results import ConvergenceInfo
 
@@ -23,18 +23,21 @@ def _ascent_direction(g: np.ndarray, H: np.ndarray, modify: bool = True):
     """Newton direction ``-H^{-1} g`` if ``H`` is negative definite, else (``modify``) a
     modified Newton direction with the eigenvalues of ``H`` replaced by ``-max(|ev|, eps)``
     (always ascent), or None."""
-    try:
-        # LAPACK potrf + potrs: the two triangular solves, not two general LU solves
-        d = linalg.cho_solve(linalg.cho_factor(-H, lower=True, check_finite=False), g,
-                             check_finite=False)
-        return d, True
-    except np.linalg.LinAlgError:
-        if not modify:
-            return None, False
-        ev, V = np.linalg.eigh(-H)
-        scale = max(np.abs(ev).max(), 1.0)
-        ev = np.maximum(np.abs(ev), 1e-8 * scale)
-        return V @ ((V.T @ g) / ev), False
+    if not H.size:
+        return np.zeros_like(g, dtype=float), True
+    # LAPACK potrf + potrs, as scipy.linalg.cho_factor / cho_solve call them (the same
+    # arithmetic, without their wrappers, which cost more than the factorisation at these sizes)
+    c, info = lapack.dpotrf(-H, lower=1, clean=0)
+    if info == 0:
+        d, info = lapack.dpotrs(c, g, lower=1)
+        if info == 0:
+            return d, True
+    if not modify:
+        return None, False
+    ev, V = np.linalg.eigh(-H)
+    scale = max(np.abs(ev).max(), 1.0)
+    ev = np.maximum(np.abs(ev), 1e-8 * scale)
+    return V @ ((V.T @ g) / ev), False
 
 
 def _escape_saddle(fun, x, f, H):

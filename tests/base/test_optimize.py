@@ -56,3 +56,26 @@ def test_newton_stops_where_the_gain_is_below_the_rounding_of_f():
     assert info.converged and info.message == "stopped at floating-point precision"
     assert info.iterations <= 1 and len(calls) < 60
     assert x[0] == x0[0]
+
+
+def test_newton_direction_is_scipys_cholesky_solve_and_modified_where_not_definite():
+    """The Newton direction calls LAPACK's potrf/potrs directly (issue 17): the same numbers
+    as scipy.linalg.cho_factor/cho_solve; where -H is not positive definite, the modified
+    direction (absolute eigenvalues) is an ascent direction."""
+    from scipy import linalg
+
+    from puinfer.base.optimize import _ascent_direction
+
+    rng = np.random.default_rng(3)
+    A = rng.normal(size=(32, 32))
+    H = -(A @ A.T + 0.1 * np.eye(32))
+    g = rng.normal(size=32)
+    d, newton = _ascent_direction(g, H)
+    ref = linalg.cho_solve(linalg.cho_factor(-H, lower=True), g)
+    assert newton and np.array_equal(d, ref)
+    H2 = H + 50 * np.outer(A[0], A[0]) / (A[0] @ A[0])  # one positive eigenvalue
+    d2, newton2 = _ascent_direction(g, H2)
+    assert not newton2 and g @ d2 > 0
+    assert _ascent_direction(g, H2, modify=False) == (None, False)
+    d0, ok0 = _ascent_direction(np.zeros(0), np.zeros((0, 0)))
+    assert ok0 and d0.shape == (0,)

@@ -320,3 +320,26 @@ def test_probe_does_not_lift_a_subsample_maximum_twice(monkeypatch, model):
         out[key] = np.r_[res.llf_penalized, res.pi, ci.to_numpy().ravel()]
     np.testing.assert_allclose(out["skip"], out["lift every one"], rtol=1e-10, atol=1e-10)
     assert runs["skip"] < runs["lift every one"], runs
+
+
+def test_penalise_subtracts_the_penalty_derivatives_exactly():
+    """``_el.penalise`` (flat-index updates, issue 17) against the penalty's own gradient and
+    Hessian subtracted densely, with and without the appended pi row and column."""
+    from puinfer.models.detm import _el
+
+    rng = np.random.default_rng(5)
+    p, c = 4, 0.37
+    b1, b2 = rng.normal(size=p), rng.normal(size=p)
+    _, pg, ph = _el.penalty(b1, b2, c, 2)
+    idx = np.r_[1:p + 1, p + 2:2 * p + 2]
+    for extra in (0, 1):
+        k = 2 * p + 2 + extra
+        H0 = rng.normal(size=(k, k))
+        g0 = rng.normal(size=k)
+        H, g = H0.copy(), g0.copy()
+        _el.penalise(g, H, b1, b2, c)
+        Hr, gr = H0.copy(), g0.copy()
+        Hr[np.ix_(idx, idx)] -= ph
+        gr[idx] -= pg
+        np.testing.assert_array_equal(H, Hr)
+        np.testing.assert_array_equal(g, gr)
