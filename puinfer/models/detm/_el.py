@@ -174,25 +174,22 @@ def penalise(grad, H, b1, b2, c):
     a = c * (2.0 / 3.0)
     grad[1:p + 1] -= a * (2 * b1 - b2)
     grad[p + 2:2 * p + 2] -= a * (2 * b2 - b1)
-    # the penalty's Hessian a [[2 I, -I], [-I, 2 I]] touches only four diagonals: two
-    # fancy-indexed updates of the flat (C-contiguous) matrix
-    diag, off = _penalty_entries(p, H.shape[1])
-    Hf = H.reshape(-1) if H.flags.c_contiguous else None
-    if Hf is None:
-        raise ValueError("penalise needs a C-contiguous Hessian")
-    Hf[diag] -= 2 * a
-    Hf[off] += a
+    # the penalty's Hessian a [[2 I, -I], [-I, 2 I]] touches only four diagonals (two
+    # fancy-indexed updates, their indices built once per p)
+    diag, off = _penalty_entries(p)
+    H[diag] -= 2 * a
+    H[off] += a
 
 
 @functools.lru_cache(maxsize=16)
-def _penalty_entries(p: int, ncol: int):
-    """Flat indices of the diagonals of ``H`` (``ncol`` columns) that :func:`penalise` updates:
-    those of ``b1`` and ``b2`` on the diagonal, and the two cross diagonals between them."""
+def _penalty_entries(p: int):
+    """``(rows, cols)`` of the entries of ``H`` that :func:`penalise` updates: the diagonal
+    entries of ``b1`` and ``b2``, and the two cross diagonals between them."""
     d1 = np.arange(1, p + 1)
     d2 = d1 + p + 1
-    diag = np.r_[d1 * ncol + d1, d2 * ncol + d2]
-    off = np.r_[d1 * ncol + d2, d2 * ncol + d1]
-    diag.flags.writeable = off.flags.writeable = False
+    diag, off = (np.r_[d1, d2], np.r_[d1, d2]), (np.r_[d1, d2], np.r_[d2, d1])
+    for a in (*diag, *off):
+        a.flags.writeable = False
     return diag, off
 
 

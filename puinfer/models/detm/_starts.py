@@ -55,6 +55,7 @@ def free_fun(data, c: float, restricted: bool):
             return _el.free_objective(v, data.Z, data.y, c, order, data.X1, memo=memo)
         return fun, lambda v: v
     full_idx = _setm_index(p)
+    sub = np.ix_(full_idx, full_idx)
 
     def expand(u):
         v = np.zeros(2 * p + 2)
@@ -67,7 +68,7 @@ def free_fun(data, c: float, restricted: bool):
         if order == 0:
             return out
         f, g, H = out
-        return f, g[full_idx], H[np.ix_(full_idx, full_idx)]
+        return f, g[full_idx], H[sub]
 
     return fun_r, expand
 
@@ -281,6 +282,7 @@ def solve_fixed_pi(data, restricted: bool, pi, theta0, c, maxiter, tol, known=()
     """
     p = data.p
     idx = np.r_[p + 1:2 * p + 2] if restricted else np.arange(2 * p + 2)
+    sub = np.ix_(idx, idx)
     targets = _merge_targets([(s, s.theta[idx], s.H) for s in known if s.info.converged])
 
     def expand(u):
@@ -312,7 +314,7 @@ def solve_fixed_pi(data, restricted: bool, pi, theta0, c, maxiter, tol, known=()
         if g is None:
             return -np.inf, None, None
         lam_last[0] = extra["lam"]
-        return f, g[idx], H[np.ix_(idx, idx)]
+        return f, g[idx], H[sub]
 
     method = f"Newton (profile, pi={pi:.6g})"
     try:
