@@ -219,6 +219,30 @@ def test_setm_profile_hessian_without_the_fixed_tilts_blocks():
     assert not np.allclose(part[2][:k, :k], full[2][:k, :k])
 
 
+def test_setm_free_hessian_from_one_block():
+    # SETM's pi-free Newton runs (b1 = 0 held) ask for the rows and columns of (s1, s2, b2)
+    # only (free_objective(fixed_tilt1=True): one weighted product over the rows instead of
+    # three, issue 17): those entries, the value and the gradient must equal the full
+    # evaluation's to rounding, and the (b1, b1) block must really be skipped
+    from puinfer.models.detm import _el
+
+    rng = np.random.default_rng(9)
+    N, p = 4000, 5
+    Z = rng.standard_normal((N, p))
+    y = (np.arange(N) >= 1800).astype(float)
+    X1 = np.column_stack([np.ones(N), Z])
+    v = np.r_[-1.2, np.zeros(p), -0.4, 0.3 * rng.standard_normal(p)]
+    full = _el.free_objective(v, Z, y, 0.02, 2, X1)
+    part = _el.free_objective(v, Z, y, 0.02, 2, X1, fixed_tilt1=True)
+    used = np.r_[0, p + 1:2 * p + 2]
+    assert part[0] == full[0]
+    np.testing.assert_array_equal(part[1], full[1])
+    sub = np.ix_(used, used)
+    np.testing.assert_allclose(part[2][sub], full[2][sub], rtol=1e-12,
+                               atol=1e-12 * np.abs(full[2]).max())
+    assert not np.allclose(part[2][1:p + 1, 1:p + 1], full[2][1:p + 1, 1:p + 1])
+
+
 def _plain_free_objective(v, Z, y, c):
     # the binary-regression log-likelihood written out directly (P0 = 1 / (1 + e^eta1 +
     # e^eta2); target rows log(1 - P0)), with the symmetric ridge on the slopes
