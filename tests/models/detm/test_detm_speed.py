@@ -196,51 +196,52 @@ def test_profile_derivatives_summed_over_row_chunks_equal_one_pass(monkeypatch):
         np.testing.assert_array_equal(chunked[3][key], one[3][key])
 
 
-def test_setm_profile_hessian_without_the_fixed_tilts_blocks():
-    # SETM's fixed-pi Newton runs ask for the Hessian's (alpha2, beta2) block only
-    # (fixed_tilt1=True skips the products of the other blocks): that block, the value and
-    # the gradient must equal the full evaluation's, and the skipped blocks must really be
-    # skipped (else the option saves nothing)
-    from puinfer.models.detm import _el
-
-    rng = np.random.default_rng(8)
-    N, p = 4000, 5
+def _setm_rows(seed, N=4000, p=5):
+    """A generator and the rows ``Z, y, X1`` of two samples (1,800 source rows first)."""
+    rng = np.random.default_rng(seed)
     Z = rng.standard_normal((N, p))
     y = (np.arange(N) >= 1800).astype(float)
-    X1 = np.column_stack([np.ones(N), Z])
-    theta = np.r_[np.zeros(p + 1), -0.4, 0.3 * rng.standard_normal(p)]
-    full = _el.profile_log_el(theta, 0.4, Z, y, 0.02, order=2, X1=X1)
-    part = _el.profile_log_el(theta, 0.4, Z, y, 0.02, order=2, X1=X1, fixed_tilt1=True)
-    k = p + 1
-    assert part[0] == full[0]
-    np.testing.assert_array_equal(part[1], full[1])
-    np.testing.assert_allclose(part[2][k:, k:], full[2][k:, k:], rtol=1e-12,
-                               atol=1e-12 * np.abs(full[2]).max())
-    assert not np.allclose(part[2][:k, :k], full[2][:k, :k])
+    return rng, Z, y, np.column_stack([np.ones(N), Z])
 
 
-def test_setm_free_hessian_from_one_block():
-    # SETM's pi-free Newton runs (b1 = 0 held) ask for the rows and columns of (s1, s2, b2)
-    # only (free_objective(fixed_tilt1=True): one weighted product over the rows instead of
-    # three, issue 17): those entries, the value and the gradient must equal the full
-    # evaluation's to rounding, and the (b1, b1) block must really be skipped
-    from puinfer.models.detm import _el
-
-    rng = np.random.default_rng(9)
-    N, p = 4000, 5
-    Z = rng.standard_normal((N, p))
-    y = (np.arange(N) >= 1800).astype(float)
-    X1 = np.column_stack([np.ones(N), Z])
-    v = np.r_[-1.2, np.zeros(p), -0.4, 0.3 * rng.standard_normal(p)]
-    full = _el.free_objective(v, Z, y, 0.02, 2, X1)
-    part = _el.free_objective(v, Z, y, 0.02, 2, X1, fixed_tilt1=True)
-    used = np.r_[0, p + 1:2 * p + 2]
+def _assert_setm_entries(part, full, used, skipped):
+    """SETM's evaluation ``part`` against the full one: the same value and gradient, the used
+    rows and columns of the Hessian equal to rounding, the ``skipped`` block really skipped
+    (else the option saves nothing)."""
     assert part[0] == full[0]
     np.testing.assert_array_equal(part[1], full[1])
     sub = np.ix_(used, used)
     np.testing.assert_allclose(part[2][sub], full[2][sub], rtol=1e-12,
                                atol=1e-12 * np.abs(full[2]).max())
-    assert not np.allclose(part[2][1:p + 1, 1:p + 1], full[2][1:p + 1, 1:p + 1])
+    assert not np.allclose(part[2][skipped], full[2][skipped])
+
+
+def test_setm_profile_hessian_without_the_fixed_tilts_blocks():
+    # SETM's fixed-pi Newton runs ask for the Hessian's (alpha2, beta2) block only
+    # (fixed_tilt1=True skips the products of the other blocks)
+    from puinfer.models.detm import _el
+
+    p = 5
+    rng, Z, y, X1 = _setm_rows(8, p=p)
+    theta = np.r_[np.zeros(p + 1), -0.4, 0.3 * rng.standard_normal(p)]
+    full = _el.profile_log_el(theta, 0.4, Z, y, 0.02, order=2, X1=X1)
+    part = _el.profile_log_el(theta, 0.4, Z, y, 0.02, order=2, X1=X1, fixed_tilt1=True)
+    k = p + 1
+    _assert_setm_entries(part, full, np.arange(k, 2 * k), np.s_[:k, :k])
+
+
+def test_setm_free_hessian_from_one_block():
+    # SETM's pi-free Newton runs (b1 = 0 held) ask for the rows and columns of (s1, s2, b2)
+    # only (free_objective(fixed_tilt1=True): one weighted product over the rows instead of
+    # three, issue 17)
+    from puinfer.models.detm import _el
+
+    p = 5
+    rng, Z, y, X1 = _setm_rows(9, p=p)
+    v = np.r_[-1.2, np.zeros(p), -0.4, 0.3 * rng.standard_normal(p)]
+    full = _el.free_objective(v, Z, y, 0.02, 2, X1)
+    part = _el.free_objective(v, Z, y, 0.02, 2, X1, fixed_tilt1=True)
+    _assert_setm_entries(part, full, np.r_[0, p + 1:2 * p + 2], np.s_[1:p + 1, 1:p + 1])
 
 
 def _plain_free_objective(v, Z, y, c):
