@@ -286,9 +286,10 @@ def _g_block(v, blk):
 def _stacked_block(v, pi, g, blk):
     """The Jacobian sums of :func:`~._label.stacked_at` and the within-sample moments of the
     rows' ``psi`` (source and target apart)."""
-    from ._label import stacked_at
+    from ._label import psi_rows, stacked_at
 
-    psi, A = stacked_at(blk.Z, blk.X1, blk.y, v, 0.0, pi, g)
+    F, A = stacked_at(blk.Z, blk.X1, blk.y, v, 0.0, pi, g)
+    psi = psi_rows(blk.X1, F)
     key = "t" if blk.m else "s"
     return {"A": A, f"{key}_n": psi.shape[0], f"{key}_sum": psi.sum(axis=0),
             f"{key}_mom": psi.T @ psi}

@@ -77,22 +77,26 @@ def swap_needed(data, v, pi, rule) -> bool:
 
 
 def _stacked(data, v, c):
-    """Per-row estimating functions ``psi`` (N x (2p + 4)) of ``phi = (v, pi, g)`` at the
-    fit, the Jacobian ``A`` of their sum, and ``(pi, g)``."""
+    """The per-row factors of the estimating functions ``psi`` of ``phi = (v, pi, g)`` at the
+    fit (:func:`stacked_at`), the Jacobian ``A`` of their sum, and ``(pi, g)``."""
     s1, b1, s2, b2 = _el.split(v, data.p)
     eta1, eta2 = s1 + data.Z @ b1, s2 + data.Z @ b2
     d = eta1 - eta2
     inv1pS = np.exp(-softplus(logaddexp(eta1, eta2)))
     pi = float(np.mean(expit(d)[data.y == 1]))
     g = float(np.sum(inv1pS * d) / np.sum(inv1pS))
-    psi, A = stacked_at(data.Z, data.X1, data.y, v, c, pi, g)
-    return psi, A, pi, g
+    F, A = stacked_at(data.Z, data.X1, data.y, v, c, pi, g)
+    return F, A, pi, g
 
 
 def stacked_at(Z, X1, y, v, c, pi, g):
-    """The rows' ``psi`` and the Jacobian ``A`` of their sum (:func:`_stacked`) at given
-    ``(pi, g)``: every entry of ``A`` is a sum over the rows given (``c = 0``), so that blocks
-    of rows add up (the Dask path)."""
+    """The rows' estimating functions and the Jacobian ``A`` of their sum (:func:`_stacked`)
+    at given ``(pi, g)``: every entry of ``A`` is a sum over the rows given (``c = 0``), so
+    that blocks of rows add up (the Dask path).
+
+    The rows' ``psi`` (N x (2p + 4)) are ``(x_i F_i0, x_i F_i1, F_i2, F_i3)`` with ``x_i`` the
+    row of ``X1``: ``F`` (N x 4) is returned instead (:func:`psi_rows` builds ``psi``,
+    :func:`psi_dot` its product with a vector without it: at 1e6 rows ``psi`` is 270 MB)."""
     p = Z.shape[1]
     s1, b1, s2, b2 = _el.split(v, p)
     eta1, eta2 = s1 + Z @ b1, s2 + Z @ b2
@@ -103,8 +107,7 @@ def stacked_at(Z, X1, y, v, c, pi, g):
     P1, P2 = np.exp(eta1 - log1pS), np.exp(eta2 - log1pS)
     q1 = expit(d)                                  # e^eta1 / S
     t = y == 1
-    psi = np.column_stack([X1 * (y * q1 - P1)[:, None], X1 * (y * (1 - q1) - P2)[:, None],
-                           y * (q1 - pi), (d - g) * inv1pS])
+    F = np.column_stack([y * q1 - P1, y * (1 - q1) - P2, y * (q1 - pi), (d - g) * inv1pS])
     _, _, H = _el.free_objective(v, Z, y, c, 2, X1)
     k = 2 * (p + 1)
     A = np.zeros((k + 2, k + 2))
@@ -115,7 +118,18 @@ def stacked_at(Z, X1, y, v, c, pi, g):
     r = (d - g) * inv1pS
     A[k + 1, :k] = np.r_[X1.T @ (inv1pS - r * P1), X1.T @ (-inv1pS - r * P2)]
     A[k + 1, k + 1] = -float(np.sum(inv1pS))       # = -n at the fit
-    return psi, A
+    return F, A
+
+
+def psi_rows(X1, F):
+    """The rows' estimating functions ``psi`` from their factors ``F`` (:func:`stacked_at`)."""
+    return np.column_stack([X1 * F[:, :1], X1 * F[:, 1:2], F[:, 2:]])
+
+
+def psi_dot(X1, F, u):
+    """``psi @ u`` from the factors ``F`` of ``psi`` (:func:`stacked_at`), without ``psi``."""
+    k = X1.shape[1]
+    return (X1 @ u[:k]) * F[:, 0] + (X1 @ u[k:2 * k]) * F[:, 1] + F[:, 2:] @ u[2 * k:]
 
 
 def delta_direction(A, pi: float):
@@ -141,11 +155,11 @@ def kl_difference_se(data, v, c: float = 0.0) -> float:
     if getattr(data, "lazy", False):  # rows in Dask collections: block sums
         return data.kl_difference_se(v, c)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        psi, A, pi, _ = _stacked(data, v, c)
-    u = delta_direction(A, pi) if np.all(np.isfinite(psi)) else None
+        F, A, pi, _ = _stacked(data, v, c)
+    u = delta_direction(A, pi) if np.all(np.isfinite(F)) else None
     if u is None:
         return float("nan")
-    r = psi @ u
+    r = psi_dot(data.X1, F, u)
     src, tgt = r[: data.n], r[data.n:]
     var = np.sum((src - src.mean()) ** 2) + np.sum((tgt - tgt.mean()) ** 2)
     return float(np.sqrt(var)) if np.isfinite(var) else float("nan")

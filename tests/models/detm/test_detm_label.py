@@ -46,7 +46,7 @@ class TestSandwich:
         data = res.model.data
         v = np.asarray(res._fit.v)
         c = res.penalty_strength
-        psi, A, pi, g = _label._stacked(data, v, c)
+        _, A, pi, g = _label._stacked(data, v, c)
         phi = np.r_[v, pi, g]
         k = v.size
         idx = np.r_[1:data.p + 1, data.p + 2:2 * data.p + 2]
@@ -75,6 +75,29 @@ class TestSandwich:
         assert abs(total(phi)[k]) < 1e-8 * data.m and abs(total(phi)[k + 1]) < 1e-8 * data.n
         # and the difference they give is the record's KL2 - KL1
         assert (np.log(pi / (1 - pi)) - g) == pytest.approx(-_kl_difference(data, v), rel=1e-9)
+
+    def test_psi_from_its_factors(self, clear):
+        """The rows' estimating functions are kept as four factors per row (issue 17: at 1e6
+        rows ``psi`` itself is 270 MB): ``psi_dot`` equals ``psi_rows(...) @ u``, the score
+        columns of ``psi`` sum to the gradient of the binary-regression log-likelihood (zero
+        at the fit, up to the penalty), and the SE is the sandwich from ``psi`` itself."""
+        _, res, _ = clear
+        data = res.model.data
+        v = np.asarray(res._fit.v)
+        F, A, pi, g = _label._stacked(data, v, res.penalty_strength)
+        psi = _label.psi_rows(data.X1, F)
+        assert psi.shape == (data.N, 2 * data.p + 4)
+        _, grad, _ = pu.models.detm._el.free_objective(v, data.Z, data.y, 0.0, 2, data.X1)
+        np.testing.assert_allclose(psi[:, :v.size].sum(axis=0), grad, rtol=1e-10,
+                                   atol=1e-10 * data.N)
+        u = _label.delta_direction(A, pi)
+        np.testing.assert_allclose(_label.psi_dot(data.X1, F, u), psi @ u, rtol=1e-12,
+                                   atol=1e-12 * np.abs(psi @ u).max())
+        r = psi @ u
+        src, tgt = r[:data.n], r[data.n:]
+        se = np.sqrt(np.sum((src - src.mean()) ** 2) + np.sum((tgt - tgt.mean()) ** 2))
+        assert _label.kl_difference_se(data, v, res.penalty_strength) == pytest.approx(se,
+                                                                                        rel=1e-12)
 
     def test_se_matches_bootstrap(self, clear):
         """The sandwich SE of KL2 - KL1 against a two-sample nonparametric bootstrap of the
