@@ -115,8 +115,8 @@ def free_objective(v, Z, y, c, order=2, X1=None, memo=None, fixed_tilt1=False):
         them (the same arithmetic: results equal bitwise). Same ``Z, y, c`` on every call.
     fixed_tilt1 : bool
         SETM (``b1 = 0`` held fixed): of the Hessian only the rows and columns of ``(s1, s2,
-        b2)`` are computed (one weighted product over the rows instead of three), the others
-        are left zero.
+        b2)`` are the second derivative (one weighted product over the rows instead of three);
+        the ``b1`` block holds only the penalty's part.
 
     Returns
     -------
