@@ -368,3 +368,63 @@ def test_penalise_subtracts_the_penalty_derivatives_exactly():
         gr[idx] -= pg
         np.testing.assert_array_equal(H, Hr)
         np.testing.assert_array_equal(g, gr)
+
+
+def test_boundary_rule_on_an_exponential_tail():
+    """``_boundary_target`` on ``f = -|w|^2 / 2 + C e^{s1}`` (C = -3), whose supremum 0 is the
+    limit ``s1 -> -inf, w = 0``: a point merges when its remaining rise ``-g_s1 + q / 2`` is
+    below ``BOUNDARY_DROP`` and ``f`` is the limit's level less that rise; not when the known
+    level does not match the tail (another maximum between), nor while ``s1`` rises."""
+    C = -3.0
+
+    def point(s1, w):
+        w = np.asarray(w, dtype=float)
+        return np.r_[s1, w], -w @ w / 2 + C * np.exp(s1), np.r_[C * np.exp(s1), -w]
+
+    u_k, f_k, _ = point(-30.0, [0.0, 0.0])
+    H_k = np.diag([C * np.exp(-30.0), -1.0, -1.0])
+    known = [("limit", u_k, H_k), ("interior", np.zeros(3), -np.eye(3))]
+    targets = _starts._boundary_targets(known)
+    assert [t[0] for t in targets] == ["limit"]  # the interior maximum is for the other rule
+    edge = [(f_k, u_k, A) for _, u_k, A in targets]
+    u, f, g = point(np.log(1e-3 / 3), [0.01, -0.02])  # rise to go 1e-3 + 2.5e-4
+    assert _starts.BOUNDARY_DROP > 1.25e-3
+    assert _starts._boundary_target(u, f, g, edge) == 0
+    assert _starts._boundary_target(u, f, g, [(f_k + 1e-3, u_k, edge[0][2])]) is None
+    assert _starts._boundary_target(u, f, -g, edge) is None  # s1 on its way up
+    u, f, g = point(np.log(0.02 / 3), [0.0, 0.0])  # too far: rise 0.02 to go
+    assert _starts._boundary_target(u, f, g, edge) is None
+
+
+def test_setm_runs_merge_into_the_maximum_at_pi_zero(monkeypatch):
+    """On the bench's SAR data (n = m = 1000, p = 15) SETM's maximum is at pi = 0 (a limit:
+    Newton creeps towards it, about 30 iterations per run). Runs merged into it by the
+    boundary rule would have reached it: each merged run, rerun without merging, ends at
+    pi < 1e-9 and that maximum's log-EL to 1e-8; the search's maximum is unchanged, with
+    fewer Newton iterations."""
+    from puinfer.models.detm._data import prepare
+    from puinfer.models.detm._el import ridge_strength
+
+    df = sar_design(1000, 1000, 0.3, p=15, rng=np.random.default_rng(1015))
+    X = df[[f"x{j}" for j in range(1, 16)]].to_numpy()
+    lab = df.labeled.to_numpy() == 1
+    data = prepare(X[lab], X[~lab])
+    c = ridge_strength(data.N)
+
+    def search():
+        runs = _starts.run_starts(data, True, c, 200, 1e-10)
+        return runs, max(runs, key=lambda r: r.f)
+
+    runs, best = search()
+    monkeypatch.setattr(_starts, "BOUNDARY_DROP", 0.0)  # merging into the limit switched off
+    runs0, best0 = search()
+    assert _starts.pi_of_v(data, best.v) < 1e-9
+    assert best.f == pytest.approx(best0.f, abs=1e-8)
+    merged = [i for i, r in enumerate(runs) if "stopped there" in r.info.message
+              and r.v is best.v]
+    assert len(merged) >= 5
+    assert sum(r.info.iterations for r in runs) < sum(r.info.iterations for r in runs0) - 100
+    for i in merged:
+        assert runs0[i].label == runs[i].label
+        assert _starts.pi_of_v(data, runs0[i].v) < 1e-9
+        assert runs0[i].f == pytest.approx(best.f, abs=1e-8)
