@@ -207,25 +207,47 @@ def check_alpha(alpha: float, name: str = "alpha") -> float:
 SCALE_LIMIT = 1e150
 
 
-def robust_sd(X: np.ndarray) -> np.ndarray:
+#: rows per chunk of the passes over a tall design (:func:`robust_sd`,
+#: :func:`check_full_rank`): the temporaries stay a few MB at any number of rows
+ROW_CHUNK = 32_768
+
+
+def _chunks(X: np.ndarray):
+    return (X[i:i + ROW_CHUNK] for i in range(0, len(X), ROW_CHUNK))
+
+
+def _max_abs(X: np.ndarray) -> np.ndarray:
+    """Largest absolute value of each column (from the column extremes: no copy of ``X``)."""
+    if not X.size:
+        return np.zeros(X.shape[1])
+    return np.maximum(np.abs(X.min(axis=0)), np.abs(X.max(axis=0)))
+
+
+def robust_sd(X: np.ndarray, big: np.ndarray | None = None) -> np.ndarray:
     """Column standard deviations computed without overflow or underflow (each column is
-    divided by its largest absolute value first)."""
+    divided by its largest absolute value first, ``big`` if given), in chunks of rows."""
     X = np.asarray(X, dtype=float)
-    scale = np.max(np.abs(X), axis=0) if X.size else np.zeros(X.shape[1])
+    n, k = X.shape
+    if not n:
+        return np.full(k, np.nan)
+    scale = _max_abs(X) if big is None else big
     scale = np.where(scale > 0, scale, 1.0)
-    return (X / scale).std(axis=0) * scale
+    mean = sum((c / scale).sum(axis=0) for c in _chunks(X)) / n
+    ss = sum((((c / scale) - mean) ** 2).sum(axis=0) for c in _chunks(X))
+    return np.sqrt(ss / n) * scale
 
 
-def check_scale(X: np.ndarray, names: list[str], name: str) -> None:
+def check_scale(X: np.ndarray, names: list[str], name: str, *, big=None, sd=None) -> None:
     """Refuse feature columns on an extreme scale, naming them.
 
     A column whose magnitude exceeds 1e150, or whose spread is non-zero but below 1e-150,
     cannot be handled in double precision (its variance and its coefficient's variance
-    under- or overflow): ``ValueError`` saying to rescale it.
+    under- or overflow): ``ValueError`` saying to rescale it. ``big``, ``sd``: the columns'
+    largest absolute values and :func:`robust_sd`, if already computed.
     """
     X = np.asarray(X, dtype=float)
-    big = np.max(np.abs(X), axis=0)
-    sd = robust_sd(X)
+    big = _max_abs(X) if big is None else big
+    sd = robust_sd(X, big) if sd is None else sd
     for j, nm in enumerate(names):
         if big[j] > SCALE_LIMIT or 0 < sd[j] < 1 / SCALE_LIMIT:
             what = f"values up to {big[j]:.3g}" if big[j] > SCALE_LIMIT else \
@@ -235,31 +257,49 @@ def check_scale(X: np.ndarray, names: list[str], name: str) -> None:
                              "so that its values are of moderate size")
 
 
-def check_full_rank(X: np.ndarray, names: list[str], name: str, *, tol: float = 1e-10) -> None:
+def _r_factor(blocks, k: int) -> np.ndarray:
+    """The triangular factor ``R`` of ``Z = QR``, ``Z`` the row ``blocks`` (``k`` columns)
+    stacked: Householder QR of one block at a time under the last block's ``R`` (``Z`` and
+    ``R`` have the same singular values and right singular vectors; ``Z`` is never formed)."""
+    R = np.zeros((0, k))
+    for b in blocks:
+        R = np.linalg.qr(np.vstack([R, b]), mode="r")
+    return R
+
+
+def check_full_rank(X: np.ndarray, names: list[str], name: str, *, tol: float = 1e-10,
+                    intercept: bool = False) -> None:
     """Raise ``ValueError`` naming constant or collinear columns of ``X``.
 
     An intercept column (all ones, named ``Intercept``) is allowed once and is not counted as
-    a constant feature. Columns are standardised without overflow, so that the scale of a
-    column is never reported as collinearity (see :func:`check_scale` for extreme scales).
+    a constant feature; ``intercept=True`` says the model has an intercept that ``X`` does not
+    hold (counted among the columns, without a copy of ``X`` with it). Columns are
+    standardised without overflow, so that the scale of a column is never reported as
+    collinearity (see :func:`check_scale` for extreme scales). The singular values come from
+    the chunked QR factor of the standardised columns (:func:`_r_factor`), so the temporaries
+    stay small on tall designs.
     """
     n, k = X.shape
-    if n <= k:
-        raise ValueError(f"{name}: {n} rows for {k} columns; need more rows than parameters")
-    const = [names[j] for j in range(k) if np.ptp(X[:, j]) == 0 and names[j] != "Intercept"]
+    if n <= k + intercept:
+        raise ValueError(f"{name}: {n} rows for {k + intercept} columns; need more rows than "
+                         "parameters")
+    lo, hi = X.min(axis=0), X.max(axis=0)
+    const = [names[j] for j in range(k) if hi[j] == lo[j] and names[j] != "Intercept"]
     if const:
         raise ValueError(f"{name}: constant column(s) {const} (zero variance); drop them")
-    check_scale(X, names, name)
-    sd = robust_sd(X)
-    Z = (X - X.mean(axis=0)) / np.where(sd > 0, sd, 1.0)
-    Z = Z[:, sd > 0]
-    if Z.shape[1] == 0:
+    big = np.maximum(np.abs(lo), np.abs(hi))
+    sd = robust_sd(X, big)
+    check_scale(X, names, name, big=big, sd=sd)
+    keep = np.flatnonzero(sd > 0)
+    if keep.size == 0:
         return
-    s = np.linalg.svd(Z, compute_uv=False)
+    mean = sum(c[:, keep].sum(axis=0) for c in _chunks(X)) / n
+    R = _r_factor(((c[:, keep] - mean) / sd[keep] for c in _chunks(X)), keep.size)
+    _, s, vt = np.linalg.svd(R)
     if s[-1] <= tol * s[0] * np.sqrt(n):
-        # find a minimal offending set from the right singular vector
-        _, _, vt = np.linalg.svd(Z, full_matrices=False)
+        # a minimal offending set from the right singular vector
         v = vt[-1]
-        kept = [names[j] for j in np.flatnonzero(sd > 0)]
+        kept = [names[j] for j in keep]
         involved = [kept[j] for j in np.flatnonzero(np.abs(v) > 1e-6 * np.abs(v).max())]
         raise ValueError(f"{name}: collinear columns {involved} (the design is singular); drop one")
 

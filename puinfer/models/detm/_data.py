@@ -82,7 +82,7 @@ def prepare(source, target, names=None, target_index=None) -> TiltData:
         target_index = target.index
     X = np.vstack([Xs, Xt])
     y = np.r_[np.zeros(len(Xs)), np.ones(len(Xt))]
-    check_full_rank(np.column_stack([np.ones(len(X)), X]), ["Intercept", *names], "design")
+    check_full_rank(X, names, "design", intercept=True)
     n_par = 2 * (X.shape[1] + 1) + 1
     if len(X) <= n_par:
         raise ValueError(f"{len(X)} rows for {n_par} DETM parameters; need more rows")

@@ -1,0 +1,68 @@
+"""The shared input checks of :mod:`puinfer._validation` on tall designs (issue 17: computed a
+chunk of rows at a time, without copies of the design)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from puinfer import _validation as val
+
+
+@pytest.fixture
+def small_chunks(monkeypatch):
+    monkeypatch.setattr(val, "ROW_CHUNK", 37)  # many chunks, the last one partial
+
+
+def test_robust_sd_equals_numpys_std_in_chunks(small_chunks):
+    rng = np.random.default_rng(1)
+    X = rng.normal(3.0, 2.0, size=(1000, 4)) * np.array([1.0, 1e-200, 1e200, 1e-5])
+    # moderate columns: numpy's std; extreme ones: the std of the rescaled column, rescaled
+    # (numpy's std underflows at 1e-200 and overflows at 1e200)
+    ref = np.array([(X[:, j] / s).std() * s for j, s in enumerate([1.0, 1e-200, 1e200, 1e-5])])
+    np.testing.assert_allclose(val.robust_sd(X), ref, rtol=1e-12)
+    with np.errstate(over="ignore", under="ignore"):
+        assert X[:, 1].std() == 0 and not np.isfinite(X[:, 2].std())
+
+
+def test_r_factor_has_the_singular_values_of_the_whole(small_chunks):
+    rng = np.random.default_rng(2)
+    Z = rng.normal(size=(500, 6)) @ rng.normal(size=(6, 6))
+    R = val._r_factor(val._chunks(Z), 6)
+    assert R.shape == (6, 6)
+    np.testing.assert_allclose(np.linalg.svd(R, compute_uv=False),
+                               np.linalg.svd(Z, compute_uv=False), rtol=1e-12)
+    # the right singular vectors too (up to sign)
+    v_r, v_z = np.linalg.svd(R)[2], np.linalg.svd(Z, full_matrices=False)[2]
+    np.testing.assert_allclose(np.abs(v_r @ v_z.T), np.eye(6), atol=1e-10)
+
+
+def test_check_full_rank_names_collinear_columns_across_chunks(small_chunks):
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(400, 4))
+    names = ["a", "b", "c", "d"]
+    val.check_full_rank(X, names, "design", intercept=True)  # full rank: no error
+    X[:, 3] = 2 * X[:, 0] - X[:, 2] + 5.0  # collinear with the intercept's help
+    with pytest.raises(ValueError, match=r"design: collinear columns \['a', 'c', 'd'\]"):
+        val.check_full_rank(X, names, "design", intercept=True)
+    X[:, 3] = 7.0
+    with pytest.raises(ValueError, match=r"constant column\(s\) \['d'\]"):
+        val.check_full_rank(X, names, "design", intercept=True)
+    # an explicit intercept column is allowed, as before
+    val.check_full_rank(np.column_stack([np.ones(400), X[:, :3]]), ["Intercept", *names[:3]],
+                        "design")
+
+
+def test_check_full_rank_counts_the_implied_intercept():
+    X = np.random.default_rng(4).normal(size=(4, 3))
+    val.check_full_rank(X, ["a", "b", "c"], "design")  # 4 rows, 3 columns
+    with pytest.raises(ValueError, match="design: 4 rows for 4 columns"):
+        val.check_full_rank(X, ["a", "b", "c"], "design", intercept=True)
+
+
+@pytest.mark.parametrize("scale, what", [(1e300, "values up to"), (1e-300, "a spread")])
+def test_check_scale_from_the_precomputed_extremes(small_chunks, scale, what):
+    X = np.random.default_rng(5).normal(size=(300, 2))
+    X[:, 1] *= scale
+    with pytest.raises(ValueError, match=f"column 'x2' has {what}"):
+        val.check_full_rank(X, ["x1", "x2"], "design", intercept=True)
