@@ -71,7 +71,7 @@ def newton_maximize(fun: Callable, x0, *, maxiter: int = 200, tol: float = 1e-10
                     method: str = "Newton", callback=None, xtol: float | None = None,
                     ftol_rel: float = 0.0, armijo: float = 1e-4, slack: float = 0.0,
                     shrink: float = 0.5, min_step: float = 1e-12, modify: bool = True,
-                    escape_saddles: bool = True, polish: bool = True, tangent=None,
+                    escape_saddles: bool = True, polish: bool | str = True, tangent=None,
                     feasible=None, fallback=None):
     """Maximise a smooth function by Newton's method with a backtracking line search.
 
@@ -109,9 +109,13 @@ def newton_maximize(fun: Callable, x0, *, maxiter: int = 200, tol: float = 1e-10
         eigenvalues); ``False`` stops instead (not converged).
     escape_saddles : bool
         At a stationary point with positive curvature, move along that direction.
-    polish : bool
+    polish : bool or "value"
         After convergence, take one last full Newton step if it does not lower ``f``
-        (quadratic convergence takes ``x`` from ~sqrt(tol) to rounding error).
+        (quadratic convergence takes ``x`` from ~sqrt(tol) to rounding error). ``"value"``:
+        the same step, judged by ``f`` alone where that suffices, so that the returned ``g``
+        and ``H`` are those of the point before it (for a caller that uses ``H`` only as an
+        approximation: it saves an evaluation of the derivatives; ``x`` and ``f`` are the
+        same as with ``True``, and ``grad_norm`` is then NaN, not evaluated at ``x``).
     tangent : callable, optional
         ``tangent(x, g)`` -> a (dense or sparse) matrix ``T`` whose columns span the feasible
         directions at ``x`` (equality constraints, an active set); Newton then runs on
@@ -159,7 +163,8 @@ def newton_maximize(fun: Callable, x0, *, maxiter: int = 200, tol: float = 1e-10
             converged, it = True, it - 1
             message = "" if newton else "Hessian singular at the solution (flat directions)"
             if newton and polish:
-                x, f, g, H = _polish(fun, x, f, g, H, dx_full, feasible, trace)
+                x, f, g, H = _polish(fun, x, f, g, H, dx_full, feasible, trace,
+                                     value_only=polish == "value")
             break
         t, x_new = _line_search(fun, x, f, dx_full, dec, feasible, armijo, slack, shrink,
                                 min_step)
@@ -193,7 +198,7 @@ def newton_maximize(fun: Callable, x0, *, maxiter: int = 200, tol: float = 1e-10
                 and dx <= xtol * (1.0 + float(np.max(np.abs(x), initial=0.0)))):
             converged, message = True, ""
             break
-    grad_norm = float(np.max(np.abs(g))) if g.size else 0.0
+    grad_norm = float("nan") if g is None else float(np.max(np.abs(g))) if g.size else 0.0
     info = ConvergenceInfo(converged=converged, iterations=it, method=method, message=message,
                            trace=np.asarray(trace), grad_norm=grad_norm)
     return x, f, g, H, info
@@ -233,16 +238,25 @@ def _line_search(fun, x, f, dx, dec, feasible, armijo, slack, shrink, min_step):
     return t, x_new
 
 
-def _polish(fun, x, f, g, H, dx, feasible, trace):
+def _polish(fun, x, f, g, H, dx, feasible, trace, value_only=False):
     """One last full Newton step, kept if feasible and ``f`` does not drop (appended to
     ``trace``), or drops by no more than rounding error while the gradient shrinks: its
     predicted gain is below ``tol`` and can be lost in the rounding of ``f`` (a sum over many
     rows, added in another order on Dask blocks), which then cannot judge the step; keeping
-    or not keeping it must not depend on that noise (the trace records ``f`` there)."""
+    or not keeping it must not depend on that noise (the trace records ``f`` there).
+    ``value_only``: where ``f`` alone decides, the derivatives at the new point are not
+    evaluated (``g`` is returned as None there, ``H`` as the old point's)."""
     x_new = x + dx
     if feasible is None or feasible(x_new):
-        f_new, g_new, H_new = fun(x_new, 2)
         noise = 1e3 * np.finfo(float).eps * max(1.0, abs(f))
+        if value_only:
+            f_new = fun(x_new, 0)
+            if np.isfinite(f_new) and f_new >= f:
+                trace.append(f_new)
+                return x_new, f_new, None, H
+            if not (np.isfinite(f_new) and f_new >= f - noise):
+                return x, f, g, H
+        f_new, g_new, H_new = fun(x_new, 2)
         if np.isfinite(f_new) and (f_new >= f or (
                 f_new >= f - noise and np.all(np.isfinite(g_new))
                 and np.linalg.norm(g_new) < np.linalg.norm(g))):

@@ -79,3 +79,43 @@ def test_newton_direction_is_scipys_cholesky_solve_and_modified_where_not_defini
     assert _ascent_direction(g, H2, modify=False) == (None, False)
     d0, ok0 = _ascent_direction(np.zeros(0), np.zeros((0, 0)))
     assert ok0 and d0.shape == (0,)
+
+
+def test_value_polish_takes_the_same_last_step_without_its_derivatives():
+    """``polish="value"``: the last full Newton step is judged by ``f`` alone where that
+    decides, so ``x`` and ``f`` equal the full polish's bitwise, with one evaluation of the
+    derivatives fewer; ``H`` is then the last iterate's before that step (``g`` None,
+    ``grad_norm`` NaN)."""
+    rng = np.random.default_rng(0)
+    A = rng.standard_normal((40, 3))
+    y = np.r_[np.ones(20), np.zeros(20)]
+
+    def make():
+        calls = []
+
+        def fun(x, order):  # a logistic log-likelihood with a ridge: far from quadratic
+            calls.append((order, x.copy()))
+            e = A @ x
+            f = -np.logaddexp(0, e).sum() + y @ e - 0.1 * x @ x
+            if order == 0:
+                return f
+            pr = 1 / (1 + np.exp(-e))
+            return f, A.T @ (y - pr) - 0.2 * x, -(A.T * (pr * (1 - pr))) @ A - 0.2 * np.eye(3)
+        return fun, calls
+
+    fun_a, calls_a = make()
+    fun_b, calls_b = make()
+    xa, fa, ga, Ha, ia = newton_maximize(fun_a, np.full(3, 2.0), tol=1e-10)
+    xb, fb, gb, Hb, ib = newton_maximize(fun_b, np.full(3, 2.0), tol=1e-10, polish="value")
+    assert ia.converged and ib.converged
+    assert np.array_equal(xa, xb) and fa == fb and np.array_equal(ia.trace, ib.trace)
+    orders_a = [o for o, _ in calls_a]
+    orders_b = [o for o, _ in calls_b]
+    assert orders_b.count(2) == orders_a.count(2) - 1
+    assert orders_b.count(0) == orders_a.count(0) + 1
+    assert gb is None and np.isnan(ib.grad_norm) and ia.grad_norm < 1e-12
+    # H is the Hessian at the last point evaluated with derivatives, the one before the step
+    x_last = [x for o, x in calls_b if o == 2][-1]
+    assert not np.array_equal(x_last, xb)
+    assert np.array_equal(Hb, fun_b(x_last, 2)[2])
+    np.testing.assert_allclose(Hb, Ha, rtol=1e-4)

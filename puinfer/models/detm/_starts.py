@@ -321,7 +321,9 @@ def solve_fixed_pi(data, restricted: bool, pi, theta0, c, maxiter, tol, known=()
     ``theta0`` is ``(a1, b1, a2, b2)`` on the standardised scale (SETM keeps a1 = b1 = 0).
     ``known``: converged :class:`FixedPiSolution` at this same pi; a run that reaches one's
     region of quadratic convergence (:data:`MERGE_RADIUS`) returns it (``merged=True``).
-    ``H`` of the result is the Hessian in the free parameters (SETM: ``alpha2, beta2``).
+    ``H`` of the result is the Hessian in the free parameters (SETM: ``alpha2, beta2``) at the
+    last Newton iterate (before the final step to rounding error, ``polish="value"`` of
+    :func:`~puinfer.base.optimize.newton_maximize`).
     """
     p = data.p
     idx = np.r_[p + 1:2 * p + 2] if restricted else np.arange(2 * p + 2)
@@ -361,8 +363,11 @@ def solve_fixed_pi(data, restricted: bool, pi, theta0, c, maxiter, tol, known=()
 
     method = f"Newton (profile, pi={pi:.6g})"
     try:
+        # H serves later runs as an approximation (merges, the path's tangent): the last
+        # full Newton step is judged by the log-EL alone (one evaluation of the derivatives
+        # fewer per point of the profile; theta and f as with the full polish)
         u, f, g, H, info = newton_maximize(fun, theta0[idx], maxiter=maxiter, tol=tol,
-                                           method=method)
+                                           method=method, polish="value")
     except _Merged as m:
         memo.clear()  # fun and check_merge form a cycle: free the rows now, not at gc
         s = targets[m.k][0]

@@ -142,12 +142,14 @@ def _statistic(fit, setm_v, names, Xs, Xt, refit: str) -> float:
         warnings.simplefilter("ignore")
         s_opts = dict(setm_start=setm_v, grid=True)
         s_b = fit_data(dat, True, start_options=s_opts, **opts)[0]
-        extra = [("original DETM", fit.v), ("resample SETM", s_b.v)]
         if refit == "full":
+            extra = [("original DETM", fit.v), ("resample SETM", s_b.v)]
             d_opts = dict(extra_starts=extra)
         else:
-            # DETM's own SETM starts are s_opts on the same data: reuse s_b's runs
-            d_opts = dict(s_opts, extra_starts=extra, setm_runs=list(s_b.runs))
+            # DETM's own SETM starts are s_opts on the same data: reuse s_b's runs (whose
+            # best, s_b's solution, is then DETM's first start, "SETM solution")
+            d_opts = dict(s_opts, extra_starts=[("original DETM", fit.v)],
+                          setm_runs=list(s_b.runs))
         d_b = fit_data(dat, False, start_options=d_opts, **opts)[0]
     return max(0.0, 2 * (d_b.llf_penalized - s_b.llf_penalized))
 
