@@ -112,10 +112,10 @@ def newton_maximize(fun: Callable, x0, *, maxiter: int = 200, tol: float = 1e-10
     polish : bool or "value"
         After convergence, take one last full Newton step if it does not lower ``f``
         (quadratic convergence takes ``x`` from ~sqrt(tol) to rounding error). ``"value"``:
-        the same step, judged by ``f`` alone where that suffices, so that the returned ``g``
-        and ``H`` are those of the point before it (for a caller that uses ``H`` only as an
-        approximation: it saves an evaluation of the derivatives; ``x`` and ``f`` are the
-        same as with ``True``, and ``grad_norm`` is then NaN, not evaluated at ``x``).
+        the same step, judged by ``f`` alone where that suffices (for a caller that uses
+        ``H`` only as an approximation: it saves an evaluation of the derivatives); ``x`` and
+        ``f`` are then those of ``True``, the returned ``H`` is the point's before the step,
+        ``g`` is None and ``grad_norm`` NaN (not evaluated at ``x``).
     tangent : callable, optional
         ``tangent(x, g)`` -> a (dense or sparse) matrix ``T`` whose columns span the feasible
         directions at ``x`` (equality constraints, an active set); Newton then runs on
