@@ -5,7 +5,8 @@ objectives, counted and timed by the stage of the fit that asked for it (issue 1
     python benchmarks/detm_work.py --n 100000          # the subsample's share shows
     python benchmarks/detm_work.py --n 1000 --task scar --n-boot 50
 
-The data are ``bench_detm.py``'s (Liu et al.'s SAR design, pi = 0.3, seed n + p). Each
+The data are ``bench_detm.py``'s (Liu et al.'s SAR design, pi = 0.3, seed n + p; ``--design
+scar``: the SCAR design, where SETM holds). Each
 evaluation of the binary-regression form (``free``: the search's Newton runs) or of the profile
 log-EL at fixed pi (``profile``: the probe, the interval, the bootstrap's refits at pi-hat) is
 attributed to the innermost stages on its call stack (``STAGES``), to the rows it ran on (all
@@ -33,7 +34,7 @@ import pandas as pd  # noqa: E402
 
 import puinfer as pu  # noqa: E402
 from puinfer.models.detm import _el  # noqa: E402
-from puinfer.simulate import sar_design  # noqa: E402
+from puinfer.simulate import sar_design, scar_design  # noqa: E402
 
 #: function names that name a stage (outermost first in the label)
 STAGES = ("fit_data", "subsample_starts", "run_starts", "_hop", "_hop_and_stretch",
@@ -56,8 +57,10 @@ def _label(frame) -> str:
     return f"{model or '-'}: {stages or '(other)'}"
 
 
-def run(n: int, p: int, task: str, n_boot: int) -> tuple[pd.DataFrame, float]:
-    df = sar_design(n, n, 0.3, p=p, rng=np.random.default_rng(n + p))
+def run(n: int, p: int, task: str, n_boot: int, design: str = "sar"
+        ) -> tuple[pd.DataFrame, float]:
+    make = {"sar": sar_design, "scar": scar_design}[design]
+    df = make(n, n, 0.3, p=p, rng=np.random.default_rng(n + p))
     X = df[[f"x{j}" for j in range(1, p + 1)]].to_numpy()
     lab = df.labeled.to_numpy() == 1
     calls: collections.Counter = collections.Counter()
@@ -116,11 +119,13 @@ def main(argv=None) -> None:
                     help="the default DETM fit, or (after it) the bootstrap SCAR test or the "
                          "bootstrap-calibrated interval for pi")
     ap.add_argument("--n-boot", type=int, default=199)
+    ap.add_argument("--design", choices=["sar", "scar"], default="sar",
+                    help="Liu et al.'s SAR design (bench_detm.py's data) or the SCAR design")
     a = ap.parse_args(argv)
-    tab, total = run(a.n, a.p, a.task, a.n_boot)
+    tab, total = run(a.n, a.p, a.task, a.n_boot, a.design)
     inside = tab.cpu_s.sum()
-    print(f"{a.task}, n = m = {a.n}, p = {a.p}: {total:.2f} CPU s, {inside:.2f} s of it in "
-          f"{tab.calls.sum()} evaluations\n")
+    print(f"{a.task}, {a.design} design, n = m = {a.n}, p = {a.p}: {total:.2f} CPU s, "
+          f"{inside:.2f} s of it in {tab.calls.sum()} evaluations\n")
     print(tab.to_markdown(index=False, floatfmt=".3f"))
 
 
