@@ -25,7 +25,7 @@ from functools import cached_property
 import numpy as np
 
 from ...exceptions import ConvergenceWarning
-from ...inference.profile import Profile, ProfileError
+from ...inference.profile import _R_NOISE, Profile, ProfileError
 from . import _el
 from ._starts import (
     STRETCH_LABEL,
@@ -479,12 +479,20 @@ class _PiProfile(Profile):
             warm = [q for q in prof.warm_values if q not in before]
             for q in warm:  # later evaluations there are from every start
                 self._cache.pop(q, None)
-            if lim not in warm:
-                return lim, at_bound  # the limit was already evaluated from every start
-            f_warm = prof.warm_values[lim]
-            self.statistic(lim)  # from every start (ProfileError if above the fit)
-            f_full = self._cache[lim]
-            if not f_full > f_warm + 1e-9 * max(1.0, abs(f_warm)):
+            if at_bound:
+                return lim, at_bound
+            # the limit from every start (ProfileError if above the fit; cached if it was
+            # already evaluated so)
+            r_full = self.statistic(lim)
+            higher = lim in warm and self._cache[lim] > prof.warm_values[lim] + 1e-9 * max(
+                1.0, abs(prof.warm_values[lim]))
+            # a limit inside the set: the warm chain switched branches between two points
+            # (each starts from its nearest solved neighbour, on either branch), its values
+            # jumped across the cut-off there, and the search closed in on that jump instead
+            # of a crossing (SAR design, n = m = 1000, pi = 0.7, seed 62000000: a lower limit
+            # at 0.591 with R* = 0.23 there, an upper one at 0.732 with R* = 3.17)
+            inside = r_full < cutoff - _R_NOISE * max(1.0, cutoff)
+            if not (higher or inside):
                 return lim, at_bound
             for q in warm:  # a higher branch at the limit: search again along it
                 if q != lim:

@@ -737,6 +737,32 @@ def test_probe_searches_the_profile_between_a_rise_and_its_dip(monkeypatch):
         r0.profile_pi().statistic(0.7)
 
 
+def test_limits_are_crossings_where_the_warm_chain_switches_branches():
+    """Issue 19's SAR cell at n = m = 1000, pi = 0.7, seed 62000000 (session 43): the profile
+    has two branches about 2 log-EL units apart near both limits, and the limit search's warm
+    chain (each point from its nearest solved neighbour) switched between them, its values
+    jumping across the cut-off; the search closed in on such a jump and reported it as the
+    limit: an upper limit of 0.732 where R* = 3.17 (and, with session 43's polish, a lower one
+    of 0.591 where R* = 0.23). A limit that the profile from every start puts inside the set
+    now sends the search along the higher branch again: both limits are crossings of the
+    cut-off, with R* below it just inside and above it just outside."""
+    df = sar_design(1000, 1000, 0.7, p=15, rng=np.random.default_rng(62000000))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = pu.DETM.from_formula(FORMULA15, data=df).fit(pi_interval="profile")
+        ci = r.conf_int_pi()
+    prof = r.profile_pi()
+    cut = ci.attrs["cutoff"]
+    assert r.pi == pytest.approx(0.6175, abs=1e-4)
+    for lim, out in ((ci["lower"], -1), (ci["upper"], +1)):
+        assert prof.statistic(lim) == pytest.approx(cut, abs=1e-6)
+        assert prof.statistic(lim - out * 1e-3) < cut < prof.statistic(lim + out * 1e-3)
+    # the branch the old searches stopped short of: inside the set there
+    assert prof.statistic(0.591) < 1 and prof.statistic(0.735) < cut
+    assert ci["lower"] == pytest.approx(0.5253, abs=1e-3)
+    assert ci["upper"] > 0.74
+
+
 def _profiler_with_points(points, pi_hat=0.5, f_max=0.0):
     """A PiProfiler holding only evaluated points ``{pi: value}`` (for :meth:`_rise`)."""
     from types import SimpleNamespace
