@@ -479,8 +479,8 @@ class _PiProfile(Profile):
             warm = [q for q in prof.warm_values if q not in before]
             for q in warm:  # later evaluations there are from every start
                 self._cache.pop(q, None)
-            if at_bound:
-                return lim, at_bound
+            if at_bound and lim not in warm:
+                return lim, at_bound  # the bound, already evaluated from every start
             # the limit from every start (ProfileError if above the fit; cached if it was
             # already evaluated so)
             r_full = self.statistic(lim)
@@ -491,7 +491,7 @@ class _PiProfile(Profile):
             # jumped across the cut-off there, and the search closed in on that jump instead
             # of a crossing (SAR design, n = m = 1000, pi = 0.7, seed 62000000: a lower limit
             # at 0.591 with R* = 0.23 there, an upper one at 0.732 with R* = 3.17)
-            inside = r_full < cutoff - _R_NOISE * max(1.0, cutoff)
+            inside = not at_bound and r_full < cutoff - _R_NOISE * max(1.0, cutoff)
             if not (higher or inside):
                 return lim, at_bound
             for q in warm:  # a higher branch at the limit: search again along it
