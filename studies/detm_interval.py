@@ -485,7 +485,28 @@ def direct_one(cls, df, args, seed):
             except ValueError as exc:
                 row[f"error_{method}"] = str(exc)[:80]
             row[f"t_{method}"] = time.process_time() - t0
+        if getattr(args, "check_limits", False):
+            row.update(_limit_checks(res, row))
     return row
+
+
+def _limit_checks(res, row) -> dict:
+    """R* at each limit of both intervals (the search's own value) and 1e-3 inside and
+    outside it (evaluated afresh, with every solution the searches found), after both
+    intervals (so the checks cannot change them): a limit is a crossing of the cut-off when
+    R* is at the cut-off there, below it inside and above it outside."""
+    prof, out = res.profile_pi(), {}
+    for method in ("profile", "bootstrap"):
+        if f"cutoff_{method}" not in row:
+            continue
+        for side, sign in (("lower", -1), ("upper", +1)):
+            for tag, d in (("in", -1e-3), ("at", 0.0), ("out", 1e-3)):
+                try:
+                    r = prof.statistic(row[f"{side}_{method}"] + sign * d)
+                except ValueError:  # beyond the bounds, or not computable (ProfileError)
+                    r = np.nan
+                out[f"rstar_{side}_{method}_{tag}"] = r
+    return out
 
 
 #: Liu et al., Table 2: mean (SD) of pi-hat over 500 replicates, by (design, model, pi, n)
@@ -855,7 +876,7 @@ def recheck_direct(args):
     for o, p, df in _pending(src, path):
         row = {f"{c}_old" if c in RECHECK_KEEP[7:] else c: o[c] for c in RECHECK_KEEP}
         opts = argparse.Namespace(penalty="ridge", n_boot=int(o["n_boot"]), p=p,
-                                  smooth="silverman")
+                                  smooth="silverman", check_limits=args.check_limits)
         row.update(direct_one(getattr(pu, o["model"]), df, opts, int(o["seed"])))
         row["changed"] = not abs(row["pi_hat"] - o["pi_hat"]) <= 1e-8
         _append(path, row)
@@ -946,6 +967,34 @@ def compare_recheck(args):
             "The direct cells at n = m = 1000: two reruns of the same replicates",
             f"compare-recheck --before {' '.join(args.before)} --after {' '.join(args.after)} "
             f"--write {args.write}")
+
+
+def summarise_limits(args):
+    """The limits of ``recheck-direct --check-limits`` runs: per cell and interval, how many
+    limits (not at a bound) are crossings of the cut-off (R* within 1e-4 of it at the limit,
+    below it 1e-3 inside and above it 1e-3 outside), how many lie inside the set (R* below the
+    cut-off at the limit), how many are jumps out of it (R* above), and how many have the set
+    continue beyond them (R* below the cut-off 1e-3 outside)."""
+    df = pd.concat([pd.read_csv(OUT / f"detm_interval_recheck_raw{t}.csv") for t in args.tag],
+                   ignore_index=True)
+    rows, tol = [], 1e-4
+    for (design, model, pi), g in df.groupby(["design", "model", "pi"]):
+        for method in ("profile", "bootstrap"):
+            cut = np.concatenate([g[f"cutoff_{method}"]] * 2)
+            r = {t: np.concatenate([g[f"rstar_{side}_{method}_{t}"] for side in
+                                    ("lower", "upper")]) for t in ("in", "at", "out")}
+            ok = np.isfinite(r["at"])
+            at = r["at"][ok] - cut[ok]
+            crossing = (np.abs(at) <= tol) & (r["in"][ok] < cut[ok]) & (r["out"][ok] > cut[ok])
+            rows.append({"cell": f"{design} {model}, pi = {pi:g}", "interval": method,
+                         "limits": int(ok.sum()), "crossings": int(crossing.sum()),
+                         "inside the set": int((at < -tol).sum()),
+                         "jump out of it": int((at > tol).sum()),
+                         "set continues beyond": int((r["out"][ok] < cut[ok]).sum()),
+                         "at the bound / not computable": int((~ok).sum())})
+    _report(rows, args.write and f"detm_interval_limits{args.write}.md",
+            "Are the limits crossings of the cut-off?",
+            f"summarise-limits --tag {' '.join(args.tag)} --write {args.write}")
 
 
 def _report(rows, name, title, command, floatfmt=".4g"):
@@ -1221,6 +1270,8 @@ def main():
     rc.add_argument("--reps", type=int, default=10**6)
     rc.add_argument("--seeds", nargs="*", type=int, default=[], help="only these seeds")
     rc.add_argument("--out", default="")
+    rc.add_argument("--check-limits", action="store_true",
+                    help="record R* at each limit and 1e-3 either side of it")
     sr = sub.add_parser("summarise-recheck")
     sr.add_argument("--tag", nargs="+", default=[""])
     sr.add_argument("--write", default=None)
@@ -1228,6 +1279,9 @@ def main():
     cr.add_argument("--before", nargs="+", required=True)
     cr.add_argument("--after", nargs="+", required=True)
     cr.add_argument("--write", default=None)
+    sl = sub.add_parser("summarise-limits")
+    sl.add_argument("--tag", nargs="+", required=True)
+    sl.add_argument("--write", default=None)
     rf = sub.add_parser("refit")
     rf.add_argument("--files", nargs="+", required=True)
     rf.add_argument("--part", default="0/1")
@@ -1265,6 +1319,7 @@ def main():
                 "summarise-direct": summarise_direct, "se-check": se_check,
                 "recheck-direct": recheck_direct, "summarise-recheck": summarise_recheck,
                 "compare-recheck": compare_recheck, "refit": refit,
+                "summarise-limits": summarise_limits,
                 "summarise-refit": summarise_refit, "summarise-best": summarise_best,
                 "summarise": summarise}
     commands[args.cmd](args)

@@ -11,10 +11,12 @@ found at the same pi stops there (:data:`._starts.MERGE_RADIUS`); a run from a s
 run at that pi is not repeated (so the skeleton's second chain stops as soon as it joins the
 first); the interval limits are found by Newton's method on the signed root of ``R*`` with the
 profile's slope from the envelope theorem, the intermediate points from the nearest solved
-point only and the limit itself from every start (if that finds a higher branch, the search
-is repeated on it). Above 40,000 rows a start far from the solution runs on the subsample
-first, and its maximum there is run on all rows only if it is not the subsample's image of a
-maximum already found on all rows at that pi.
+point only and the limit itself from every start (if that finds a higher branch, or the
+limit is not a crossing of the cut-off but a jump of the search's values across it, the search
+is repeated, with the points beyond the last one inside the set evaluated again). Above
+40,000 rows a start far from the solution runs on the subsample first, and its maximum there
+is run on all rows only if it is not the subsample's image of a maximum already found on all
+rows at that pi.
 """
 
 from __future__ import annotations
@@ -48,6 +50,10 @@ PI_EPS = 1e-6
 OUTSIDE_POINTS = 3
 #: points of the profile evaluated between a rise and the dip before it (``higher_point``)
 RISE_POINTS = 3
+#: limit searches from warm starts only (each point from its nearest solved neighbour), then
+#: from every start, until the profile from every start crosses the cut-off at the limit
+WARM_SEARCHES = 3
+FULL_SEARCHES = 3
 
 
 @dataclass(frozen=True)
@@ -78,6 +84,11 @@ class PiProfiler:
         from the fit, the skeleton on each side and the fit's other local maxima; the best
         labelled solution is kept.
     """
+
+    #: while set (a limit search after a jump, see :class:`_PiProfile`), a point's nearest
+    #: solved neighbour is the nearest between this value (pi-hat) and the point: the chain
+    #: goes on outward from inside the set, not back from points solved beyond it
+    inward: float | None = None
 
     def __init__(self, data, fit, se_pi: float, quick: bool = False):
         self.data = data
@@ -253,10 +264,18 @@ class PiProfiler:
                 break
         return out
 
+    def _nearest(self, pi) -> float:
+        """The solved point nearest ``pi`` (see :attr:`inward`)."""
+        qs = self.solved
+        c = self.inward
+        if c is not None:
+            qs = [q for q in qs if (q - c) * (pi - c) >= 0 and abs(q - c) <= abs(pi - c)] or qs
+        return min(qs, key=lambda q: abs(q - pi))
+
     def _predicted(self, pi):
         """The solution at the nearest solved point moved to ``pi`` along the path's tangent
         (:meth:`_moved`)."""
-        q = min(self.solved, key=lambda q: abs(q - pi))
+        q = self._nearest(pi)
         return self._moved(self.solved[q], self.hessians.get(q), q, pi)
 
     def _moved(self, th, H, q, pi):
@@ -286,7 +305,7 @@ class PiProfiler:
         and the fit's other local maxima."""
         if not (self.quick or self.warm_only):
             self.skeleton  # noqa: B018 (its solutions join the warm starts)
-        near = self.solved[min(self.solved, key=lambda q: abs(q - pi))]
+        near = self.solved[self._nearest(pi)]
         pred = self._predicted(pi)
         first = [(pred, near if pred is not near else None, False)]
         if self.quick or self.warm_only:
@@ -453,10 +472,16 @@ def _same_maximum(a: FixedPiSolution, b: FixedPiSolution) -> bool:
 
 class _PiProfile(Profile):
     """The profile of pi with the limit search of :class:`PiProfiler`: Newton's method on the
-    signed root of ``R*`` from warm starts only, then the limit from every start; if that
-    finds a higher branch there, the warm starts of the search's points are dropped and the
-    search repeated (at most three times, then every point from every start, as
-    :class:`~puinfer.inference.Profile` does). Limits are cached per side and cut-off."""
+    signed root of ``R*`` from warm starts only, then the limit from every start. If that
+    finds a higher branch there, the warm starts of the search's points are dropped; if the
+    limit is not a crossing of the cut-off (``R*`` there, from every start, differs from it by
+    more than its rounding), every point beyond the outermost point inside the set is
+    forgotten, and from then on each point starts from the nearest solved point inside it
+    (:attr:`PiProfiler.inward`). Either way the search is repeated (``WARM_SEARCHES`` times
+    from warm starts, then ``FULL_SEARCHES`` times with every point from every start, as
+    :class:`~puinfer.inference.Profile` does). A jump between adjacent points (1e-9 apart)
+    that the point outside keeps when solved again from the one inside is the profile's own:
+    the set ends there. Limits are cached per side and cut-off."""
 
     def _limit(self, direction: int, cutoff: float) -> tuple[float, bool]:
         limits = self.__dict__.setdefault("_limits", {})
@@ -469,9 +494,17 @@ class _PiProfile(Profile):
         prof = self._loglik_at
         if prof.quick:
             return super()._limit(direction, cutoff)
-        for _ in range(3):
+        try:
+            return self._searches(direction, cutoff)
+        finally:
+            prof.inward = None
+
+    def _searches(self, direction: int, cutoff: float) -> tuple[float, bool]:
+        prof = self._loglik_at
+        noise = _R_NOISE * max(1.0, cutoff)
+        for attempt in range(WARM_SEARCHES + FULL_SEARCHES):
             before = set(prof.warm_values)
-            prof.warm_only = True
+            prof.warm_only = attempt < WARM_SEARCHES
             try:
                 lim, at_bound = super()._limit(direction, cutoff)
             finally:
@@ -486,18 +519,70 @@ class _PiProfile(Profile):
             r_full = self.statistic(lim)
             higher = lim in warm and self._cache[lim] > prof.warm_values[lim] + 1e-9 * max(
                 1.0, abs(prof.warm_values[lim]))
-            # a limit inside the set: the warm chain switched branches between two points
-            # (each starts from its nearest solved neighbour, on either branch), its values
-            # jumped across the cut-off there, and the search closed in on that jump instead
-            # of a crossing (SAR design, n = m = 1000, pi = 0.7, seed 62000000: a lower limit
-            # at 0.591 with R* = 0.23 there, an upper one at 0.732 with R* = 3.17)
-            inside = not at_bound and r_full < cutoff - _R_NOISE * max(1.0, cutoff)
-            if not (higher or inside):
+            # not a crossing: the search's values jumped across the cut-off between two points
+            # on different branches (each point starts from its nearest solved neighbour, and
+            # a neighbour evaluated earlier can be on a lower branch) and it closed in on that
+            # jump (SAR design, n = m = 1000, pi = 0.7, seed 62000000: a lower limit at 0.591
+            # with R* = 0.23 there, an upper one at 0.732 with R* = 3.17; seed 62000033: an
+            # upper limit at 0.850 with R* = 5.19, where the branch of the point inside, 2.83
+            # at 1e-12 from it, continues at 2.84)
+            jump = not at_bound and abs(r_full - cutoff) > noise
+            if not (higher or jump):
                 return lim, at_bound
+            inner, outer = self._pair(direction, cutoff, lim) if jump else (lim, None)
             for q in warm:  # a higher branch at the limit: search again along it
-                if q != lim:
+                if q not in (lim, inner):
                     prof.solved.pop(q, None)
-        return super()._limit(direction, cutoff)
+            if not jump:
+                continue
+            self._forget_beyond(inner, direction)
+            # from now on each point continues from the solved point nearest it inside (a
+            # point solved beyond it can be on the lower branch: past a fold of the higher
+            # branch, the lower is all there is)
+            prof.inward = self.estimate
+            if outer is not None and abs(outer - inner) <= 1e-9 * max(1.0, abs(outer)):
+                # a jump between adjacent points: from the one inside, does its branch go on?
+                r_full = self.statistic(outer)
+                if abs(r_full - cutoff) <= noise:
+                    return outer, False  # a crossing after all
+                if r_full > cutoff:
+                    return inner, False  # the profile's own jump: the set ends at inner
+                self._forget_beyond(outer, direction)
+        prof.warnings.append((ConvergenceWarning.__name__,
+                              f"{prof.fit.name}: the profile of pi jumps across the cut-off "
+                              f"{cutoff:.4g} at the {'upper' if direction > 0 else 'lower'} "
+                              f"limit {lim:.6g} (R* = {r_full:.4g} there) after "
+                              f"{WARM_SEARCHES + FULL_SEARCHES} searches: the limit may lie "
+                              "further out"))
+        return lim, at_bound
+
+    def _pair(self, direction: int, cutoff: float, lim: float) -> tuple:
+        """``(inner, outer)`` about a limit ``lim`` that is not a crossing: the outermost
+        point up to ``lim`` (on its side of the estimate) with a solution inside the set (the
+        estimate if none), and the innermost point from ``lim`` outward evaluated outside it
+        (None if none). Points evaluated from a warm start only count too: each value is a
+        maximum at its pi, so the profile's is no lower."""
+        prof = self._loglik_at
+        values = {**prof.warm_values, **self._cache}
+        side = {q: 2 * (self.llf_max - ll) for q, ll in values.items()
+                if direction * (q - self.estimate) >= 0}
+        inside = [q for q, r in side.items()
+                  if q in prof.solved and direction * (q - lim) <= 0 and r < cutoff]
+        outside = [q for q, r in side.items() if direction * (q - lim) >= 0 and r >= cutoff]
+        return (max(inside, key=lambda q: direction * q, default=self.estimate),
+                min(outside, key=lambda q: direction * q, default=None))
+
+    def _forget_beyond(self, inner: float, direction: int) -> None:
+        """Drop every point beyond ``inner`` (evaluated or solved, the skeleton's included):
+        each was solved before ``inner``'s solution was known, possibly on a lower branch, and
+        as the nearest solved neighbour of later points would lead them there. Evaluated
+        again, they start from ``inner``'s solution (and every other start)."""
+        prof = self._loglik_at
+        for q in [q for q in self._cache if direction * (q - inner) > 0]:
+            del self._cache[q]
+        for q in [q for q in prof.solved if direction * (q - inner) > 0]:
+            del prof.solved[q]
+            prof.hessians.pop(q, None)
 
 
 def probe(data, fit, se_pi):

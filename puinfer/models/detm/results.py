@@ -12,7 +12,7 @@ from scipy.stats import chi2, norm
 
 from ..._validation import check_alpha, check_rng
 from ...base.results import LikelihoodResults
-from ...exceptions import ConfidenceSetWarning
+from ...exceptions import ConfidenceSetWarning, ConvergenceWarning
 from ...inference.hypothesis import HypothesisTestResult, chi2_test, lr_test, pvalue_phrase
 from ...inference.profile import Profile
 from ...summary import Summary, coef_table
@@ -317,7 +317,11 @@ class TiltResults(LikelihoodResults):
         if method == "bootstrap":
             cutoff, boot_attrs = self._bootstrap_cutoff(alpha, n_boot, rng, smooth, n_jobs)
         prof = self.profile_pi()
+        known = len(self._profiler.warnings)
         ci = prof.conf_int(alpha, cutoff)
+        for cat, msg in self._profiler.warnings[known:]:  # a limit search's (recorded there)
+            if cat == ConvergenceWarning.__name__:
+                warnings.warn(msg, ConvergenceWarning, stacklevel=2)
         extra = prof.outside_points(alpha, n=OUTSIDE_POINTS, cutoff=cutoff)
         ci.attrs["interval"] = not extra
         ci.attrs["method"] = method

@@ -1,0 +1,96 @@
+"""The limit search of the profile of pi (``_profile._PiProfile``) on a profile with two
+branches whose points depend on which solutions are known, as the DETM profile's do: each
+point starts from its nearest solved neighbour (and, from every start, from starts that reach
+the higher branch only near pi-hat)."""
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from puinfer.models.detm._profile import PiProfiler, _PiProfile
+
+CUT = float(stats.chi2.ppf(0.95, 1))
+SD = 0.1  # the higher branch: R* = ((pi - 0.5) / SD)^2
+GAP = 2.0  # the lower branch lies GAP log-likelihood units below it (R* 4 higher)
+
+
+class _TwoBranches:
+    """What ``_PiProfile`` needs of a ``PiProfiler``: branch "A" with log-likelihood
+    ``-((pi - 0.5) / SD)^2 / 2`` up to ``fold`` (it ends there), branch "B" GAP lower
+    everywhere. A point reaches the branch of its nearest solved neighbour (A only up to the
+    fold); evaluated from every start, also A within ``far_reach - 0.5`` of pi-hat."""
+
+    quick = False
+    inward = None
+    _nearest = PiProfiler._nearest  # the profiler's choice of the start
+
+    def __init__(self, solved, fold=1.0, far_reach=0.55):
+        self.solved = dict(solved)
+        self.fold, self.far_reach = fold, far_reach
+        self.warm_only = False
+        self.warm_values: dict = {}
+        self.slopes: dict = {}
+        self.hessians: dict = {}
+        self.warnings: list = []
+        self.fit = type("Fit", (), {"name": "DETM"})()
+        self.calls = 0
+
+    def __call__(self, pi):
+        self.calls += 1
+        branch = self.solved[self._nearest(pi)]
+        if not self.warm_only and abs(pi - 0.5) <= self.far_reach - 0.5:
+            branch = "A"
+        if abs(pi - 0.5) > self.fold - 0.5:
+            branch = "B"
+        ll = -0.5 * ((pi - 0.5) / SD) ** 2 - (GAP if branch == "B" else 0.0)
+        self.solved[pi] = branch
+        self.slopes[pi] = -(pi - 0.5) / SD ** 2
+        if self.warm_only:
+            self.warm_values[pi] = ll
+        return ll
+
+    def slope(self, pi):
+        return self.slopes[pi]
+
+
+def _profile(prof):
+    return _PiProfile("pi", 0.5, 0.0, prof, bounds=(1e-6, 1 - 1e-6), step=SD,
+                      derivative=prof.slope)
+
+
+def test_a_limit_is_searched_again_past_points_solved_on_the_lower_branch():
+    """Points solved on the lower branch beyond the crossing (as the skeleton's can be) lead
+    the search's points near them there; its values jump across the cut-off and it closes in
+    on the jump. The points beyond the last one inside the set are then solved again from it:
+    the limit is the crossing of the higher branch, 0.5 +- SD sqrt(cut-off)."""
+    prof = _TwoBranches({0.5: "A", 0.65: "B", 0.35: "B", 0.9: "B"})
+    ci = _profile(prof).conf_int(0.05)
+    half = SD * np.sqrt(CUT)
+    assert ci["lower"] == pytest.approx(0.5 - half, abs=1e-9)
+    assert ci["upper"] == pytest.approx(0.5 + half, abs=1e-9)
+    assert not prof.warnings
+    # the stale points are forgotten: every solution beyond the limits is now the branch's
+    # past the crossing, except those at distances the searches never came back to
+    assert all(b == "A" for q, b in prof.solved.items() if abs(q - 0.5) <= half)
+
+
+def test_a_jump_of_the_profile_itself_is_the_limit():
+    """Where the higher branch ends (a fold) inside the set, the profile jumps out of it: the
+    jump, found again from the point inside it, is the limit (no warning)."""
+    prof = _TwoBranches({0.5: "A"}, fold=0.6)
+    ci = _profile(prof).conf_int(0.05)
+    assert ci["upper"] == pytest.approx(0.6, abs=1e-9)
+    assert ci["lower"] == pytest.approx(0.4, abs=1e-9)
+    assert not prof.warnings
+
+
+def test_a_crossing_costs_no_second_search():
+    """Without stale points the searches' every-start check of the limit confirms it: one
+    search per side."""
+    prof = _TwoBranches({0.5: "A"})
+    p = _profile(prof)
+    p.conf_int(0.05)
+    calls = prof.calls
+    assert calls <= 12  # a few Newton steps per side and one evaluation of each limit
+    half = SD * np.sqrt(CUT)
+    assert p._cache[0.5 + half] == pytest.approx(-CUT / 2, abs=1e-9)
