@@ -995,6 +995,34 @@ def summarise_limits(args):
     _report(rows, args.write and f"detm_interval_limits{args.write}.md",
             "Are the limits crossings of the cut-off?",
             f"summarise-limits --tag {' '.join(args.tag)} --write {args.write}")
+    if args.before:
+        _moved_limits(df, args)
+
+
+def _moved_limits(after, args):
+    """The limits that moved (by more than 1e-6) from the runs ``--before`` (paired on the
+    seed), with R* 1e-3 inside, at and 1e-3 outside each, before and after."""
+    before = pd.concat([pd.read_csv(OUT / f"detm_interval_recheck_raw{t}.csv")
+                        for t in args.before], ignore_index=True)
+    m = before.merge(after, on=["design", "model", "pi", "n", "seed"], suffixes=("_b", "_a"))
+    rows = []
+    for _, r in m.iterrows():
+        for method in ("profile", "bootstrap"):
+            for side, sign in (("lower", -1), ("upper", +1)):
+                b, a = r[f"{side}_{method}_b"], r[f"{side}_{method}_a"]
+                if not abs(a - b) > 1e-6:
+                    continue
+                row = {"cell": f"{r['design']} {r['model']}, pi = {r['pi']:g}",
+                       "seed": int(r["seed"]), "limit": f"{method} {side}",
+                       "cut-off": r[f"cutoff_{method}_a"], "before": b, "after": a,
+                       "outwards": bool(sign * (a - b) > 0)}
+                for t in ("b", "a"):
+                    row[f"R* in / at / out ({'before' if t == 'b' else 'after'})"] = " / ".join(
+                        f"{r[f'rstar_{side}_{method}_{k}_{t}']:.4f}" for k in ("in", "at", "out"))
+                rows.append(row)
+    _report(rows, args.write and f"detm_interval_limits_moved{args.write}.md",
+            "Limits that moved", f"summarise-limits --tag {' '.join(args.tag)} --before "
+            f"{' '.join(args.before)} --write {args.write}")
 
 
 def _report(rows, name, title, command, floatfmt=".4g"):
@@ -1281,6 +1309,8 @@ def main():
     cr.add_argument("--write", default=None)
     sl = sub.add_parser("summarise-limits")
     sl.add_argument("--tag", nargs="+", required=True)
+    sl.add_argument("--before", nargs="*", default=[],
+                    help="also list the limits that moved from these runs")
     sl.add_argument("--write", default=None)
     rf = sub.add_parser("refit")
     rf.add_argument("--files", nargs="+", required=True)
