@@ -1017,8 +1017,13 @@ def _moved_limits(after, args):
                        "cut-off": r[f"cutoff_{method}_a"], "before": b, "after": a,
                        "outwards": bool(sign * (a - b) > 0)}
                 for t in ("b", "a"):
+                    # a run without --check-limits has no R* columns (then unsuffixed after
+                    # the merge, on the other run's side)
+                    vals = [r.get(f"rstar_{side}_{method}_{k}_{t}",
+                                  r.get(f"rstar_{side}_{method}_{k}", np.nan) if t == "a"
+                                  else np.nan) for k in ("in", "at", "out")]
                     row[f"R* in / at / out ({'before' if t == 'b' else 'after'})"] = " / ".join(
-                        f"{r[f'rstar_{side}_{method}_{k}_{t}']:.4f}" for k in ("in", "at", "out"))
+                        f"{v:.4f}" for v in vals)
                 rows.append(row)
     _report(rows, args.write and f"detm_interval_limits_moved{args.write}.md",
             "Limits that moved", f"summarise-limits --tag {' '.join(args.tag)} --before "
