@@ -51,9 +51,13 @@ OUTSIDE_POINTS = 3
 #: points of the profile evaluated between a rise and the dip before it (``higher_point``)
 RISE_POINTS = 3
 #: limit searches from warm starts only (each point from its nearest solved neighbour), then
-#: from every start, until the profile from every start crosses the cut-off at the limit
-WARM_SEARCHES = 3
-FULL_SEARCHES = 3
+#: from every start, until the profile from every start crosses the cut-off at the limit.
+#: One warm search: where its limit is not accepted the profile has several branches there,
+#: and a second warm chain can follow the wrong one again (session 44: with three warm
+#: searches SAR seed 62000033's upper limit was a crossing of a lower branch, 0.835, the
+#: set continuing to 0.869)
+WARM_SEARCHES = 1
+FULL_SEARCHES = 5
 
 
 @dataclass(frozen=True)
@@ -85,10 +89,12 @@ class PiProfiler:
         labelled solution is kept.
     """
 
-    #: while set (a limit search after a jump, see :class:`_PiProfile`), a point's nearest
-    #: solved neighbour is the nearest between this value (pi-hat) and the point: the chain
-    #: goes on outward from inside the set, not back from points solved beyond it
-    inward: float | None = None
+    #: ``(inner, direction)`` while set (a limit search after a jump, see :class:`_PiProfile`):
+    #: a point's start is the nearest solved point not beyond both itself and ``inner``, the
+    #: outermost point known inside the set: the chain goes on outward from inside the set,
+    #: not back from points solved further out (which can be on a lower branch), while points
+    #: up to ``inner`` still start from its solution
+    frontier: tuple | None = None
 
     def __init__(self, data, fit, se_pi: float, quick: bool = False):
         self.data = data
@@ -265,11 +271,12 @@ class PiProfiler:
         return out
 
     def _nearest(self, pi) -> float:
-        """The solved point nearest ``pi`` (see :attr:`inward`)."""
+        """The solved point nearest ``pi`` (see :attr:`frontier`)."""
         qs = self.solved
-        c = self.inward
-        if c is not None:
-            qs = [q for q in qs if (q - c) * (pi - c) >= 0 and abs(q - c) <= abs(pi - c)] or qs
+        if self.frontier is not None:
+            inner, d = self.frontier
+            reach = max(d * pi, d * inner)
+            qs = [q for q in qs if d * q <= reach] or qs
         return min(qs, key=lambda q: abs(q - pi))
 
     def _predicted(self, pi):
@@ -476,10 +483,10 @@ class _PiProfile(Profile):
     finds a higher branch there, the warm starts of the search's points are dropped; if the
     limit is not a crossing of the cut-off (``R*`` there, from every start, differs from it by
     more than its rounding), every point beyond the outermost point inside the set is
-    forgotten, and from then on each point starts from the nearest solved point inside it
-    (:attr:`PiProfiler.inward`). Either way the search is repeated (``WARM_SEARCHES`` times
-    from warm starts, then ``FULL_SEARCHES`` times with every point from every start, as
-    :class:`~puinfer.inference.Profile` does). A jump between adjacent points (1e-9 apart)
+    forgotten, and from then on a point beyond it starts from the nearest solved point inside
+    it (:attr:`PiProfiler.frontier`). Either way the search is repeated with every point from
+    every start (as :class:`~puinfer.inference.Profile` does; at most ``FULL_SEARCHES``
+    times). A jump between adjacent points (1e-9 apart)
     that the point outside keeps when solved again from the one inside is the profile's own:
     the set ends there. Limits are cached per side and cut-off."""
 
@@ -497,7 +504,7 @@ class _PiProfile(Profile):
         try:
             return self._searches(direction, cutoff)
         finally:
-            prof.inward = None
+            prof.frontier = None
 
     def _searches(self, direction: int, cutoff: float) -> tuple[float, bool]:
         prof = self._loglik_at
@@ -535,11 +542,10 @@ class _PiProfile(Profile):
                     prof.solved.pop(q, None)
             if not jump:
                 continue
+            # from now on a point beyond inner continues from the solved point nearest it
+            # inside (one solved beyond it can be on the lower branch: past a fold of the
+            # higher branch, the lower is all there is)
             self._forget_beyond(inner, direction)
-            # from now on each point continues from the solved point nearest it inside (a
-            # point solved beyond it can be on the lower branch: past a fold of the higher
-            # branch, the lower is all there is)
-            prof.inward = self.estimate
             if outer is not None and abs(outer - inner) <= 1e-9 * max(1.0, abs(outer)):
                 # a jump between adjacent points: from the one inside, does its branch go on?
                 r_full = self.statistic(outer)
@@ -576,8 +582,10 @@ class _PiProfile(Profile):
         """Drop every point beyond ``inner`` (evaluated or solved, the skeleton's included):
         each was solved before ``inner``'s solution was known, possibly on a lower branch, and
         as the nearest solved neighbour of later points would lead them there. Evaluated
-        again, they start from ``inner``'s solution (and every other start)."""
+        again, they start from ``inner``'s solution (and every other start), and points
+        solved beyond them do not start points nearer ``inner`` (:attr:`PiProfiler.frontier`)."""
         prof = self._loglik_at
+        prof.frontier = (inner, direction)
         for q in [q for q in self._cache if direction * (q - inner) > 0]:
             del self._cache[q]
         for q in [q for q in prof.solved if direction * (q - inner) > 0]:

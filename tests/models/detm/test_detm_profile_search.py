@@ -21,7 +21,7 @@ class _TwoBranches:
     fold); evaluated from every start, also A within ``far_reach - 0.5`` of pi-hat."""
 
     quick = False
-    inward = None
+    frontier = None
     _nearest = PiProfiler._nearest  # the profiler's choice of the start
 
     def __init__(self, solved, fold=1.0, far_reach=0.55):
