@@ -486,9 +486,9 @@ class _PiProfile(Profile):
     forgotten, and from then on a point beyond it starts from the nearest solved point inside
     it (:attr:`PiProfiler.frontier`). Either way the search is repeated with every point from
     every start (as :class:`~puinfer.inference.Profile` does; at most ``FULL_SEARCHES``
-    times). A jump between adjacent points (1e-9 apart)
-    that the point outside keeps when solved again from the one inside is the profile's own:
-    the set ends there. Limits are cached per side and cut-off."""
+    times). A jump between adjacent points (1e-9 apart) that the point outside keeps when
+    solved again from the one inside is the profile's own: the set ends there. Limits are
+    cached per side and cut-off."""
 
     def _limit(self, direction: int, cutoff: float) -> tuple[float, bool]:
         limits = self.__dict__.setdefault("_limits", {})
