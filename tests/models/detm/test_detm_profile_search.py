@@ -94,3 +94,13 @@ def test_a_crossing_costs_no_second_search():
     assert calls <= 12  # a few Newton steps per side and one evaluation of each limit
     half = SD * np.sqrt(CUT)
     assert p._cache[0.5 + half] == pytest.approx(-CUT / 2, abs=1e-9)
+
+
+def test_a_search_that_keeps_ending_on_jumps_says_so(monkeypatch):
+    """With no search left after one that ended on a jump, the limit is reported with a
+    ConvergenceWarning recorded by the profiler (``conf_int_pi`` issues it)."""
+    monkeypatch.setattr("puinfer.models.detm._profile.FULL_SEARCHES", 0)
+    prof = _TwoBranches({0.5: "A", 0.65: "B", 0.35: "B", 0.9: "B"})
+    _profile(prof).conf_int(0.05)
+    assert [c for c, _ in prof.warnings] == ["ConvergenceWarning"] * 2
+    assert all("jumps across the cut-off 3.841" in m for _, m in prof.warnings)
