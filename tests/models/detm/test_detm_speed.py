@@ -103,6 +103,29 @@ def test_limits_are_roots_of_the_plainly_computed_profile():
     assert max(plain(g) for g in grid) <= fit.llf_penalized + 1e-7 * abs(fit.llf_penalized)
 
 
+def _blas_threads(samples):
+    """The BLAS thread count of the process running it, once per sample (for
+    ``_in_processes``)."""
+    from threadpoolctl import threadpool_info
+
+    n = max((p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"),
+            default=1)
+    return [n for _ in samples]
+
+
+def test_bootstrap_workers_use_one_blas_thread():
+    """Each worker process runs one BLAS thread: n_jobs pools of BLAS threads on small
+    matrices oversubscribe the cores (session 44: the SCAR test with n_jobs=2 took 9.9 s on
+    two cores, 3.1 s with one thread per worker)."""
+    from threadpoolctl import threadpool_limits
+
+    from puinfer.models.detm import bootstrap as boot
+
+    with threadpool_limits(limits=2, user_api="blas"):  # the tests' default is one
+        assert _blas_threads([None]) == [2]  # what a forked worker would inherit
+        assert boot._in_processes(_blas_threads, (), lambda: None, 4, 2) == [1, 1, 1, 1]
+
+
 def test_bootstrap_n_jobs_gives_the_same_statistics():
     """The resamples are drawn before they are refitted: two processes give exactly the
     serial statistics (and a bad n_jobs is refused, naming it)."""
