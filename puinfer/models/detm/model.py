@@ -393,7 +393,9 @@ class _TiltModel(Model):
         rec, profiler = fit_data(self.data, self._restricted, c=c, label_rule=label_rule,
                                  maxiter=maxiter, tol=tol, check_separation=check_separation,
                                  probe=probe, null=null, seed=int(seed))
-        for cat, msg in rec.warnings:
+        # the fit's own and its profile probe's (a profile point or interval limit whose
+        # search did not converge): both are recorded in the results' ``warnings``
+        for cat, msg in [*rec.warnings, *(profiler.warnings if profiler is not None else [])]:
             warnings.warn(msg, getattr(exceptions, cat), stacklevel=2)
         return self._results(rec, profiler, pi_interval, null=null[0] if null else None)
 

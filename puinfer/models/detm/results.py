@@ -115,8 +115,9 @@ class TiltResults(LikelihoodResults):
 
     @property
     def warnings(self) -> tuple:
-        extra = tuple(self._profiler.warnings) if "_profiler" in self.__dict__ else ()
-        return self._fit.warnings + extra
+        # the profiler's: the fit's probe's (given) and those of later profiles
+        prof = self.__dict__.get("_profiler", self._given_profiler)
+        return self._fit.warnings + (tuple(prof.warnings) if prof is not None else ())
 
     def predict(self, newdata=None) -> pd.Series | np.ndarray:
         """Posterior ``P_t(y=1 | x)`` of the approximate Bayes classifier (Section 4.2).

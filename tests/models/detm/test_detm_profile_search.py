@@ -104,3 +104,38 @@ def test_a_search_that_keeps_ending_on_jumps_says_so(monkeypatch):
     _profile(prof).conf_int(0.05)
     assert [c for c, _ in prof.warnings] == ["ConvergenceWarning"] * 2
     assert all("jumps across the cut-off 3.841" in m for _, m in prof.warnings)
+
+
+@pytest.mark.parametrize("model", ["SETM", "DETM"])
+def test_the_probes_convergence_warnings_are_issued_by_fit(monkeypatch, model):
+    """A ConvergenceWarning that the fit's own profile probe records (a profile point or limit
+    whose search did not converge) is issued by ``fit()``, not only recorded in the results'
+    ``warnings`` (session 45: it was recorded only)."""
+    import warnings
+
+    import puinfer as pu
+    from puinfer.exceptions import ConvergenceWarning
+    from puinfer.models.detm import model as detm_model
+    from puinfer.simulate import scar_design
+
+    real = detm_model.probe_profile
+    msg = "the profile fit at pi = 0.123 did not converge from any start (test)"
+
+    def probe(*args, **kwargs):
+        restarts, profiler = real(*args, **kwargs)
+        if profiler is not None and (ConvergenceWarning.__name__, msg) not in profiler.warnings:
+            profiler.warnings.append((ConvergenceWarning.__name__, msg))
+        return restarts, profiler
+
+    monkeypatch.setattr(detm_model, "probe_profile", probe)
+    df = scar_design(300, 300, 0.5, p=2, rng=np.random.default_rng(3))
+    src, tgt = df[df.labeled == 1][["x1", "x2"]], df[df.labeled == 0][["x1", "x2"]]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = getattr(pu, model)(src, tgt).fit(pi_interval="profile")
+    issued = [w for w in caught if issubclass(w.category, ConvergenceWarning)]
+    assert [str(w.message) for w in issued] == [msg]
+    assert ("ConvergenceWarning", msg) in res.warnings
+    with warnings.catch_warnings():  # the 95% interval the probe left: not issued again
+        warnings.simplefilter("error", ConvergenceWarning)
+        res.conf_int_pi()
