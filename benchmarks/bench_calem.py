@@ -30,6 +30,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+from _table import add_arguments, finish  # noqa: E402
 
 from puinfer.models.calem import CalEM  # noqa: E402
 from puinfer.simulate.calibration import simulate_calem  # noqa: E402
@@ -77,32 +78,16 @@ def run(max_rows, control, calibrators, repeat):
     return pd.DataFrame(rows)
 
 
-def show(tab, previous):
-    out = tab.copy()
-    if previous and os.path.exists(previous):
-        prev = pd.read_csv(previous)
-        key = ["calibrator", "treated", "control"]
-        merged = out.merge(prev[key + TIMES + ["total_s"]], on=key, how="left",
-                           suffixes=("", "_prev"))
-        for c in TIMES + ["total_s"]:
-            out[f"{c}/prev"] = (merged[c] / merged[f"{c}_prev"]).to_numpy()
-    print("\n" + out.to_markdown(index=False, floatfmt=".3g"))
-    return out
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--max", type=int, default=1_000_000)
     ap.add_argument("--control", type=int, default=10_000)
     ap.add_argument("--calibrators", default="spline,beta,logistic,isotonic")
     ap.add_argument("--repeat", type=int, default=2)
-    ap.add_argument("--out", help="write the raw table (CSV) here")
-    ap.add_argument("--previous", help="CSV of the previous commit's figures (ratios)")
+    add_arguments(ap)
     a = ap.parse_args(argv)
     tab = run(a.max, a.control, a.calibrators.split(","), a.repeat)
-    if a.out:
-        tab.to_csv(a.out, index=False)
-    show(tab, a.previous)
+    finish(tab, a, ["calibrator", "treated", "control"], [*TIMES, "total_s"])
 
 
 if __name__ == "__main__":

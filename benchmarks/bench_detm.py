@@ -33,6 +33,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+from _table import add_arguments, finish  # noqa: E402
 
 import puinfer as pu  # noqa: E402
 from puinfer.simulate import sar_design  # noqa: E402
@@ -115,31 +116,15 @@ def run(quick: bool, repeat: int, only=None, bootstrap=True):
     return tab
 
 
-def show(tab: pd.DataFrame, previous: str | None) -> pd.DataFrame:
-    cols = ["task", "n", "m", "p", *TIMES, "peak_MB"]
-    out = tab[cols].copy()
-    if previous and os.path.exists(previous):
-        prev = pd.read_csv(previous)
-        prev["task"] = prev["task"].fillna("SETM + DETM fit + CIs")
-        key = ["task", "n", "p"]
-        have = [c for c in TIMES if c in prev]  # older records lack later columns
-        merged = out.merge(prev[key + have], on=key, how="left", suffixes=("", "_prev"))
-        for c in have:
-            out[f"{c}/prev"] = (merged[c] / merged[f"{c}_prev"]).to_numpy()
-    print("\n" + out.to_markdown(index=False, floatfmt=".3g"))
-    return out
-
-
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="n = m <= 10,000 only")
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--out", help="write the raw table (CSV) here")
-    ap.add_argument("--previous", help="CSV of the previous commit's figures (ratios)")
+    add_arguments(ap)
     ap.add_argument("--sizes", nargs="*", help="only these sizes, as NxP (e.g. 500000x15)")
     ap.add_argument("--no-bootstrap", action="store_true")
     a = ap.parse_args()
     t = run(a.quick, a.repeat, a.sizes, not a.no_bootstrap)
-    if a.out:
-        t.to_csv(a.out, index=False)
-    show(t, a.previous)
+    finish(t, a, ["task", "n", "p"], TIMES,
+           shown_columns=["task", "n", "m", "p", *TIMES, "peak_MB"],
+           fill={"task": "SETM + DETM fit + CIs"})

@@ -3,28 +3,42 @@ local URC on 100 groups of 100,000 (a script printing a table; not a timed test)
 
 Usage::
 
-    nice python benchmarks/bench_urc.py            # the full table (~1 min)
+    OPENBLAS_NUM_THREADS=1 python benchmarks/bench_urc.py --out benchmarks/results/bench_urc.csv \\
+        --previous benchmarks/results/bench_urc_prev.csv
     python benchmarks/bench_urc.py --quick          # sizes up to 1e6
 
-The field predictions are generated before timing; times are wall-clock seconds of the best of
-``--repeat`` runs. Cost is O(N) for binning (``np.searchsorted`` on |A| - 1 cut points and
-``np.bincount``) and independent of N for the optimisation (it works on the k x |A| histograms).
+The field predictions are generated before timing. Times are CPU seconds of the process
+(``time.process_time``; with one BLAS thread the work done, robust to other jobs on a shared
+machine; until session 45 this script printed wall-clock seconds), the best of ``--repeat``
+runs; "peak MB" is the peak traced memory (tracemalloc, numpy's
+allocations included) of one fit and its intervals, in a separate run. ``--previous`` adds
+the ratio new / previous of every time (a CSV written by ``--out`` at the previous commit,
+with this script). Cost is O(N) for binning (``np.searchsorted`` on |A| - 1 cut points and
+``np.bincount``) and independent of N for the optimisation (it works on the k x |A|
+histograms).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import pickle
-import resource
 import time
+import tracemalloc
 import warnings
 
-import numpy as np
-import pandas as pd
-from scipy import special
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-from puinfer import URC
-from puinfer.simulate.urc import simulate_urc
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from _table import add_arguments, finish  # noqa: E402
+from scipy import special  # noqa: E402
+
+from puinfer import URC  # noqa: E402
+from puinfer.simulate.urc import simulate_urc  # noqa: E402
+
+KEY = ["case", "N", "likelihood"]
+TIMES = ["fit_s", "ci_s", "total_s"]
 
 
 def field_binary(n, rate, delta, rng):
@@ -36,10 +50,19 @@ def field_binary(n, rate, delta, rng):
 def best_of(fn, repeat):
     best, out = np.inf, None
     for _ in range(repeat):
-        t0 = time.perf_counter()
+        t0 = time.process_time()
         out = fn()
-        best = min(best, time.perf_counter() - t0)
+        best = min(best, time.process_time() - t0)
     return best, out
+
+
+def peak_mb(fn) -> float:
+    """Peak traced memory (MB) of one run of ``fn``."""
+    tracemalloc.start()
+    fn()
+    peak = tracemalloc.get_traced_memory()[1] / 2**20
+    tracemalloc.stop()
+    return peak
 
 
 def fresh_ci(blob):
@@ -52,6 +75,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--repeat", type=int, default=3)
+    add_arguments(ap)
     args = ap.parse_args(argv)
     rng = np.random.default_rng(2026)
     lab = simulate_urc(n_lab=2000, n_field=1, separation=1.5, rng=rng)
@@ -64,8 +88,10 @@ def main(argv=None):
             t_fit, res = best_of(lambda x=x, lik=lik: model.fit(x, likelihood=lik), args.repeat)
             blob = pickle.dumps(res)
             t_ci, ci = best_of(lambda blob=blob: fresh_ci(blob), args.repeat)
+            peak = peak_mb(lambda x=x, lik=lik: model.fit(x, likelihood=lik).conf_int(0.05))
             rows.append(dict(case="binary, 1 group", N=n, likelihood=lik, fit_s=t_fit,
-                             ci_s=t_ci, total_s=t_fit + t_ci, estimate=res.base_rate.iloc[0],
+                             ci_s=t_ci, total_s=t_fit + t_ci, peak_MB=peak,
+                             estimate=res.base_rate.iloc[0],
                              ci=f"[{ci['lower']:.4f}, {ci['upper']:.4f}]"))
         del x
     # local URC: G groups of 100,000 (or 10,000 in quick mode)
@@ -78,13 +104,16 @@ def main(argv=None):
     groups = np.repeat(np.arange(G), m)
     del y, s
     for lik in ("joint", "fixed"):
-        t_fit, res = best_of(lambda lik=lik: model.fit(x, groups=groups, likelihood=lik), 1)
-        t_ci, ci = best_of(lambda res=res: res.conf_int(0.05), 1)
+        t_fit, res = best_of(lambda lik=lik: model.fit(x, groups=groups, likelihood=lik),
+                             args.repeat)
+        blob = pickle.dumps(res)  # intervals from scratch each time (results cache them)
+        t_ci, ci = best_of(lambda blob=blob: pickle.loads(blob).conf_int(0.05), args.repeat)
         t_eq, teq = best_of(lambda res=res: res.test_equal_base_rates(), 1)
         t_gof, _ = best_of(lambda res=res: res.gof(), 1)
         cover = np.mean((ci["lower"].to_numpy() <= rates) & (rates <= ci["upper"].to_numpy()))
+        peak = peak_mb(lambda lik=lik: model.fit(x, groups=groups, likelihood=lik).conf_int(0.05))
         rows.append(dict(case=f"{G} groups x {m:,}", N=G * m, likelihood=lik, fit_s=t_fit,
-                         ci_s=t_ci, total_s=t_fit + t_ci,
+                         ci_s=t_ci, total_s=t_fit + t_ci, peak_MB=peak,
                          estimate=float(np.mean(np.abs(res.base_rate.to_numpy() - rates))),
                          ci=f"{G} intervals, {cover:.0%} cover; equal-rates LR test "
                             f"{t_eq:.2f} s, gof {t_gof:.2f} s"))
@@ -94,15 +123,12 @@ def main(argv=None):
     m3 = URC(lab3.lab_pred, lab3.lab_y)
     t_fit, res = best_of(lambda: m3.fit(lab3.field_pred), args.repeat)
     t_ci, ci = best_of(lambda: res.conf_int(0.05), 1)
+    peak = peak_mb(lambda: m3.fit(lab3.field_pred).conf_int(0.05))
     rows.append(dict(case="3 classes, |A| = 6", N=10**6, likelihood="joint", fit_s=t_fit,
-                     ci_s=t_ci, total_s=t_fit + t_ci,
+                     ci_s=t_ci, total_s=t_fit + t_ci, peak_MB=peak,
                      estimate=str(np.round(res.base_rates.iloc[0].to_numpy(), 4)),
                      ci="3 intervals"))
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    pd.set_option("display.width", 200)
-    pd.set_option("display.max_colwidth", 80)
-    print(pd.DataFrame(rows).to_string(index=False, float_format=lambda v: f"{v:.3f}"))
-    print(f"peak resident memory: {peak:.0f} MB")
+    finish(pd.DataFrame(rows), args, KEY, TIMES)
 
 
 if __name__ == "__main__":
