@@ -58,6 +58,11 @@ RISE_POINTS = 3
 #: set continuing to 0.869)
 WARM_SEARCHES = 1
 FULL_SEARCHES = 5
+#: an accepted limit is checked this far beyond it (in pi), from every start: a limit can be
+#: a crossing of a lower branch while a higher one, reached from no start at the limit
+#: itself, keeps the set going (session 45: SAR design, n = m = 1000, pi = 0.7, seed
+#: 62000015, bootstrap lower limit 0.5776 with R* = 14.21 at 1e-3 beyond it, cut-off 18.66)
+BEYOND = 1e-3
 
 
 @dataclass(frozen=True)
@@ -487,8 +492,11 @@ class _PiProfile(Profile):
     it (:attr:`PiProfiler.frontier`). Either way the search is repeated with every point from
     every start (as :class:`~puinfer.inference.Profile` does; at most ``FULL_SEARCHES``
     times). A jump between adjacent points (1e-9 apart) that the point outside keeps when
-    solved again from the one inside is the profile's own: the set ends there. Limits are
-    cached per side and cut-off."""
+    solved again from the one inside is the profile's own: the set ends there. An accepted
+    limit is checked :data:`BEYOND` past it, from every start: if the set goes on there (a
+    crossing of a lower branch; the higher one is reached from no start at the limit), the
+    points beyond the last one inside are forgotten but that one, and the search goes on from
+    its solution. Limits are cached per side and cut-off."""
 
     def _limit(self, direction: int, cutoff: float) -> tuple[float, bool]:
         limits = self.__dict__.setdefault("_limits", {})
@@ -509,6 +517,7 @@ class _PiProfile(Profile):
     def _searches(self, direction: int, cutoff: float) -> tuple[float, bool]:
         prof = self._loglik_at
         noise = _R_NOISE * max(1.0, cutoff)
+        beyond = None  # (q, R*(q)) when the last search's limit had the set going on at q
         for attempt in range(WARM_SEARCHES + FULL_SEARCHES):
             before = set(prof.warm_values)
             prof.warm_only = attempt < WARM_SEARCHES
@@ -535,7 +544,15 @@ class _PiProfile(Profile):
             # at 1e-12 from it, continues at 2.84)
             jump = not at_bound and abs(r_full - cutoff) > noise
             if not (higher or jump):
-                return lim, at_bound
+                q = None if at_bound else self._beyond(lim, direction)
+                if q is None or not self.statistic(q) < cutoff - noise:
+                    return lim, at_bound
+                # a crossing of a lower branch: the set goes on at q, on a branch that no
+                # start reaches at lim; search again past lim from q's solution
+                self._continue_from(q, lim, direction, cutoff)
+                beyond = (q, self.statistic(q))
+                continue
+            beyond = None
             inner, outer = self._pair(direction, cutoff, lim) if jump else (lim, None)
             for q in warm:  # a higher branch at the limit: search again along it
                 if q not in (lim, inner):
@@ -554,13 +571,37 @@ class _PiProfile(Profile):
                 if r_full > cutoff:
                     return inner, False  # the profile's own jump: the set ends at inner
                 self._forget_beyond(outer, direction)
+        side = "upper" if direction > 0 else "lower"
+        what = (f"the profile of pi jumps across the cut-off {cutoff:.4g} at the {side} limit "
+                f"{lim:.6g} (R* = {r_full:.4g} there)" if beyond is None else
+                f"the confidence set goes on beyond the {side} limit {lim:.6g} (a crossing of "
+                f"the cut-off {cutoff:.4g}; R* = {beyond[1]:.4g} at {beyond[0]:.6g})")
         prof.warnings.append((ConvergenceWarning.__name__,
-                              f"{prof.fit.name}: the profile of pi jumps across the cut-off "
-                              f"{cutoff:.4g} at the {'upper' if direction > 0 else 'lower'} "
-                              f"limit {lim:.6g} (R* = {r_full:.4g} there) after "
-                              f"{WARM_SEARCHES + FULL_SEARCHES} searches: the limit may lie "
-                              "further out"))
+                              f"{prof.fit.name}: {what} after {WARM_SEARCHES + FULL_SEARCHES} "
+                              "searches: the limit may lie further out"))
         return lim, at_bound
+
+    def _beyond(self, lim: float, direction: int) -> float | None:
+        """The point :data:`BEYOND` past the limit ``lim`` (at most half way to the bound;
+        None at the bound)."""
+        edge = self.bounds[1] if direction > 0 else self.bounds[0]
+        gap = abs(edge - lim)
+        return lim + direction * min(BEYOND, gap / 2) if gap > 0 else None
+
+    def _continue_from(self, q: float, lim: float, direction: int, cutoff: float) -> None:
+        """The set goes on at ``q`` beyond the accepted limit ``lim``: forget every point
+        beyond the outermost point inside the set before ``lim`` (:meth:`_forget_beyond`; the
+        limit's own solution, on the lower branch, among them) but ``q``, whose solution then
+        starts the points beyond it (:attr:`PiProfiler.frontier`) and, as their nearest
+        solved point, those between."""
+        prof = self._loglik_at
+        inner, _ = self._pair(direction, cutoff, lim)
+        value, theta, H = self._cache[q], prof.solved[q], prof.hessians.get(q)
+        self._forget_beyond(inner, direction)
+        self._cache[q], prof.solved[q] = value, theta
+        if H is not None:
+            prof.hessians[q] = H
+        prof.frontier = (q, direction)
 
     def _pair(self, direction: int, cutoff: float, lim: float) -> tuple:
         """``(inner, outer)`` about a limit ``lim`` that is not a crossing: the outermost

@@ -24,9 +24,10 @@ class _TwoBranches:
     frontier = None
     _nearest = PiProfiler._nearest  # the profiler's choice of the start
 
-    def __init__(self, solved, fold=1.0, far_reach=0.55):
+    def __init__(self, solved, fold=1.0, far_reach=0.55, reach_from=None):
         self.solved = dict(solved)
         self.fold, self.far_reach = fold, far_reach
+        self.reach_from = reach_from  # from every start, also A at pi >= reach_from
         self.warm_only = False
         self.warm_values: dict = {}
         self.slopes: dict = {}
@@ -38,7 +39,8 @@ class _TwoBranches:
     def __call__(self, pi):
         self.calls += 1
         branch = self.solved[self._nearest(pi)]
-        if not self.warm_only and abs(pi - 0.5) <= self.far_reach - 0.5:
+        if not self.warm_only and (abs(pi - 0.5) <= self.far_reach - 0.5 or (
+                self.reach_from is not None and pi >= self.reach_from)):
             branch = "A"
         if abs(pi - 0.5) > self.fold - 0.5:
             branch = "B"
@@ -94,6 +96,40 @@ def test_a_crossing_costs_no_second_search():
     assert calls <= 12  # a few Newton steps per side and one evaluation of each limit
     half = SD * np.sqrt(CUT)
     assert p._cache[0.5 + half] == pytest.approx(-CUT / 2, abs=1e-9)
+
+
+def test_a_crossing_of_the_lower_branch_with_the_set_going_on_beyond_it():
+    """Stale points on the lower branch lead the search there, where it crosses the cut-off
+    smoothly (a crossing from every start: no jump); the higher branch, reached from no start
+    at that limit, goes on beyond it. The check just beyond the limit finds it, and the search
+    goes on from there to the higher branch's crossing (the case of SAR seed 62000015's
+    bootstrap lower limit, session 45)."""
+    cut = 9.0
+    lower = 0.5 + SD * np.sqrt(cut - 2 * GAP)  # where branch B crosses the cut-off
+    prof = _TwoBranches({0.5: "A", 0.62: "B", 0.75: "B"}, reach_from=lower + 1e-4)
+    p = _profile(prof)
+    ci = p.conf_int(0.05, cutoff=cut)
+    assert ci["upper"] == pytest.approx(0.5 + SD * np.sqrt(cut), abs=1e-9)
+    assert ci["lower"] == pytest.approx(0.5 - SD * np.sqrt(cut), abs=1e-9)
+    assert not prof.warnings
+    # without the check the search stops at the lower branch's crossing
+    prof = _TwoBranches({0.5: "A", 0.62: "B", 0.75: "B"}, reach_from=lower + 1e-4)
+    p = _profile(prof)
+    p._beyond = lambda lim, direction: None
+    assert p.conf_int(0.05, cutoff=cut)["upper"] == pytest.approx(lower, abs=1e-9)
+
+
+def test_a_set_that_keeps_going_on_beyond_its_limits_says_so(monkeypatch):
+    """With no search left after one whose limit had the set going on beyond it: the limit,
+    with a ConvergenceWarning that says so."""
+    monkeypatch.setattr("puinfer.models.detm._profile.FULL_SEARCHES", 0)
+    cut = 9.0
+    lower = 0.5 + SD * np.sqrt(cut - 2 * GAP)
+    prof = _TwoBranches({0.5: "A", 0.62: "B", 0.75: "B"}, reach_from=lower + 1e-4)
+    ci = _profile(prof).conf_int(0.05, cutoff=cut)
+    assert ci["upper"] == pytest.approx(lower, abs=1e-9)
+    assert [c for c, _ in prof.warnings] == ["ConvergenceWarning"]
+    assert "goes on beyond the upper limit" in prof.warnings[0][1]
 
 
 def test_a_search_that_keeps_ending_on_jumps_says_so(monkeypatch):
