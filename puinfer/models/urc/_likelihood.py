@@ -307,7 +307,13 @@ def grad_p(P, M, d: Data) -> np.ndarray:
     """Gradient of the objective in ``P`` (the first block of :func:`grad_hess`'s)."""
     Q = P @ M
     with np.errstate(divide="ignore", invalid="ignore"):
-        gP = np.where((d.F > 0) & (Q > 0), d.F / Q, 0.0) @ M.T
+        W = np.where((d.F > 0) & (Q > 0), d.F / Q, 0.0)
+    return _grad_p(W, P, M, d)
+
+
+def _grad_p(W, P, M, d: Data) -> np.ndarray:
+    """:func:`grad_p` from the field weights ``W = F / (P M)`` (0 where ``F`` or ``P M`` is)."""
+    gP = W @ M.T
     sp = _pseudo(d, P.shape)
     if sp is not None:
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -322,10 +328,11 @@ def grad_hess(P, M, d: Data):
     G, k = P.shape
     A = M.shape[1]
     Q = P @ M
+    ok = (d.F > 0) & (Q > 0)
     with np.errstate(divide="ignore", invalid="ignore"):
-        W = np.where((d.F > 0) & (Q > 0), d.F / Q, 0.0)
-        W2 = np.where((d.F > 0) & (Q > 0), d.F / Q ** 2, 0.0)
-    gP = grad_p(P, M, d)
+        W = np.where(ok, d.F / Q, 0.0)
+        W2 = np.where(ok, d.F / Q ** 2, 0.0)
+    gP = _grad_p(W, P, M, d)
     HPP = -np.einsum("ia,ga,ja->gij", M, W2, M)
     sp = _pseudo(d, P.shape)
     if sp is not None:
@@ -335,9 +342,7 @@ def grad_hess(P, M, d: Data):
         HPP = HPP + d.active_penalty.grad_hess(P)[1]
     n = G * k + k * A
     H = np.zeros((n, n))
-    r = (np.arange(G)[:, None, None] * k + np.arange(k)[None, :, None])
-    c = (np.arange(G)[:, None, None] * k + np.arange(k)[None, None, :])
-    H[r, c] = HPP
+    H[_block_diagonal(G, k)] = HPP
     if d.joint:
         with np.errstate(divide="ignore", invalid="ignore"):
             Ll = d.L_lik
@@ -355,6 +360,16 @@ def grad_hess(P, M, d: Data):
     else:
         gM = np.zeros_like(M)
     return np.concatenate([gP.ravel(), gM.ravel()]), H
+
+
+@functools.lru_cache(maxsize=32)
+def _block_diagonal(G: int, k: int) -> tuple:
+    """Row and column indices of the ``G`` diagonal ``k x k`` blocks of ``P``'s Hessian (built
+    once per shape: every Newton iteration assembles the Hessian)."""
+    r = np.arange(G)[:, None, None] * k + np.arange(k)[None, :, None]
+    c = np.arange(G)[:, None, None] * k + np.arange(k)[None, None, :]
+    r.flags.writeable = c.flags.writeable = False
+    return r, c
 
 
 # ---------------------------------------------------------------------------------------------
