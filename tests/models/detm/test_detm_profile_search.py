@@ -3,11 +3,17 @@ branches whose points depend on which solutions are known, as the DETM profile's
 point starts from its nearest solved neighbour (and, from every start, from starts that reach
 the higher branch only near pi-hat)."""
 
+import warnings
+
 import numpy as np
 import pytest
 from scipy import stats
 
+import puinfer as pu
+from puinfer.exceptions import ConvergenceWarning
+from puinfer.models.detm import model as detm_model
 from puinfer.models.detm._profile import PiProfiler, _PiProfile
+from puinfer.simulate import scar_design
 
 CUT = float(stats.chi2.ppf(0.95, 1))
 SD = 0.1  # the higher branch: R* = ((pi - 0.5) / SD)^2
@@ -98,36 +104,40 @@ def test_a_crossing_costs_no_second_search():
     assert p._cache[0.5 + half] == pytest.approx(-CUT / 2, abs=1e-9)
 
 
+#: a cut-off at which branch B (R* 2 GAP higher than A's) also crosses, at B_CROSS
+WIDE_CUT = 9.0
+B_CROSS = 0.5 + SD * np.sqrt(WIDE_CUT - 2 * GAP)
+
+
+def _stale_lower_branch():
+    """Stale points on branch B beyond pi-hat; from every start A is reached only just past
+    B's crossing (as at SAR seed 62000015's bootstrap lower limit, session 45)."""
+    return _TwoBranches({0.5: "A", 0.62: "B", 0.75: "B"}, reach_from=B_CROSS + 1e-4)
+
+
 def test_a_crossing_of_the_lower_branch_with_the_set_going_on_beyond_it():
     """Stale points on the lower branch lead the search there, where it crosses the cut-off
     smoothly (a crossing from every start: no jump); the higher branch, reached from no start
     at that limit, goes on beyond it. The check just beyond the limit finds it, and the search
-    goes on from there to the higher branch's crossing (the case of SAR seed 62000015's
-    bootstrap lower limit, session 45)."""
-    cut = 9.0
-    lower = 0.5 + SD * np.sqrt(cut - 2 * GAP)  # where branch B crosses the cut-off
-    prof = _TwoBranches({0.5: "A", 0.62: "B", 0.75: "B"}, reach_from=lower + 1e-4)
-    p = _profile(prof)
-    ci = p.conf_int(0.05, cutoff=cut)
-    assert ci["upper"] == pytest.approx(0.5 + SD * np.sqrt(cut), abs=1e-9)
-    assert ci["lower"] == pytest.approx(0.5 - SD * np.sqrt(cut), abs=1e-9)
+    goes on from there to the higher branch's crossing."""
+    prof = _stale_lower_branch()
+    ci = _profile(prof).conf_int(0.05, cutoff=WIDE_CUT)
+    assert ci["upper"] == pytest.approx(0.5 + SD * np.sqrt(WIDE_CUT), abs=1e-9)
+    assert ci["lower"] == pytest.approx(0.5 - SD * np.sqrt(WIDE_CUT), abs=1e-9)
     assert not prof.warnings
     # without the check the search stops at the lower branch's crossing
-    prof = _TwoBranches({0.5: "A", 0.62: "B", 0.75: "B"}, reach_from=lower + 1e-4)
-    p = _profile(prof)
+    p = _profile(_stale_lower_branch())
     p._beyond = lambda lim, direction: None
-    assert p.conf_int(0.05, cutoff=cut)["upper"] == pytest.approx(lower, abs=1e-9)
+    assert p.conf_int(0.05, cutoff=WIDE_CUT)["upper"] == pytest.approx(B_CROSS, abs=1e-9)
 
 
 def test_a_set_that_keeps_going_on_beyond_its_limits_says_so(monkeypatch):
     """With no search left after one whose limit had the set going on beyond it: the limit,
     with a ConvergenceWarning that says so."""
     monkeypatch.setattr("puinfer.models.detm._profile.FULL_SEARCHES", 0)
-    cut = 9.0
-    lower = 0.5 + SD * np.sqrt(cut - 2 * GAP)
-    prof = _TwoBranches({0.5: "A", 0.62: "B", 0.75: "B"}, reach_from=lower + 1e-4)
-    ci = _profile(prof).conf_int(0.05, cutoff=cut)
-    assert ci["upper"] == pytest.approx(lower, abs=1e-9)
+    prof = _stale_lower_branch()
+    ci = _profile(prof).conf_int(0.05, cutoff=WIDE_CUT)
+    assert ci["upper"] == pytest.approx(B_CROSS, abs=1e-9)
     assert [c for c, _ in prof.warnings] == ["ConvergenceWarning"]
     assert "goes on beyond the upper limit" in prof.warnings[0][1]
 
@@ -147,13 +157,6 @@ def test_the_probes_convergence_warnings_are_issued_by_fit(monkeypatch, model):
     """A ConvergenceWarning that the fit's own profile probe records (a profile point or limit
     whose search did not converge) is issued by ``fit()``, not only recorded in the results'
     ``warnings`` (session 45: it was recorded only)."""
-    import warnings
-
-    import puinfer as pu
-    from puinfer.exceptions import ConvergenceWarning
-    from puinfer.models.detm import model as detm_model
-    from puinfer.simulate import scar_design
-
     real = detm_model.probe_profile
     msg = "the profile fit at pi = 0.123 did not converge from any start (test)"
 
