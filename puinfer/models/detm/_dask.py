@@ -593,7 +593,7 @@ class DaskTiltData:
             lam = fallback
             S = self._profile_pass(theta, pi, lam, with_pi)
         # a tilt identically 1 imposes no constraint: its multiplier is 0 (see solve_lambda)
-        act = S["max_z"] > 1e-13
+        act = S["max_z"] > _el.IDENTITY_TILT
         N = self.N
         if np.any(lam[~act] != 0):
             lam = np.where(act, lam, 0.0)

@@ -192,6 +192,29 @@ class TestExactness:
         assert ok and one > near[2] + 10
 
 
+    def test_tilts_at_the_fits_accuracy_of_zero_are_the_identity(self):
+        # Target = source: the fit leaves both tilts at the accuracy of Newton's method along
+        # the flat ridge (session 46, an AVX-512 machine: |theta| ~ 2.6e-13). The constraint
+        # sum p_i (w_i - 1) = 0 does not change when w - 1 is scaled, so treating such a tilt
+        # as a constraint would put the log-EL far below its maximum -N log N + sum log(mix)
+        # (-668.96 against -574.50 there); up to IDENTITY_TILT the tilt is the identity.
+        from puinfer.models.detm import _el
+
+        rng = np.random.default_rng(60)
+        N = 120
+        Z = rng.standard_normal((N, 2))
+        y = np.r_[np.zeros(60), np.ones(60)]
+        top = -N * np.log(N)  # p_i = 1/N, w1 = w2 = 1: sum log(mix) = 0
+        for scale in (1e-15, 1e-13, 1e-12, 1e-11):
+            th = scale * np.r_[0.4, -1.0, -0.2, 0.4, 0.6, -0.4]
+            f = _el.profile_log_el(th, 0.475, Z, y, order=0)
+            assert f == pytest.approx(top, abs=1e-8), scale
+        # a tilt beyond it is a constraint: the log-EL is then lower, and it does not depend
+        # on the tilt's scale
+        lower = [_el.profile_log_el(s * np.r_[0.0, 0.0, 0.0, 0.0, 0.6, -0.4], 0.475, Z, y,
+                                    order=0) for s in (1e-8, 1e-6)]
+        assert lower[0] < top - 0.1 and lower[0] == pytest.approx(lower[1], abs=1e-4)
+
 def test_large_sample_starts_reach_the_same_maximum(monkeypatch):
     # above 2 * _SUBSAMPLE_SIZE rows the starts run on a subsample first; SETM, DETM and the
     # SCAR test (which refits SETM) must work there and reach the maximum that the starts on
