@@ -1,5 +1,12 @@
-"""Every vignette in ``vignettes/`` executes end to end (jupytext percent-format scripts)."""
+"""Every vignette in ``vignettes/`` executes end to end (jupytext percent-format scripts).
 
+The documentation build (``tests/test_docs.py``, when the docs extra provides Sphinx and
+myst-nb) executes the vignettes that ``docs/vignettes/`` links, in full, as notebooks; they
+are not run a second time here (about 100 s of the suite's CPU time, session 46). Without the
+docs extra every vignette runs here, with ``PUINFER_VIGNETTE_TEST=1`` (fewer resamples where a
+vignette reads it)."""
+
+import importlib.util
 import os
 import runpy
 from pathlib import Path
@@ -10,10 +17,15 @@ import pytest
 
 matplotlib.use("Agg")
 
-VIGNETTES = sorted((Path(__file__).resolve().parent.parent / "vignettes").glob("*.py"))
+ROOT = Path(__file__).resolve().parent.parent
+VIGNETTES = sorted((ROOT / "vignettes").glob("*.py"))
+#: the vignettes the documentation build executes (None: it does not run here)
+IN_DOCS = {p.stem for p in (ROOT / "docs" / "vignettes").glob("*.py")} if all(
+    importlib.util.find_spec(m) is not None for m in ("sphinx", "myst_nb")) else set()
+HERE = [p for p in VIGNETTES if p.stem not in IN_DOCS]
 
 
-@pytest.mark.parametrize("path", VIGNETTES, ids=[p.stem for p in VIGNETTES])
+@pytest.mark.parametrize("path", HERE, ids=[p.stem for p in HERE])
 def test_vignette_runs(path, tmp_path, monkeypatch):
     if path.stem.startswith("dask_"):  # needs the optional extra puinfer[dask]
         pytest.importorskip("distributed")
@@ -27,3 +39,10 @@ def test_vignette_runs(path, tmp_path, monkeypatch):
 def test_there_are_vignettes():
     assert VIGNETTES, "no vignettes found"
     assert os.path.isdir(VIGNETTES[0].parent)
+
+
+def test_every_vignette_is_executed_here_or_by_the_docs_build():
+    # the documentation build executes what docs/vignettes links: links to vignettes/ files
+    docs = sorted((ROOT / "docs" / "vignettes").glob("*.py"))
+    assert all(p.resolve().parent == ROOT / "vignettes" for p in docs), docs
+    assert {p.stem for p in HERE} | IN_DOCS == {p.stem for p in VIGNETTES}
