@@ -38,3 +38,19 @@ def test_missing_keys_in_older_records_are_filled_or_refused(tmp_path):
         with_ratios(new, str(path), ["task", "n", "p"], ["t"])
     with pytest.raises(FileNotFoundError, match="no such file"):
         with_ratios(new, str(tmp_path / "nope.csv"), ["task"], ["t"])
+
+
+def test_finish_records_the_machines_reference_time_and_its_ratio(tmp_path, capsys):
+    import argparse
+
+    from _table import finish
+
+    prev = tmp_path / "prev.csv"
+    pd.DataFrame({"n": [5], "t": [2.0], "machine_s": [1e-6]}).to_csv(prev, index=False)
+    args = argparse.Namespace(out=str(tmp_path / "new.csv"), previous=str(prev))
+    shown = finish(pd.DataFrame({"n": [5], "t": [1.0]}), args, ["n"], ["t"])
+    written = pd.read_csv(tmp_path / "new.csv")
+    # the reference workload takes real time, and its ratio to the record is reported
+    assert written["machine_s"].iloc[0] > 1e-3
+    assert shown["machine_s/prev"].iloc[0] == pytest.approx(written["machine_s"].iloc[0] / 1e-6)
+    assert shown["t/prev"].tolist() == [0.5] and "machine_s" in capsys.readouterr().out
