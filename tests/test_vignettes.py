@@ -19,7 +19,7 @@ matplotlib.use("Agg")
 
 ROOT = Path(__file__).resolve().parent.parent
 VIGNETTES = sorted((ROOT / "vignettes").glob("*.py"))
-#: the vignettes the documentation build executes (None: it does not run here)
+#: the vignettes the documentation build executes (none without the docs extra)
 IN_DOCS = {p.stem for p in (ROOT / "docs" / "vignettes").glob("*.py")} if all(
     importlib.util.find_spec(m) is not None for m in ("sphinx", "myst_nb")) else set()
 HERE = [p for p in VIGNETTES if p.stem not in IN_DOCS]

@@ -191,7 +191,6 @@ class TestExactness:
                - _el.penalty(np.r_[0.5, 0.2], np.r_[0.5, 0.2], 0.01))
         assert ok and one > near[2] + 10
 
-
     def test_tilts_at_the_fits_accuracy_of_zero_are_the_identity(self):
         # Target = source: the fit leaves both tilts at the accuracy of Newton's method along
         # the flat ridge (session 46, an AVX-512 machine: |theta| ~ 2.6e-13). The constraint
@@ -214,6 +213,7 @@ class TestExactness:
         lower = [_el.profile_log_el(s * np.r_[0.0, 0.0, 0.0, 0.0, 0.6, -0.4], 0.475, Z, y,
                                     order=0) for s in (1e-8, 1e-6)]
         assert lower[0] < top - 0.1 and lower[0] == pytest.approx(lower[1], abs=1e-4)
+
 
 def test_large_sample_starts_reach_the_same_maximum(monkeypatch):
     # above 2 * _SUBSAMPLE_SIZE rows the starts run on a subsample first; SETM, DETM and the
