@@ -23,9 +23,10 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 
 
-def draw(path, design, test=False):
+def bench_fit(design: str = "sar"):
+    """The default DETM fit of the benchmark's data (``design`` "sar" or "scar", n = m = 1000,
+    p = 15, pi = 0.3, seed 1015)."""
     import puinfer as pu
-    from puinfer.models.detm import bootstrap as boot
     from puinfer.simulate import sar_design, scar_design
 
     make = {"sar": sar_design, "scar": scar_design}[design]
@@ -35,7 +36,15 @@ def draw(path, design, test=False):
     lab = df.labeled.to_numpy() == 1
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        d = pu.DETM(X[lab], X[~lab]).fit()
+        return pu.DETM(X[lab], X[~lab]).fit()
+
+
+def draw(path, design, test=False):
+    from puinfer.models.detm import bootstrap as boot
+
+    d = bench_fit(design)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
         h = boot.bandwidth(d.model.data, "silverman")
         rng = np.random.default_rng(1)
         if test:  # the SCAR test's R*_b, as a column beside NaN (the layout of the interval's)

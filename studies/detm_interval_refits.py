@@ -21,8 +21,10 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import time
 import warnings
+from pathlib import Path
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
@@ -33,16 +35,11 @@ N_BOOT = 199
 
 
 def _observed():
-    import puinfer as pu
-    from puinfer.simulate import sar_design
+    """The benchmark's default DETM fit (``benchmarks/compare_draws.py``)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    from compare_draws import bench_fit
 
-    n, p = 1000, 15
-    df = sar_design(n, n, 0.3, p=p, rng=np.random.default_rng(n + p))
-    X = df[[f"x{j}" for j in range(1, p + 1)]].to_numpy()
-    lab = df.labeled.to_numpy() == 1
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return pu.DETM(X[lab], X[~lab]).fit()
+    return bench_fit("sar")
 
 
 def _quick(fit, names, Xs, Xt, pi0):
