@@ -102,6 +102,7 @@ def run(part: str, out: str) -> None:
 
 def summarise(paths) -> None:
     tab = pd.concat([pd.read_csv(p) for p in paths]).sort_values("resample")
+    tab = tab.reset_index(drop=True)
     d = _observed()
     miss_l = tab.llf_quick < tab.llf_full - 1e-6
     miss_p = tab.prof_quick < tab.prof_full - 1e-6
@@ -115,13 +116,18 @@ def summarise(paths) -> None:
     k = int(np.ceil(0.95 * (N_BOOT + 1))) - 1
     for col in ("R_quick", "R_best"):
         cut = float(np.sort(tab[col].to_numpy())[k]) if len(tab) == N_BOOT else float("nan")
-        ci = d._profiler.conf_int(0.05, cut) if np.isfinite(cut) else (np.nan, np.nan)
+        ci = d.profile_pi().conf_int(0.05, cut) if np.isfinite(cut) else [np.nan, np.nan]
         print(f"{col}: cut-off (190th of 199) {cut:.4f}, interval "
-              f"[{ci[0]:.4f}, {ci[1]:.4f}]")
+              f"[{ci.iloc[0]:.4f}, {ci.iloc[1]:.4f}]")
     print(f"CPU per resample: quick {tab.cpu_quick.median():.2f} s, thorough "
           f"{tab.cpu_full.median():.2f} s (medians)")
-    for _, r in tab[(diff.abs() > 1e-6)].iterrows():
-        print(f"  {int(r.resample)}: R_quick {r.R_quick:.4f} R_best {r.R_best:.4f}; log-EL "
+    print(f"|R_quick - R_best| quartiles: "
+          f"{', '.join(f'{q:.3g}' for q in diff.abs().quantile([0.25, 0.5, 0.75]))}; "
+          f"Spearman correlation of R_quick and R_best "
+          f"{tab.R_quick.corr(tab.R_best, method='spearman'):.3f}")
+    print("the ten largest differences:")
+    for _, r in tab.loc[diff.abs().sort_values(ascending=False).index[:10]].iterrows():
+        print(f"  {int(r['resample'])}: R_quick {r.R_quick:.4f} R_best {r.R_best:.4f}; log-EL "
               f"quick {r.llf_quick:.4f} thorough {r.llf_full:.4f}; profile at pi-hat quick "
               f"{r.prof_quick:.4f} thorough {r.prof_full:.4f}; pi-hat_b {r.pi_quick:.4f} / "
               f"{r.pi_full:.4f}")
