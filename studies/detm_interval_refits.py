@@ -10,7 +10,8 @@ the original fit, no probe; the profile at pi-hat from the refit and the origina
 each resample is also fitted by the default ``DETM.fit()`` (every start, hops, stretch moves,
 the profile probe) and profiled at pi-hat from every start of that fit's profiler; the best
 of both routes gives ``R_best``. Written per resample: the quick and the thorough log-EL and
-profile value, ``R_quick``, ``R_best`` and the pi-hats.
+profile value, ``R_quick``, ``R_best``, the pi-hats and the label of the thorough fit's first
+run that reached its maximum (``full_winner``).
 
     OPENBLAS_NUM_THREADS=1 python studies/detm_interval_refits.py run --part 0/2 --out A.csv
     OPENBLAS_NUM_THREADS=1 python studies/detm_interval_refits.py run --part 1/2 --out B.csv
@@ -91,11 +92,14 @@ def run(part: str, out: str) -> None:
             prof_full = res._profiler(pi0)
         t2 = time.process_time()
         l_full = res._fit.llf_penalized
+        top = max(r.f for r in res._fit.runs)
+        winner = next(r.label for r in res._fit.runs
+                      if r.f >= top - 1e-6 * max(1.0, abs(top)))
         l_best, prof_best = max(l_q, l_full), np.nanmax([prof_q, prof_full])
         rows.append(dict(resample=i, R_quick=r_q, pi_quick=pi_q, llf_quick=l_q,
                          prof_quick=prof_q, llf_full=l_full, pi_full=float(res.pi),
                          prof_full=prof_full, R_best=max(0.0, 2 * (l_best - prof_best)),
-                         cpu_quick=t1 - t0, cpu_full=t2 - t1))
+                         cpu_quick=t1 - t0, cpu_full=t2 - t1, full_winner=winner))
         pd.DataFrame(rows).to_csv(out, index=False)
         print(i, f"R_quick {r_q:.4f} R_best {rows[-1]['R_best']:.4f}", flush=True)
 
@@ -125,6 +129,13 @@ def summarise(paths) -> None:
           f"{', '.join(f'{q:.3g}' for q in diff.abs().quantile([0.25, 0.5, 0.75]))}; "
           f"Spearman correlation of R_quick and R_best "
           f"{tab.R_quick.corr(tab.R_best, method='spearman'):.3f}")
+    if "full_winner" in tab:  # which of the thorough fit's starts reached its maximum first
+        kind = tab.full_winner.str.replace(r"( r=| #|=| x|, ).*$", "", regex=True)
+        missed = tab.llf_quick < tab.llf_full - 1e-6
+        print("the thorough maximum first reached from (resamples where the quick refit "
+              "missed it / all):")
+        for k, c in kind[missed].value_counts().items():
+            print(f"  {k}: {c} / {int((kind == k).sum())}")
     print("the ten largest differences:")
     for _, r in tab.loc[diff.abs().sort_values(ascending=False).index[:10]].iterrows():
         print(f"  {int(r['resample'])}: R_quick {r.R_quick:.4f} R_best {r.R_best:.4f}; log-EL "
