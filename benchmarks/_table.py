@@ -55,7 +55,7 @@ def with_ratios(tab: pd.DataFrame, previous: str | None, key: list[str],
 def machine_seconds(repeat: int = 3) -> float:
     """CPU seconds of a fixed workload like the models' inner loops (the best of ``repeat``):
     1,000 Newton-size steps on 6,000 rows and 16 columns -- a weighted cross product (BLAS),
-    ``exp``/``log1p`` over the rows and a 32 x 32 Cholesky solve. A machine's speed for this
+    ``exp``/``log1p`` over the rows and a 32 x 32 linear solve. A machine's speed for this
     package, to read figures recorded on different machines against each other."""
     rng = np.random.default_rng(0)
     X = np.ascontiguousarray(rng.standard_normal((6000, 16)))
