@@ -64,23 +64,44 @@ def _penalty_pattern(k: int) -> np.ndarray:
     return out
 
 
-#: rows per chunk of the sums over rows (:func:`_blocks`, :func:`profile_sums`): a chunk's
-#: per-row arrays and weighted copy of ``X1`` stay in cache (at 1e6 rows, p = 15 this halves
-#: the time of the Hessian's three products)
+#: rows per chunk of the sums over rows (:func:`profile_sums`): a chunk's per-row arrays stay
+#: in cache (on large samples the passes over them, not the arithmetic, are what costs)
 BLOCK_ROWS = 32_768
+
+#: the products of :func:`_blocks` run on chunks of at most ``GEMM_SIZE / k^2`` rows (a power
+#: of two, ``k = p + 1``): OpenBLAS's kernels for small matrices (AVX-512, which take
+#: ``X' (X * w)`` up to about 1e6 multiply-adds) then run them about twice as fast as one
+#: large product, and a chunk and its weighted copy stay in cache (elsewhere chunking costs
+#: little: on AVX2 kernels 0.9-1.3x; session 47, ``benchmarks/results/README.md``)
+GEMM_SIZE = 1_000_000
+
+
+@functools.lru_cache(maxsize=64)
+def gemm_rows(k: int) -> int:
+    """Rows per product in :func:`_blocks` for ``k`` columns (see :data:`GEMM_SIZE`): at
+    least 256, at most :data:`BLOCK_ROWS`."""
+    rows = 256
+    while 2 * rows * k * k <= GEMM_SIZE and 2 * rows <= BLOCK_ROWS:
+        rows *= 2
+    return rows
 
 
 def _blocks(X1, weights):
     """Assemble ``[X1' diag(w_tu) X1]`` blocks into a (2k x 2k) matrix; ``weights[t][u]``
-    (one BLAS product per block and chunk of rows, on the C-contiguous ``X1``); a block whose
-    weights are None is left zero."""
-    k = X1.shape[1]
+    (one BLAS product per block and chunk of :func:`gemm_rows` rows, on the C-contiguous
+    ``X1``, the weighted chunk written into one buffer); a block whose weights are None is
+    left zero."""
+    N, k = X1.shape
     pairs = [(t, u) for t in range(2) for u in range(t, 2) if weights[t][u] is not None]
     B = np.zeros((len(pairs), k, k))
-    for i in range(0, X1.shape[0], BLOCK_ROWS):
-        Xc = X1[i:i + BLOCK_ROWS]
+    rows = gemm_rows(k)
+    buf = np.empty((min(rows, N), k))
+    for i in range(0, N, rows):
+        Xc = X1[i:i + rows]
+        Wc = buf[:len(Xc)]
         for j, (t, u) in enumerate(pairs):
-            B[j] += Xc.T @ (Xc * weights[t][u][i:i + BLOCK_ROWS, None])
+            np.multiply(Xc, weights[t][u][i:i + rows, None], out=Wc)
+            B[j] += Xc.T @ Wc
     H = np.zeros((2 * k, 2 * k))
     for j, (t, u) in enumerate(pairs):
         H[t * k:(t + 1) * k, u * k:(u + 1) * k] = B[j]
