@@ -88,17 +88,18 @@ def gemm_rows(k: int) -> int:
 
 def _blocks(X1, weights):
     """Assemble ``[X1' diag(w_tu) X1]`` blocks into a (2k x 2k) matrix; ``weights[t][u]``
-    (one BLAS product per block and chunk of :func:`gemm_rows` rows, on the C-contiguous
-    ``X1``, the weighted chunk written into one buffer); a block whose weights are None is
-    left zero."""
+    (one BLAS product per block and chunk of :func:`gemm_rows` rows, the weighted chunk
+    written into one buffer); a block whose weights are None is left zero."""
     N, k = X1.shape
     pairs = [(t, u) for t in range(2) for u in range(t, 2) if weights[t][u] is not None]
     B = np.zeros((len(pairs), k, k))
     rows = gemm_rows(k)
-    buf = np.empty((min(rows, N), k))
+    # the buffer in X1's layout (C or F, as ``Xc * w`` would be): on one chunk the product is
+    # then the single product's arithmetic, bitwise
+    buf = np.empty_like(X1[:min(rows, N)])
     for i in range(0, N, rows):
         Xc = X1[i:i + rows]
-        Wc = buf[:len(Xc)]
+        Wc = buf if len(Xc) == len(buf) else np.empty_like(Xc)
         for j, (t, u) in enumerate(pairs):
             np.multiply(Xc, weights[t][u][i:i + rows, None], out=Wc)
             B[j] += Xc.T @ Wc

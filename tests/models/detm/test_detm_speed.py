@@ -198,9 +198,12 @@ def test_row_chunked_hessian_blocks_equal_the_single_products(p):
     np.testing.assert_allclose(H, expected, rtol=1e-11, atol=1e-9 * np.abs(expected).max())
     # up to one chunk's rows the result is the single product's, bitwise (the bootstrap's
     # refits at n = m = 1000 and p = 15 are 2,000 rows: their draws do not change)
+    # whether X1 is C- or F-ordered (a design from a DataFrame's to_numpy() is F-ordered; CI,
+    # session 47: with a C buffer for an F-ordered X1 a fit at n = m = 1000 changed)
     n1 = _el.gemm_rows(p + 1)
-    H1 = _el._blocks(X1[:n1], [[None, None], [None, w22[:n1]]])
-    np.testing.assert_array_equal(H1[p + 1:, p + 1:], X1[:n1].T @ (X1[:n1] * w22[:n1, None]))
+    for X in (X1[:n1], np.asfortranarray(X1[:n1])):
+        H1 = _el._blocks(X, [[None, None], [None, w22[:n1]]])
+        np.testing.assert_array_equal(H1[p + 1:, p + 1:], X.T @ (X * w22[:n1, None]))
 
 
 def test_gemm_rows_keep_the_products_small():
