@@ -71,8 +71,9 @@ BLOCK_ROWS = 32_768
 #: the products of :func:`_blocks` run on chunks of at most ``GEMM_SIZE / k^2`` rows (a power
 #: of two, ``k = p + 1``): OpenBLAS's kernels for small matrices (AVX-512, which take
 #: ``X' (X * w)`` up to about 1e6 multiply-adds) then run them about twice as fast as one
-#: large product, and a chunk and its weighted copy stay in cache (elsewhere chunking costs
-#: little: on AVX2 kernels 0.9-1.3x; session 47, ``benchmarks/results/README.md``)
+#: large product on a C-ordered ``X1`` (an F-ordered one, from a DataFrame, gained nothing),
+#: and a chunk and its weighted copy stay in cache (elsewhere chunking costs little: on AVX2
+#: kernels 0.9-1.3x; session 47, ``benchmarks/results/README.md``)
 GEMM_SIZE = 1_000_000
 
 
