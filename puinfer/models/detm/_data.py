@@ -80,9 +80,7 @@ def prepare(source, target, names=None, target_index=None) -> TiltData:
         raise ValueError(f"source and target columns differ: {ns} vs {nt}")
     if target_index is None and isinstance(target, (pd.DataFrame, pd.Series)):
         target_index = target.index
-    # C order whatever the input's (a DataFrame's values are F-ordered): every Hessian's
-    # row-chunked products (_el._blocks) reach OpenBLAS's small-matrix kernels only in this layout
-    X = np.ascontiguousarray(np.vstack([Xs, Xt]))
+    X = np.vstack([Xs, Xt])
     y = np.r_[np.zeros(len(Xs)), np.ones(len(Xt))]
     check_full_rank(X, names, "design", intercept=True)
     n_par = 2 * (X.shape[1] + 1) + 1
