@@ -18,6 +18,7 @@ from scipy.optimize import isotonic_regression
 from scipy.special import expit
 
 from ..._validation import as_float_vector, warn_and_record
+from ...base.gram import weighted_grams
 from ...base.numeric import softplus
 from ...base.optimize import newton_maximize, squarem
 from ...base.results import ConvergenceInfo
@@ -198,10 +199,11 @@ def block_sums(r: Rows, theta, *, grad=True, jac=False, hq=False, pre=None):
             d_q = p * (1.0 - p)
             d = d_q.copy()
             d[nc:][i1] -= np.where(free1, ratio1 * (1.0 - p[nc:][i1]), 0.0)
-            out["J"] = -(r.X.T @ (r.X * d[:, None]))
             out["d_q"] = d_q
+            grams = weighted_grams(r.X, [d, d_q] if hq else [d])
+            out["J"] = -grams[0]
             if hq:
-                out["HQ"] = r.X.T @ (r.X * d_q[:, None])
+                out["HQ"] = grams[1]
     return out
 
 
@@ -222,16 +224,15 @@ def sandwich_block(r: Rows, theta, ev=None):
     # d U_theta / d eta = sum_t z 1{free} g d(1/g_eta)/d eta x x' = -(...)(1 - g_eta)/g_eta
     d = np.zeros(pt.size)
     d[i1] = np.where(free1, a[i1], 0.0) * (1 - ge[i1])
-    A12 = Xt.T @ (Xt * d[:, None])
-    A22 = Xt.T @ (Xt * (ge * (1 - ge))[:, None])
     # B = sum psi psi', psi = (x (a - g), x (z - g_eta)) on treated rows, (x (y - g), 0) on
-    # control rows: three weighted Gram matrices (no (rows x 2k) array is built)
+    # control rows: weighted Gram matrices (no (rows x 2k) array is built)
     u, v = a - pt, z - ge
+    A12, A22, Buu, Buv, Bvv = weighted_grams(Xt, [d, ge * (1 - ge), u * u, u * v, v * v])
     B = np.empty((2 * k, 2 * k))
-    B[:k, :k] = Xt.T @ (Xt * (u * u)[:, None]) + Xc.T @ (Xc * ((y - pc) ** 2)[:, None])
-    B[:k, k:] = Xt.T @ (Xt * (u * v)[:, None])
-    B[k:, :k] = B[:k, k:].T
-    B[k:, k:] = Xt.T @ (Xt * (v * v)[:, None])
+    B[:k, :k] = Buu + weighted_grams(Xc, [(y - pc) ** 2])[0]
+    B[:k, k:] = Buv
+    B[k:, :k] = Buv.T
+    B[k:, k:] = Bvv
     return {"J": ev["J"], "A12": A12, "A22": A22, "B": B}
 
 
@@ -367,7 +368,7 @@ class ParametricEngine:
     def em_direction(self, ev):
         """``H_Q^{-1} G``: to first order the EM step ``M(theta) - theta`` (one Newton step
         on (17) from ``theta``)."""
-        HQ = (ev["HQ"] if "HQ" in ev else self.X.T @ (self.X * ev["d_q"][:, None])) + self.P
+        HQ = (ev["HQ"] if "HQ" in ev else weighted_grams(self.X, [ev["d_q"]])[0]) + self.P
         try:
             return np.linalg.solve(HQ, ev["G"])
         except np.linalg.LinAlgError:
@@ -421,10 +422,13 @@ class IsotonicEngine:
         gc = np.clip(ge, cal.eps, 1 - cal.eps)
         self.eta_e_t = np.log(gc) - np.log1p(-gc)
         self._ge_clipped = gc
-        self._c = 1.0 - 1.0 / gc
-        self._k = self._c * np.log1p(-gc) - np.log(gc)
+        c = 1.0 - 1.0 / gc
+        self._zc = self._z_sums * c
+        self._zk = self._z_sums * (c * np.log1p(-gc) - np.log(gc))
+        # F's coefficients of log(1 - p) that do not depend on p (see surrogate)
+        self._l1p_sums = self._wc + self._z0 - self._y_sums
         self.w = np.ones(s.size)
-        self._logs_cache = (None, None)
+        self._runs_cache = (None, None)
 
     def theta_of(self, fitted):
         return np.interp(self.xs, fitted.params.index.to_numpy(dtype=float),
@@ -454,28 +458,39 @@ class IsotonicEngine:
     def penalty_value(self, theta):
         return 0.0
 
-    def _logs(self, theta):
-        """``p``, ``log p`` and ``log(1 - p)`` at the distinct scores, ``p`` clipped to
-        [eps, 1 - eps]; the last one is kept (the trace asks twice for the same theta)."""
-        key, val = self._logs_cache
+    def _runs(self, theta):
+        """``theta`` as runs of equal values (an isotonic fit is a step function: on a million
+        distinct scores a few thousand runs), so that the logs are taken once per run: the
+        runs' starts, ``p`` (clipped to [eps, 1 - eps]), ``log p``, ``log(1 - p)`` and the sums
+        per run of the rows' weights, of F's constant coefficients of ``log(1 - p)`` and of
+        the control positives. The last one is kept (the trace asks twice for the same
+        theta)."""
+        key, val = self._runs_cache
         if key is not None and np.array_equal(key, theta):
             return val
-        p = np.clip(theta, self.cal.eps, 1 - self.cal.eps)
-        val = (p, np.log(p), np.log1p(-p))
-        self._logs_cache = (theta.copy(), val)
+        new = np.empty(theta.size, dtype=bool)
+        new[0] = True
+        np.not_equal(theta[1:], theta[:-1], out=new[1:])
+        starts = np.flatnonzero(new)
+        p = np.clip(theta[starts], self.cal.eps, 1 - self.cal.eps)
+        val = (starts, p, np.log(p), np.log1p(-p), np.add.reduceat(self.ws, starts),
+               np.add.reduceat(self._l1p_sums, starts), np.add.reduceat(self._y_sums, starts))
+        self._runs_cache = (theta.copy(), val)
         return val
 
     def surrogate(self, theta):
         """F(theta) for the isotonic map (probabilities clipped to [eps, 1 - eps])."""
-        p, lp, l1p = self._logs(theta)
-        # treated positives: see _surrogate_treated (eta < eta_e  <=>  p < g_eta)
-        pos = np.where(p < self._ge_clipped, self._c * l1p, lp + self._k)
-        return float(self._y_sums @ (lp - l1p) + self._wc @ l1p + self._z_sums @ pos
-                     + self._z0 @ l1p)
+        starts, p, lp, l1p, _, l1p_sums, y_runs = self._runs(theta)
+        # treated positives (see _surrogate_treated; eta < eta_e <=> p < g_eta):
+        # c log(1 - p) below their g_eta, log p + k at or above it
+        below = np.repeat(p, np.diff(np.r_[starts, theta.size])) < self._ge_clipped
+        zc = np.add.reduceat(np.where(below, self._zc, 0.0), starts)
+        z_above = np.add.reduceat(np.where(below, 0.0, self._z_sums), starts)
+        return float((y_runs + z_above) @ lp + (l1p_sums + zc) @ l1p + self._zk @ ~below)
 
     def q(self, theta, a_sums):
-        _, lp, l1p = self._logs(theta)
-        return float((self._y_sums + a_sums) @ (lp - l1p) + self.ws @ l1p)
+        starts, _, lp, l1p, w_runs, _, y_runs = self._runs(theta)
+        return float((y_runs + np.add.reduceat(a_sums, starts)) @ (lp - l1p) + w_runs @ l1p)
 
     def fitted(self, theta):
         a, _ = self.estep(theta)

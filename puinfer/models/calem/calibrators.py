@@ -35,6 +35,7 @@ from scipy.interpolate import CubicSpline
 from scipy.special import expit
 
 from ..._validation import as_float_vector, check_unit_interval
+from ...base.gram import weighted_grams
 from ...base.numeric import softplus
 from ...base.optimize import newton_maximize
 from ...base.results import data_fingerprint as _fingerprint
@@ -72,7 +73,7 @@ def logistic_derivs(X, y, w, eta):
     of a Dask collection (``puinfer.models.calem._dask``), then added."""
     p = expit(eta)
     g = X.T @ (w * (y - p))
-    H = -((X * (w * p * (1.0 - p))[:, None]).T @ X)
+    H = -weighted_grams(X, [w * p * (1.0 - p)])[0]
     return g, H
 
 
@@ -115,7 +116,7 @@ class ArrayRows:
 
     def gram(self):
         """``X' W X``."""
-        return self.X.T @ (self.X * self.w[:, None])
+        return weighted_grams(self.X, [self.w])[0]
 
     def objective(self, P):
         """``fun(theta, order)`` of the penalised likelihood (see :func:`_logistic_objective`)."""

@@ -33,6 +33,7 @@ import functools
 
 import numpy as np
 
+from ...base.gram import weighted_grams
 from ...base.numeric import logaddexp, softplus
 
 __all__ = ["free_objective", "profile_log_el", "solve_lambda", "penalty", "ridge_strength",
@@ -68,42 +69,14 @@ def _penalty_pattern(k: int) -> np.ndarray:
 #: in cache (on large samples the passes over them, not the arithmetic, are what costs)
 BLOCK_ROWS = 32_768
 
-#: the products of :func:`_blocks` run on chunks of at most ``GEMM_SIZE / k^2`` rows (a power
-#: of two, ``k = p + 1``): OpenBLAS's kernels for small matrices (AVX-512, which take
-#: ``X' (X * w)`` up to about 1e6 multiply-adds) then run them about twice as fast as one
-#: large product on a C-ordered ``X1`` (an F-ordered one, from a DataFrame, gained nothing),
-#: and a chunk and its weighted copy stay in cache (elsewhere chunking costs little: on AVX2
-#: kernels 0.9-1.3x; session 47, ``benchmarks/results/README.md``)
-GEMM_SIZE = 1_000_000
-
-
-@functools.lru_cache(maxsize=64)
-def gemm_rows(k: int) -> int:
-    """Rows per product in :func:`_blocks` for ``k`` columns (see :data:`GEMM_SIZE`): at
-    least 256, at most :data:`BLOCK_ROWS`."""
-    rows = 256
-    while 2 * rows * k * k <= GEMM_SIZE and 2 * rows <= BLOCK_ROWS:
-        rows *= 2
-    return rows
-
 
 def _blocks(X1, weights):
     """Assemble ``[X1' diag(w_tu) X1]`` blocks into a (2k x 2k) matrix; ``weights[t][u]``
-    (one BLAS product per block and chunk of :func:`gemm_rows` rows, the weighted chunk
-    written into one buffer); a block whose weights are None is left zero."""
-    N, k = X1.shape
+    (the products on chunks of rows: :func:`~puinfer.base.gram.weighted_grams`); a block
+    whose weights are None is left zero."""
+    k = X1.shape[1]
     pairs = [(t, u) for t in range(2) for u in range(t, 2) if weights[t][u] is not None]
-    B = np.zeros((len(pairs), k, k))
-    rows = gemm_rows(k)
-    # the buffer in X1's layout (C or F, as ``Xc * w`` would be): on one chunk the product is
-    # then the single product's arithmetic, bitwise
-    buf = np.empty_like(X1[:min(rows, N)])
-    for i in range(0, N, rows):
-        Xc = X1[i:i + rows]
-        Wc = buf if len(Xc) == len(buf) else np.empty_like(Xc)
-        for j, (t, u) in enumerate(pairs):
-            np.multiply(Xc, weights[t][u][i:i + rows, None], out=Wc)
-            B[j] += Xc.T @ Wc
+    B = weighted_grams(X1, [weights[t][u] for t, u in pairs])
     H = np.zeros((2 * k, 2 * k))
     for j, (t, u) in enumerate(pairs):
         H[t * k:(t + 1) * k, u * k:(u + 1) * k] = B[j]

@@ -182,13 +182,14 @@ def test_lean_record_has_the_full_records_estimates(restricted):
 
 @pytest.mark.parametrize("p", [4, 15])
 def test_row_chunked_hessian_blocks_equal_the_single_products(p):
-    # _blocks sums X1' diag(w) X1 over chunks of gemm_rows(k) rows (small products, one buffer
-    # for the weighted chunk); on more rows than two chunks, the last one partial, it must
-    # equal the plain products up to summation-order rounding
+    # _blocks sums X1' diag(w) X1 over chunks of gemm_rows(k) rows (base.gram: small
+    # products, one buffer for the weighted chunk); on more rows than two chunks, the last one
+    # partial, it must equal the plain products up to summation-order rounding
+    from puinfer.base.gram import gemm_rows
     from puinfer.models.detm import _el
 
     rng = np.random.default_rng(17)
-    N = 2 * _el.gemm_rows(p + 1) + 123
+    N = 2 * gemm_rows(p + 1) + 123
     X1 = np.column_stack([np.ones(N), rng.standard_normal((N, p))])
     w11, w12, w22 = rng.standard_normal((3, N))
     H = _el._blocks(X1, [[w11, w12], [None, w22]])
@@ -200,24 +201,10 @@ def test_row_chunked_hessian_blocks_equal_the_single_products(p):
     # refits at n = m = 1000 and p = 15 are 2,000 rows: their draws do not change)
     # whether X1 is C- or F-ordered (a design from a DataFrame's to_numpy() is F-ordered; CI,
     # session 47: with a C buffer for an F-ordered X1 a fit at n = m = 1000 changed)
-    n1 = _el.gemm_rows(p + 1)
+    n1 = gemm_rows(p + 1)
     for X in (X1[:n1], np.asfortranarray(X1[:n1])):
         H1 = _el._blocks(X, [[None, None], [None, w22[:n1]]])
         np.testing.assert_array_equal(H1[p + 1:, p + 1:], X.T @ (X * w22[:n1, None]))
-
-
-def test_gemm_rows_keep_the_products_small():
-    # a power of two, the largest with k^2 rows <= GEMM_SIZE, within [256, BLOCK_ROWS]
-    from puinfer.models.detm import _el
-
-    for k, rows in [(6, 16384), (16, 2048), (31, 1024), (51, 256), (2, _el.BLOCK_ROWS),
-                    (200, 256)]:
-        assert _el.gemm_rows(k) == rows
-    for k in range(2, 60):
-        r = _el.gemm_rows(k)
-        assert r & (r - 1) == 0 and 256 <= r <= _el.BLOCK_ROWS
-        assert r == 256 or r * k * k <= _el.GEMM_SIZE
-        assert r == _el.BLOCK_ROWS or 2 * r * k * k > _el.GEMM_SIZE
 
 
 def test_profile_derivatives_summed_over_row_chunks_equal_one_pass(monkeypatch):

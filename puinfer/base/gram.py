@@ -1,0 +1,60 @@
+"""Weighted Gram matrices ``X' diag(w) X`` over many rows: the Hessians of every model.
+
+One product ``X.T @ (X * w[:, None])`` on a tall, narrow ``X`` runs far below the machine's
+speed. The same sum over chunks of a few thousand rows reaches OpenBLAS's kernels for small
+matrices (AVX-512), each chunk and its weighted copy staying in cache: about 2-3x faster at a
+million rows, in either memory layout (issue 17; sessions 47-48 in
+``benchmarks/results/README.md``). Up to one chunk the arithmetic is that single product's.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+__all__ = ["GEMM_SIZE", "MAX_ROWS", "gemm_rows", "weighted_grams"]
+
+#: a chunk holds at most ``GEMM_SIZE / k^2`` rows of a ``k``-column ``X`` (a power of two): the
+#: products ``X' (X * w)`` stay within about 1e6 multiply-adds
+GEMM_SIZE = 1_000_000
+
+#: and at most this many rows (narrow designs: beyond it a chunk gains nothing)
+MAX_ROWS = 32_768
+
+
+@functools.lru_cache(maxsize=64)
+def gemm_rows(k: int) -> int:
+    """Rows per chunk of :func:`weighted_grams` for ``k`` columns (see :data:`GEMM_SIZE`): at
+    least 256, at most :data:`MAX_ROWS`."""
+    rows = 256
+    while 2 * rows * k * k <= GEMM_SIZE and 2 * rows <= MAX_ROWS:
+        rows *= 2
+    return rows
+
+
+def weighted_grams(X, weights) -> np.ndarray:
+    """``X' diag(w) X`` for each ``w`` of ``weights``, as a ``(len(weights), k, k)`` array.
+
+    Each chunk of :func:`gemm_rows` rows is weighted into one reused buffer in ``X``'s layout
+    (C or F, as ``X * w[:, None]`` would be), so that on a single chunk the result is bitwise
+    ``X.T @ (X * w[:, None])``.
+
+    Parameters
+    ----------
+    X : numpy.ndarray
+        ``(N, k)`` design.
+    weights : sequence of numpy.ndarray
+        Row weights, each ``(N,)`` (any sign).
+    """
+    N, k = X.shape
+    out = np.zeros((len(weights), k, k))
+    rows = gemm_rows(k)
+    buf = np.empty_like(X[:min(rows, N)])
+    for i in range(0, N, rows):
+        Xc = X[i:i + rows]
+        Wc = buf if len(Xc) == len(buf) else np.empty_like(Xc)
+        for j, w in enumerate(weights):
+            np.multiply(Xc, w[i:i + rows, None], out=Wc)
+            out[j] += Xc.T @ Wc
+    return out
