@@ -486,17 +486,22 @@ def test_tied_scores_order_and_shuffle_invariance(make_toy):
         assert np.array_equal(a.params.to_numpy(), b.params.to_numpy()), cal
 
 
+def _toy_fit_and_engine(make_toy, calibrator):
+    """The fit of a toy sample (2000 rows) and its model's fixed-point engine."""
+    score, label, treated = make_toy(2000, 6)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = CalEM(score, label, treated, calibrator=calibrator)
+        res = m.fit()
+    return res, m._setup.engine
+
+
 def test_surrogate_value_against_its_direct_form(make_toy):
     """F of the engine (summed by rows and kink sets) equals its direct form: the control
     rows' logistic log-likelihood plus :func:`_surrogate_treated` on the treated rows."""
     from puinfer.models.calem._engine import _surrogate_treated
 
-    score, label, treated = make_toy(2000, 6)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        m = CalEM(score, label, treated, calibrator="logistic")
-        res = m.fit()
-    eng = m._setup.engine
+    res, eng = _toy_fit_and_engine(make_toy, "logistic")
     for theta in (res.params.to_numpy(), res.params.to_numpy() * 0.7 + 0.1):
         eta = eng.X @ theta
         eta_c, eta_t = eta[:eng.nc], eta[eng.nc:]
@@ -514,12 +519,7 @@ def test_isotonic_surrogate_and_objective_against_their_row_forms(make_toy):
 
     from puinfer.models.calem._engine import _surrogate_treated
 
-    score, label, treated = make_toy(2000, 6)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        m = CalEM(score, label, treated, calibrator="isotonic")
-        res = m.fit()
-    eng = m._setup.engine
+    res, eng = _toy_fit_and_engine(make_toy, "isotonic")
     fitted = eng.theta_of(res.calibrator)
     assert np.unique(fitted).size < fitted.size / 5  # a step function: runs, not scores
     rng = np.random.default_rng(11)
