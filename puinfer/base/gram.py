@@ -2,9 +2,10 @@
 
 One product ``X.T @ (X * w[:, None])`` on a tall, narrow ``X`` runs far below the machine's
 speed. The same sum over chunks of a few thousand rows reaches OpenBLAS's kernels for small
-matrices (AVX-512), each chunk and its weighted copy staying in cache: about 2-3x faster at a
-million rows, in either memory layout (issue 17; sessions 47-48 in
-``benchmarks/results/README.md``). Up to one chunk the arithmetic is that single product's.
+matrices (AVX-512), each chunk and its weighted copy staying in cache: 2-3x faster at a million
+rows (session 47's machine: for C-ordered ``X`` only; session 48's: either layout); on AVX2
+kernels chunking costs little (0.9-1.3x). Issue 17; sessions 47-48 in
+``benchmarks/results/README.md``. Up to one chunk the arithmetic is that single product's.
 """
 
 from __future__ import annotations
