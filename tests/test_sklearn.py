@@ -100,6 +100,17 @@ class ScoredCalEMClassifier(ps.CalEMClassifier):
 _FEW_SCORES = "the check's data have fewer distinct scores than the 5 knots of the spline"
 
 
+# Checks whose outcome rounding decides (they may pass or fail): the sample-weight check's 15
+# rows are separated in the score for the (unpenalised) spline, so no maximum exists (a
+# SeparationWarning, log-odds in the thousands) and the weighted and the repeated fit stop at
+# different points along the diverging direction. The fitted probability at one score was
+# 6.4e-10 vs 5.7e-19 with session 47's rounding of the Hessian (under the check's atol 1e-9)
+# and 7.2e-9 vs 3.6e-18 with session 48's (over it). Where the maximum exists the equivalence
+# holds to 1e-9: tests/models/calem/test_calibrators.py::
+# test_integer_weights_equal_replicated_rows[spline].
+_SCORED_MAY_FAIL = {"ScoredSplineCalibrator": {"check_sample_weight_equivalence_on_dense_data"}}
+
+
 def _scored_expected(estimator):
     name = type(estimator).__name__
     if name == "ScoredSplineCalibrator":
@@ -119,7 +130,8 @@ def _scored_expected(estimator):
 def test_check_estimator_on_scores(estimator):
     failed, n = _failed_checks(estimator)
     assert n > 50
-    assert failed == set(_scored_expected(estimator))
+    expected = set(_scored_expected(estimator))
+    assert expected <= failed <= expected | _SCORED_MAY_FAIL.get(type(estimator).__name__, set())
 
 
 def test_expected_failures_have_reasons():

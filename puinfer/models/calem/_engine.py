@@ -418,6 +418,11 @@ class IsotonicEngine:
         with np.errstate(divide="ignore"):
             self._inv_ge = np.where(ge > 0, 1.0 / ge, 0.0)
         self._ge0 = (ge <= 0).astype(float)
+        # scores with treated positives, where the E-step labels can be non-zero: computed
+        # there alone when they are at most half of the scores (the rest are 0 either way)
+        pos = np.flatnonzero(self._z_sums > 0)
+        self._estep_at = None if 2 * pos.size > m else \
+            (pos, self._z_sums[pos], self._inv_ge[pos], self._ge0[pos])
         # F's treated constants (see _surrogate_treated), on the clipped g_eta
         gc = np.clip(ge, cal.eps, 1 - cal.eps)
         self.eta_e_t = np.log(gc) - np.log1p(-gc)
@@ -443,7 +448,16 @@ class IsotonicEngine:
         return np.clip(isotonic_regression(ys, weights=self.ws, increasing=True).x, 0, 1)
 
     def estep(self, theta):
-        return self._z_sums * np.minimum(theta * self._inv_ge + self._ge0, 1.0), None
+        if self._estep_at is None:
+            return self._z_sums * np.minimum(theta * self._inv_ge + self._ge0, 1.0), None
+        pos, z, inv_ge, ge0 = self._estep_at
+        t = theta[pos] * inv_ge
+        t += ge0
+        np.minimum(t, 1.0, out=t)
+        t *= z
+        a = np.zeros(theta.size)
+        a[pos] = t
+        return a, None
 
     def g_treated(self, theta):
         return theta[self.inv_t]

@@ -536,3 +536,16 @@ def test_isotonic_surrogate_and_objective_against_their_row_forms(make_toy):
         a = eng.z * rng.uniform(size=eng.z.size)  # E-step-like labels of the treated rows
         q_rows = control + float(a @ np.log(p[i_t]) + (1 - a) @ np.log1p(-p[i_t]))
         assert eng.q(theta, eng.labels_of_rows(a)) == pytest.approx(q_rows, rel=1e-12)
+
+
+def test_isotonic_estep_at_treated_positives_only_is_the_full_one(make_toy):
+    """Where at most half of the distinct scores have treated positives the isotonic E-step is
+    computed at those alone (the rest are 0): bitwise the full formula's labels."""
+    res, eng = _toy_fit_and_engine(make_toy, "isotonic")
+    assert eng._estep_at is not None  # the toy: fewer than half of the scores
+    rng = np.random.default_rng(4)
+    for theta in (eng.theta_of(res.calibrator), rng.uniform(0.0, 1.0, eng.xs.size)):
+        sparse, _ = eng.estep(theta)
+        full = eng._z_sums * np.minimum(theta * eng._inv_ge + eng._ge0, 1.0)
+        np.testing.assert_array_equal(sparse, full)
+        assert np.all(sparse[eng._z_sums == 0] == 0)
