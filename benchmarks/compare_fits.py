@@ -12,6 +12,11 @@ every replicate that differs by more than ``--tol``. Run each version with its o
     PYTHONPATH=<new tree> python benchmarks/compare_fits.py fit /tmp/new.csv --cells sar:0.3:3000
     python benchmarks/compare_fits.py compare /tmp/old.csv /tmp/new.csv
 
+``--frames`` fits from DataFrames (F-ordered values, as formula and DataFrame fits have)
+instead of C-ordered arrays: the same search with its sums over rows in another order, so the
+two runs of one version show which answers rounding decides (session 48, (F48) in
+``studies/results/README_detm.md``).
+
 A cell is ``design:pi:n[:p]`` (Liu et al.'s SAR design or the SCAR design of
 ``puinfer.simulate``, p = 15 unless given); replicate ``r`` of a cell is seeded
 ``47_000_000 + 100_000 * cell index + r`` (the cells' order on the command line).
