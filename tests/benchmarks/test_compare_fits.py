@@ -43,8 +43,11 @@ def test_compare_matches_replicates_by_seed_and_reports_those_beyond_tol(tmp_pat
 
 
 def test_fit_one_from_frames_and_arrays_is_the_same_fit_to_rounding():
-    # n = m = 150, p = 2: the same data as a DataFrame and as an array
-    a = fit_one("scar", 0.5, 150, 2, 7, frames=False)
-    b = fit_one("scar", 0.5, 150, 2, 7, frames=True)
+    # n = m = 200, p = 2, the same data as a DataFrame and as an array; a replicate whose
+    # maximum stands clear of the others (5.2 log-EL units above the next; no warnings), so
+    # that rounding cannot decide it (as it can on about 3 in 100 SAR replicates at n = m =
+    # 1000, studies/results/README_detm.md (F48))
+    a = fit_one("scar", 0.3, 200, 2, 0, frames=False)
+    b = fit_one("scar", 0.3, 200, 2, 0, frames=True)
     for v in VALUES:
         assert np.isclose(a[v], b[v], rtol=1e-8, atol=1e-8), v
