@@ -1,16 +1,14 @@
-"""``benchmarks/compare_fits.py``: two versions' fits matched replicate by replicate, and one
-tiny fit from arrays and from DataFrames (the two roundings of one search)."""
+"""``benchmarks/compare_fits.py``: two versions' fits matched replicate by replicate."""
 
 import argparse
 import sys
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-from compare_fits import VALUES, compare, fit_one  # noqa: E402
+from compare_fits import VALUES, compare  # noqa: E402
 
 
 def _record(seeds, **shift):
@@ -40,14 +38,3 @@ def test_compare_matches_replicates_by_seed_and_reports_those_beyond_tol(tmp_pat
     assert table["setm_llf"].iloc[0] == pytest.approx(1e-5 / 14000)
     out = capsys.readouterr().out
     assert "1 of 3 replicates differ by more than 1e-08" in out
-
-
-def test_fit_one_from_frames_and_arrays_is_the_same_fit_to_rounding():
-    # n = m = 200, p = 2, the same data as a DataFrame and as an array; a replicate whose
-    # maximum stands clear of the others (5.2 log-EL units above the next; no warnings), so
-    # that rounding cannot decide it (as it can on about 3 in 100 SAR replicates at n = m =
-    # 1000, studies/results/README_detm.md (F48))
-    a = fit_one("scar", 0.3, 200, 2, 0, frames=False)
-    b = fit_one("scar", 0.3, 200, 2, 0, frames=True)
-    for v in VALUES:
-        assert np.isclose(a[v], b[v], rtol=1e-8, atol=1e-8), v
