@@ -178,3 +178,26 @@ def test_the_probes_convergence_warnings_are_issued_by_fit(monkeypatch, model):
     with warnings.catch_warnings():  # the 95% interval the probe left: not issued again
         warnings.simplefilter("error", ConvergenceWarning)
         res.conf_int_pi()
+
+
+def test_a_warm_start_on_the_mirror_labelling_does_not_end_a_limit():
+    # SCAR design, n = m = 200, p = 2, seed 0, fitted from DataFrames: the lower limit's warm
+    # chain (each point from its nearest solved neighbour) reached the other labelling at
+    # pi = 0.45 and followed the mirror branch down to 0.1237 = 1 - the upper limit, where the
+    # labelled profile's R* is 7.1: the interval was (0.124, 0.876). A warm point whose one
+    # start is not labelled is now evaluated from every start; the interval is the array
+    # fit's (0.359, 0.876), and test_pi agrees with it (session 48)
+    df = scar_design(200, 200, 0.3, p=2, rng=np.random.default_rng(0))
+    feats = ["x1", "x2"]
+    src, tgt = df[df.labeled == 1][feats], df[df.labeled == 0][feats]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        frames = pu.DETM(src, tgt).fit(pi_interval="profile")
+        arrays = pu.DETM(src.to_numpy(), tgt.to_numpy()).fit(pi_interval="profile")
+        ci_f = frames.conf_int_pi(method="profile")
+        ci_a = arrays.conf_int_pi(method="profile")
+    np.testing.assert_allclose(ci_f.to_numpy(), ci_a.to_numpy(), rtol=0, atol=1e-8)
+    cut = stats.chi2.ppf(0.95, 1)
+    lo = ci_f["lower"]
+    assert 0.3 < lo < 0.4
+    assert frames.test_pi(lo - 0.05).statistic > cut > frames.test_pi(lo + 0.05).statistic
