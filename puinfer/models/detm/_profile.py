@@ -112,7 +112,8 @@ class PiProfiler:
         self.trace: list = []       # (pi, value, converged) of every full-profile point
         self.warnings: list = []    # (category name, message)
         #: while True (the intermediate points of a limit search) a point starts from its
-        #: nearest solved neighbour only; its value is recorded in ``warm_values``
+        #: nearest solved neighbour only; its value is recorded in ``warm_values`` (unless that
+        #: start reaches the other labelling: then the point is evaluated from every start)
         self.warm_only = False
         self.warm_values: dict = {}
         self._maxima: dict = {}     # pi -> distinct converged maxima found there
