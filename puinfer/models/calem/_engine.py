@@ -494,10 +494,10 @@ class IsotonicEngine:
 
     def surrogate(self, theta):
         """F(theta) for the isotonic map (probabilities clipped to [eps, 1 - eps])."""
-        starts, p, lp, l1p, _, l1p_sums, y_runs = self._runs(theta)
+        starts, _, lp, l1p, _, l1p_sums, y_runs = self._runs(theta)
         # treated positives (see _surrogate_treated; eta < eta_e <=> p < g_eta):
         # c log(1 - p) below their g_eta, log p + k at or above it
-        below = np.repeat(p, np.diff(np.r_[starts, theta.size])) < self._ge_clipped
+        below = np.clip(theta, self.cal.eps, 1 - self.cal.eps) < self._ge_clipped
         zc = np.add.reduceat(np.where(below, self._zc, 0.0), starts)
         z_above = np.add.reduceat(np.where(below, 0.0, self._z_sums), starts)
         return float((y_runs + z_above) @ lp + (l1p_sums + zc) @ l1p + self._zk @ ~below)
