@@ -230,6 +230,38 @@ def test_profile_derivatives_summed_over_row_chunks_equal_one_pass(monkeypatch):
         np.testing.assert_array_equal(chunked[3][key], one[3][key])
 
 
+@pytest.mark.parametrize("block_rows", [None, 1000])
+def test_target_rows_as_a_slice_give_the_boolean_index_bitwise(monkeypatch, block_rows):
+    # the pooled sample puts the target rows last: _el.target_rows then indexes them by a
+    # slice (a view) instead of the boolean mask; value, derivatives (with pi's), EL weights
+    # and posteriors must be bitwise those of the boolean index, in one pass and in chunks
+    # whose first one has no target row and one straddles the boundary
+    from puinfer.models.detm import _el
+
+    mask = np.r_[np.zeros(3, bool), np.ones(4, bool)]
+    assert _el.target_rows(mask) == slice(3, None)
+    assert _el.target_rows(np.zeros(5, bool)) == slice(5, None)
+    assert _el.target_rows(np.ones(5, bool)) == slice(0, None)
+    mixed = np.array([False, True, False, True])
+    assert _el.target_rows(mixed) is mixed
+    rng = np.random.default_rng(11)
+    N, p = 4003, 4
+    Z = rng.standard_normal((N, p))
+    y = (np.arange(N) >= 1500).astype(float)
+    X1 = np.column_stack([np.ones(N), Z])
+    theta = np.r_[-1.0, 0.3 * rng.standard_normal(p), -0.5, 0.2 * rng.standard_normal(p)]
+    if block_rows:
+        monkeypatch.setattr(_el, "BLOCK_ROWS", block_rows)
+    fast = _el.profile_log_el(theta, 0.3, Z, y, 0.01, order=2, X1=X1, with_pi=True)
+    monkeypatch.setattr(_el, "target_rows", lambda m: m)
+    plain = _el.profile_log_el(theta, 0.3, Z, y, 0.01, order=2, X1=X1, with_pi=True)
+    assert fast[0] == plain[0]
+    for a, b in zip(fast[1:3], plain[1:3], strict=True):
+        np.testing.assert_array_equal(a, b)
+    for key in ("p", "omega", "lam"):
+        np.testing.assert_array_equal(fast[3][key], plain[3][key])
+
+
 def _setm_rows(seed, N=4000, p=5):
     """A generator and the rows ``Z, y, X1`` of two samples (1,800 source rows first)."""
     rng = np.random.default_rng(seed)
