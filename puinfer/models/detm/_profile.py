@@ -63,6 +63,14 @@ FULL_SEARCHES = 5
 #: itself, keeps the set going (session 45: SAR design, n = m = 1000, pi = 0.7, seed
 #: 62000015, bootstrap lower limit 0.5776 with R* = 14.21 at 1e-3 beyond it, cut-off 18.66)
 BEYOND = 1e-3
+#: where the confidence set goes on at a point further out than an accepted limit (the points
+#: ``conf_int_pi`` checks, :data:`OUTSIDE_POINTS`), the point :data:`BEYOND` the limit is
+#: evaluated again from this many more of the fit's other local maxima (both labellings):
+#: the branch on which the set goes on can be reachable from none of the five branch starts
+#: (session 48-49: SAR design, n = m = 1000, pi = 0.7, seed 47100011 from DataFrames, upper
+#: limit 0.8413 where the profile from the search's sixth maximum is 3.36 < 3.84 at 0.8423
+#: and the set goes on to 0.9027, as the same fit from arrays finds)
+DEEP_MAXIMA = 12
 
 
 @dataclass(frozen=True)
@@ -100,6 +108,8 @@ class PiProfiler:
     #: not back from points solved further out (which can be on a lower branch), while points
     #: up to ``inner`` still start from its solution
     frontier: tuple | None = None
+    #: while True (:meth:`deep`) a full evaluation also starts from :attr:`deep_starts`
+    deep_mode: bool = False
 
     def __init__(self, data, fit, se_pi: float, quick: bool = False):
         self.data = data
@@ -276,6 +286,40 @@ class PiProfiler:
                 break
         return out
 
+    @cached_property
+    def deep_starts(self) -> list:
+        """The fit's other local maxima after :attr:`branch_starts`' (distinct pi, stretch
+        moves' included), up to :data:`DEEP_MAXIMA` of them, in both labellings: the starts
+        :meth:`deep` adds."""
+        f = self.fit
+        obj = f.starts["objective"].to_numpy()
+        p = self.data.p
+        known = [np.asarray(th) for th in self.branch_starts]
+        out, seen = [], [f.pi, 1 - f.pi]
+        for i in obj.argsort()[::-1]:
+            if obj.max() - obj[i] <= 1e-7 * max(1.0, abs(obj.max())):
+                continue  # the fit itself
+            v = f.runs[i].v
+            theta, pi = theta_pi(self.data, f.restricted, v)
+            if not np.all(np.isfinite(theta)) or min(abs(pi - q) for q in seen) < 1e-3:
+                continue
+            seen += [pi, 1 - pi]
+            pair = [theta] if f.restricted else \
+                [theta, theta_pi(self.data, False, np.r_[v[p + 1:], v[: p + 1]])[0]]
+            out += [th for th in pair if not any(np.array_equal(th, k) for k in known)]
+            if len(seen) >= 2 * (DEEP_MAXIMA + 1):
+                break
+        return out
+
+    def deep(self, pi: float) -> float:
+        """The profile log-EL at ``pi`` from every start and also from :attr:`deep_starts`
+        (the runs already made at ``pi`` are not repeated)."""
+        self.deep_mode = True
+        try:
+            return self(pi)
+        finally:
+            self.deep_mode = False
+
     def _nearest(self, pi) -> float:
         """The solved point nearest ``pi`` (see :attr:`frontier`)."""
         qs = self.solved
@@ -331,7 +375,8 @@ class PiProfiler:
             thetas.append(skel[max(below)])
         if above:
             thetas.append(skel[min(above)])
-        return first + [(th, None, True) for th in thetas + self.branch_starts]
+        extra = self.deep_starts if self.deep_mode else []
+        return first + [(th, None, True) for th in thetas + self.branch_starts + extra]
 
     def slope(self, pi: float) -> float:
         """Slope of the profile log-EL at an evaluated ``pi`` (NaN if unknown)."""
@@ -420,7 +465,10 @@ class PiProfiler:
         tol = self.profile.tol * max(1.0, abs(f_max))
         try:
             ci = self.profile.conf_int(0.05)
-            self.profile.outside_points(0.05, n=OUTSIDE_POINTS)
+            if self.profile.outside_points(0.05, n=OUTSIDE_POINTS) and \
+                    self.profile.deepen(ci.attrs["cutoff"]):
+                ci = self.profile.conf_int(0.05)
+                self.profile.outside_points(0.05, n=OUTSIDE_POINTS)
             # inside the interval, from every start: half and one step (SE) from pi-hat (the
             # limit search jumps there directly; a higher branch at pi-hat's own level shows
             # here: SAR design, seed 12000005, 0.41 higher at pi-hat + 0.01)
@@ -527,11 +575,46 @@ class _PiProfile(Profile):
         finally:
             prof.frontier = None
 
-    def _searches(self, direction: int, cutoff: float) -> tuple[float, bool]:
+    def deepen(self, cutoff: float) -> bool:
+        """Where a point further out than a limit (of the interval with this cut-off, already
+        searched) lies inside the set (:meth:`outside_points`), the point :data:`BEYOND` the
+        limit again from the deep starts (:meth:`PiProfiler.deep`); if the set goes on there
+        after all, the limit search goes on from its solution, as after any crossing of a
+        lower branch. Returns whether a limit moved. Nothing is evaluated for a side whose
+        outside points all lie outside the set."""
+        prof = self._loglik_at
+        noise = _R_NOISE * max(1.0, cutoff)
+        limits = self.__dict__.get("_limits", {})
+        moved = False
+        for direction in (-1, 1):
+            key = (direction, cutoff)
+            if key not in limits or limits[key][1]:
+                continue  # not searched, or one-sided
+            for _ in range(FULL_SEARCHES):
+                lim = limits[key][0]
+                edge = self.bounds[1] if direction > 0 else self.bounds[0]
+                pts = np.linspace(lim, edge, OUTSIDE_POINTS + 2)[1:-1]
+                if not any(not np.isnan(self.loglik(v)) and self.statistic(v) < cutoff
+                           for v in pts):
+                    break
+                q = self._beyond(lim, direction)
+                value = prof.deep(q) if q is not None else np.nan
+                if not (np.isfinite(value) and 2 * (self.llf_max - value) < cutoff - noise):
+                    break
+                self._cache[q] = max(value, self._cache.get(q, -np.inf))
+                self._continue_from(q, lim, direction, cutoff)
+                try:
+                    limits[key] = self._searches(direction, cutoff, start=WARM_SEARCHES)
+                finally:
+                    prof.frontier = None
+                moved = True
+        return moved
+
+    def _searches(self, direction: int, cutoff: float, start: int = 0) -> tuple[float, bool]:
         prof = self._loglik_at
         noise = _R_NOISE * max(1.0, cutoff)
         beyond = None  # (q, R*(q)) when the last search's limit had the set going on at q
-        for attempt in range(WARM_SEARCHES + FULL_SEARCHES):
+        for attempt in range(start, WARM_SEARCHES + FULL_SEARCHES):
             before = set(prof.warm_values)
             prof.warm_only = attempt < WARM_SEARCHES
             try:

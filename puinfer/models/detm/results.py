@@ -320,10 +320,20 @@ class TiltResults(LikelihoodResults):
         prof = self.profile_pi()
         known = len(self._profiler.warnings)
         ci = prof.conf_int(alpha, cutoff)
-        for cat, msg in self._profiler.warnings[known:]:  # a limit search's (recorded there)
+        searched = len(self._profiler.warnings)
+        extra = prof.outside_points(alpha, n=OUTSIDE_POINTS, cutoff=cutoff)
+        new = self._profiler.warnings[known:searched]  # the limit searches' (recorded there)
+        if extra:
+            known = len(self._profiler.warnings)
+            if prof.deepen(ci.attrs["cutoff"]):
+                # the set went on past a limit from a start further down the fit's list of
+                # local maxima (PiProfiler.deep_starts): the limits found from there
+                ci = prof.conf_int(alpha, cutoff)
+                new = new + self._profiler.warnings[known:]
+                extra = prof.outside_points(alpha, n=OUTSIDE_POINTS, cutoff=cutoff)
+        for cat, msg in new:
             if cat == ConvergenceWarning.__name__:
                 warnings.warn(msg, ConvergenceWarning, stacklevel=2)
-        extra = prof.outside_points(alpha, n=OUTSIDE_POINTS, cutoff=cutoff)
         ci.attrs["interval"] = not extra
         ci.attrs["method"] = method
         ci.attrs.update(boot_attrs)

@@ -201,3 +201,30 @@ def test_a_warm_start_on_the_mirror_labelling_does_not_end_a_limit():
     lo = ci_f["lower"]
     assert 0.3 < lo < 0.4
     assert frames.test_pi(lo - 0.05).statistic > cut > frames.test_pi(lo + 0.05).statistic
+
+
+def test_a_set_going_on_past_its_limit_is_followed_from_the_fits_other_maxima():
+    # Liu et al.'s SAR design, n = m = 1000, pi = 0.7, seed 47100011: fitted from DataFrames
+    # the plain upper limit was 0.8413, a crossing of a lower branch (R* = 3.90 at 0.8423 from
+    # every start) while R* was below the cut-off at 0.881 ("not an interval"); the fit's
+    # sixth local maximum reaches the branch on which the set goes on (R* = 3.36 at 0.8423) --
+    # from arrays the limit was 0.9027 (session 48, (F48)). Where a point further out lies
+    # inside the set, the point past the limit is now evaluated from more of the fit's
+    # maxima, and the search goes on from there: both inputs give 0.9027 (session 49)
+    from puinfer.simulate import sar_design
+
+    df = sar_design(1000, 1000, 0.7, p=15, rng=np.random.default_rng(47100011))
+    X = df[[f"x{j}" for j in range(1, 16)]]
+    lab = df.labeled.to_numpy() == 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fits = [pu.DETM(x[lab], x[~lab]).fit(pi_interval="profile") for x in (X, X.to_numpy())]
+        cis = [r.conf_int_pi(method="profile") for r in fits]
+    for ci in cis:
+        assert 0.90 < ci["upper"] < 0.91
+    np.testing.assert_allclose(cis[0].to_numpy(), cis[1].to_numpy(), rtol=0, atol=1e-8)
+    # the profile below the new limit is inside the set, just past it outside
+    cut = stats.chi2.ppf(0.95, 1)
+    r = fits[0]
+    assert r.test_pi(0.86).statistic < cut
+    assert r.test_pi(cis[0]["upper"] + 2e-3).statistic > cut
