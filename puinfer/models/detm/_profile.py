@@ -65,8 +65,9 @@ FULL_SEARCHES = 5
 BEYOND = 1e-3
 #: where the confidence set goes on at a point further out than an accepted limit (the points
 #: ``conf_int_pi`` checks, :data:`OUTSIDE_POINTS`), the point :data:`BEYOND` the limit is
-#: evaluated again from this many more of the fit's other local maxima (both labellings):
-#: the branch on which the set goes on can be reachable from none of the five branch starts
+#: evaluated again from the fit's this many highest other local maxima (distinct pi, both
+#: labellings; the branch starts' among them): the branch on which the set goes on can be
+#: reachable from none of the branch starts
 #: (session 48-49: SAR design, n = m = 1000, pi = 0.7, seed 47100011 from DataFrames, upper
 #: limit 0.8413 where the profile from the search's sixth maximum is 3.36 < 3.84 at 0.8423
 #: and the set goes on to 0.9027, as the same fit from arrays finds)
@@ -288,8 +289,8 @@ class PiProfiler:
 
     @cached_property
     def deep_starts(self) -> list:
-        """The fit's other local maxima after :attr:`branch_starts`' (distinct pi, stretch
-        moves' included), up to :data:`DEEP_MAXIMA` of them, in both labellings: the starts
+        """The fit's :data:`DEEP_MAXIMA` highest other local maxima (distinct pi, stretch
+        moves' included), in both labellings, but those of :attr:`branch_starts`: the starts
         :meth:`deep` adds."""
         f = self.fit
         obj = f.starts["objective"].to_numpy()
