@@ -320,20 +320,15 @@ class TiltResults(LikelihoodResults):
         prof = self.profile_pi()
         known = len(self._profiler.warnings)
         ci = prof.conf_int(alpha, cutoff)
-        searched = len(self._profiler.warnings)
+        self._warn_convergence(known)  # the limit searches' (recorded there)
         extra = prof.outside_points(alpha, n=OUTSIDE_POINTS, cutoff=cutoff)
-        new = self._profiler.warnings[known:searched]  # the limit searches' (recorded there)
-        if extra:
-            known = len(self._profiler.warnings)
-            if prof.deepen(ci.attrs["cutoff"]):
-                # the set went on past a limit from a start further down the fit's list of
-                # local maxima (PiProfiler.deep_starts): the limits found from there
-                ci = prof.conf_int(alpha, cutoff)
-                new = new + self._profiler.warnings[known:]
-                extra = prof.outside_points(alpha, n=OUTSIDE_POINTS, cutoff=cutoff)
-        for cat, msg in new:
-            if cat == ConvergenceWarning.__name__:
-                warnings.warn(msg, ConvergenceWarning, stacklevel=2)
+        known = len(self._profiler.warnings)
+        if extra and prof.deepen(ci.attrs["cutoff"]):
+            # the set went on past a limit from a start further down the fit's list of local
+            # maxima (PiProfiler.deep_starts): the limits found from there
+            ci = prof.conf_int(alpha, cutoff)
+            self._warn_convergence(known)
+            extra = prof.outside_points(alpha, n=OUTSIDE_POINTS, cutoff=cutoff)
         ci.attrs["interval"] = not extra
         ci.attrs["method"] = method
         ci.attrs.update(boot_attrs)
@@ -363,6 +358,13 @@ class TiltResults(LikelihoodResults):
                 self._profiler.warnings.append((ConfidenceSetWarning.__name__, msg))
             warnings.warn(msg, ConfidenceSetWarning, stacklevel=2)
         return ci
+
+    def _warn_convergence(self, known: int) -> None:
+        """Issue the ConvergenceWarnings the profiler recorded after its first ``known``
+        warnings (a limit search's)."""
+        for cat, msg in self._profiler.warnings[known:]:
+            if cat == ConvergenceWarning.__name__:
+                warnings.warn(msg, ConvergenceWarning, stacklevel=3)
 
     def _bootstrap_cutoff(self, alpha, n_boot, rng, smooth, n_jobs) -> tuple[float, dict]:
         """The ``1 - alpha`` quantile of the bootstrap draws of ``R*_b(pi-hat)`` and the
