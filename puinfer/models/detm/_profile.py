@@ -582,9 +582,14 @@ class _PiProfile(Profile):
         limit again from the deep starts (:meth:`PiProfiler.deep`); if the set goes on there
         after all, the limit search goes on from its solution, as after any crossing of a
         lower branch. Returns whether a limit moved. Nothing is evaluated for a side whose
-        outside points all lie outside the set."""
+        outside points all lie outside the set, nor again for a cut-off already deepened (its
+        limits are cached as they came out)."""
         prof = self._loglik_at
         noise = _R_NOISE * max(1.0, cutoff)
+        done = self.__dict__.setdefault("_deepened", set())
+        if cutoff in done:
+            return False
+        done.add(cutoff)
         limits = self.__dict__.get("_limits", {})
         moved = False
         for direction in (-1, 1):
