@@ -262,15 +262,17 @@ class Profile:
         out = []
         for lim, edge, at in ((ci["lower"], self.bounds[0], ci.attrs["lower_at_bound"]),
                               (ci["upper"], self.bounds[1], ci.attrs["upper_at_bound"])):
-            if at:
-                continue
-            # interior points only: at the bound itself a parameter is often unidentified
-            for v in np.linspace(lim, edge, n + 2)[1:-1]:
-                if np.isnan(self.loglik(v)):
-                    continue  # not computable there: no evidence either way
-                if self.statistic(v) < cutoff:
-                    out.append(float(v))
+            if not at:
+                out += self._inside_beyond(lim, edge, n, cutoff)
         return out
+
+    def _inside_beyond(self, lim: float, edge: float, n: int, cutoff: float) -> list[float]:
+        """Of ``n`` points evenly spaced from the limit ``lim`` to the bound ``edge`` (interior
+        points only: at the bound itself a parameter is often unidentified), those where ``R``
+        is below ``cutoff``; a point where the profile is not computable is no evidence either
+        way."""
+        return [float(v) for v in np.linspace(lim, edge, n + 2)[1:-1]
+                if not np.isnan(self.loglik(v)) and self.statistic(v) < cutoff]
 
     def conf_int(self, alpha: float = 0.05, cutoff: float | None = None) -> pd.Series:
         """Profile-likelihood confidence interval ``{v : R(v) <= chi2_{1, 1 - alpha}}``.

@@ -599,9 +599,7 @@ class _PiProfile(Profile):
             for _ in range(FULL_SEARCHES):
                 lim = limits[key][0]
                 edge = self.bounds[1] if direction > 0 else self.bounds[0]
-                pts = np.linspace(lim, edge, OUTSIDE_POINTS + 2)[1:-1]
-                if not any(not np.isnan(self.loglik(v)) and self.statistic(v) < cutoff
-                           for v in pts):
+                if not self._inside_beyond(lim, edge, OUTSIDE_POINTS, cutoff):
                     break
                 q = self._beyond(lim, direction)
                 value = prof.deep(q) if q is not None else np.nan
