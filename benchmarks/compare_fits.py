@@ -13,9 +13,10 @@ every replicate that differs by more than ``--tol``. Run each version with its o
     python benchmarks/compare_fits.py compare /tmp/old.csv /tmp/new.csv
 
 ``--frames`` fits from DataFrames (F-ordered values, as formula and DataFrame fits have)
-instead of C-ordered arrays: the same search with its sums over rows in another order, so the
-two runs of one version show which answers rounding decides (session 48, (F48) in
-``studies/results/README_detm.md``).
+instead of C-ordered arrays. Up to session 49 the two took their sums over rows in another
+order, so the two runs of one version showed which answers rounding decides (session 48, (F48)
+in ``studies/results/README_detm.md``); since session 50 the pooled sample is stored in one
+layout for both, and the two runs must agree to the last bit.
 
 A cell is ``design:pi:n[:p]`` (Liu et al.'s SAR design or the SCAR design of
 ``puinfer.simulate``, p = 15 unless given); replicate ``r`` of a cell is seeded

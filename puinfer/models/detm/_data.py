@@ -38,11 +38,18 @@ class TiltData:
 
     @cached_property
     def Z(self):
-        return (self.X - self.mean) / self.sd
+        """The standardised features, in Fortran order whatever the layout of ``X``: the tilts
+        ``B' Z'`` read it 2-3x faster than C order (issue 17), and samples given as arrays and
+        as DataFrames (C and F order) take the same arithmetic, so fit alike to the last bit."""
+        return np.asfortranarray((self.X - self.mean) / self.sd)
 
     @cached_property
     def X1(self):
-        return np.column_stack([np.ones(self.N), self.Z])
+        """``(1, Z)`` in C order (the weighted Grams' fast layout, :mod:`puinfer.base.gram`)."""
+        X1 = np.empty((self.N, self.p + 1))
+        X1[:, 0] = 1.0
+        X1[:, 1:] = self.Z
+        return X1
 
     @cached_property
     def logistic_slopes(self):
@@ -80,7 +87,9 @@ def prepare(source, target, names=None, target_index=None) -> TiltData:
         raise ValueError(f"source and target columns differ: {ns} vs {nt}")
     if target_index is None and isinstance(target, (pd.DataFrame, pd.Series)):
         target_index = target.index
-    X = np.vstack([Xs, Xt])
+    # one layout for every input (a DataFrame's values come in Fortran order, arrays in C):
+    # the column means and sds below, and all that follows, round alike for both
+    X = np.asfortranarray(np.vstack([Xs, Xt]))
     y = np.r_[np.zeros(len(Xs)), np.ones(len(Xt))]
     check_full_rank(X, names, "design", intercept=True)
     n_par = 2 * (X.shape[1] + 1) + 1

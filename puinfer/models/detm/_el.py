@@ -213,6 +213,17 @@ def _solve_small(H, b):
 #: :func:`_is_active`)
 IDENTITY_TILT = 1e-10
 
+#: the multipliers' Newton solve stops after a full step taken from a point whose Newton
+#: decrement ``g' H^{-1} g`` is below this: ``-sum log(1 + lambda'z_i)`` is self-concordant, so
+#: after a full step the decrement is below its square (Boyd & Vandenberghe, 9.6.4), 1e-24 --
+#: the objective within ~1e-24 of its minimum and lambda at rounding level; the iteration that
+#: would only confirm it (a step of rounding size) is saved (issue 17, session 50)
+DECREMENT_STOP = 1e-12
+
+#: below this Newton decrement (1/16, i.e. lambda(x) < 1/4) the multipliers' full Newton step
+#: is taken without a line search (see :func:`_solve_lambda_zz`)
+PURE_NEWTON = 1.0 / 16.0
+
 
 def _is_active(z: np.ndarray) -> bool:
     """Whether the column ``z = w - 1`` constrains the weights: a tilt within
@@ -245,80 +256,103 @@ def solve_lambda(logw1, logw2, lam0, *, maxiter=100):
 
 
 def _solve_lambda_z(z1, z2, lam0, maxiter=100):
-    """:func:`solve_lambda` from ``z_t = w_t - 1``; also returns which constraints are active.
+    """:func:`solve_lambda` from ``z_t = w_t - 1``; also returns which constraints are active
+    (:func:`_solve_lambda_zz` on the two columns stacked)."""
+    return _solve_lambda_zz(np.stack([z1, z2]), lam0, maxiter)
 
-    The Newton system is 1 x 1 or 2 x 2 (sums over rows, on 1-d arrays)."""
+
+def _solve_lambda_zz(zz, lam0, maxiter=100):
+    """:func:`_solve_lambda_z` from the ``(2, N)`` array ``zz`` of both ``z_t = w_t - 1``.
+
+    Each Newton step is a few whole-array operations on the active rows of ``zz`` (``R = Z /
+    D``, its row sums, ``R R'``, the line search's ``1 + lambda'Z`` and ``sum log``): at a few
+    thousand rows the number of numpy calls, not the arithmetic, is what a solve costs."""
+    N = zz.shape[1]
+    with np.errstate(invalid="ignore"):
+        lo, hi = zz.min(axis=1), zz.max(axis=1)
     # a tilt that is identically 1 (SETM's first component) imposes no constraint: its
-    # multiplier is not identified and is set to 0
-    active = np.array([_is_active(z1), _is_active(z2)])
+    # multiplier is not identified and is set to 0 (see _is_active, whose rule this is)
+    mx = np.maximum(-lo, hi)
+    active = np.array([_is_active(z) if np.isnan(a) else bool(a > IDENTITY_TILT)
+                       for z, a in zip(zz, mx, strict=True)])
     if not active.any():  # both tilts identically 1: p_i = 1/N, no multiplier to solve
-        return np.zeros(2), np.ones(len(z1)), True, active
-    zs = [z for z, a in zip((z1, z2), active, strict=True) if a]
+        return np.zeros(2), np.ones(N), True, active
+    Zs = zz if active.all() else zz[1:] if active[1] else zz[:1]
     lam = np.asarray(lam0, dtype=float)[active].copy()
-    if any(z.min() >= 0 or z.max() <= 0 for z in zs):
+    lam_full = np.zeros(2)
+    if np.any((lo >= 0) | (hi <= 0), where=active):
         # a tilt on one side of 1 at every row: no weights on the simplex meet its constraint
         # (11) and -sum log(1 + lambda'z) falls without bound; Newton would double lambda up
         # to maxiter times before failing (e.g. every start of a fit where target = source)
-        lam_full = np.zeros(2)
         lam_full[active] = lam
-        return lam_full, np.ones(len(z1)), False, active
-    k = len(zs)
-    D = 1.0 + zs[0] * lam[0] if k == 1 else 1.0 + zs[0] * lam[0] + zs[1] * lam[1]
+        return lam_full, np.ones(N), False, active
+    D = lam @ Zs
+    D += 1.0
     if D.min() <= 0:
-        lam = np.zeros(k)
-        D = np.ones(len(z1))
-    obj = -np.log(D).sum()
+        lam = np.zeros(len(Zs))
+        D = np.ones(N)
     ok = False
-    H = np.empty((k, k))
-    g = np.empty(k)
-    for _ in range(maxiter):
-        if obj < 0 and D.min() >= 1:
-            # lambda'z_i >= 0 at every row, > 0 at some: no p_i > 0 meet (11) (their
-            # weighted sum of lambda'z_i would be positive), and -sum log(1 + s lambda'z_i)
-            # falls without bound as s grows; Newton would double lambda until maxiter
-            break
-        r = [z / D for z in zs]
-        for a in range(k):
-            g[a] = -r[a].sum()
-            for b in range(a, k):
-                H[a, b] = H[b, a] = r[a] @ r[b]
-        step = _solve_small(H, -g)
-        if step is None:
-            break
-        gs = float(g @ step)
-        dec = -gs
-        if not np.isfinite(dec):
-            break
-        # converged: the Newton step is at the level of rounding error in lambda
-        tiny = np.max(np.abs(step)) <= 1e-14 * max(1.0, np.max(np.abs(lam)))
-        t = 1.0
-        slack = 1e-13 * max(1.0, abs(obj))  # objective changes below rounding are accepted
-        while t > 1e-12:
-            lt = lam + t * step
-            D_new = 1.0 + zs[0] * lt[0] if k == 1 else 1.0 + zs[0] * lt[0] + zs[1] * lt[1]
-            if D_new.min() > 0:
-                obj_new = -np.log(D_new).sum()
-                if obj_new <= obj + 1e-4 * t * gs + slack:
+    obj = None  # -sum log D, evaluated where the damped phase needs it
+    # a step to D_i <= 0 makes the sum of logs nan or +inf: the Armijo test below fails on it
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for _ in range(maxiter):
+            if D.min() >= 1 and D.max() > 1:
+                # lambda'z_i >= 0 at every row, > 0 at some: no p_i > 0 meet (11) (their
+                # weighted sum of lambda'z_i would be positive), and -sum log(1 + s
+                # lambda'z_i) falls without bound as s grows; Newton would double lambda
+                break
+            iD = 1.0 / D
+            R = Zs * iD
+            g = -R.sum(axis=1)
+            H = np.array([[r @ s for s in R] for r in R])
+            step = _solve_small(H, -g)
+            if step is None:
+                break
+            gs = float(g @ step)
+            dec = -gs
+            if not np.isfinite(dec):
+                break
+            # converged: the Newton step is at the level of rounding error in lambda
+            tiny = np.max(np.abs(step)) <= 1e-14 * max(1.0, np.max(np.abs(lam)))
+            lt = lam + step
+            D_new = lt @ Zs
+            D_new += 1.0
+            if dec < PURE_NEWTON and D_new.min() > 0:
+                # the objective is self-concordant: where the Newton decrement is below 1/4
+                # the full step is feasible and passes the Armijo test (Boyd & Vandenberghe,
+                # 9.6.4; the minimum exists, Nesterov 2004, Thm 4.1.11), so it is taken without
+                # evaluating the objective; D_new > 0 is checked against rounding
+                t = 1.0
+            else:
+                if obj is None:
+                    obj = -np.log(D).sum()
+                t = 1.0
+                slack = 1e-13 * max(1.0, abs(obj))  # changes below rounding are accepted
+                while t > 1e-12:
+                    obj_new = -np.log(D_new).sum()
+                    if obj_new <= obj + 1e-4 * t * gs + slack:
+                        break
+                    t *= 0.5
+                    lt = lam + t * step
+                    D_new = lt @ Zs
+                    D_new += 1.0
+                if t <= 1e-12:
+                    ok = dec < 1e-10
                     break
-            t *= 0.5
-        if t <= 1e-12:
-            ok = dec < 1e-10
-            break
-        lam = lt
-        D = D_new
-        obj = obj_new
-        if tiny or dec < 1e-30 * len(z1):
-            ok = True
-            break
+                obj = obj_new
+            lam = lt
+            D = D_new
+            if t < 1.0:
+                continue
+            obj = None if dec < PURE_NEWTON else obj
+            if tiny or dec < 1e-30 * N or dec < DECREMENT_STOP:
+                ok = True
+                break
     if ok:
         # l_N(theta) = min over lambda, so an unconverged lambda overstates the log-EL: accept
         # only a solution of eq. (11) to rounding error
-        for z in zs:
-            zd = z / D
-            if not abs(zd.sum()) <= 1e-9 * max(np.abs(zd).sum(), 1.0):
-                ok = False
-                break
-    lam_full = np.zeros(2)
+        R = Zs / D
+        ok = bool(np.all(np.abs(R.sum(axis=1)) <= 1e-9 * np.maximum(np.abs(R).sum(axis=1), 1.0)))
     lam_full[active] = lam
     return lam_full, D, ok, active
 
@@ -390,15 +424,16 @@ def pi_cross(theta, pi, Zt, X1t) -> np.ndarray:
 def _profile_core(a1, b1, a2, b2, pi, Z, y, c, lam0):
     """The value of :func:`profile_log_el` and the per-row quantities its derivatives use."""
     N = len(y)
-    zb1, zb2 = tilts(Z, b1, b2)
-    eta1 = a1 + zb1
-    eta2 = a2 + zb2
+    eta = tilts(Z, b1, b2)
+    eta[0] += a1
+    eta[1] += a2
+    eta1, eta2 = eta
     if lam0 is None:
         m = y.sum()
         lam0 = (m * pi / N, m * (1 - pi) / N)
-    z1 = np.expm1(eta1)
-    z2 = np.expm1(eta2)
-    lam, D, ok, act = _solve_lambda_z(z1, z2, lam0)
+    zz = np.expm1(eta)
+    z1, z2 = zz
+    lam, D, ok, act = _solve_lambda_zz(zz, lam0)
     tmask = y == 1
     if not ok:
         return (-np.inf, eta1, eta2, z1, z2, lam, D, ok, act, tmask, None, None, None)

@@ -31,7 +31,7 @@ from . import _el
 from ._data import TiltData, prepare
 from ._profile import probe as probe_profile
 from ._record import LABEL_RULES, TiltFit, build_record
-from ._starts import StartRun, free_fun, run_starts
+from ._starts import StartRun, _tie, free_fun, run_starts
 
 __all__ = ["DETM", "SETM", "fit_data"]
 
@@ -101,7 +101,9 @@ def fit_data(data: TiltData, restricted: bool, *, c: float, label_rule: str, max
                                                maxiter=maxiter, tol=tol,
                                                method=f"Newton ({name}, pi free)")
             runs.append(StartRun(kind, expand(u), f, info))
-            if f > best.f:
+            # higher beyond rounding, as in the search (a climb that returns to the fit's
+            # own maximum 2e-12 higher would otherwise cost another whole probe)
+            if f > best.f + _tie(best):
                 top = runs[-1]
                 break
         if top is best:

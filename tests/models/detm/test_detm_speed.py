@@ -378,6 +378,76 @@ def test_multiplier_solve_stops_at_once_where_eq_11_has_no_solution(monkeypatch)
     assert abs(np.sum(z1 / D)) < 1e-10 and abs(np.sum(z2 / D)) < 1e-10
 
 
+def test_multiplier_solve_stops_after_the_step_that_certifies_convergence(monkeypatch):
+    # -sum log(1 + lambda'z) is self-concordant: after a full Newton step from a decrement
+    # below DECREMENT_STOP the new decrement is below its square, so the solve stops there
+    # (no step of rounding size to confirm it), and steps from decrements below 1/16 are
+    # taken without a line search (issue 17, session 50). Checked against eq. (11) solved by
+    # scipy's root finder, and by the decrement at the returned multipliers.
+    from scipy import optimize
+
+    from puinfer.models.detm import _el
+
+    decs, evals = [], []
+    real_small = _el._solve_small
+
+    def small(H, b):
+        x = real_small(H, b)
+        decs.append(float(b @ x))
+        return x
+
+    monkeypatch.setattr(_el, "_solve_small", small)
+    real_log = np.log
+    monkeypatch.setattr(_el.np, "log", lambda a: evals.append(1) or real_log(a))
+    rng = np.random.default_rng(11)
+    x = rng.normal(size=(4000, 2))
+    zz = np.expm1(np.stack([0.3 * x[:, 0] - 0.05, -0.4 * x[:, 1] - 0.08]))
+    lam, D, ok, act = _el._solve_lambda_zz(zz, np.array([0.3, 0.2]))
+    monkeypatch.undo()
+    assert ok and act.all()
+    # every step but the last from a decrement above the threshold, the last from below it
+    assert decs[-1] < _el.DECREMENT_STOP and min(decs[:-1]) >= _el.DECREMENT_STOP
+    assert len(decs) >= 3
+    assert decs[0] >= _el.PURE_NEWTON and len(evals) >= 2  # a damped start: logs evaluated
+    # the same multipliers as eq. (11) solved by another method, and at rounding level
+    root = optimize.root(lambda v: (zz / (1 + v @ zz)).sum(axis=1), np.zeros(2), tol=1e-15)
+    assert root.success and np.allclose(lam, root.x, rtol=1e-12, atol=1e-15)
+    R = zz / D
+    g = R.sum(axis=1)
+    assert g @ np.linalg.solve(R @ R.T, g) < 1e-22
+    # from a start near the solution every step is a pure Newton step: no sum of logs at all
+    decs.clear()
+    monkeypatch.setattr(_el, "_solve_small", small)
+    monkeypatch.setattr(_el.np, "log", lambda a: evals.append(1) or real_log(a))
+    evals.clear()
+    lam2, _, ok2, _ = _el._solve_lambda_zz(zz, lam * (1 + 1e-3))
+    monkeypatch.undo()
+    assert ok2 and evals == [] and max(decs) < _el.PURE_NEWTON
+    assert np.allclose(lam2, lam, rtol=1e-13, atol=0)
+
+
+def test_dataframes_and_arrays_fit_alike_to_the_last_bit():
+    # a DataFrame's values are Fortran-ordered, arrays C-ordered: the pooled sample is stored
+    # in one layout either way, so both take the same arithmetic (before session 50, 2 of 100
+    # SAR replicates at n = m = 1000 gave other answers from the two: (F48), (F49) in
+    # studies/results/README_detm.md)
+    df = sar_design(300, 300, 0.7, p=5, rng=np.random.default_rng(47100044))
+    cols = [f"x{j}" for j in range(1, 6)]
+    lab = df.labeled.to_numpy() == 1
+    from puinfer._validation import as_float_matrix
+
+    out, layouts = [], []
+    for X in (df[cols], df[cols].to_numpy()):
+        layouts.append(np.isfortran(as_float_matrix(X[lab], "source")[0]))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            r = pu.DETM(X[lab], X[~lab]).fit()
+            ci = r.conf_int_pi(method="profile")
+            out.append((r.pi, r.llf_penalized, *r.params.to_numpy(), ci["lower"], ci["upper"]))
+    assert layouts == [True, False]  # the two inputs do come in the two layouts
+    assert out[0] == out[1]
+
+
 @pytest.mark.parametrize("model", ["SETM", "DETM"])
 def test_probe_does_not_lift_a_subsample_maximum_twice(monkeypatch, model):
     # on large samples each start of the probe runs on the subsample first and its maximum
