@@ -70,7 +70,10 @@ BEYOND = 1e-3
 #: reachable from none of the branch starts
 #: (session 48-49: SAR design, n = m = 1000, pi = 0.7, seed 47100011 from DataFrames, upper
 #: limit 0.8413 where the profile from the search's sixth maximum is 3.36 < 3.84 at 0.8423
-#: and the set goes on to 0.9027, as the same fit from arrays finds)
+#: and the set goes on to 0.9027, as the same fit from arrays finds); and from the solutions
+#: at those further points themselves, moved along their paths' tangents: they lie on the
+#: branch that keeps the set going (session 50: seed 47100008 of the same cell, upper limit
+#: 0.7420 where that branch, from the point 0.8065 inside the set, has R* = 3.22 at 0.7430)
 DEEP_MAXIMA = 12
 
 
@@ -111,6 +114,12 @@ class PiProfiler:
     frontier: tuple | None = None
     #: while True (:meth:`deep`) a full evaluation also starts from :attr:`deep_starts`
     deep_mode: bool = False
+    #: solved points whose solutions, moved along their paths' tangents, also start every full
+    #: evaluation: while a limit search goes on past a crossing of a lower branch, the point
+    #: beyond the limit where the set goes on (its branch also reaches the points between the
+    #: limit and it, which otherwise start from the limit's own solution, on the lower
+    #: branch); in :meth:`deep`, also the points further out that lie inside the set
+    via: tuple = ()
 
     def __init__(self, data, fit, se_pi: float, quick: bool = False):
         self.data = data
@@ -312,14 +321,16 @@ class PiProfiler:
                 break
         return out
 
-    def deep(self, pi: float) -> float:
-        """The profile log-EL at ``pi`` from every start and also from :attr:`deep_starts`
-        (the runs already made at ``pi`` are not repeated)."""
-        self.deep_mode = True
+    def deep(self, pi: float, via=()) -> float:
+        """The profile log-EL at ``pi`` from every start and also from :attr:`deep_starts` and
+        from the solutions at the solved points ``via``, each moved to ``pi`` along its path's
+        tangent (the runs already made at ``pi`` are not repeated)."""
+        saved = self.via
+        self.deep_mode, self.via = True, (*saved, *via)
         try:
             return self(pi)
         finally:
-            self.deep_mode = False
+            self.deep_mode, self.via = False, saved
 
     def _nearest(self, pi) -> float:
         """The solved point nearest ``pi`` (see :attr:`frontier`)."""
@@ -377,7 +388,10 @@ class PiProfiler:
         if above:
             thetas.append(skel[min(above)])
         extra = self.deep_starts if self.deep_mode else []
-        return first + [(th, None, True) for th in thetas + self.branch_starts + extra]
+        via = [self._moved(self.solved[v], self.hessians.get(v), v, pi)
+               for v in self.via if v in self.solved and v != pi]
+        return first + [(th, None, True) for th in thetas + self.branch_starts + extra] + \
+            [(th, None, False) for th in via]
 
     def slope(self, pi: float) -> float:
         """Slope of the profile log-EL at an evaluated ``pi`` (NaN if unknown)."""
@@ -574,12 +588,13 @@ class _PiProfile(Profile):
         try:
             return self._searches(direction, cutoff)
         finally:
-            prof.frontier = None
+            prof.frontier, prof.via = None, ()
 
     def deepen(self, cutoff: float) -> bool:
         """Where a point further out than a limit (of the interval with this cut-off, already
         searched) lies inside the set (:meth:`outside_points`), the point :data:`BEYOND` the
-        limit again from the deep starts (:meth:`PiProfiler.deep`); if the set goes on there
+        limit again from the deep starts and from those points' solutions
+        (:meth:`PiProfiler.deep`); if the set goes on there
         after all, the limit search goes on from its solution, as after any crossing of a
         lower branch. Returns whether a limit moved. Nothing is evaluated for a side whose
         outside points all lie outside the set, nor again for a cut-off already deepened (its
@@ -599,10 +614,11 @@ class _PiProfile(Profile):
             for _ in range(FULL_SEARCHES):
                 lim = limits[key][0]
                 edge = self.bounds[1] if direction > 0 else self.bounds[0]
-                if not self._inside_beyond(lim, edge, OUTSIDE_POINTS, cutoff):
+                inside = self._inside_beyond(lim, edge, OUTSIDE_POINTS, cutoff)
+                if not inside:
                     break
                 q = self._beyond(lim, direction)
-                value = prof.deep(q) if q is not None else np.nan
+                value = prof.deep(q, via=inside) if q is not None else np.nan
                 if not (np.isfinite(value) and 2 * (self.llf_max - value) < cutoff - noise):
                     break
                 self._cache[q] = max(value, self._cache.get(q, -np.inf))
@@ -610,7 +626,7 @@ class _PiProfile(Profile):
                 try:
                     limits[key] = self._searches(direction, cutoff, start=WARM_SEARCHES)
                 finally:
-                    prof.frontier = None
+                    prof.frontier, prof.via = None, ()
                 moved = True
         return moved
 
@@ -691,9 +707,12 @@ class _PiProfile(Profile):
     def _continue_from(self, q: float, lim: float, direction: int, cutoff: float) -> None:
         """The set goes on at ``q`` beyond the accepted limit ``lim``: forget every point
         beyond the outermost point inside the set before ``lim`` (:meth:`_forget_beyond`; the
-        limit's own solution, on the lower branch, among them) but ``q``, whose solution then
-        starts the points beyond it (:attr:`PiProfiler.frontier`) and, as their nearest
-        solved point, those between."""
+        limit's own solution, on the lower branch, among them unless it lies inside the set to
+        rounding) but ``q``, whose solution then starts the points beyond it
+        (:attr:`PiProfiler.frontier`) and every point from then on (:attr:`PiProfiler.via`):
+        the points between the limit and ``q`` too, which are nearer the limit (session 50:
+        seed 47100008, SAR, pi = 0.7, n = m = 1000, whose search went on from 4e-6 past the
+        limit 0.7420, started there from the limit's solution)."""
         prof = self._loglik_at
         inner, _ = self._pair(direction, cutoff, lim)
         value, theta, H = self._cache[q], prof.solved[q], prof.hessians.get(q)
@@ -701,7 +720,7 @@ class _PiProfile(Profile):
         self._cache[q], prof.solved[q] = value, theta
         if H is not None:
             prof.hessians[q] = H
-        prof.frontier = (q, direction)
+        prof.frontier, prof.via = (q, direction), (q,)
 
     def _pair(self, direction: int, cutoff: float, lim: float) -> tuple:
         """``(inner, outer)`` about a limit ``lim`` that is not a crossing: the outermost

@@ -228,3 +228,26 @@ def test_a_set_going_on_past_its_limit_is_followed_from_the_fits_other_maxima():
     r = fits[0]
     assert r.test_pi(0.86).statistic < cut
     assert r.test_pi(cis[0]["upper"] + 2e-3).statistic > cut
+
+
+def test_the_points_between_a_limit_and_the_set_going_on_start_from_the_branch_beyond():
+    # Liu et al.'s SAR design, n = m = 1000, pi = 0.7, seed 47100008 (session 50, (F50)): the
+    # plain upper limit came out at 0.7420, a crossing of a lower branch, while the set goes
+    # on at 0.8065 (R* = 0.58). From that point's solution the point 1e-3 past the limit has
+    # R* = 3.22 (inside), but the search going on from there evaluated its first point 4e-6
+    # past the limit, started (as the nearest solved point) from the limit's own solution on
+    # the lower branch: the limit stayed. The solution beyond now starts every point of the
+    # search that goes on: the limit is 0.8425, as (F49) had it
+    from puinfer.simulate import sar_design
+
+    df = sar_design(1000, 1000, 0.7, p=15, rng=np.random.default_rng(47100008))
+    X = df[[f"x{j}" for j in range(1, 16)]].to_numpy()
+    lab = df.labeled.to_numpy() == 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = pu.DETM(X[lab], X[~lab]).fit(pi_interval="profile")
+        ci = r.conf_int_pi(method="profile")
+    assert ci["upper"] == pytest.approx(0.842489, abs=1e-5)
+    cut = stats.chi2.ppf(0.95, 1)
+    assert r.test_pi(0.7755).statistic < cut  # inside the set between the two
+    assert r.test_pi(ci["upper"] + 1e-3).statistic > cut
