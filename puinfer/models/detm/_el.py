@@ -264,9 +264,10 @@ def _solve_lambda_z(z1, z2, lam0, maxiter=100):
 def _solve_lambda_zz(zz, lam0, maxiter=100):
     """:func:`_solve_lambda_z` from the ``(2, N)`` array ``zz`` of both ``z_t = w_t - 1``.
 
-    Each Newton step is a few whole-array operations on the active rows of ``zz`` (``R = Z /
-    D``, its row sums, ``R R'``, the line search's ``1 + lambda'Z`` and ``sum log``): at a few
-    thousand rows the number of numpy calls, not the arithmetic, is what a solve costs."""
+    Each Newton step is a few whole-array operations on the active rows of ``zz``: ``R = Z /
+    D`` (one division per row), its row sums and cross products, and the new ``1 + lambda'Z``;
+    the objective ``-sum log D`` (a log per row) only in the damped phase, where the line
+    search needs it."""
     N = zz.shape[1]
     with np.errstate(invalid="ignore"):
         lo, hi = zz.min(axis=1), zz.max(axis=1)
@@ -304,7 +305,11 @@ def _solve_lambda_zz(zz, lam0, maxiter=100):
             iD = 1.0 / D
             R = Zs * iD
             g = -R.sum(axis=1)
-            H = np.array([[r @ s for s in R] for r in R])
+            if len(R) == 1:
+                H = np.array([[R[0] @ R[0]]])
+            else:
+                h01 = R[0] @ R[1]
+                H = np.array([[R[0] @ R[0], h01], [h01, R[1] @ R[1]]])
             step = _solve_small(H, -g)
             if step is None:
                 break
