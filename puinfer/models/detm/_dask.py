@@ -621,13 +621,11 @@ class DaskTiltData:
                     break
                 g = -S["gl"][act]
                 H = S["Hll"][np.ix_(act, act)]
-                step = _el._solve_small(H, -g)
-                if step is None:
+                newton = _el.newton_step(H, g)
+                if newton is None:
                     break
-                gs = float(g @ step)
-                dec = -gs
-                if not np.isfinite(dec):
-                    break
+                step, dec = newton
+                gs = -dec
                 la = lam[act]
                 if np.max(np.abs(step)) <= rel * max(1.0, np.max(np.abs(la))) or \
                         dec < 1e-30 * N:

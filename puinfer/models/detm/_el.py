@@ -209,6 +209,17 @@ def _solve_small(H, b):
     return np.array([d * b[0] - c * b[1], a * b[1] - c * b[0]]) / det
 
 
+def newton_step(H, g):
+    """The Newton step ``-H^{-1} g`` of the multipliers' convex objective (gradient ``g``, 1x1
+    or 2x2 Hessian ``H``: :func:`_solve_small`) and its decrement ``g' H^{-1} g``; None where
+    ``H`` is singular or the decrement is not finite (no step to take)."""
+    step = _solve_small(H, -g)
+    if step is None:
+        return None
+    dec = -float(g @ step)
+    return (step, dec) if np.isfinite(dec) else None
+
+
 #: a tilt with ``|w - 1| <= IDENTITY_TILT`` at every row is treated as identically 1 (see
 #: :func:`_is_active`)
 IDENTITY_TILT = 1e-10
@@ -310,13 +321,11 @@ def _solve_lambda_zz(zz, lam0, maxiter=100):
             else:
                 h01 = R[0] @ R[1]
                 H = np.array([[R[0] @ R[0], h01], [h01, R[1] @ R[1]]])
-            step = _solve_small(H, -g)
-            if step is None:
+            newton = newton_step(H, g)
+            if newton is None:
                 break
-            gs = float(g @ step)
-            dec = -gs
-            if not np.isfinite(dec):
-                break
+            step, dec = newton
+            gs = -dec
             # converged: the Newton step is at the level of rounding error in lambda
             tiny = np.max(np.abs(step)) <= 1e-14 * max(1.0, np.max(np.abs(lam)))
             lt = lam + step
