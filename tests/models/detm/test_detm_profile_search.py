@@ -241,6 +241,20 @@ def test_a_set_going_on_past_its_limit_is_followed_from_the_fits_other_maxima():
     assert r.test_pi(cis[0]["upper"] + 2e-3).statistic > cut
 
 
+def _sar1000_plain_interval(seed, pi):
+    """The default DETM fit (from arrays) of a replicate of Liu et al.'s SAR design with n =
+    m = 1000 and p = 15, and its plain 95% profile interval for pi."""
+    from puinfer.simulate import sar_design
+
+    df = sar_design(1000, 1000, pi, p=15, rng=np.random.default_rng(seed))
+    X = df[[f"x{j}" for j in range(1, 16)]].to_numpy()
+    lab = df.labeled.to_numpy() == 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = pu.DETM(X[lab], X[~lab]).fit(pi_interval="profile")
+        return r, r.conf_int_pi(method="profile")
+
+
 def test_the_points_between_a_limit_and_the_set_going_on_start_from_the_branch_beyond():
     # Liu et al.'s SAR design, n = m = 1000, pi = 0.7, seed 47100008 (session 50, (F50)): the
     # plain upper limit came out at 0.7420, a crossing of a lower branch, while the set goes
@@ -249,15 +263,7 @@ def test_the_points_between_a_limit_and_the_set_going_on_start_from_the_branch_b
     # past the limit, started (as the nearest solved point) from the limit's own solution on
     # the lower branch: the limit stayed. The solution beyond now starts every point of the
     # search that goes on: the limit is 0.8425, as (F49) had it
-    from puinfer.simulate import sar_design
-
-    df = sar_design(1000, 1000, 0.7, p=15, rng=np.random.default_rng(47100008))
-    X = df[[f"x{j}" for j in range(1, 16)]].to_numpy()
-    lab = df.labeled.to_numpy() == 1
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        r = pu.DETM(X[lab], X[~lab]).fit(pi_interval="profile")
-        ci = r.conf_int_pi(method="profile")
+    r, ci = _sar1000_plain_interval(47100008, 0.7)
     assert ci["upper"] == pytest.approx(0.842489, abs=1e-5)
     cut = stats.chi2.ppf(0.95, 1)
     assert r.test_pi(0.7755).statistic < cut  # inside the set between the two
@@ -271,15 +277,7 @@ def test_the_point_past_each_limit_is_checked_from_the_fits_other_maxima():
     # set goes on. The point past each limit is now also solved from them where every start
     # puts it outside the set; the search goes on from its solution, and the limit it ends at
     # passes the same check
-    from puinfer.simulate import sar_design
-
-    df = sar_design(1000, 1000, 0.3, p=15, rng=np.random.default_rng(47000032))
-    X = df[[f"x{j}" for j in range(1, 16)]].to_numpy()
-    lab = df.labeled.to_numpy() == 1
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        r = pu.DETM(X[lab], X[~lab]).fit(pi_interval="profile")
-        ci = r.conf_int_pi(method="profile")
+    r, ci = _sar1000_plain_interval(47000032, 0.3)
     cut = stats.chi2.ppf(0.95, 1)
     assert ci["upper"] > 0.8738
     assert r.test_pi(0.8738).statistic < cut
