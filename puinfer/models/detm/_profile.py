@@ -58,8 +58,7 @@ RISE_POINTS = 3
 #: set continuing to 0.869)
 WARM_SEARCHES = 1
 FULL_SEARCHES = 5
-#: an accepted limit is checked this far beyond it (in pi), from every start and the deep
-#: starts (:data:`DEEP_MAXIMA`, since session 50): a limit can be
+#: an accepted limit is checked this far beyond it (in pi), from every start: a limit can be
 #: a crossing of a lower branch while a higher one, reached from no start at the limit
 #: itself, keeps the set going (session 45: SAR design, n = m = 1000, pi = 0.7, seed
 #: 62000015, bootstrap lower limit 0.5776 with R* = 14.21 at 1e-3 beyond it, cut-off 18.66)
@@ -662,7 +661,7 @@ class _PiProfile(Profile):
             jump = not at_bound and abs(r_full - cutoff) > noise
             if not (higher or jump):
                 q = None if at_bound else self._beyond(lim, direction)
-                if q is None or not self._checked_beyond(q, cutoff - noise) < cutoff - noise:
+                if q is None or not self.statistic(q) < cutoff - noise:
                     return lim, at_bound
                 # a crossing of a lower branch: the set goes on at q, on a branch that no
                 # start reaches at lim; search again past lim from q's solution
@@ -697,23 +696,6 @@ class _PiProfile(Profile):
                               f"{prof.fit.name}: {what} after {WARM_SEARCHES + FULL_SEARCHES} "
                               "searches: the limit may lie further out"))
         return lim, at_bound
-
-    def _checked_beyond(self, q: float, cutoff: float) -> float:
-        """``R*`` at the point ``q`` just past a limit, from every start and, where that is not
-        below ``cutoff``, also from the deep starts (:meth:`PiProfiler.deep`): the branch on
-        which the set goes on can be reachable from none of the others, with no point further
-        out inside the set to show it (session 50: SAR design, n = m = 1000, pi = 0.3, seed
-        47000032, upper limit 0.8728 with R* = 3.94 at 0.8738 from every start and 3.08 from
-        the deep starts; every start's runs there are not repeated, so this costs a few
-        fixed-pi solves per limit)."""
-        r = self.statistic(q)
-        if r < cutoff:
-            return r
-        value = self._loglik_at.deep(q)
-        if np.isfinite(value) and value > self._cache.get(q, -np.inf):
-            self._cache[q] = value
-            r = self.statistic(q)
-        return r
 
     def _beyond(self, lim: float, direction: int) -> float | None:
         """The point :data:`BEYOND` past the limit ``lim`` (at most half way to the bound;
