@@ -73,7 +73,10 @@ BEYOND = 1e-3
 #: and the set goes on to 0.9027, as the same fit from arrays finds); and from the solutions
 #: at those further points themselves, moved along their paths' tangents: they lie on the
 #: branch that keeps the set going (session 50: seed 47100008 of the same cell, upper limit
-#: 0.7420 where that branch, from the point 0.8065 inside the set, has R* = 3.22 at 0.7430)
+#: 0.7420 where that branch, from the point 0.8065 inside the set, has R* = 3.22 at 0.7430).
+#: For the interval the results report, the point past each limit is evaluated from them
+#: even where no point further out lies inside the set (:meth:`_PiProfile.deepen`,
+#: ``past_limits``; session 51, seed 47000032)
 DEEP_MAXIMA = 12
 
 
@@ -590,21 +593,29 @@ class _PiProfile(Profile):
         finally:
             prof.frontier, prof.via = None, ()
 
-    def deepen(self, cutoff: float) -> bool:
+    def deepen(self, cutoff: float, past_limits: bool = False) -> bool:
         """Where a point further out than a limit (of the interval with this cut-off, already
         searched) lies inside the set (:meth:`outside_points`), the point :data:`BEYOND` the
         limit again from the deep starts and from those points' solutions
-        (:meth:`PiProfiler.deep`); if the set goes on there
-        after all, the limit search goes on from its solution, as after any crossing of a
-        lower branch. Returns whether a limit moved. Nothing is evaluated for a side whose
-        outside points all lie outside the set, nor again for a cut-off already deepened (its
-        limits are cached as they came out)."""
+        (:meth:`PiProfiler.deep`); if the set goes on there after all, the limit search goes
+        on from its solution, as after any crossing of a lower branch. Returns whether a
+        limit moved. Nothing is evaluated for a side whose outside points all lie outside the
+        set, nor again for a cut-off already deepened so (its limits are cached as they came
+        out).
+
+        ``past_limits``: the point past each limit from the deep starts even where no point
+        further out lies inside the set -- for the interval the results report, after the fit
+        (session 51: SAR design, n = m = 1000, pi = 0.3, seed 47000032, upper limit 0.8728
+        with R* = 3.94 at 0.8738 from every start, 3.08 from the deep starts, and no point
+        further out inside the set). Not in the fit's probe: there the same check moved the
+        probe's path and lost a maximum 1.78 log-EL units higher (session 50, seed 62000108).
+        """
         prof = self._loglik_at
         noise = _R_NOISE * max(1.0, cutoff)
         done = self.__dict__.setdefault("_deepened", set())
-        if cutoff in done:
+        if (cutoff, past_limits) in done:
             return False
-        done.add(cutoff)
+        done.add((cutoff, past_limits))
         limits = self.__dict__.get("_limits", {})
         moved = False
         for direction in (-1, 1):
@@ -615,7 +626,7 @@ class _PiProfile(Profile):
                 lim = limits[key][0]
                 edge = self.bounds[1] if direction > 0 else self.bounds[0]
                 inside = self._inside_beyond(lim, edge, OUTSIDE_POINTS, cutoff)
-                if not inside:
+                if not (inside or past_limits):
                     break
                 q = self._beyond(lim, direction)
                 value = prof.deep(q, via=inside) if q is not None else np.nan

@@ -323,7 +323,7 @@ class TiltResults(LikelihoodResults):
         self._warn_convergence(known)  # the limit searches' (recorded there)
         extra = prof.outside_points(alpha, n=OUTSIDE_POINTS, cutoff=cutoff)
         known = len(self._profiler.warnings)
-        if extra and prof.deepen(ci.attrs["cutoff"]):
+        if prof.deepen(ci.attrs["cutoff"], past_limits=True):
             # the set went on past a limit from a start further down the fit's list of local
             # maxima (PiProfiler.deep_starts): the limits found from there
             ci = prof.conf_int(alpha, cutoff)

@@ -131,6 +131,43 @@ def test_a_crossing_of_the_lower_branch_with_the_set_going_on_beyond_it():
     assert p.conf_int(0.05, cutoff=WIDE_CUT)["upper"] == pytest.approx(B_CROSS, abs=1e-9)
 
 
+class _DeepBranch(_TwoBranches):
+    """As :class:`_TwoBranches`, and :meth:`PiProfiler.deep` (the point from every start and
+    the fit's other local maxima) reaches branch A at every pi."""
+
+    def __init__(self, solved, **kw):
+        super().__init__(solved, **kw)
+        self.deep_calls = 0
+
+    def deep(self, pi, via=()):
+        self.deep_calls += 1
+        self.solved[pi] = "A"
+        self.slopes[pi] = -(pi - 0.5) / SD ** 2
+        return -0.5 * ((pi - 0.5) / SD) ** 2
+
+
+def test_the_reported_interval_checks_the_point_past_each_limit_from_the_other_maxima():
+    """Stale points on the lower branch beyond pi-hat, and no start but the fit's other
+    maxima reaches the higher one there (as at SAR seed 47000032's upper limit, session 50):
+    the search ends at the lower branch's crossing and no point further out lies inside the
+    set. The fit's probe leaves that limit (``deepen(cut)``: nothing further out is inside);
+    the reported interval (``past_limits``) checks the point past each limit from the deep
+    starts, finds the set going on and follows it to the higher branch's crossing."""
+    prof = _DeepBranch({0.5: "A", 0.62: "B", 0.75: "B"})
+    p = _profile(prof)
+    assert p.conf_int(0.05, cutoff=WIDE_CUT)["upper"] == pytest.approx(B_CROSS, abs=1e-9)
+    assert not p.deepen(WIDE_CUT)  # the probe's check: no outside point inside the set
+    assert prof.deep_calls == 0
+    assert p.deepen(WIDE_CUT, past_limits=True)
+    ci = p.conf_int(0.05, cutoff=WIDE_CUT)
+    assert ci["upper"] == pytest.approx(0.5 + SD * np.sqrt(WIDE_CUT), abs=1e-9)
+    assert ci["lower"] == pytest.approx(0.5 - SD * np.sqrt(WIDE_CUT), abs=1e-9)
+    # once per cut-off: the limits are cached as they came out
+    calls = prof.deep_calls
+    assert not p.deepen(WIDE_CUT, past_limits=True)
+    assert prof.deep_calls == calls
+
+
 def test_a_set_that_keeps_going_on_beyond_its_limits_says_so(monkeypatch):
     """With no search left after one whose limit had the set going on beyond it: the limit,
     with a ConvergenceWarning that says so."""
@@ -210,7 +247,10 @@ def test_a_set_going_on_past_its_limit_is_followed_from_the_fits_other_maxima():
     # sixth local maximum reaches the branch on which the set goes on (R* = 3.36 at 0.8423) --
     # from arrays the limit was 0.9027 (session 48, (F48)). Where a point further out lies
     # inside the set, the point past the limit is now evaluated from more of the fit's
-    # maxima, and the search goes on from there: both inputs give 0.9027 (session 49)
+    # maxima, and the search goes on from there: both inputs give 0.9027 (session 49). Since
+    # session 50 both inputs fit alike to the last bit
+    # (test_detm_speed.py::test_dataframes_and_arrays_fit_alike_to_the_last_bit): the
+    # DataFrame fit alone
     from puinfer.simulate import sar_design
 
     df = sar_design(1000, 1000, 0.7, p=15, rng=np.random.default_rng(47100011))
@@ -218,16 +258,13 @@ def test_a_set_going_on_past_its_limit_is_followed_from_the_fits_other_maxima():
     lab = df.labeled.to_numpy() == 1
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        fits = [pu.DETM(x[lab], x[~lab]).fit(pi_interval="profile") for x in (X, X.to_numpy())]
-        cis = [r.conf_int_pi(method="profile") for r in fits]
-    for ci in cis:
-        assert 0.90 < ci["upper"] < 0.91
-    np.testing.assert_allclose(cis[0].to_numpy(), cis[1].to_numpy(), rtol=0, atol=1e-8)
+        r = pu.DETM(X[lab], X[~lab]).fit(pi_interval="profile")
+        ci = r.conf_int_pi(method="profile")
+    assert 0.90 < ci["upper"] < 0.91
     # the profile below the new limit is inside the set, just past it outside
     cut = stats.chi2.ppf(0.95, 1)
-    r = fits[0]
     assert r.test_pi(0.86).statistic < cut
-    assert r.test_pi(cis[0]["upper"] + 2e-3).statistic > cut
+    assert r.test_pi(ci["upper"] + 2e-3).statistic > cut
 
 
 def _sar1000_plain_interval(seed, pi):
@@ -257,3 +294,20 @@ def test_the_points_between_a_limit_and_the_set_going_on_start_from_the_branch_b
     cut = stats.chi2.ppf(0.95, 1)
     assert r.test_pi(0.7755).statistic < cut  # inside the set between the two
     assert r.test_pi(ci["upper"] + 1e-3).statistic > cut
+
+
+def test_the_reported_upper_limit_goes_on_where_the_fits_other_maxima_put_the_set():
+    # SAR design, n = m = 1000, pi = 0.3, seed 47000032 (sessions 50-51): the plain upper
+    # limit came out at 0.8728, R* = 3.94 at 0.8738 from every start and no point further out
+    # inside the set, while from the fit's other maxima R* = 3.08 there. The reported
+    # interval now checks the point past each limit from them; the search goes on from its
+    # solution to 0.8841 (the fit and its probe unchanged: pi-hat 0.743170)
+    r, ci = _sar1000_plain_interval(47000032, 0.3)
+    assert r.params["pi"] == pytest.approx(0.743170, abs=1e-6)
+    assert ci["upper"] == pytest.approx(0.884062, abs=1e-5)
+    cut = stats.chi2.ppf(0.95, 1)
+    assert r.test_pi(0.8738).statistic < cut  # now inside the set: the branch beyond
+    prof = r.profile_pi()
+    past = ci["upper"] + 1e-3
+    deep = 2 * (r.llf_penalized - prof._loglik_at.deep(past))
+    assert min(prof.statistic(past), deep) > cut

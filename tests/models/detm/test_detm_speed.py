@@ -18,6 +18,7 @@ import pytest
 from scipy import stats
 
 import puinfer as pu
+from puinfer._validation import as_float_matrix
 from puinfer.models.detm import _starts
 from puinfer.models.detm._starts import fit_fixed_pi
 from puinfer.simulate import sar_design, scar_design
@@ -434,8 +435,6 @@ def test_dataframes_and_arrays_fit_alike_to_the_last_bit():
     df = sar_design(300, 300, 0.7, p=5, rng=np.random.default_rng(47100044))
     cols = [f"x{j}" for j in range(1, 6)]
     lab = df.labeled.to_numpy() == 1
-    from puinfer._validation import as_float_matrix
-
     out, layouts = [], []
     for X in (df[cols], df[cols].to_numpy()):
         layouts.append(np.isfortran(as_float_matrix(X[lab], "source")[0]))
