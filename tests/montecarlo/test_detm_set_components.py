@@ -15,13 +15,15 @@ study = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(study)
 
 
-def test_the_grid_finds_the_component_the_outside_points_miss():
+def test_the_grid_finds_the_component_beyond_the_limit():
     # SAR design, n = m = 1000, pi = 0.3, seed 47000020 (session 51): upper limit 0.4615,
-    # reported as an interval (the three outside points 0.596, 0.731, 0.865 lie outside the
-    # set), while R* from every start is 3.29-3.82 at pi = 0.50-0.547 beyond 4.0 at 0.47-0.48
+    # reported as an interval in (C51) (the three outside points 0.596, 0.731, 0.865 lie
+    # outside the set), while R* from every start is 3.29-3.82 at pi = 0.50-0.547 beyond 4.0
+    # at 0.47-0.48. Since (C51) the maxima already known beyond the limits count too (R* =
+    # 3.33 at 0.525, a limit search's point): the set is reported as not an interval
     row = study.one("sar", 0.3, 1000, 15, 47000020)
     assert row["upper"] == pytest.approx(0.461479, abs=1e-5)
-    assert row["interval"]  # nothing flags the component (the limitation measured)
+    assert not row["interval"]
     assert row["upper_n_inside"] >= 4
     assert 0.53 < row["upper_outermost"] < 0.55
     assert row["upper_min_r"] < study.CUT

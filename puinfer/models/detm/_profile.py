@@ -641,6 +641,36 @@ class _PiProfile(Profile):
                 moved = True
         return moved
 
+    def known_outside(self, alpha: float = 0.05, cutoff: float | None = None) -> list[float]:
+        """The values of pi beyond the interval's limits where a labelled maximum at that pi,
+        found by any solve so far (:attr:`PiProfiler._maxima`: the probe's, the skeleton's and
+        the limit searches' points, those the searches later forgot included), has ``R*``
+        below the cut-off by more than rounding: each shows the set going on there (the
+        profile is at least that maximum), at no further evaluation. Session 51, (C51): of
+        100 SAR replicates at n = m = 1000, 14 had points inside the set beyond a limit that
+        :meth:`outside_points` missed; such maxima were known in 3 of them (seed 47000020:
+        R* = 3.33 at pi = 0.525, beyond the upper limit 0.4615). Cached per cut-off, as the
+        limits are: the interval reported does not change with later evaluations."""
+        ci = self.conf_int(alpha, cutoff)
+        cutoff = ci.attrs["cutoff"]
+        done = self.__dict__.setdefault("_known_outside", {})
+        if cutoff in done:
+            return list(done[cutoff])
+        bar = cutoff - _R_NOISE * max(1.0, cutoff)
+        prof = self._loglik_at
+        out = []
+        for q, sols in prof._maxima.items():
+            if ci["lower"] <= q <= ci["upper"]:
+                continue
+            for s in sorted(sols, key=lambda s: -s.f):
+                if not 2 * (self.llf_max - s.f) < bar:
+                    break
+                if prof.labelled(s.theta, q):
+                    out.append(float(q))
+                    break
+        done[cutoff] = sorted(out)
+        return list(done[cutoff])
+
     def _searches(self, direction: int, cutoff: float, start: int = 0) -> tuple[float, bool]:
         prof = self._loglik_at
         noise = _R_NOISE * max(1.0, cutoff)

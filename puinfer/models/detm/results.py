@@ -329,6 +329,7 @@ class TiltResults(LikelihoodResults):
             ci = prof.conf_int(alpha, cutoff)
             self._warn_convergence(known)
             extra = prof.outside_points(alpha, n=OUTSIDE_POINTS, cutoff=cutoff)
+        extra = sorted({*extra, *prof.known_outside(alpha, cutoff)})
         ci.attrs["interval"] = not extra
         ci.attrs["method"] = method
         ci.attrs.update(boot_attrs)

@@ -168,6 +168,37 @@ def test_the_reported_interval_checks_the_point_past_each_limit_from_the_other_m
     assert prof.deep_calls == calls
 
 
+def test_a_labelled_maximum_known_beyond_a_limit_inside_the_set_is_reported():
+    """``known_outside``: the maxima already found at fixed pi beyond the limits
+    (``PiProfiler._maxima``), labelled and with R* below the cut-off, are points of the set
+    beyond the interval -- reported without evaluating anything."""
+    prof = _TwoBranches({0.5: "A"})
+    p = _profile(prof)
+    ci = p.conf_int(0.05)
+    sol = type("Sol", (), {})
+
+    def known(f, theta):
+        s = sol()
+        s.f, s.theta = f, theta
+        return s
+
+    prof._maxima = {
+        0.9: [known(-1.0, "labelled")],  # R* = 2: inside the set
+        0.95: [known(-0.5, "mirror")],  # R* = 1 but the other labelling: no evidence
+        0.2: [known(-1.0 - CUT / 2, "labelled"), known(-3.0, "labelled")],  # R* 5.8, 6
+        0.5: [known(0.0, "labelled")],  # inside the interval
+    }
+    prof.labelled = lambda theta, pi: theta == "labelled"
+    assert ci["upper"] < 0.9 and ci["lower"] > 0.2
+    calls = prof.calls
+    assert p.known_outside(0.05) == [0.9]
+    assert prof.calls == calls  # nothing evaluated
+    # at a cut-off of 7 the maximum at 0.2 (R* = 5.84) is inside the set too
+    ci7 = p.conf_int(0.05, cutoff=7.0)
+    assert ci7["lower"] > 0.2
+    assert p.known_outside(0.05, cutoff=7.0) == [0.2, 0.9]
+
+
 def test_a_set_that_keeps_going_on_beyond_its_limits_says_so(monkeypatch):
     """With no search left after one whose limit had the set going on beyond it: the limit,
     with a ConvergenceWarning that says so."""
