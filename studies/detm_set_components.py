@@ -6,7 +6,8 @@ interval (``attrs["interval"]``, a ``ConfidenceSetWarning``) when one of
 ``OUTSIDE_POINTS`` points spaced evenly between a limit and the bound lies inside the set. On
 SAR replicate 47000020 (pi = 0.3, n = m = 1000) the set has a component at pi = 0.50-0.547
 beyond the upper limit 0.4615 and a stretch outside it (R* 4.0 at 0.47-0.48) that those
-points (0.596, 0.731, 0.865) miss: nothing flags it. Here each replicate's default DETM fit
+points (0.596, 0.731, 0.865) miss: nothing flagged it (64a8e3e; since 24d9fff the maxima
+already found beyond the limits count too, and flag it). Here each replicate's default DETM fit
 (``pi_interval="profile"``, from arrays; seeds as ``benchmarks/compare_fits.py``: replicate
 ``r`` of the ``i``-th cell is ``47_000_000 + 100_000 i + r``) and its plain interval are
 computed, then ``R*`` from every start (``profile_pi().statistic``) on a grid of step
@@ -44,6 +45,7 @@ def _side(res, limit: float, edge: float) -> dict:
     """``R*`` from every start on the grid from ``limit`` (exclusive) towards ``edge``."""
     from puinfer.inference import ProfileError
 
+    limit = float(limit)
     prof = res.profile_pi()
     direction = 1 if edge > limit else -1
     grid = np.arange(limit + direction * STEP, edge, direction * STEP)
@@ -60,7 +62,13 @@ def _side(res, limit: float, edge: float) -> dict:
                 min_r=float(np.nanmin(r)) if np.isfinite(r).any() else np.nan, above=above)
 
 
+#: a limit at the bound: no grid beyond it
+_NO_SIDE = dict(n_grid=0, n_inside=0, outermost=np.nan, min_r=np.nan, above=False)
+
+
 def one(design: str, pi: float, n: int, p: int, seed: int) -> dict:
+    """The default DETM fit of one replicate, its plain 95% interval and the grid beyond
+    each limit (:func:`_side`), as one row."""
     import puinfer as pu
     from puinfer.simulate import sar_design, scar_design
 
@@ -73,10 +81,8 @@ def one(design: str, pi: float, n: int, p: int, seed: int) -> dict:
         warnings.simplefilter("ignore")
         res = pu.DETM(X[lab], X[~lab]).fit(pi_interval="profile")
         ci = res.conf_int_pi(method="profile")
-        up = _side(res, float(ci["upper"]), 1 - 1e-3) if not ci.attrs["upper_at_bound"] \
-            else dict(n_grid=0, n_inside=0, outermost=np.nan, min_r=np.nan, above=False)
-        lo = _side(res, float(ci["lower"]), 1e-3) if not ci.attrs["lower_at_bound"] \
-            else dict(n_grid=0, n_inside=0, outermost=np.nan, min_r=np.nan, above=False)
+        up = _NO_SIDE if ci.attrs["upper_at_bound"] else _side(res, ci["upper"], 1 - 1e-3)
+        lo = _NO_SIDE if ci.attrs["lower_at_bound"] else _side(res, ci["lower"], 1e-3)
     row = dict(design=design, pi=pi, n=n, p=p, seed=seed, pi_hat=res.pi,
                llf=res.llf_penalized, lower=ci["lower"], upper=ci["upper"],
                interval=bool(ci.attrs["interval"]), t=time.process_time() - t0)
