@@ -4,6 +4,7 @@ point starts from its nearest solved neighbour (and, from every start, from star
 the higher branch only near pi-hat)."""
 
 import warnings
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -175,12 +176,8 @@ def test_a_labelled_maximum_known_beyond_a_limit_inside_the_set_is_reported():
     prof = _TwoBranches({0.5: "A"})
     p = _profile(prof)
     ci = p.conf_int(0.05)
-    sol = type("Sol", (), {})
-
     def known(f, theta):
-        s = sol()
-        s.f, s.theta = f, theta
-        return s
+        return SimpleNamespace(f=f, theta=theta)
 
     prof._maxima = {
         0.9: [known(-1.0, "labelled")],  # R* = 2: inside the set
