@@ -37,7 +37,7 @@ from ...base.gram import weighted_grams
 from ...base.numeric import logaddexp, softplus
 
 __all__ = ["free_objective", "profile_log_el", "solve_lambda", "penalty", "ridge_strength",
-           "penalise", "profile_sums", "profile_finish", "tilts"]
+           "penalise", "profile_sums", "profile_finish", "tilts", "label_gap"]
 
 
 def ridge_strength(N: int) -> float:
@@ -369,6 +369,50 @@ def _solve_lambda_zz(zz, lam0, maxiter=100):
         ok = bool(np.all(np.abs(R.sum(axis=1)) <= 1e-9 * np.maximum(np.abs(R).sum(axis=1), 1.0)))
     lam_full[active] = lam
     return lam_full, D, ok, active
+
+
+def label_gap(theta, Z, lam0, X1=None, order=0):
+    """The KL label rule's margin (Liu et al., Remark 1) at ``theta``: ``KL(p_s || p_2) -
+    KL(p_s || p_1)`` with the EL weights ``p_i = 1 / (N D_i)`` of eq. (11) as the estimate of
+    ``p_s``, i.e. ``sum_i p_i (eta1_i - eta2_i)``; ``theta`` is labelled where it is ``>= 0``.
+
+    ``lam0`` starts the multipliers' solve (they do not depend on pi). ``order=1`` also returns
+    the gradient in theta ``(a1, b1, a2, b2)``: the direct term and the one through the
+    multipliers (implicit function theorem on ``sum_i z_i / D_i = 0``: ``d lambda / d theta =
+    -h_ll^{-1} h_lt`` over the active constraints, :func:`profile_sums`' blocks); it needs
+    ``X1 = (1, Z)``.
+
+    Returns
+    -------
+    the margin (None where no multipliers exist), and for ``order=1`` its gradient.
+    """
+    N, p = Z.shape
+    a1, b1, a2, b2 = split(theta, p)
+    eta1, eta2 = a1 + Z @ b1, a2 + Z @ b2
+    lam, D, ok, act = _solve_lambda_z(np.expm1(eta1), np.expm1(eta2), lam0)
+    if not ok:
+        return (None, None) if order else None
+    w = 1.0 / (N * D)
+    gap = -(w @ eta2) - -(w @ eta1)  # KL2 - KL1, as PiProfiler.labelled compares them
+    if not order:
+        return gap
+    iD = 1.0 / D
+    w1, w2 = np.exp(eta1), np.exp(eta2)
+    z1D, z2D = np.expm1(eta1) * iD, np.expm1(eta2) * iD
+    c = (eta1 - eta2) * iD * iD
+    # columns: d/dtheta_t of G_s = sum_i z_si / D_i (s, t = 1, 2), then 1 / D and the direct
+    # derivative of D through each tilt (weighted by (eta1 - eta2) / D^2)
+    R = np.column_stack([w1 * iD * (1.0 - z1D * lam[0]), -w2 * iD * z1D * lam[1],
+                         -w1 * iD * z2D * lam[0], w2 * iD * (1.0 - z2D * lam[1]),
+                         iD, c * lam[0] * w1, c * lam[1] * w2])
+    XR = X1.T @ R
+    dG = np.stack([np.concatenate([XR[:, 0], XR[:, 1]]), np.concatenate([XR[:, 2], XR[:, 3]])])
+    Hll = np.array([[z1D @ z1D, z1D @ z2D], [z1D @ z2D, z2D @ z2D]])
+    dlam = np.zeros_like(dG)
+    dlam[act] = np.linalg.solve(Hll[np.ix_(act, act)], dG[act])
+    grad = (np.concatenate([XR[:, 4], -XR[:, 4]]) - np.concatenate([XR[:, 5], XR[:, 6]])
+            - np.array([c @ np.expm1(eta1), c @ np.expm1(eta2)]) @ dlam) / N
+    return gap, grad
 
 
 def target_rows(tmask: np.ndarray):

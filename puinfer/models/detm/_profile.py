@@ -29,6 +29,7 @@ import numpy as np
 from ...exceptions import ConvergenceWarning
 from ...inference.profile import _R_NOISE, Profile, ProfileError
 from . import _el
+from ._label_boundary import solve_on_label_boundary
 from ._starts import (
     STRETCH_LABEL,
     SUBSAMPLE_SIZE,
@@ -78,6 +79,9 @@ BEYOND = 1e-3
 #: even where no point further out lies inside the set (:meth:`_PiProfile.deepen`,
 #: ``past_limits``; session 51, seed 47000032)
 DEEP_MAXIMA = 12
+#: at a pi where unlabelled maxima lie above every labelled one, the labelled maximum on the
+#: label boundary is sought from this many of the highest of them (:mod:`._label_boundary`)
+BOUNDARY_STARTS = 2
 
 
 @dataclass(frozen=True)
@@ -142,6 +146,7 @@ class PiProfiler:
         self._maxima: dict = {}     # pi -> distinct converged maxima found there
         self._runs: dict = {}       # (pi, start) -> FixedPiSolution (runs are deterministic)
         self._images: dict = {}     # (pi, i) -> the subsample's run from _maxima[pi][i]
+        self._boundary_runs: dict = {}  # (pi, start) -> run on the label boundary
 
     @cached_property
     def _sub(self):
@@ -213,14 +218,9 @@ class PiProfiler:
         d = self.data
         if getattr(d, "lazy", False):  # rows in Dask collections: block sums
             return d.labelled(theta, pi)
-        a1, b1, a2, b2 = _el.split(theta, d.p)
-        eta1, eta2 = a1 + d.Z @ b1, a2 + d.Z @ b2
         with np.errstate(over="ignore", invalid="ignore"):
-            lam, D, ok = _el.solve_lambda(eta1, eta2, (d.m * pi / d.N, d.m * (1 - pi) / d.N))
-        if not ok:
-            return True  # cannot tell: do not exclude
-        w = 1.0 / (d.N * D)
-        return bool(-(w @ eta1) <= -(w @ eta2))
+            gap = _el.label_gap(theta, d.Z, (d.m * pi / d.N, d.m * (1 - pi) / d.N))
+        return True if gap is None else bool(gap >= 0)  # None: cannot tell, do not exclude
 
     @cached_property
     def skeleton(self) -> dict:
@@ -403,6 +403,7 @@ class PiProfiler:
     def __call__(self, pi: float) -> float:
         """The profile log-EL at ``pi``: the best converged labelled refit (NaN if none)."""
         best = best_any = None
+        unlabelled = []  # converged unlabelled solutions above the best labelled one so far
         f_max = self.fit.llf_penalized
         for th0, fallback, far in self._starts_at(pi):
             s = self.solve(pi, th0, far=far)
@@ -418,8 +419,11 @@ class PiProfiler:
                 continue  # unconverged solutions are neither answers nor later starts
             if best_any is None or f > best_any[0]:
                 best_any = (f, th, s.dpi, s.H)
-            if (best is None or f > best[0]) and self.labelled(th, pi):
-                best = (f, th, s.dpi, s.H)
+            if best is None or f > best[0]:
+                if self.labelled(th, pi):
+                    best = (f, th, s.dpi, s.H)
+                else:
+                    unlabelled.append((f, th))
         if best is None and best_any is not None and self.warm_only:
             # the one warm start reached the other labelling, which says nothing of the
             # labelled maximum here: the point from every start instead (a warm chain on the
@@ -431,11 +435,16 @@ class PiProfiler:
                 return self(pi)
             finally:
                 self.warm_only = True
-        # no labelled solution from any start: the labelled maximum lies on the boundary
-        # KL1 = KL2 and is at most the unrestricted one, which is used (conservative: R* is
-        # not overstated)
-        best = best if best is not None else best_any
         full = not (self.quick or self.warm_only)
+        if full and unlabelled and self._on_boundary_applies:
+            # an unlabelled maximum above every labelled one: the labelled maximum may lie on
+            # the boundary KL1 = KL2 between them (:mod:`._label_boundary`)
+            b = self._on_boundary(pi, unlabelled, best)
+            if b is not None:
+                best = (b.f, b.theta, b.dpi, None)
+        # no labelled solution at all (none from any start, no boundary solution): the
+        # labelled maximum is at most the unrestricted one, which is used (R* not overstated)
+        best = best if best is not None else best_any
         if best is None:
             if full:
                 self.warnings.append((ConvergenceWarning.__name__,
@@ -447,11 +456,42 @@ class PiProfiler:
         self.slopes[pi] = best[2]
         if best[3] is not None:
             self.hessians[pi] = best[3]
+        else:  # e.g. a boundary solution: no tangent from an earlier solution's Hessian
+            self.hessians.pop(pi, None)
         if self.warm_only:
             self.warm_values[pi] = best[0]
         elif full:
             self.trace.append((pi, best[0], True))
         return best[0]
+
+    @property
+    def _on_boundary_applies(self) -> bool:
+        """Whether the profile looks for labelled maxima on the label boundary: DETM under the
+        KL rule, in memory (on Dask collections the best unlabelled maximum stands in where no
+        labelled one is found, as before session 52)."""
+        return not (self.fit.restricted or self.fit.label_rule != "kl"
+                    or getattr(self.data, "lazy", False))
+
+    def _on_boundary(self, pi: float, unlabelled: list, best):
+        """The highest maximum on the label boundary at ``pi`` above ``best`` (``(f, ...)``
+        or None) from the :data:`BOUNDARY_STARTS` highest distinct unlabelled solutions of
+        ``unlabelled`` (``(f, theta)``) above it; None if none is higher. Runs are cached."""
+        tie = 1e-9 * max(1.0, abs(self.fit.llf_penalized))
+        floor = -np.inf if best is None else best[0]
+        starts = []
+        for f, th in sorted(unlabelled, key=lambda u: -u[0]):
+            if f > floor + tie and not any(np.array_equal(th, t) for t in starts):
+                starts.append(th)
+        out = None
+        for th in starts[:BOUNDARY_STARTS]:
+            key = (pi, np.asarray(th, dtype=float).tobytes())
+            if key not in self._boundary_runs:
+                self._boundary_runs[key] = solve_on_label_boundary(
+                    self.data, pi, th, self.fit.penalty_strength)
+            b = self._boundary_runs[key]
+            if b.info.converged and b.f > floor and (out is None or b.f > out.f):
+                out = b
+        return out
 
     @cached_property
     def profile(self) -> Profile:

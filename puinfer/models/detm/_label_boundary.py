@@ -1,0 +1,93 @@
+"""The profile of pi on the boundary of the labelled parameter space.
+
+DETM's profile of pi is taken over the labelled parameters (the KL rule of Liu et al.'s
+Remark 1, ``KL(p_s || p_1) <= KL(p_s || p_2)``; :meth:`._profile.PiProfiler.labelled`). At a pi
+where the best local maximum of the profile log-EL is unlabelled (e.g. near ``1 - pi-hat``,
+where it is the fit's mirror image), the labelled maximum is either a lower labelled local
+maximum or lies on the boundary ``KL1 = KL2``: a local maximum of the log-EL there is not a
+stationary point of it, and no Newton run reaches it. This module finds it: the profile
+log-EL maximised subject to :func:`._el.label_gap` ``>= 0`` by SLSQP (scipy) with the exact
+gradients of both, from an unlabelled maximum (where the constraint is violated, so that the
+solution lies on the boundary).
+
+Why (issue 17's record, session 52): without it, a pi where no start reached a labelled
+maximum took the best unlabelled one -- a value that belongs to no labelled parameter and
+overstates the profile (on Liu et al.'s SAR design at pi = 0.7, n = m = 1000, R* = 0.02-3.7
+where the labelled boundary maximum gives 12-25), and a pi where a lower labelled maximum was
+found ignored the boundary above it (R* 35.1 where the boundary gives 15.5).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+from scipy import optimize
+
+from ...base.results import ConvergenceInfo
+from . import _el
+from ._starts import FixedPiSolution
+
+__all__ = ["solve_on_label_boundary", "BOUNDARY_GAP_TOL"]
+
+#: a solution counts as labelled (on the boundary) where the margin is above ``-BOUNDARY_GAP_TOL``
+#: (the margin is a difference of two KL divergences; SLSQP meets the constraint to rounding)
+BOUNDARY_GAP_TOL = 1e-9
+
+#: SLSQP's iterations at most, and its tolerance on the objective (absolute: the log-EL is a
+#: sum over rows, so that this is about its rounding on 1e4 rows)
+MAXITER = 500
+FTOL = 1e-12
+
+
+def solve_on_label_boundary(data, pi: float, theta0: np.ndarray, c: float) -> FixedPiSolution:
+    """Maximise the penalised profile log-EL at ``pi`` over the labelled parameters (margin
+    :func:`._el.label_gap` ``>= 0``) by SLSQP from ``theta0`` (an unlabelled local maximum:
+    the solution then lies on the boundary). In-memory data, DETM only.
+
+    Returns
+    -------
+    FixedPiSolution
+        ``H`` None (the log-EL's Hessian is not the curvature of the constrained problem);
+        ``dpi`` the profile's slope (the envelope theorem holds: the constraint does not
+        depend on pi); ``f = -inf`` and ``info.converged`` False where SLSQP did not end at a
+        labelled point.
+    """
+    d = data
+    lam0 = (d.m * pi / d.N, d.m * (1 - pi) / d.N)
+    method = f"SLSQP (label boundary, pi={pi:.6g})"
+
+    # where no multipliers exist the objective is a finite wall far above any value of it
+    # (SLSQP's line search backs off from it; infinite values break its quadratic models)
+    wall = 1e6 * (1.0 + abs(_el.profile_log_el(theta0, pi, d.Z, d.y, c, lam0=lam0, order=0)))
+
+    def neg_f(th):
+        f, g, _, _ = _el.profile_log_el(th, pi, d.Z, d.y, c, lam0=lam0, order=2, X1=d.X1)
+        if not np.isfinite(f):
+            return wall, np.zeros_like(th)
+        return -f, -g
+
+    def gap(th):
+        out = _el.label_gap(th, d.Z, lam0)
+        return -1.0 if out is None else out
+
+    def gap_jac(th):
+        out, g = _el.label_gap(th, d.Z, lam0, X1=d.X1, order=1)
+        return np.zeros_like(th) if out is None else g
+
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # SLSQP's own on infinite values
+        r = optimize.minimize(neg_f, np.asarray(theta0, dtype=float), jac=True, method="SLSQP",
+                              constraints=[dict(type="ineq", fun=gap, jac=gap_jac)],
+                              options=dict(maxiter=MAXITER, ftol=FTOL))
+        theta = np.asarray(r.x, dtype=float)
+        finite = bool(np.all(np.isfinite(theta)))
+        f = _el.profile_log_el(theta, pi, d.Z, d.y, c, lam0=lam0, order=0) if finite \
+            else -np.inf
+        margin = _el.label_gap(theta, d.Z, lam0) if np.isfinite(f) else None
+    ok = bool(r.success) and np.isfinite(f) and margin is not None and \
+        margin >= -BOUNDARY_GAP_TOL
+    info = ConvergenceInfo(ok, int(r.nit), method, "" if ok else str(r.message))
+    if not ok:
+        return FixedPiSolution(-np.inf, theta, info)
+    return FixedPiSolution(f, theta, info, None, _el.pi_slope(theta, pi, d.Z[d.n:]))

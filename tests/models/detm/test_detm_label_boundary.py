@@ -1,0 +1,144 @@
+"""The KL label rule's margin and the profile of pi on the boundary of the labelled parameter
+space (``_el.label_gap``, ``_label_boundary``; session 52): where the best maximum at a pi is
+unlabelled, the labelled profile is the maximum on the boundary KL1 = KL2 (or a lower labelled
+maximum), not the unlabelled value."""
+
+import warnings
+
+import numpy as np
+import pytest
+from scipy import optimize
+
+import puinfer as pu
+from puinfer.models.detm import _el
+from puinfer.models.detm._label_boundary import BOUNDARY_GAP_TOL, solve_on_label_boundary
+from puinfer.simulate import sar_design
+
+
+def _direct_margin(theta, Z, lam0):
+    """KL2 - KL1 with the EL weights, written out as the label rule's definition (Liu et al.,
+    Remark 1): ``KL(p_s || p_t) = -sum_i p_i eta_t,i`` with ``p_i = 1 / (N D_i)``."""
+    N, p = Z.shape
+    a1, b1, a2, b2 = theta[0], theta[1:p + 1], theta[p + 1], theta[p + 2:]
+    eta1, eta2 = a1 + Z @ b1, a2 + Z @ b2
+    lam, D, ok = _el.solve_lambda(eta1, eta2, lam0)
+    assert ok
+    w = 1.0 / (N * D)
+    return (-(w @ eta2)) - (-(w @ eta1))
+
+
+def _design(seed=3, n=400, p=3):
+    rng = np.random.default_rng(seed)
+    Z = rng.standard_normal((n, p))
+    return Z, np.column_stack([np.ones(n), Z])
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_the_margins_gradient_is_the_derivative_of_the_margin(seed):
+    # central differences of the margin (its multipliers re-solved at every point) against
+    # the analytic gradient, which goes through d lambda / d theta
+    Z, X1 = _design(seed)
+    theta = 0.4 * np.random.default_rng(10 + seed).standard_normal(2 * Z.shape[1] + 2)
+    theta[[0, Z.shape[1] + 1]] = 0.0  # tilts on both sides of 1: the multipliers exist
+    lam0 = (0.3, 0.2)
+    gap, grad = _el.label_gap(theta, Z, lam0, X1=X1, order=1)
+    assert gap == pytest.approx(_direct_margin(theta, Z, lam0), abs=1e-13)
+    h = 1e-6
+    fd = np.array([(_el.label_gap(theta + e, Z, lam0) - _el.label_gap(theta - e, Z, lam0)) / (2 * h)
+                   for e in h * np.eye(theta.size)])
+    assert np.abs(grad - fd).max() <= 1e-7 * max(1.0, np.abs(fd).max())
+    assert np.abs(grad).max() > 1e-3  # not trivially zero
+
+
+def test_the_margin_decides_the_label_as_the_rules_definition():
+    Z, _ = _design(4, n=300, p=2)
+    rng = np.random.default_rng(5)
+    for _ in range(200):
+        theta = rng.standard_normal(6)
+        theta[[0, 3]] = 0.0
+        assert (_el.label_gap(theta, Z, (0.25, 0.25)) >= 0) == \
+            (_direct_margin(theta, Z, (0.25, 0.25)) >= 0)
+
+
+@pytest.fixture(scope="module")
+def small_fit():
+    # SAR design, pi = 0.7, two features: the fit's mirror image (components swapped) is the
+    # unconstrained maximum at 1 - pi-hat, and it is unlabelled
+    df = sar_design(300, 300, 0.7, p=2, rng=np.random.default_rng(11))
+    X = df[["x1", "x2"]].to_numpy()
+    lab = df.labeled.to_numpy() == 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = pu.DETM(X[lab], X[~lab]).fit(pi_interval="profile")
+    return res
+
+
+def _mirror(res):
+    p = res.model.data.p
+    th = res._fit.theta
+    return np.r_[th[p + 1:], th[:p + 1]], 1 - res.pi
+
+
+def test_the_boundary_maximum_is_a_labelled_kkt_point_that_an_independent_solver_confirms(
+        small_fit):
+    res = small_fit
+    d, c = res.model.data, res._fit.penalty_strength
+    theta0, pi = _mirror(res)
+    lam0 = (d.m * pi / d.N, d.m * (1 - pi) / d.N)
+    f0 = _el.profile_log_el(theta0, pi, d.Z, d.y, c, order=0)
+    assert f0 == pytest.approx(res._fit.llf_penalized, abs=1e-6)  # the mirror: the same fit
+    assert _direct_margin(theta0, d.Z, lam0) < 0  # and unlabelled
+    b = solve_on_label_boundary(d, pi, theta0, c)
+    assert b.info.converged
+    margin = _direct_margin(b.theta, d.Z, lam0)
+    assert abs(margin) <= 1e-7 and margin >= -BOUNDARY_GAP_TOL  # on the boundary
+    assert b.f == pytest.approx(_el.profile_log_el(b.theta, pi, d.Z, d.y, c, order=0), abs=1e-9)
+    assert b.f < f0 - 0.5  # the constraint binds: well below the unlabelled maximum
+    # KKT: the log-EL's gradient is a non-positive multiple of the margin's (a maximum of f
+    # subject to margin >= 0 with the constraint active: grad f + mu grad margin = 0, mu >= 0)
+    _, g, _, _ = _el.profile_log_el(b.theta, pi, d.Z, d.y, c, order=2, X1=d.X1)
+    _, a = _el.label_gap(b.theta, d.Z, lam0, X1=d.X1, order=1)
+    mu = -(g @ a) / (a @ a)
+    assert mu > 0
+    assert np.abs(g + mu * a).max() <= 1e-4 * np.abs(g).max()
+    # an independent solver: trust-constr with finite-difference derivatives of the log-EL
+    # and of the margin as the rule defines it
+    r = optimize.minimize(lambda th: -_el.profile_log_el(th, pi, d.Z, d.y, c, order=0),
+                          theta0, method="trust-constr", jac="2-point",
+                          hess=optimize.BFGS(),
+                          constraints=[optimize.NonlinearConstraint(
+                              lambda th: _direct_margin(th, d.Z, lam0), 0.0, np.inf,
+                              jac="2-point", hess=optimize.BFGS())],
+                          options=dict(maxiter=3000, gtol=1e-9, xtol=1e-12))
+    assert _direct_margin(r.x, d.Z, lam0) >= -1e-6
+    assert b.f == pytest.approx(-r.fun, abs=1e-4)
+
+
+def test_the_profile_at_one_minus_pi_hat_is_the_labelled_maximum_not_the_mirror(small_fit):
+    res = small_fit
+    d = res.model.data
+    _, pi = _mirror(res)
+    prof = res._profiler
+    r = res.profile_pi().statistic(pi)
+    # before session 52 a pi without a labelled maximum from any start took the best
+    # unlabelled one -- here the mirror image, R* = 0; the labelled profile lies below it
+    assert r > 1.0
+    theta = prof.solved[pi]
+    lam0 = (d.m * pi / d.N, d.m * (1 - pi) / d.N)
+    assert _direct_margin(theta, d.Z, lam0) >= -BOUNDARY_GAP_TOL  # a labelled point
+    f = _el.profile_log_el(theta, pi, d.Z, d.y, res._fit.penalty_strength, order=0)
+    assert r == pytest.approx(2 * (res._fit.llf_penalized - f), abs=1e-8)
+    # no labelled maximum found at this pi lies above the reported value
+    for s in prof._maxima.get(pi, []):
+        if np.isfinite(s.f) and _direct_margin(s.theta, d.Z, lam0) >= 0:
+            assert s.f <= f + 1e-9
+
+
+def test_the_fits_results_pickle_with_the_boundary_runs(small_fit):
+    import pickle
+
+    res = small_fit
+    _, pi = _mirror(res)
+    r = res.profile_pi().statistic(pi)
+    back = pickle.loads(pickle.dumps(res))
+    assert back.profile_pi().statistic(pi) == r
