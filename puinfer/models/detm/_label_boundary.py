@@ -34,10 +34,12 @@ __all__ = ["solve_on_label_boundary", "BOUNDARY_GAP_TOL"]
 #: (the margin is a difference of two KL divergences; SLSQP meets the constraint to rounding)
 BOUNDARY_GAP_TOL = 1e-9
 
-#: SLSQP's iterations at most, and its tolerance on the objective (absolute: the log-EL is a
-#: sum over rows, so that this is about its rounding on 1e4 rows)
-MAXITER = 500
-FTOL = 1e-12
+#: SLSQP's iterations at most, and its tolerance on the change of the objective relative to
+#: the log-EL's size (SLSQP's own is absolute: below the rounding of a sum over many rows it
+#: does not stop; measured: 1e-12 absolute at a log-EL of -3,798 ran to the iteration limit
+#: at the solution)
+MAXITER = 200
+FTOL = 1e-13
 
 
 def solve_on_label_boundary(data, pi: float, theta0: np.ndarray, c: float) -> FixedPiSolution:
@@ -59,7 +61,8 @@ def solve_on_label_boundary(data, pi: float, theta0: np.ndarray, c: float) -> Fi
 
     # where no multipliers exist the objective is a finite wall far above any value of it
     # (SLSQP's line search backs off from it; infinite values break its quadratic models)
-    wall = 1e6 * (1.0 + abs(_el.profile_log_el(theta0, pi, d.Z, d.y, c, lam0=lam0, order=0)))
+    scale = 1.0 + abs(_el.profile_log_el(theta0, pi, d.Z, d.y, c, lam0=lam0, order=0))
+    wall = 1e6 * scale
 
     def neg_f(th):
         f, g, _, _ = _el.profile_log_el(th, pi, d.Z, d.y, c, lam0=lam0, order=2, X1=d.X1)
@@ -79,7 +82,7 @@ def solve_on_label_boundary(data, pi: float, theta0: np.ndarray, c: float) -> Fi
         warnings.simplefilter("ignore", RuntimeWarning)  # SLSQP's own on infinite values
         r = optimize.minimize(neg_f, np.asarray(theta0, dtype=float), jac=True, method="SLSQP",
                               constraints=[dict(type="ineq", fun=gap, jac=gap_jac)],
-                              options=dict(maxiter=MAXITER, ftol=FTOL))
+                              options=dict(maxiter=MAXITER, ftol=FTOL * scale))
         theta = np.asarray(r.x, dtype=float)
         finite = bool(np.all(np.isfinite(theta)))
         f = _el.profile_log_el(theta, pi, d.Z, d.y, c, lam0=lam0, order=0) if finite \
