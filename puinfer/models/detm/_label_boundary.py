@@ -4,13 +4,13 @@ DETM's profile of pi is taken over the labelled parameters (the KL rule of Liu e
 Remark 1, ``KL(p_s || p_1) <= KL(p_s || p_2)``; :meth:`._profile.PiProfiler.labelled`). At a pi
 where the best local maximum of the profile log-EL is unlabelled (e.g. near ``1 - pi-hat``,
 where it is the fit's mirror image), the labelled maximum is either a lower labelled local
-maximum or lies on the boundary ``KL1 = KL2``: a local maximum of the log-EL there is not a
-stationary point of it, and no Newton run reaches it. This module finds it: the profile
+maximum or lies on the boundary ``KL1 = KL2``, where it is not a stationary point of the
+log-EL: no Newton run reaches it. This module finds it: the profile
 log-EL maximised subject to :func:`._el.label_gap` ``>= 0`` by SLSQP (scipy) with the exact
 gradients of both, from an unlabelled maximum (where the constraint is violated, so that the
 solution lies on the boundary).
 
-Why (issue 17's record, session 52): without it, a pi where no start reached a labelled
+Why (session 52, ``studies/results/README_detm.md``): without it, a pi where no start reached a labelled
 maximum took the best unlabelled one -- a value that belongs to no labelled parameter and
 overstates the profile (on Liu et al.'s SAR design at pi = 0.7, n = m = 1000, R* = 0.02-3.7
 where the labelled boundary maximum gives 12-25), and a pi where a lower labelled maximum was

@@ -401,7 +401,9 @@ class PiProfiler:
         return self.slopes.get(pi, float("nan"))
 
     def __call__(self, pi: float) -> float:
-        """The profile log-EL at ``pi``: the best converged labelled refit (NaN if none)."""
+        """The profile log-EL at ``pi``: the best converged labelled refit, or (full
+        evaluations, DETM under the KL rule, in memory) the labelled maximum on the label
+        boundary where it is higher (:meth:`_on_boundary`); NaN if nothing converged."""
         best = best_any = None
         unlabelled = []  # converged unlabelled solutions above the best labelled one so far
         f_max = self.fit.llf_penalized
@@ -684,7 +686,8 @@ class _PiProfile(Profile):
     def known_outside(self, alpha: float = 0.05, cutoff: float | None = None) -> list[float]:
         """The values of pi beyond the interval's limits where a labelled maximum at that pi,
         found by any solve so far (:attr:`PiProfiler._maxima`: the probe's, the skeleton's and
-        the limit searches' points, those the searches later forgot included), has ``R*``
+        the limit searches' points, those the searches later forgot included; and the maxima
+        on the label boundary, :meth:`PiProfiler._on_boundary`), has ``R*``
         below the cut-off by more than rounding: each shows the set going on there (the
         profile is at least that maximum), at no further evaluation. Session 51, (C51): of
         100 SAR replicates at n = m = 1000, 14 had points inside the set beyond a limit that
@@ -708,7 +711,12 @@ class _PiProfile(Profile):
                 if prof.labelled(s.theta, q):
                     out.append(float(q))
                     break
-        done[cutoff] = sorted(out)
+        # and the labelled maxima found on the label boundary (session 52: seed 47000046,
+        # R* = 2.42 at 0.6813 beyond the upper limit 0.5365, a point of the probe)
+        out += [float(q) for (q, _), b in prof._boundary_runs.items()
+                if not ci["lower"] <= q <= ci["upper"] and b.info.converged
+                and 2 * (self.llf_max - b.f) < bar]
+        done[cutoff] = sorted(set(out))
         return list(done[cutoff])
 
     def _searches(self, direction: int, cutoff: float, start: int = 0) -> tuple[float, bool]:

@@ -7,7 +7,7 @@ import warnings
 
 import numpy as np
 import pytest
-from scipy import optimize
+from scipy import optimize, stats
 
 import puinfer as pu
 from puinfer.models.detm import _el
@@ -142,3 +142,58 @@ def test_the_fits_results_pickle_with_the_boundary_runs(small_fit):
     r = res.profile_pi().statistic(pi)
     back = pickle.loads(pickle.dumps(res))
     assert back.profile_pi().statistic(pi) == r
+
+
+def test_a_set_component_made_of_unlabelled_values_is_gone():
+    # SAR design, pi = 0.7, n = m = 1000, p = 15, seed 47100024 (replicate 24 of the (C51)
+    # cell, benchmarks/compare_fits.py): up to session 51 the plain 95% set was reported as
+    # not an interval, R* = 0.72 at pi = 0.1792 and 2.81 at 0.2688 -- values of the best
+    # unlabelled maximum, as no start reached a labelled one there. On the label boundary the
+    # labelled maximum gives R* = 20.7 and 18.9 (session 52's measurement with SLSQP)
+
+
+    p = 15
+    df = sar_design(1000, 1000, 0.7, p=p, rng=np.random.default_rng(47100024))
+    X = df[[f"x{j}" for j in range(1, p + 1)]].to_numpy()
+    lab = df.labeled.to_numpy() == 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = pu.DETM(X[lab], X[~lab]).fit(pi_interval="profile")
+        ci = res.conf_int_pi()
+    assert res.pi == pytest.approx(0.796875, abs=1e-6)  # the fit of (F51)
+    # the limits (F51) reported: the component around pi-hat is unchanged
+    assert ci["lower"] == pytest.approx(0.716726, abs=1e-5)
+    assert ci["upper"] == pytest.approx(0.858427, abs=1e-5)
+    assert ci.attrs["interval"]
+    cut = stats.chi2.ppf(0.95, 1)
+    d, prof = res.model.data, res._profiler
+    for v, r_boundary in ((0.1792, 20.7), (0.2688, 18.9)):
+        r = res.profile_pi().statistic(v)
+        assert r > cut
+        assert r == pytest.approx(r_boundary, abs=0.5)
+        lam0 = (d.m * v / d.N, d.m * (1 - v) / d.N)
+        assert _direct_margin(prof.solved[v], d.Z, lam0) >= -BOUNDARY_GAP_TOL
+
+
+def test_a_labelled_maximum_on_the_boundary_beyond_a_limit_flags_the_set():
+    # SAR design, pi = 0.3, n = m = 1000, p = 15, seed 47000046 (session 52, (C52)): upper
+    # limit 0.5365; the probe's points 0.6813 and 0.7103 have R* = 2.42 and 2.76 from maxima on
+    # the label boundary, while the three outside points (0.652, 0.768, 0.884) lie outside the
+    # set. Those known boundary maxima flag the set as not an interval
+    from puinfer.exceptions import ConfidenceSetWarning
+
+    p = 15
+    df = sar_design(1000, 1000, 0.3, p=p, rng=np.random.default_rng(47000046))
+    X = df[[f"x{j}" for j in range(1, p + 1)]].to_numpy()
+    lab = df.labeled.to_numpy() == 1
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = pu.DETM(X[lab], X[~lab]).fit(pi_interval="profile")
+        ci = res.conf_int_pi()
+    assert ci["upper"] == pytest.approx(0.536490, abs=1e-5)
+    assert not ci.attrs["interval"]
+    msgs = [str(w.message) for w in caught if issubclass(w.category, ConfidenceSetWarning)]
+    assert any("0.681" in m for m in msgs)
+    known = res.profile_pi().known_outside(0.05)
+    near = [q for q in known if abs(q - 0.6813) < 1e-3]
+    assert near and res.profile_pi().statistic(near[0]) < stats.chi2.ppf(0.95, 1)
