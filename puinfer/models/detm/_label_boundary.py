@@ -5,16 +5,17 @@ Remark 1, ``KL(p_s || p_1) <= KL(p_s || p_2)``; :meth:`._profile.PiProfiler.labe
 where the best local maximum of the profile log-EL is unlabelled (e.g. near ``1 - pi-hat``,
 where it is the fit's mirror image), the labelled maximum is either a lower labelled local
 maximum or lies on the boundary ``KL1 = KL2``, where it is not a stationary point of the
-log-EL: no Newton run reaches it. This module finds it: the profile
-log-EL maximised subject to :func:`._el.label_gap` ``>= 0`` by SLSQP (scipy) with the exact
-gradients of both, from an unlabelled maximum (where the constraint is violated, so that the
-solution lies on the boundary).
+log-EL: no Newton run reaches it. This module finds it: the profile log-EL maximised subject
+to :func:`._el.label_gap` ``>= 0`` by SLSQP (scipy) with the exact gradients of both, from an
+unlabelled maximum (where the constraint is violated, so that the solution lies on the
+boundary).
 
-Why (session 52, ``studies/results/README_detm.md``): without it, a pi where no start reached a labelled
-maximum took the best unlabelled one -- a value that belongs to no labelled parameter and
-overstates the profile (on Liu et al.'s SAR design at pi = 0.7, n = m = 1000, R* = 0.02-3.7
-where the labelled boundary maximum gives 12-25), and a pi where a lower labelled maximum was
-found ignored the boundary above it (R* 35.1 where the boundary gives 15.5).
+Why (session 52, ``studies/results/README_detm.md``): without it, a pi where no start reached
+a labelled maximum took the best unlabelled one -- a value that belongs to no labelled
+parameter and overstates the profile (on Liu et al.'s SAR design at pi = 0.7, n = m = 1000,
+R* = 0.02-3.7 where the labelled boundary maximum gives 12-25), and a pi where a lower
+labelled maximum was found ignored the boundary above it (R* 35.1 where the boundary gives
+15.5).
 """
 
 from __future__ import annotations
@@ -30,8 +31,8 @@ from ._starts import FixedPiSolution
 
 __all__ = ["solve_on_label_boundary", "BOUNDARY_GAP_TOL"]
 
-#: a solution counts as labelled (on the boundary) where the margin is above ``-BOUNDARY_GAP_TOL``
-#: (the margin is a difference of two KL divergences; SLSQP meets the constraint to rounding)
+#: a solution counts as labelled (on the boundary) where the margin is above minus this (the
+#: margin is a difference of two KL divergences; SLSQP meets the constraint to rounding)
 BOUNDARY_GAP_TOL = 1e-9
 
 #: SLSQP's iterations at most, and its tolerance on the change of the objective relative to
