@@ -38,6 +38,7 @@ class _TwoBranches:
         self.warm_only = False
         self.warm_values: dict = {}
         self.slopes: dict = {}
+        self._boundary_runs: dict = {}  # maxima on the label boundary: none
         self.hessians: dict = {}
         self.warnings: list = []
         self.fit = type("Fit", (), {"name": "DETM"})()
@@ -171,8 +172,9 @@ def test_the_reported_interval_checks_the_point_past_each_limit_from_the_other_m
 
 def test_a_labelled_maximum_known_beyond_a_limit_inside_the_set_is_reported():
     """``known_outside``: the maxima already found at fixed pi beyond the limits
-    (``PiProfiler._maxima``), labelled and with R* below the cut-off, are points of the set
-    beyond the interval -- reported without evaluating anything."""
+    (``PiProfiler._maxima``), labelled and with R* below the cut-off, and the converged maxima
+    on the label boundary (``PiProfiler._boundary_runs``), are points of the set beyond the
+    interval -- reported without evaluating anything."""
     prof = _TwoBranches({0.5: "A"})
     p = _profile(prof)
     ci = p.conf_int(0.05)
@@ -186,14 +188,21 @@ def test_a_labelled_maximum_known_beyond_a_limit_inside_the_set_is_reported():
         0.5: [known(0.0, "labelled")],  # inside the interval
     }
     prof.labelled = lambda theta, pi: theta == "labelled"
+    # maxima on the label boundary (labelled by construction): converged at 0.1 (R* = 2) and
+    # at 0.5 (inside the interval); one that did not converge at 0.15 is no evidence
+    prof._boundary_runs = {
+        (0.1, b"a"): SimpleNamespace(f=-1.0, info=SimpleNamespace(converged=True)),
+        (0.15, b"b"): SimpleNamespace(f=-1.0, info=SimpleNamespace(converged=False)),
+        (0.5, b"c"): SimpleNamespace(f=0.0, info=SimpleNamespace(converged=True)),
+    }
     assert ci["upper"] < 0.9 and ci["lower"] > 0.2
     calls = prof.calls
-    assert p.known_outside(0.05) == [0.9]
+    assert p.known_outside(0.05) == [0.1, 0.9]
     assert prof.calls == calls  # nothing evaluated
     # at a cut-off of 7 the maximum at 0.2 (R* = 5.84) is inside the set too
     ci7 = p.conf_int(0.05, cutoff=7.0)
     assert ci7["lower"] > 0.2
-    assert p.known_outside(0.05, cutoff=7.0) == [0.2, 0.9]
+    assert p.known_outside(0.05, cutoff=7.0) == [0.1, 0.2, 0.9]
 
 
 def test_a_set_that_keeps_going_on_beyond_its_limits_says_so(monkeypatch):
