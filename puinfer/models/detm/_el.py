@@ -389,7 +389,8 @@ def label_gap(theta, Z, lam0, X1=None, order=0):
     N, p = Z.shape
     a1, b1, a2, b2 = split(theta, p)
     eta1, eta2 = a1 + Z @ b1, a2 + Z @ b2
-    lam, D, ok, act = _solve_lambda_z(np.expm1(eta1), np.expm1(eta2), lam0)
+    z1, z2 = np.expm1(eta1), np.expm1(eta2)
+    lam, D, ok, act = _solve_lambda_z(z1, z2, lam0)
     if not ok:
         return (None, None) if order else None
     w = 1.0 / (N * D)
@@ -398,7 +399,7 @@ def label_gap(theta, Z, lam0, X1=None, order=0):
         return gap
     iD = 1.0 / D
     w1, w2 = np.exp(eta1), np.exp(eta2)
-    z1D, z2D = np.expm1(eta1) * iD, np.expm1(eta2) * iD
+    z1D, z2D = z1 * iD, z2 * iD
     c = (eta1 - eta2) * iD * iD
     # columns: d/dtheta_t of G_s = sum_i z_si / D_i (s, t = 1, 2), then 1 / D and the direct
     # derivative of D through each tilt (weighted by (eta1 - eta2) / D^2)
@@ -411,7 +412,7 @@ def label_gap(theta, Z, lam0, X1=None, order=0):
     dlam = np.zeros_like(dG)
     dlam[act] = np.linalg.solve(Hll[np.ix_(act, act)], dG[act])
     grad = (np.concatenate([XR[:, 4], -XR[:, 4]]) - np.concatenate([XR[:, 5], XR[:, 6]])
-            - np.array([c @ np.expm1(eta1), c @ np.expm1(eta2)]) @ dlam) / N
+            - np.array([c @ z1, c @ z2]) @ dlam) / N
     return gap, grad
 
 
