@@ -37,6 +37,8 @@ import pandas as pd  # noqa: E402
 
 VALUES = ["detm_pi", "detm_llf", "detm_lower", "detm_upper",
           "setm_pi", "setm_llf", "setm_lower", "setm_upper"]
+#: with ``--bootstrap``: DETM's default (bootstrap-calibrated) 95% interval and its cut-off
+BOOT_VALUES = ["detm_blower", "detm_bupper", "detm_bcut"]
 
 
 def _cell(text: str) -> tuple:
@@ -44,11 +46,14 @@ def _cell(text: str) -> tuple:
     return design, float(pi), int(n), int(rest[0]) if rest else 15
 
 
-def fit_one(design: str, pi: float, n: int, p: int, seed: int, frames: bool = False) -> dict:
+def fit_one(design: str, pi: float, n: int, p: int, seed: int, frames: bool = False,
+            bootstrap: bool = False) -> dict:
     """The default DETM fit of one replicate and its null SETM fit, with their plain 95%
     profile intervals (``t_fit``: the DETM fit's CPU seconds, SETM's included; ``t_ci``: both
     intervals' after it); from DataFrames (whose values are F-ordered) if ``frames``, else from
-    C-ordered arrays."""
+    C-ordered arrays. ``bootstrap``: also DETM's default interval (the bootstrap-calibrated
+    cut-off, 199 resamples, ``rng=0``), its cut-off and whether it is an interval
+    (``t_boot``: its CPU seconds)."""
     import puinfer as pu
     from puinfer.simulate import sar_design, scar_design
 
@@ -67,19 +72,29 @@ def fit_one(design: str, pi: float, n: int, p: int, seed: int, frames: bool = Fa
         s = d.null_fit
         cs = s.conf_int_pi(method="profile")
         t_ci = time.process_time() - t0 - t_fit
-    return dict(design=design, pi=pi, n=n, p=p, seed=seed, detm_pi=d.pi,
-                detm_llf=d.llf_penalized, detm_lower=cd["lower"], detm_upper=cd["upper"],
-                setm_pi=s.pi, setm_llf=s.llf_penalized, setm_lower=cs["lower"],
-                setm_upper=cs["upper"], t_fit=t_fit, t_ci=t_ci)
+    out = dict(design=design, pi=pi, n=n, p=p, seed=seed, detm_pi=d.pi,
+               detm_llf=d.llf_penalized, detm_lower=cd["lower"], detm_upper=cd["upper"],
+               setm_pi=s.pi, setm_llf=s.llf_penalized, setm_lower=cs["lower"],
+               setm_upper=cs["upper"], t_fit=t_fit, t_ci=t_ci)
+    if bootstrap:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            t0 = time.process_time()
+            cb = d.conf_int_pi(method="bootstrap")
+            out.update(detm_blower=cb["lower"], detm_bupper=cb["upper"],
+                       detm_bcut=cb.attrs["cutoff"], detm_binterval=cb.attrs.get("interval"),
+                       t_boot=time.process_time() - t0)
+    return out
 
 
 def fit(args) -> None:
     rows = []
     for i, text in enumerate(args.cells):
         design, pi, n, p = _cell(text)
-        for r in range(args.reps):
+        k, parts = (int(v) for v in args.part.split("/"))
+        for r in range(k, args.reps, parts):
             seed = 47_000_000 + 100_000 * i + r
-            rows.append(fit_one(design, pi, n, p, seed, args.frames))
+            rows.append(fit_one(design, pi, n, p, seed, args.frames, args.bootstrap))
             print(f"{text} #{r}: pi-hat {rows[-1]['detm_pi']:.6f} "
                   f"({rows[-1]['t_fit']:.1f} s)", flush=True)
             pd.DataFrame(rows).to_csv(args.out, index=False)
@@ -92,11 +107,12 @@ def compare(args) -> pd.DataFrame:
     m = a.merge(b, on=key, suffixes=("_old", "_new"))
     # log-ELs relative to their size (a sum over N rows carries N ulps of rounding), the
     # rest absolute
+    values = VALUES + [v for v in BOOT_VALUES if v in a and v in b]
     diff = pd.DataFrame({v: (m[f"{v}_new"] - m[f"{v}_old"]).abs()
                          / (np.maximum(1.0, m[f"{v}_old"].abs()) if v.endswith("llf") else 1.0)
-                         for v in VALUES})
+                         for v in values})
     out = pd.concat([m[key], diff], axis=1)
-    table = out.groupby(["design", "pi", "n", "p"])[VALUES].max()
+    table = out.groupby(["design", "pi", "n", "p"])[values].max()
     table.insert(0, "replicates", out.groupby(["design", "pi", "n", "p"]).size())
     table["fit CPU s old"] = m.groupby(["design", "pi", "n", "p"])["t_fit_old"].mean()
     table["fit CPU s new"] = m.groupby(["design", "pi", "n", "p"])["t_fit_new"].mean()
@@ -117,6 +133,10 @@ def main():
     f.add_argument("--reps", type=int, default=10)
     f.add_argument("--frames", action="store_true",
                    help="fit from DataFrames (F-ordered values) instead of C-ordered arrays")
+    f.add_argument("--bootstrap", action="store_true",
+                   help="also DETM's default (bootstrap-calibrated) interval")
+    f.add_argument("--part", default="0/1",
+                   help="k/K: the replicates r with r %% K == k (split a run over processes)")
     c = sub.add_parser("compare")
     c.add_argument("old")
     c.add_argument("new")

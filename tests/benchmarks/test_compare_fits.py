@@ -38,3 +38,24 @@ def test_compare_matches_replicates_by_seed_and_reports_those_beyond_tol(tmp_pat
     assert table["setm_llf"].iloc[0] == pytest.approx(1e-5 / 14000)
     out = capsys.readouterr().out
     assert "1 of 3 replicates differ by more than 1e-08" in out
+
+
+def test_compare_includes_the_default_interval_where_both_records_have_it(tmp_path, capsys):
+    from compare_fits import BOOT_VALUES
+
+    old, new = _record([1, 2]), _record([1, 2])
+    for df in (old, new):
+        for v in BOOT_VALUES:
+            df[v] = 0.5
+    new.loc[new.seed == 2, "detm_bupper"] += 0.02
+    a, b = tmp_path / "a.csv", tmp_path / "b.csv"
+    old.to_csv(a, index=False)
+    new.to_csv(b, index=False)
+    table = compare(argparse.Namespace(old=str(a), new=str(b), tol=1e-8))
+    assert table["detm_bupper"].iloc[0] == pytest.approx(0.02)
+    assert table["detm_bcut"].iloc[0] == 0.0
+    assert "1 of 2 replicates differ" in capsys.readouterr().out
+    # a record without them (an older run): compared on the plain values only
+    old.drop(columns=BOOT_VALUES).to_csv(a, index=False)
+    table = compare(argparse.Namespace(old=str(a), new=str(b), tol=1e-8))
+    assert "detm_bupper" not in table
