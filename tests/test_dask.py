@@ -497,3 +497,53 @@ def test_detm_profile_log_el_block_sums(detm_data):
                     np.testing.assert_allclose(H1, H0, rtol=1e-9, atol=1e-9 * np.abs(H0).max())
     assert 2 <= sum(finite) <= len(finite) - 2  # both kinds of points were compared
     assert m1.data.passes > 1
+
+
+def test_detm_dask_profile_on_the_label_boundary():
+    """The labelled profile's maxima on the label boundary KL1 = KL2 (session 52) on Dask
+    collections: the margin's block sums (value and gradient) equal the in-memory
+    :func:`~puinfer.models.detm._el.label_gap`, and the profile and interval equal the
+    in-memory fit's where they depend on the boundary. SAR design, pi = 0.7, two features
+    (``tests/models/detm/test_detm_label_boundary.py``'s data): at 1 - pi-hat the best maximum
+    is the fit's unlabelled mirror image; before the Dask path sought the boundary it took
+    that value there (R* 9e-13) and its lower limit was 0.9317, where the labelled profile
+    gives R* 5.18 and 0.9061."""
+    import warnings
+
+    import dask
+
+    from puinfer.models.detm import _el
+    from puinfer.simulate import sar_design
+
+    df = sar_design(300, 300, 0.7, p=2, rng=np.random.default_rng(11))
+    X = df[["x1", "x2"]].to_numpy()
+    lab = df.labeled.to_numpy() == 1
+    src = pd.DataFrame(X[lab], columns=["x1", "x2"])
+    tgt = pd.DataFrame(X[~lab], columns=["x1", "x2"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r0 = pu.DETM(X[lab], X[~lab]).fit(pi_interval="profile")
+        with dask.config.set(scheduler="sync"):  # many small passes: not on the cluster
+            m1 = pu.DETM(dd.from_pandas(src, npartitions=2), dd.from_pandas(tgt, npartitions=3))
+            r1 = m1.fit()
+            d0, d1 = r0.model.data, m1.data
+            p, pi = d0.p, 1 - r0.pi
+            th = r0._fit.theta
+            mirror = np.r_[th[p + 1:], th[:p + 1]]
+            lam0 = (d0.m * pi / d0.N, d0.m * (1 - pi) / d0.N)
+            signs = []
+            for theta in (th, mirror, th + 0.1):
+                g0, a0 = _el.label_gap(theta, d0.Z, lam0, X1=d0.X1, order=1)
+                g1, a1 = d1.label_gap(theta, pi, order=1)
+                close(g0, g1)
+                np.testing.assert_allclose(a1, a0, rtol=1e-9, atol=1e-9 * np.abs(a0).max())
+                assert d1.labelled(theta, pi) == (g0 >= 0)
+                signs.append(g0 > 0)
+            assert signs[:2] == [True, False]  # the fit labelled, its mirror not
+            r_star0 = r0.profile_pi().statistic(pi)
+            r_star1 = r1.profile_pi().statistic(1 - r1.pi)
+    close(r0.pi, r1.pi)
+    assert r_star0 > 5  # the labelled profile, not the mirror's R* = 0
+    close(r_star0, r_star1, rtol=1e-7)
+    close(r0.conf_int_pi(), r1.conf_int_pi(), rtol=1e-7)
+    assert r1.conf_int_pi().iloc[0] < 0.92  # the boundary's 0.9061, not 0.9317

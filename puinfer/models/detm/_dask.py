@@ -339,6 +339,17 @@ def _profile_block(theta, pi, lam, with_pi, cands, blk):
     return out
 
 
+def _gap_block(theta, lam, blk):
+    """:func:`~._el.label_gap_sums` of the rows at the multipliers ``lam``."""
+    a1, b1, a2, b2 = _el.split(theta, blk.p)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        zb1, zb2 = _el.tilts(blk.Z, b1, b2)
+        eta1, eta2 = a1 + zb1, a2 + zb2
+        z1, z2 = np.expm1(eta1), np.expm1(eta2)
+        D = 1.0 + z1 * lam[0] + z2 * lam[1]
+        return _el.label_gap_sums(eta1, eta2, z1, z2, lam, D, blk.X1)
+
+
 # ---------------------------------------------------------------------------------------------
 # the data
 # ---------------------------------------------------------------------------------------------
@@ -707,13 +718,24 @@ class DaskTiltData:
         """:func:`~._el.pi_cross` (from the evaluation at ``(theta, pi)``, cached)."""
         return self._derivs_pi(theta, pi)[1]
 
+    def label_gap(self, theta, pi, order=0):
+        """:func:`~._el.label_gap` from the blocks: the margin ``KL2 - KL1`` with the EL
+        weights at ``(theta, pi)`` (the multipliers solved to rounding level), None where no
+        multipliers exist; ``order=1`` also its gradient in theta (one more pass)."""
+        ok, lam, _, act, S = self.profile_eval(theta, pi, strict=True)
+        if not ok:
+            return (None, None) if order else None
+        gap = -S["etaD"][1] / self.N - -S["etaD"][0] / self.N
+        if not order:
+            return gap
+        G = self.reduce(functools.partial(_gap_block, np.array(theta, dtype=float), lam))
+        return gap, _el.label_gap_grad(G, self.N, act)
+
     def labelled(self, theta, pi) -> bool:
         """:meth:`~._profile.PiProfiler.labelled` for the KL rule: ``KL1 <= KL2`` with the EL
-        weights at ``(theta, pi)``."""
-        ok, _, _, _, S = self.profile_eval(theta, pi, strict=True)
-        if not ok:
-            return True
-        return bool(-S["etaD"][0] / self.N <= -S["etaD"][1] / self.N)
+        weights at ``(theta, pi)`` (:meth:`label_gap`)."""
+        gap = self.label_gap(theta, pi)
+        return True if gap is None else bool(gap >= 0)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -37,7 +37,8 @@ from ...base.gram import weighted_grams
 from ...base.numeric import logaddexp, softplus
 
 __all__ = ["free_objective", "profile_log_el", "solve_lambda", "penalty", "ridge_strength",
-           "penalise", "profile_sums", "profile_finish", "tilts", "label_gap"]
+           "penalise", "profile_sums", "profile_finish", "tilts", "label_gap",
+           "label_gap_sums", "label_gap_grad"]
 
 
 def ridge_strength(N: int) -> float:
@@ -380,7 +381,8 @@ def label_gap(theta, Z, lam0, X1=None, order=0):
     the gradient in theta ``(a1, b1, a2, b2)``: the direct term and the one through the
     multipliers (implicit function theorem on ``sum_i z_i / D_i = 0``: ``d lambda / d theta =
     -h_ll^{-1} h_lt`` over the active constraints, :func:`profile_sums`' blocks); it needs
-    ``X1 = (1, Z)``.
+    ``X1 = (1, Z)``; its sums are :func:`label_gap_sums` (over blocks of rows on Dask
+    collections), finished by :func:`label_gap_grad`.
 
     Returns
     -------
@@ -397,6 +399,14 @@ def label_gap(theta, Z, lam0, X1=None, order=0):
     gap = -(w @ eta2) - -(w @ eta1)  # KL2 - KL1, as PiProfiler.labelled compares them
     if not order:
         return gap
+    return gap, label_gap_grad(label_gap_sums(eta1, eta2, z1, z2, lam, D, X1), N, act)
+
+
+def label_gap_sums(eta1, eta2, z1, z2, lam, D, X1) -> dict:
+    """The row sums of :func:`label_gap`'s gradient at the multipliers ``lam`` (``D = 1 +
+    lam'z``): ``XR`` (``X1'R`` for the seven columns below), ``zz`` (``sum z_s z_t / D^2``:
+    ``h_ll``), ``cz`` (``sum_i c_i z_si``, ``c = (eta1 - eta2) / D^2``); and ``etaD`` (``sum_i
+    eta_ti / D_i``, the margin's, for sums over blocks of rows)."""
     iD = 1.0 / D
     w1, w2 = np.exp(eta1), np.exp(eta2)
     z1D, z2D = z1 * iD, z2 * iD
@@ -406,14 +416,20 @@ def label_gap(theta, Z, lam0, X1=None, order=0):
     R = np.column_stack([w1 * iD * (1.0 - z1D * lam[0]), -w2 * iD * z1D * lam[1],
                          -w1 * iD * z2D * lam[0], w2 * iD * (1.0 - z2D * lam[1]),
                          iD, c * lam[0] * w1, c * lam[1] * w2])
-    XR = X1.T @ R
+    return {"XR": X1.T @ R, "zz": np.array([z1D @ z1D, z1D @ z2D, z2D @ z2D]),
+            "cz": np.array([c @ z1, c @ z2]), "etaD": np.array([eta1 @ iD, eta2 @ iD])}
+
+
+def label_gap_grad(S: dict, N: int, act) -> np.ndarray:
+    """:func:`label_gap`'s gradient from its sums ``S`` (:func:`label_gap_sums`) over ``N``
+    rows, active constraints ``act``."""
+    XR, zz = S["XR"], S["zz"]
     dG = np.stack([np.concatenate([XR[:, 0], XR[:, 1]]), np.concatenate([XR[:, 2], XR[:, 3]])])
-    Hll = np.array([[z1D @ z1D, z1D @ z2D], [z1D @ z2D, z2D @ z2D]])
+    Hll = np.array([[zz[0], zz[1]], [zz[1], zz[2]]])
     dlam = np.zeros_like(dG)
     dlam[act] = np.linalg.solve(Hll[np.ix_(act, act)], dG[act])
-    grad = (np.concatenate([XR[:, 4], -XR[:, 4]]) - np.concatenate([XR[:, 5], XR[:, 6]])
-            - np.array([c @ z1, c @ z2]) @ dlam) / N
-    return gap, grad
+    return (np.concatenate([XR[:, 4], -XR[:, 4]]) - np.concatenate([XR[:, 5], XR[:, 6]])
+            - S["cz"] @ dlam) / N
 
 
 def target_rows(tmask: np.ndarray):

@@ -46,7 +46,8 @@ FTOL = 1e-13
 def solve_on_label_boundary(data, pi: float, theta0: np.ndarray, c: float) -> FixedPiSolution:
     """Maximise the penalised profile log-EL at ``pi`` over the labelled parameters (margin
     :func:`._el.label_gap` ``>= 0``) by SLSQP from ``theta0`` (an unlabelled local maximum:
-    the solution then lies on the boundary). In-memory data, DETM only.
+    the solution then lies on the boundary). DETM only; ``data`` in memory or in Dask
+    collections (every sum then a pass over the blocks).
 
     Returns
     -------
@@ -59,10 +60,29 @@ def solve_on_label_boundary(data, pi: float, theta0: np.ndarray, c: float) -> Fi
     d = data
     lam0 = (d.m * pi / d.N, d.m * (1 - pi) / d.N)
     method = f"SLSQP (label boundary, pi={pi:.6g})"
+    if getattr(d, "lazy", False):  # rows in Dask collections: block sums
+        def log_el(theta, lam, order):
+            return d.profile_log_el(theta, pi, c, lam0=lam, order=order)
+
+        def gap(theta, lam, order=0):
+            return d.label_gap(theta, pi, order)
+
+        def slope(theta):
+            return d.pi_slope(theta, pi)
+    else:
+        def log_el(theta, lam, order):
+            return _el.profile_log_el(theta, pi, d.Z, d.y, c, lam0=lam, order=order,
+                                      X1=d.X1 if order else None)
+
+        def gap(theta, lam, order=0):
+            return _el.label_gap(theta, d.Z, lam, X1=d.X1, order=order)
+
+        def slope(theta):
+            return _el.pi_slope(theta, pi, d.Z[d.n:])
 
     theta0 = np.asarray(theta0, dtype=float)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        f0, _, H0, _ = _el.profile_log_el(theta0, pi, d.Z, d.y, c, lam0=lam0, order=2, X1=d.X1)
+        f0, _, H0, _ = log_el(theta0, lam0, 2)
     # SLSQP runs in coordinates u with theta = theta0 + T u, T' (-H0) T = I (H0 the log-EL's
     # Hessian at the start, a maximum): its quasi-Newton model starts as the identity, which
     # is then the curvature itself (measured: 42-69 iterations in theta, far fewer in u)
@@ -80,8 +100,7 @@ def solve_on_label_boundary(data, pi: float, theta0: np.ndarray, c: float) -> Fi
     margins: dict = {}
 
     def neg_f(u):
-        f, g, _, extra = _el.profile_log_el(theta0 + T @ u, pi, d.Z, d.y, c, lam0=lam_last[0],
-                                            order=2, X1=d.X1)
+        f, g, _, extra = log_el(theta0 + T @ u, lam_last[0], 2)
         if not np.isfinite(f):
             return wall, np.zeros_like(u)
         lam_last[0] = tuple(extra["lam"])
@@ -91,7 +110,7 @@ def solve_on_label_boundary(data, pi: float, theta0: np.ndarray, c: float) -> Fi
         key = u.tobytes()
         if key not in margins:
             margins.clear()
-            out, g = _el.label_gap(theta0 + T @ u, d.Z, lam_last[0], X1=d.X1, order=1)
+            out, g = gap(theta0 + T @ u, lam_last[0], order=1)
             margins[key] = (-1.0, np.zeros_like(u)) if out is None else (out, T.T @ g)
         return margins[key]
 
@@ -103,12 +122,11 @@ def solve_on_label_boundary(data, pi: float, theta0: np.ndarray, c: float) -> Fi
                               options=dict(maxiter=MAXITER, ftol=FTOL * scale))
         theta = theta0 + T @ np.asarray(r.x, dtype=float)
         finite = bool(np.all(np.isfinite(theta)))
-        f = _el.profile_log_el(theta, pi, d.Z, d.y, c, lam0=lam0, order=0) if finite \
-            else -np.inf
-        gap_end = _el.label_gap(theta, d.Z, lam0) if np.isfinite(f) else None
+        f = log_el(theta, lam0, 0) if finite else -np.inf
+        gap_end = gap(theta, lam0) if np.isfinite(f) else None
     ok = bool(r.success) and np.isfinite(f) and gap_end is not None and \
         gap_end >= -BOUNDARY_GAP_TOL
     info = ConvergenceInfo(ok, int(r.nit), method, "" if ok else str(r.message))
     if not ok:
         return FixedPiSolution(-np.inf, theta, info)
-    return FixedPiSolution(f, theta, info, None, _el.pi_slope(theta, pi, d.Z[d.n:]))
+    return FixedPiSolution(f, theta, info, None, slope(theta))

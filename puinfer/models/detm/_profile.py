@@ -402,8 +402,8 @@ class PiProfiler:
 
     def __call__(self, pi: float) -> float:
         """The profile log-EL at ``pi``: the best converged labelled refit, or (full
-        evaluations, DETM under the KL rule, in memory) the labelled maximum on the label
-        boundary where it is higher (:meth:`_on_boundary`); NaN if nothing converged."""
+        evaluations, DETM under the KL rule) the labelled maximum on the label boundary where
+        it is higher (:meth:`_on_boundary`); NaN if nothing converged."""
         best = best_any = None
         unlabelled = []  # converged unlabelled solutions above the best labelled one so far
         f_max = self.fit.llf_penalized
@@ -469,10 +469,8 @@ class PiProfiler:
     @property
     def _on_boundary_applies(self) -> bool:
         """Whether the profile looks for labelled maxima on the label boundary: DETM under the
-        KL rule, in memory (on Dask collections the best unlabelled maximum stands in where no
-        labelled one is found, as before session 52)."""
-        return not (self.fit.restricted or self.fit.label_rule != "kl"
-                    or getattr(self.data, "lazy", False))
+        KL rule."""
+        return not (self.fit.restricted or self.fit.label_rule != "kl")
 
     def _on_boundary(self, pi: float, unlabelled: list, best):
         """The highest maximum on the label boundary at ``pi`` above ``best`` (``(f, ...)``
