@@ -197,3 +197,26 @@ def test_a_labelled_maximum_on_the_boundary_beyond_a_limit_flags_the_set():
     known = res.profile_pi().known_outside(0.05)
     near = [q for q in known if abs(q - 0.6813) < 1e-3]
     assert near and res.profile_pi().statistic(near[0]) < stats.chi2.ppf(0.95, 1)
+
+
+def test_the_newton_sqp_and_slsqp_reach_the_same_boundary_maximum(small_fit, monkeypatch):
+    # session 53: the boundary problem is solved by Newton's method on its optimality
+    # conditions (exact Hessian of the log-EL, a rank-one model of the margin's), with SLSQP
+    # as the fallback; both must end at the same labelled maximum
+    from puinfer.models.detm import _label_boundary
+
+    res = small_fit
+    d, c = res.model.data, res._fit.penalty_strength
+    theta0, pi = _mirror(res)
+    lam0 = (d.m * pi / d.N, d.m * (1 - pi) / d.N)
+    b = solve_on_label_boundary(d, pi, theta0, c)
+    assert b.info.converged and b.info.method.startswith("Newton-SQP")
+    assert b.info.iterations <= 15  # Newton's convergence, not a quasi-Newton crawl
+    monkeypatch.setattr(_label_boundary, "SQP_MAXITER", 0)  # the SQP gives up: SLSQP runs
+    s = solve_on_label_boundary(d, pi, theta0, c)
+    assert s.info.converged and s.info.method.startswith("SLSQP")
+    assert b.f == pytest.approx(s.f, abs=1e-8)
+    np.testing.assert_allclose(b.theta, s.theta, atol=1e-4)
+    for sol in (b, s):
+        margin = _direct_margin(sol.theta, d.Z, lam0)
+        assert -BOUNDARY_GAP_TOL <= margin <= 1e-7
