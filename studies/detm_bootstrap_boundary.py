@@ -23,6 +23,7 @@ import time
 import warnings
 
 import numpy as np
+from detm_set_components import replicate  # studies/, the script's directory
 
 import puinfer as pu
 from puinfer.models.detm import bootstrap as B
@@ -31,7 +32,6 @@ from puinfer.models.detm._label_boundary import solve_on_label_boundary
 from puinfer.models.detm._profile import PiProfiler
 from puinfer.models.detm._starts import fit_fixed_pi
 from puinfer.models.detm.model import fit_data
-from puinfer.simulate import sar_design
 
 
 def statistic(fit, names, Xs, Xt, pi0):
@@ -94,13 +94,11 @@ def main():
     p = 15
     for r in range(args.first, args.first + args.reps):
         seed = 47_000_000 + 100_000 * args.cell + r
-        df = sar_design(1000, 1000, (0.3, 0.7)[args.cell], p=p, rng=np.random.default_rng(seed))
-        X = df[[f"x{j}" for j in range(1, p + 1)]].to_numpy()
-        lab = df.labeled.to_numpy() == 1
+        Xs, Xt = replicate("sar", (0.3, 0.7)[args.cell], 1000, p, seed)
         t0 = time.process_time()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            res = pu.DETM(X[lab], X[~lab]).fit(pi_interval="profile")
+            res = pu.DETM(Xs, Xt).fit(pi_interval="profile")
         data = res.model.data
         world = B.detm_world(data, res._fit)
         rng = np.random.default_rng(0)

@@ -66,20 +66,28 @@ def _side(res, limit: float, edge: float) -> dict:
 _NO_SIDE = dict(n_grid=0, n_inside=0, outermost=np.nan, min_r=np.nan, above=False)
 
 
-def one(design: str, pi: float, n: int, p: int, seed: int) -> dict:
-    """The default DETM fit of one replicate, its plain 95% interval and the grid beyond
-    each limit (:func:`_side`), as one row."""
-    import puinfer as pu
+def replicate(design: str, pi: float, n: int, p: int, seed: int) -> tuple:
+    """The source and target features (C-ordered arrays) of one replicate of ``design`` (as
+    ``benchmarks/compare_fits.py`` draws them)."""
     from puinfer.simulate import sar_design, scar_design
 
     make = {"sar": sar_design, "scar": scar_design}[design]
     df = make(n, n, pi, p=p, rng=np.random.default_rng(seed))
     X = df[[f"x{j}" for j in range(1, p + 1)]].to_numpy()
     lab = df.labeled.to_numpy() == 1
+    return X[lab], X[~lab]
+
+
+def one(design: str, pi: float, n: int, p: int, seed: int) -> dict:
+    """The default DETM fit of one replicate, its plain 95% interval and the grid beyond
+    each limit (:func:`_side`), as one row."""
+    import puinfer as pu
+
+    Xs, Xt = replicate(design, pi, n, p, seed)
     t0 = time.process_time()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        res = pu.DETM(X[lab], X[~lab]).fit(pi_interval="profile")
+        res = pu.DETM(Xs, Xt).fit(pi_interval="profile")
         ci = res.conf_int_pi(method="profile")
         up = _NO_SIDE if ci.attrs["upper_at_bound"] else _side(res, ci["upper"], 1 - 1e-3)
         lo = _NO_SIDE if ci.attrs["lower_at_bound"] else _side(res, ci["lower"], 1e-3)
