@@ -11,9 +11,13 @@ default interval's 199 resamples (``rng=0``, Silverman's bandwidth) and computes
 as the package does and with the boundary maximum (:func:`solve_on_label_boundary` from the two
 highest unlabelled solutions above the best labelled one), and prints the resamples where an
 unlabelled solution was above the labelled ones (``fallback``: no labelled one at all), their
-statistic both ways, and the cut-off (the 190th of 199) both ways.
+statistic both ways, and the cut-off (the 190th of 199) both ways; with ``--out`` also
+``R*(pi)`` at the true pi and whether each cut-off covers it (``--summarise``: the coverage
+both ways on the same replicates).
 
     OPENBLAS_NUM_THREADS=1 python studies/detm_bootstrap_boundary.py --cell 1 --first 0 --reps 5
+    OPENBLAS_NUM_THREADS=1 python studies/detm_bootstrap_boundary.py --cell 1 --reps 100 --out _s53c0
+    python studies/detm_bootstrap_boundary.py --summarise _s53c0 _s53c1
 """
 
 from __future__ import annotations
@@ -23,7 +27,8 @@ import time
 import warnings
 
 import numpy as np
-from detm_set_components import replicate  # studies/, the script's directory
+import pandas as pd
+from detm_set_components import OUT, replicate  # studies/, the script's directory
 
 import puinfer as pu
 from puinfer.models.detm import bootstrap as B
@@ -90,7 +95,12 @@ def main():
     ap.add_argument("--first", type=int, default=0)
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--n-boot", type=int, default=199)
+    ap.add_argument("--out", default="", help="append rows to results/..._raw<out>.csv")
+    ap.add_argument("--summarise", nargs="+", metavar="TAG", help="summarise these runs")
     args = ap.parse_args()
+    if args.summarise:
+        summarise(args.summarise)
+        return
     p = 15
     for r in range(args.first, args.first + args.reps):
         seed = 47_000_000 + 100_000 * args.cell + r
@@ -107,10 +117,41 @@ def main():
                                    float(res.pi)) for _ in range(args.n_boot)])
         now, bnd, kind = rows.T
         flagged = [f"{a:.2f}->{b:.2f}" for a, b in zip(now[kind > 0], bnd[kind > 0], strict=True)]
-        print(f"{seed} pi-hat {res.pi:.4f}: fallback {int(np.sum(kind == 1))}, unlabelled above "
-              f"{int(np.sum(kind == 2))} of {args.n_boot}; cut-off {cutoff(now):.3f}"
-              f" -> with the boundary {cutoff(bnd):.3f}; flagged R*_b (now -> with "
-              f"the boundary): {flagged} ({time.process_time() - t0:.1f} s)", flush=True)
+        pi_true = (0.3, 0.7)[args.cell]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            r_true = float(res.profile_pi().statistic(pi_true))
+        row = dict(seed=seed, pi=pi_true, pi_hat=res.pi, fallback=int(np.sum(kind == 1)),
+                   unlabelled_above=int(np.sum(kind == 2)), cutoff_now=cutoff(now),
+                   cutoff_boundary=cutoff(bnd), rstar_truth=r_true,
+                   t=time.process_time() - t0)
+        row.update(covers_now=r_true <= row["cutoff_now"],
+                   covers_boundary=r_true <= row["cutoff_boundary"])
+        print(f"{seed} pi-hat {res.pi:.4f}: fallback {row['fallback']}, unlabelled above "
+              f"{row['unlabelled_above']} of {args.n_boot}; cut-off {row['cutoff_now']:.3f}"
+              f" -> with the boundary {row['cutoff_boundary']:.3f}; R*(pi) {r_true:.3f}; "
+              f"flagged R*_b (now -> with the boundary): {flagged} ({row['t']:.1f} s)",
+              flush=True)
+        if args.out:
+            path = OUT / f"detm_bootstrap_boundary_raw{args.out}.csv"
+            pd.DataFrame([row]).to_csv(path, mode="a", header=not path.exists(), index=False)
+
+
+def summarise(tags) -> None:
+    """Coverage of the true pi by the default interval's cut-off as computed now and with the
+    boundary, on the same replicates (a profile set covers pi iff ``R*(pi) <= cut-off``)."""
+    d = pd.concat([pd.read_csv(OUT / f"detm_bootstrap_boundary_raw{t}.csv") for t in tags])
+    n = len(d)
+    for col in ("covers_now", "covers_boundary"):
+        c = d[col].mean()
+        print(f"{col}: {d[col].sum()} of {n} = {c:.4f} (MC SE {np.sqrt(c * (1 - c) / n):.4f})")
+    diff = d[d.covers_now != d.covers_boundary]
+    print(f"decisions that differ: {len(diff)}; cut-off changed in "
+          f"{int((d.cutoff_now - d.cutoff_boundary).abs().gt(1e-12).sum())}; mean change "
+          f"{(d.cutoff_boundary - d.cutoff_now).mean():.3f}; CPU {d.t.sum():.0f} s")
+    if len(diff):
+        print(diff[["seed", "pi_hat", "cutoff_now", "cutoff_boundary", "rstar_truth"]]
+              .to_string(index=False))
 
 
 if __name__ == "__main__":
