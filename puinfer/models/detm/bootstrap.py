@@ -278,7 +278,9 @@ def sample_detm(data, w: DETMWorld, rng: np.random.Generator, smooth: float = 0.
 def interval_statistic(res, Xs, Xt, pi0: float) -> tuple[float, float]:
     """``(R*_b(pi0), pi-hat_b)`` on a resample: the model refitted (the original solution, the
     SETM start and a reduced grid; no probe) and profiled at ``pi0`` from the resample's fit
-    and the original fit, over the labelled parameter space of the fit's label rule."""
+    and the original fit, over the labelled parameter space of the fit's label rule (under
+    the KL rule with the labelled maximum on the label boundary where only an unlabelled
+    solution is above every labelled one, as the data's profile takes it)."""
     return _interval_statistic(res._fit, res.model.data.names, Xs, Xt, pi0)
 
 
@@ -302,14 +304,26 @@ def _interval_statistic(fit, names, Xs, Xt, pi0: float) -> tuple[float, float]:
                        start_options=opts, lean=True)[0]
         prof = PiProfiler(dat, rec, np.nan, quick=True)
         best = best_any = -np.inf
+        unlabelled = []  # converged unlabelled solutions above the best labelled one so far
         for th0 in (rec.theta, fit.theta):
             f, th, info = fit_fixed_pi(dat, restricted, pi0, th0, fit.penalty_strength,
                                        fit.maxiter, fit.tol)
             if not (info.converged and np.isfinite(f)):
                 continue
             best_any = max(best_any, f)
-            if f > best and prof.labelled(th, pi0):
-                best = f
+            if f > best:
+                if prof.labelled(th, pi0):
+                    best = f
+                else:
+                    unlabelled.append((f, th))
+        if unlabelled and prof._on_boundary_applies:
+            # as the data's profile (PiProfiler.__call__): the labelled maximum on the label
+            # boundary KL1 = KL2 where an unlabelled one lies above every labelled one, so
+            # that R*_b is the statistic the data's R* is (studies/results/README_detm.md,
+            # (B53), (B54))
+            b = prof._on_boundary(pi0, unlabelled, (best,) if np.isfinite(best) else None)
+            if b is not None:
+                best = b.f
     best = best if np.isfinite(best) else best_any
     if not np.isfinite(best):
         return float("nan"), float(rec.pi)

@@ -60,16 +60,20 @@ def test_the_margin_decides_the_label_as_the_rules_definition():
             (_direct_margin(theta, Z, (0.25, 0.25)) >= 0)
 
 
-@pytest.fixture(scope="module")
-def small_fit():
+def _small_samples():
     # SAR design, pi = 0.7, two features: the fit's mirror image (components swapped) is the
     # unconstrained maximum at 1 - pi-hat, and it is unlabelled
     df = sar_design(300, 300, 0.7, p=2, rng=np.random.default_rng(11))
     X = df[["x1", "x2"]].to_numpy()
     lab = df.labeled.to_numpy() == 1
+    return X[lab], X[~lab]
+
+
+@pytest.fixture(scope="module")
+def small_fit():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        res = pu.DETM(X[lab], X[~lab]).fit(pi_interval="profile")
+        res = pu.DETM(*_small_samples()).fit(pi_interval="profile")
     return res
 
 
@@ -220,3 +224,23 @@ def test_the_newton_sqp_and_slsqp_reach_the_same_boundary_maximum(small_fit, mon
     for sol in (b, s):
         margin = _direct_margin(sol.theta, d.Z, lam0)
         assert -BOUNDARY_GAP_TOL <= margin <= 1e-7
+
+
+def test_the_default_intervals_resample_statistic_takes_the_boundary_maximum(small_fit):
+    # session 54, (B54): the statistic R*_b(pi0) of the default interval's resamples
+    # (bootstrap.interval_statistic) takes the labelled maximum on the label boundary where
+    # its fixed-pi solutions reach only an unlabelled one above every labelled one, as the
+    # data's profile does. On the data themselves at pi0 = 1 - pi-hat both of its starts reach
+    # the fit's mirror image (unlabelled, at the fit's log-EL): the statistic is then the
+    # data's R* there (5.18), where it was 0 (the unlabelled value) before
+    from puinfer.models.detm import bootstrap
+
+    res = small_fit
+    _, pi0 = _mirror(res)
+    r_data = res.profile_pi().statistic(pi0)
+    assert r_data > 5.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r_b, pi_b = bootstrap.interval_statistic(res, *_small_samples(), pi0)
+    assert pi_b == pytest.approx(res.pi, abs=1e-8)  # the refit is the fit
+    assert r_b == pytest.approx(r_data, abs=1e-6)
