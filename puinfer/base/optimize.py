@@ -324,9 +324,7 @@ def squarem(emap: Callable, x0, *, objective: Callable | None = None, maxiter: i
             # bring it within ~1e-12 relative of -1, and if even that is refused (a boundary
             # that `feasible` excludes) the plain EM step x2 is kept
             for _ in range(60):
-                cand = (2.0 * alpha) * r  # x - 2 alpha r + alpha^2 v, in place
-                np.subtract(x, cand, out=cand)
-                cand += (alpha * alpha) * v
+                cand = x - 2.0 * alpha * r + alpha * alpha * v
                 if project is not None:
                     cand = project(cand)
                 if feasible is None or feasible(cand):

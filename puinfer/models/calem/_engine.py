@@ -444,20 +444,12 @@ class IsotonicEngine:
         return np.bincount(self.inv_t, weights=a, minlength=self.xs.size)
 
     def mstep_labels(self, a_sums, start=None):
-        # whole-array steps in place (each a fresh array of m floats otherwise; the same
-        # arithmetic)
-        ys = self._y_sums + a_sums
-        ys /= self.ws
-        x = isotonic_regression(ys, weights=self.ws, increasing=True).x
-        return np.clip(x, 0.0, 1.0, out=x)
+        ys = (self._y_sums + a_sums) / self.ws
+        return np.clip(isotonic_regression(ys, weights=self.ws, increasing=True).x, 0, 1)
 
     def estep(self, theta):
         if self._estep_at is None:
-            t = theta * self._inv_ge
-            t += self._ge0
-            np.minimum(t, 1.0, out=t)
-            t *= self._z_sums
-            return t, None
+            return self._z_sums * np.minimum(theta * self._inv_ge + self._ge0, 1.0), None
         pos, z, inv_ge, ge0 = self._estep_at
         t = theta[pos] * inv_ge
         t += ge0
@@ -674,8 +666,7 @@ def solve_squarem(engine, theta0, maxiter, tol):
         q0, f0 = engine.q(x0, a0), engine.surrogate(x0)
         rows.append((q0, engine.q(x1, a0), f0, float(np.max(np.abs(x_new - x_old)))))
 
-    # in place: squarem's extrapolated point is its own fresh array
-    project = None if engine.parametric else (lambda x: np.clip(x, 0.0, 1.0, out=x))
+    project = None if engine.parametric else (lambda x: np.clip(x, 0.0, 1.0))
     theta, info = squarem(emap, theta0, maxiter=max(1, maxiter // 3), tol=tol, relative=True,
                           project=project, callback=record,
                           method="SQUAREM-accelerated EM (Algorithm 3)")
