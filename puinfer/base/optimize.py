@@ -267,7 +267,7 @@ def _polish(fun, x, f, g, H, dx, feasible, trace, value_only=False):
 
 def squarem(emap: Callable, x0, *, objective: Callable | None = None, maxiter: int = 500,
             tol: float = 1e-10, relative: bool = False, feasible=None, project=None,
-            callback=None, method: str = "EM (SQUAREM-accelerated)"):
+            callback=None, metric=None, method: str = "EM (SQUAREM-accelerated)"):
     """Fixed point of a monotone map (an EM algorithm), accelerated by SQUAREM (scheme S3).
 
     Each iteration takes two map steps ``x1 = M(x0)``, ``x2 = M(x1)``, extrapolates along
@@ -293,6 +293,10 @@ def squarem(emap: Callable, x0, *, objective: Callable | None = None, maxiter: i
         ``feasible(x) -> bool`` for the extrapolated point; ``project(x) -> x`` clips it.
     callback : callable, optional
         ``callback(x_old, x_new, change)`` after every iteration.
+    metric : numpy.ndarray, optional
+        Positive weights of the squared norms ``|r|^2 = sum_i metric_i r_i^2`` (and ``|v|``)
+        that set ``alpha``: ``x`` holding the values of groups of ``metric_i`` equal
+        coordinates of a larger problem, the iteration is that of the larger one.
 
     Returns
     -------
@@ -314,7 +318,10 @@ def squarem(emap: Callable, x0, *, objective: Callable | None = None, maxiter: i
         evals += 2
         r = x1 - x
         v = x2 - x1 - r
-        nr, nv = np.sqrt(r @ r), np.sqrt(v @ v)
+        if metric is None:
+            nr, nv = np.sqrt(r @ r), np.sqrt(v @ v)
+        else:
+            nr, nv = np.sqrt(r @ (metric * r)), np.sqrt(v @ (metric * v))
         xn = x2
         fn = objective(x2) if objective is not None else np.nan
         if nr > 0 and nv > 0:

@@ -119,3 +119,32 @@ def test_value_polish_takes_the_same_last_step_without_its_derivatives():
     assert not np.array_equal(x_last, xb)
     assert np.array_equal(Hb, fun_b(x_last, 2)[2])
     np.testing.assert_allclose(Hb, Ha, rtol=1e-4)
+
+
+def test_squarem_with_a_metric_iterates_as_the_larger_problem():
+    # coordinates 1-3 of y move together (equal rows of A and b): from a start equal on them
+    # the iterates stay equal there, and SQUAREM on the reduced (y0, y_group) with the metric
+    # (1, 3) -- the group's size -- takes the steps of the full problem
+    rng = np.random.default_rng(0)
+    A = 0.2 * rng.uniform(size=(4, 4))
+    A[2] = A[3] = A[1]
+    b = np.array([1.0, -0.5, -0.5, -0.5])
+
+    def expand(x):
+        return x[[0, 1, 1, 1]]
+
+    full_path, reduced_path = [], []
+    x_full, info_full = squarem(lambda y: A @ y + b, expand(np.array([0.3, 0.7])), tol=1e-13,
+                                callback=lambda old, new, ch: full_path.append(new))
+    x_red, info_red = squarem(lambda x: (A @ expand(x) + b)[:2], np.array([0.3, 0.7]),
+                              tol=1e-13, metric=np.array([1.0, 3.0]),
+                              callback=lambda old, new, ch: reduced_path.append(new))
+    assert info_red.iterations == info_full.iterations > 2
+    for y, x in zip(full_path, reduced_path, strict=True):
+        np.testing.assert_allclose(y, expand(x), rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(x_full, np.linalg.solve(np.eye(4) - A, b), rtol=1e-10)
+    # the metric matters: without it the reduced problem takes other steps
+    other = []
+    squarem(lambda x: (A @ expand(x) + b)[:2], np.array([0.3, 0.7]), tol=1e-13,
+            callback=lambda old, new, ch: other.append(new))
+    assert not np.allclose(other[0], reduced_path[0], rtol=1e-6)

@@ -439,6 +439,45 @@ class IsotonicEngine:
         return np.interp(self.xs, fitted.params.index.to_numpy(dtype=float),
                          fitted.params.to_numpy())
 
+    def cells(self):
+        """The engine on *cells* and the index of each distinct score's cell.
+
+        A cell is a single distinct score with treated positives or a maximal stretch of
+        adjacent distinct scores without any whose M-step value ``y_sums / w`` is the same:
+        adjacent equal values lie in one block of every weighted isotonic regression (where
+        a solution split them, their common value would fit both better than the two values
+        do), and only the scores with treated positives change between iterations (the
+        E-step labels are 0 elsewhere). So every M-step output is constant on the cells, and
+        the map, F and objective (17) are those of a smaller isotonic problem: the cells with
+        their summed weights and counts (on the bench's 1e6 distinct scores, 46% as many
+        cells). The engine returned is this class on the cells' arrays, so its methods are
+        these; ``theta`` on the scores is ``theta_cells[index]``, on the cells
+        ``theta[starts]`` (the first score of each cell)."""
+        m = self.xs.size
+        var = self._z_sums > 0
+        with np.errstate(invalid="ignore", divide="ignore"):
+            value = self._y_sums / self.ws
+        new = np.empty(m, dtype=bool)
+        new[0] = True
+        new[1:] = var[1:] | var[:-1] | (value[1:] != value[:-1])
+        starts = np.flatnonzero(new)
+        out = object.__new__(type(self))
+        out.__dict__.update(self.__dict__)
+        for name in ("ws", "_y_sums", "_wc", "_z_sums", "_z0", "_l1p_sums", "_zc", "_zk"):
+            setattr(out, name, np.add.reduceat(getattr(self, name), starts))
+        # at a cell of several scores z_sums = 0: its g_eta terms vanish, any score's will do
+        for name in ("xs", "_inv_ge", "_ge0", "eta_e_t", "_ge_clipped"):
+            setattr(out, name, getattr(self, name)[starts])
+        index = np.cumsum(new) - 1
+        out.inv = index[self.inv]
+        out.inv_t = out.inv[self.nc:]
+        pos = np.flatnonzero(out._z_sums > 0)
+        out._estep_at = None if 2 * pos.size > starts.size else \
+            (pos, out._z_sums[pos], out._inv_ge[pos], out._ge0[pos])
+        out.size = np.diff(np.r_[starts, m]).astype(float)  # distinct scores per cell
+        out._runs_cache = (None, None)
+        return out, index, starts
+
     def labels_of_rows(self, a):
         """Row-wise treated labels ``a`` as the engine's E-step labels (sums per score)."""
         return np.bincount(self.inv_t, weights=a, minlength=self.xs.size)
@@ -614,6 +653,27 @@ def _scale(theta):
     return 1.0 + float(np.max(np.abs(theta)))
 
 
+def _on_cells(solver):
+    """``solver(engine, theta0, maxiter, tol)`` run on the isotonic engine's cells
+    (:meth:`IsotonicEngine.cells`: the same iterates, M-step outputs being constant on them;
+    the start is taken at each cell's first score, which the first E-step does not read
+    elsewhere), its solution returned on the distinct scores. Parametric engines as they
+    are."""
+    import functools
+
+    @functools.wraps(solver)
+    def run(engine, theta0, maxiter, tol):
+        if engine.parametric:
+            return solver(engine, theta0, maxiter, tol)
+        cells, index, starts = engine.cells()
+        theta, trace, info = solver(cells, np.asarray(theta0, dtype=float)[starts], maxiter,
+                                    tol)
+        return theta[index], trace, info
+
+    return run
+
+
+@_on_cells
 def solve_em(engine, theta0, maxiter, tol):
     """Algorithm 3 itself: ``maxiter`` E- and M-steps at most.
 
@@ -646,6 +706,7 @@ def _em_trace(rows, f_last):
     return trace
 
 
+@_on_cells
 def solve_squarem(engine, theta0, maxiter, tol):
     """The EM map accelerated by :func:`~puinfer.base.optimize.squarem` (scheme S3); the
     isotonic map's extrapolated fitted values are clipped to [0, 1]. ``maxiter`` counts map
@@ -668,7 +729,7 @@ def solve_squarem(engine, theta0, maxiter, tol):
 
     project = None if engine.parametric else (lambda x: np.clip(x, 0.0, 1.0))
     theta, info = squarem(emap, theta0, maxiter=max(1, maxiter // 3), tol=tol, relative=True,
-                          project=project, callback=record,
+                          project=project, callback=record, metric=getattr(engine, "size", None),
                           method="SQUAREM-accelerated EM (Algorithm 3)")
     trace = _em_trace(rows, engine.surrogate(theta))
     info = ConvergenceInfo(info.converged, info.iterations, info.method, info.message,

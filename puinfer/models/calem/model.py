@@ -366,7 +366,12 @@ class CalEM(Model):
         of ``F``'s gradient (a treated row with ``g_theta = g_eta`` exactly) stalls Newton
         and is finished by SQUAREM. ``"squarem"`` accelerates the EM map
         (:func:`~puinfer.base.optimize.squarem`, Varadhan and Roland 2008, scheme S3; the
-        extrapolated isotonic fitted values are projected on [0, 1]).
+        extrapolated isotonic fitted values are projected on [0, 1]). The isotonic map
+        (``"em"`` and ``"squarem"``) is iterated on *cells* of the distinct scores: each
+        score with treated positives, and each stretch of scores without them whose M-step
+        value is the same (adjacent equal values share a block of every isotonic regression,
+        and only scores with treated positives change between iterations), which is the same
+        map on fewer values (about half as many on continuous scores).
 
         The sandwich covariance of the stacked estimating equations of ``(theta, eta)`` is
         computed here (parametric calibrators, ``h`` estimated).
