@@ -12,8 +12,9 @@ as the package does and with the boundary maximum (:func:`solve_on_label_boundar
 highest unlabelled solutions above the best labelled one), and prints the resamples where an
 unlabelled solution was above the labelled ones (``fallback``: no labelled one at all), their
 statistic both ways, and the cut-off (the 190th of 199) both ways (``--design scar``: Liu et
-al.'s SCAR design, seeds ``48_000_000 + 100_000 * cell + r``); with ``--out`` also ``R*(pi)``
-at the true pi and whether each cut-off covers it (``--summarise``: the coverage
+al.'s SCAR design, seeds ``48_000_000 + 100_000 * cell + r``; ``--n`` other than 1000: seeds
+``49_000_000`` (SAR) or ``50_000_000`` (SCAR) ``+ 100_000 * cell + r``); with ``--out`` also
+``R*(pi)`` at the true pi and whether each cut-off covers it (``--summarise``: the coverage
 both ways on the same replicates).
 
     OPENBLAS_NUM_THREADS=1 python studies/detm_bootstrap_boundary.py --cell 1 --first 0 --reps 5
@@ -95,6 +96,7 @@ def main():
     ap.add_argument("--design", choices=("sar", "scar"), default="sar",
                     help="Liu et al.'s SAR design (seeds 47_000_000 + ...) or SCAR "
                          "(48_000_000 + ...)")
+    ap.add_argument("--n", type=int, default=1000, help="n = m (default 1000)")
     ap.add_argument("--cell", type=int, default=1)
     ap.add_argument("--first", type=int, default=0)
     ap.add_argument("--reps", type=int, default=5)
@@ -107,8 +109,10 @@ def main():
         return
     p = 15
     for r in range(args.first, args.first + args.reps):
-        seed = (47_000_000 if args.design == "sar" else 48_000_000) + 100_000 * args.cell + r
-        Xs, Xt = replicate(args.design, (0.3, 0.7)[args.cell], 1000, p, seed)
+        base = {("sar", 1000): 47_000_000, ("scar", 1000): 48_000_000}.get(
+            (args.design, args.n), (49_000_000 if args.design == "sar" else 50_000_000))
+        seed = base + 100_000 * args.cell + r
+        Xs, Xt = replicate(args.design, (0.3, 0.7)[args.cell], args.n, p, seed)
         t0 = time.process_time()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -125,7 +129,8 @@ def main():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             r_true = float(res.profile_pi().statistic(pi_true))
-        row = dict(design=args.design, seed=seed, pi=pi_true, pi_hat=res.pi, fallback=int(np.sum(kind == 1)),
+        row = dict(design=args.design, n=args.n, seed=seed, pi=pi_true, pi_hat=res.pi,
+                   fallback=int(np.sum(kind == 1)),
                    unlabelled_above=int(np.sum(kind == 2)), cutoff_now=cutoff(now),
                    cutoff_boundary=cutoff(bnd), rstar_truth=r_true,
                    t=time.process_time() - t0)
