@@ -10,6 +10,7 @@ and ``callback`` options) and the accelerated EM map is :func:`~puinfer.base.opt
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -659,7 +660,6 @@ def _on_cells(solver):
     the start is taken at each cell's first score, which the first E-step does not read
     elsewhere), its solution returned on the distinct scores. Parametric engines as they
     are."""
-    import functools
 
     @functools.wraps(solver)
     def run(engine, theta0, maxiter, tol):

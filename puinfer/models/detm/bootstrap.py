@@ -318,9 +318,9 @@ def _interval_statistic(fit, names, Xs, Xt, pi0: float) -> tuple[float, float]:
                     unlabelled.append((f, th))
         if unlabelled and prof._on_boundary_applies:
             # as the data's profile (PiProfiler.__call__): the labelled maximum on the label
-            # boundary KL1 = KL2 where an unlabelled one lies above every labelled one, so
-            # that R*_b is the statistic the data's R* is (studies/results/README_detm.md,
-            # (B53), (B54))
+            # boundary KL1 = KL2 where an unlabelled one lies above every labelled one (from
+            # two starts, where the profile has many; studies/results/README_detm.md, (B53),
+            # (B54), (B54b): coverage kept, inflated cut-offs gone)
             b = prof._on_boundary(pi0, unlabelled, (best,) if np.isfinite(best) else None)
             if b is not None:
                 best = b.f
