@@ -72,7 +72,7 @@ def newton_maximize(fun: Callable, x0, *, maxiter: int = 200, tol: float = 1e-10
                     ftol_rel: float = 0.0, armijo: float = 1e-4, slack: float = 0.0,
                     shrink: float = 0.5, min_step: float = 1e-12, modify: bool = True,
                     escape_saddles: bool = True, polish: bool | str = True, tangent=None,
-                    feasible=None, fallback=None):
+                    feasible=None, fallback=None, predict_xtol: float | None = None):
     """Maximise a smooth function by Newton's method with a backtracking line search.
 
     Parameters
@@ -99,6 +99,12 @@ def newton_maximize(fun: Callable, x0, *, maxiter: int = 200, tol: float = 1e-10
         converged (a model-specific certificate, e.g. a fixed point).
     xtol : float, optional
         Also converged after a full Newton step with ``max |dx| <= xtol (1 + max |x|)``.
+    predict_xtol : float, optional
+        Also converged (with ``xtol``) after two consecutive full Newton steps ``dx_1``,
+        ``dx_2`` (max-norms) with ``dx_2 <= dx_1 / 100`` whose quadratic rate predicts the
+        next step, ``dx_2^3 / dx_1^2``, below ``predict_xtol (1 + max |x|)``: ``x`` is then
+        about that far from the maximum, and the iteration that would confirm it (an
+        evaluation of ``f`` and one of its derivatives) is saved.
     ftol_rel : float
         Relative rounding-noise floor of the decrement (see ``tol``).
     armijo, slack, shrink, min_step : float
@@ -140,6 +146,7 @@ def newton_maximize(fun: Callable, x0, *, maxiter: int = 200, tol: float = 1e-10
         raise ValueError("the starting values are infeasible (objective is not finite)")
     trace, converged, it = [f], False, 0
     message = "maximum number of iterations reached"
+    dx_full_prev = None  # the last step's max-norm if it was a full Newton step
     for it in range(1, maxiter + 1):
         T, gr, Hr, stop = _reduce(tangent, x, g, H)
         d, newton = (None, False) if stop else _ascent_direction(gr, Hr, modify)
@@ -192,16 +199,30 @@ def newton_maximize(fun: Callable, x0, *, maxiter: int = 200, tol: float = 1e-10
         x = x_new
         f, g, H = fun(x, 2)
         trace.append(f)
-        # a model's own certificate (callback), or a full Newton step below xtol
+        # a model's own certificate (callback), or a full Newton step below xtol (or, with
+        # predict_xtol, the next one predicted below it)
+        full = t == 1.0 and kind == "newton"
         if (callback is not None and callback(x, f, _Step(kind, t, dec, dx))) or (
-                xtol is not None and t == 1.0 and kind == "newton"
-                and dx <= xtol * (1.0 + float(np.max(np.abs(x), initial=0.0)))):
+                xtol is not None and full and _below_xtol(dx, dx_full_prev, xtol,
+                                                          predict_xtol, x)):
             converged, message = True, ""
             break
+        dx_full_prev = dx if full else None
     grad_norm = float("nan") if g is None else float(np.max(np.abs(g))) if g.size else 0.0
     info = ConvergenceInfo(converged=converged, iterations=it, method=method, message=message,
                            trace=np.asarray(trace), grad_norm=grad_norm)
     return x, f, g, H, info
+
+
+def _below_xtol(dx, dx_prev, xtol, predict_xtol, x) -> bool:
+    """Whether the full Newton step ``dx`` (max-norm) is below ``xtol (1 + max |x|)``, or,
+    after the full Newton step ``dx_prev``, the next step predicted by the quadratic rate
+    ``dx / dx_prev^2`` is below ``predict_xtol (1 + max |x|)`` (see :func:`newton_maximize`)."""
+    scale = 1.0 + float(np.max(np.abs(x), initial=0.0))
+    if dx <= xtol * scale:
+        return True
+    return (predict_xtol is not None and dx_prev is not None and dx <= 0.01 * dx_prev
+            and dx ** 3 <= predict_xtol * scale * dx_prev ** 2)
 
 
 def _noise_floor(f: float) -> float:

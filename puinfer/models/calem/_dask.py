@@ -568,7 +568,9 @@ def setup_dask(model):
                 f"treated: the {who} set has {m} row(s) for the {cal.name} calibrator's "
                 f"{k} parameters; each set needs more rows than parameters (more data, or "
                 "a calibrator with fewer parameters)")
-    baseline = _fit_set("control", cal, basis, cal.design(basis, data.s_c), data.y)
+    # column-major as in memory (``setup``): the same baseline fit, bit for bit
+    baseline = _fit_set("control", cal, basis, np.asfortranarray(cal.design(basis, data.s_c)),
+                        data.y)
     start = baseline.params.to_numpy()
     try:
         biased = cal._fit_rows(basis, DaskRows(data, cal, basis, None, start=start),

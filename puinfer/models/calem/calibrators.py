@@ -72,8 +72,12 @@ def logistic_derivs(X, y, w, eta):
     are the logistic likelihood's block sums, applied to all rows in memory and to each block
     of a Dask collection (``puinfer.models.calem._dask``), then added."""
     p = expit(eta)
-    g = X.T @ (w * (y - p))
-    H = -weighted_grams(X, [w * p * (1.0 - p)])[0]
+    u = np.subtract(y, p)
+    u *= w
+    g = X.T @ u
+    np.multiply(w, p, out=u)  # u's buffer reused for the Hessian's weights w p (1 - p)
+    u *= 1.0 - p
+    H = -weighted_grams(X, [u])[0]
     return g, H
 
 
@@ -151,8 +155,11 @@ def logistic_fit(X, y, w, *, penalty=None, start=None, maxiter: int = 100, tol: 
     maxiter : int
     tol : float
         Converged after a full Newton step smaller than ``tol * (1 + max |theta|)`` (Newton
-        converges quadratically, so the result is then exact to machine precision), or when
-        the Newton decrement is below ``1e-24`` times the total weight.
+        converges quadratically, so the result is then exact to machine precision), after
+        one whose quadratic rate predicts the next below ``tol / 100`` times that (the
+        result within about that of the maximum; ``predict_xtol`` of
+        :func:`~puinfer.base.optimize.newton_maximize`), or when the Newton decrement is
+        below ``1e-24`` times the total weight.
 
     Returns
     -------
@@ -180,7 +187,7 @@ def logistic_fit_rows(rows, *, penalty=None, start=None, maxiter: int = 100,
     theta, f, _, H, info = newton_maximize(
         rows.objective(P), beta, maxiter=maxiter, tol=1e-24 * wsum, xtol=tol,
         armijo=0.0, slack=1e-12, shrink=0.5, min_step=1e-10, escape_saddles=False,
-        method="Newton (weighted logistic likelihood)")
+        predict_xtol=1e-2 * tol, method="Newton (weighted logistic likelihood)")
     separated = bool(np.max(np.abs(theta), initial=0.0) > 1e3 or rows.max_abs_eta(theta) > 30)
     return theta, f, -H, info, separated
 
@@ -380,17 +387,21 @@ class Calibrator:
             warnings.warn(msg, getattr(_exc, cat, _exc.PuinferWarning), stacklevel=2)
         return fitted
 
-    def _fit_design(self, basis, X, y, w, *, start=None, maxiter=100, tol=1e-10):
+    def _fit_design(self, basis, X, y, w, *, start=None, maxiter=100, tol=1e-10,
+                    check_rank=True):
         """Fit on a precomputed design ``X = design(basis, s)`` (used inside CalEM)."""
         return self._fit_rows(basis, ArrayRows(X, y, w), start=start, maxiter=maxiter,
-                              tol=tol)
+                              tol=tol, check_rank=check_rank)
 
-    def _fit_rows(self, basis, rows, *, start=None, maxiter=100, tol=1e-10):
-        """Fit on rows given as an :class:`ArrayRows` (or its Dask counterpart)."""
+    def _fit_rows(self, basis, rows, *, start=None, maxiter=100, tol=1e-10, check_rank=True):
+        """Fit on rows given as an :class:`ArrayRows` (or its Dask counterpart).
+        ``check_rank=False`` skips the design's rank check (its Gram matrix, a pass over the
+        rows) where a subset of the rows was already checked (CalEM's pooled fit)."""
         rec = []
         P = self.penalty(basis)
-        _check_design_rank(rows.gram(), self.param_names(basis), P)
-        theta, _, info_mat, conv, separated = logistic_fit_rows(rows, penalty=P, start=start,
+        if check_rank:
+            _check_design_rank(rows.gram(), self.param_names(basis), P)
+        theta, f, info_mat, conv, separated = logistic_fit_rows(rows, penalty=P, start=start,
                                                                 maxiter=maxiter, tol=tol)
         names = self.param_names(basis)
         if separated:
@@ -401,7 +412,8 @@ class Calibrator:
             rec.append((ConvergenceWarning.__name__,
                         f"{self.name} calibrator: Newton did not converge in {maxiter} "
                         f"iterations ({conv.message})"))
-        llf = rows.loglik(theta)
+        # unpenalised, the objective at theta is the log-likelihood: no pass more over the rows
+        llf = f if P is None or not np.any(P) else rows.loglik(theta)
         df_model = float(rows.k)
         if P is not None and np.any(P):
             # effective degrees of freedom tr((H + P)^-1 H)
@@ -515,8 +527,9 @@ class TemperatureCalibrator(Calibrator):
     def param_names(self, basis):
         return ["1/T"]
 
-    def _fit_rows(self, basis, rows, *, start=None, maxiter=100, tol=1e-10):
-        fitted = super()._fit_rows(basis, rows, start=start, maxiter=maxiter, tol=tol)
+    def _fit_rows(self, basis, rows, *, start=None, maxiter=100, tol=1e-10, check_rank=True):
+        fitted = super()._fit_rows(basis, rows, start=start, maxiter=maxiter, tol=tol,
+                                   check_rank=check_rank)
         if fitted.params.iloc[0] <= 0:
             fitted.warnings.append((AssumptionWarning.__name__,
                                     f"temperature calibrator: the fitted 1/T = "
