@@ -148,3 +148,58 @@ def test_squarem_with_a_metric_iterates_as_the_larger_problem():
     squarem(lambda x: (A @ expand(x) + b)[:2], np.array([0.3, 0.7]), tol=1e-13,
             callback=lambda old, new, ch: other.append(new))
     assert not np.allclose(other[0], reduced_path[0], rtol=1e-6)
+
+
+def _logistic_objective(n=400, seed=3):
+    """A logistic log-likelihood on simulated rows: concave, quadratic convergence."""
+    rng = np.random.default_rng(seed)
+    X = np.column_stack([np.ones(n), rng.normal(size=(n, 2))])
+    y = (rng.random(n) < 1 / (1 + np.exp(-X @ np.array([0.3, 1.0, -0.7])))).astype(float)
+    calls = {"derivs": 0}
+
+    def fun(b, order):
+        eta = X @ b
+        f = float(y @ eta - np.logaddexp(0, eta).sum())
+        if order == 0:
+            return f
+        calls["derivs"] += 1
+        p = 1 / (1 + np.exp(-eta))
+        return f, X.T @ (y - p), -(X.T * (p * (1 - p))) @ X
+
+    return fun, calls
+
+
+def test_predict_xtol_stops_one_iteration_early_within_its_bound():
+    # quadratic convergence: after steps dx_1, dx_2 the next is about dx_2^3 / dx_1^2; the
+    # option stops there, saving the confirming iteration, and x is within that bound
+    fun, calls = _logistic_objective()
+    opts = dict(tol=0.0, xtol=1e-10, polish=False, armijo=0.0, slack=1e-12)
+    x_ref, *_, info_ref = newton_maximize(fun, np.zeros(3), **opts)
+    n_ref = calls["derivs"]
+    calls["derivs"] = 0
+    bound = 1e-14  # between the predicted 2e-16 and dx^2 / dx_prev = 2e-12
+    x, *_, info = newton_maximize(fun, np.zeros(3), predict_xtol=bound, **opts)
+    assert info.converged and info_ref.converged
+    # steps 0.74, 0.18, 0.019, 2e-4, 2e-8: the last predicts 2e-16, below the bound (without
+    # the option a sixth step, 2e-16, is needed to see it)
+    assert info.iterations == info_ref.iterations - 1 == 5
+    assert calls["derivs"] == n_ref - 1
+    assert np.max(np.abs(x - x_ref)) <= bound * (1 + np.max(np.abs(x)))
+    # a bound below the predicted next step does not stop
+    *_, info_strict = newton_maximize(fun, np.zeros(3), predict_xtol=1e-17, **opts)
+    assert info_strict.iterations == info_ref.iterations
+
+
+def test_predict_xtol_does_not_stop_a_linearly_converging_newton():
+    # f = -sum x^4: a singular Hessian at the maximum, Newton's steps shrink by 2/3 (never by
+    # 100): the prediction must not fire, and the iterates are those without it
+    def fun(x, order):
+        f = -float(np.sum(x ** 4))
+        return f if order == 0 else (f, -4 * x ** 3, np.diag(-12 * x ** 2))
+
+    x0 = np.array([1.0, -0.5])
+    a = newton_maximize(fun, x0, tol=0.0, xtol=1e-6, polish=False, maxiter=100)
+    b = newton_maximize(fun, x0, tol=0.0, xtol=1e-6, polish=False, maxiter=100,
+                        predict_xtol=1e-3)
+    assert a[-1].iterations == b[-1].iterations > 20
+    np.testing.assert_array_equal(a[0], b[0])

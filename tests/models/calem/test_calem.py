@@ -596,3 +596,27 @@ def test_isotonic_fit_on_cells_is_the_fixed_point_of_the_scores_map(make_toy):
             break
     assert done
     np.testing.assert_allclose(res.params.to_numpy(), theta, rtol=0, atol=1e-7)
+
+
+@pytest.mark.parametrize("cal", ["logistic", "spline"])
+def test_pooled_fit_starts_one_newton_step_from_the_biased_fit(sim, fits, cal):
+    # pooled_start sums the control rows only; on all rows the first Newton step of the
+    # pooled likelihood from the biased fit is the same (the treated rows' gradient is 0 there
+    # and their Hessian is minus the biased fit's information)
+    from puinfer.models.calem._engine import pooled_start
+    from puinfer.models.calem.calibrators import logistic_derivs
+
+    m, r, _ = fits[cal]
+    X = m.calibrator.design(r.basis, sim["score"].to_numpy())
+    lab = sim["label"].to_numpy().astype(float)
+    tr = sim["treated"].to_numpy() == 1
+    tb = r.biased.params.to_numpy()
+    g, H = logistic_derivs(X, lab, np.ones(lab.size), X @ tb)
+    one_step = tb - np.linalg.solve(H, g)
+    start = pooled_start(X[~tr], lab[~tr], r.biased)
+    assert np.max(np.abs(start - tb)) > 1e-3  # a real step
+    assert_allclose(start, one_step, rtol=1e-9, atol=1e-10)
+    # and the pooled fit is the pooled likelihood's maximum (statsmodels)
+    ref = sm.GLM(lab, X, family=sm.families.Binomial()).fit(tol=1e-13)
+    assert_allclose(r.pooled.params.to_numpy(), ref.params, rtol=1e-8, atol=1e-10)
+    assert_allclose(r.pooled.llf, ref.llf, rtol=1e-12)
