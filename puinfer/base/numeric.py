@@ -14,8 +14,17 @@ __all__ = ["logaddexp", "softplus"]
 
 
 def softplus(x):
-    """``log(1 + exp(x))`` elementwise, stable for any ``x`` (``np.logaddexp(0, x)``)."""
-    return np.maximum(x, 0.0) + np.log1p(np.exp(-np.abs(x)))
+    """``log(1 + exp(x))`` elementwise, stable for any ``x`` (``np.logaddexp(0, x)``):
+    ``max(x, 0) + log1p(exp(-|x|))``, its steps in one buffer (fewer fresh arrays: on a
+    million rows each costs about as much as the arithmetic)."""
+    if not (isinstance(x, np.ndarray) and x.ndim and x.dtype.kind == "f"):  # scalars, ints
+        return np.maximum(x, 0.0) + np.log1p(np.exp(-np.abs(x)))
+    out = np.abs(x)
+    np.negative(out, out=out)
+    np.exp(out, out=out)
+    np.log1p(out, out=out)
+    out += np.maximum(x, 0.0)
+    return out
 
 
 def logaddexp(a, b):

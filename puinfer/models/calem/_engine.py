@@ -150,6 +150,7 @@ class Rows:
         # F, the E-step and their derivatives differ from the logistic likelihood only on the
         # treated positives (``i1``): the per-row constants are kept for those rows alone
         self.i1 = np.flatnonzero(z == 1)
+        self.j1 = nc + self.i1                  # the same rows among all (control first)
         g1, ee1 = self.g_eta_t[self.i1], eta_e_t[self.i1]
         log_e1, log1m_e1 = -softplus(-ee1), -softplus(ee1)
         self._ee1, self._log_e1 = ee1, log_e1
@@ -171,13 +172,15 @@ def block_sums(r: Rows, theta, *, grad=True, jac=False, hq=False, pre=None):
     the same ``theta``, whose F, ``eta``, ``log1m`` and ``free1`` are reused (a line search's
     value, then its derivatives)."""
     nc, i1 = r.nc, r.i1
+    j1 = r.j1
     if pre is not None:
         F, eta, log1m, free1 = pre["F"], pre["eta"], pre["log1m"], pre["free1"]
-        e1, l1 = eta[nc:][i1], log1m[nc:][i1]
+        e1, l1 = eta[j1], log1m[j1]
     else:
         eta = r.X @ theta
-        log1m = -softplus(eta)                  # log(1 - g)
-        e1, l1 = eta[nc:][i1], log1m[nc:][i1]
+        log1m = softplus(eta)
+        np.negative(log1m, out=log1m)           # log(1 - g)
+        e1, l1 = eta[j1], log1m[j1]
         free1 = e1 < r._ee1                     # treated positives with h > 0 (unclipped)
         # every row adds log(1 - g) (control positives also eta); treated positives add
         # (c - 1) log(1 - g) below the kink, eta + k above it; c log(1 - g) only where it is
@@ -187,7 +190,8 @@ def block_sums(r: Rows, theta, *, grad=True, jac=False, hq=False, pre=None):
                               e1 + r._k1).sum()))
     out = {"F": F, "eta": eta, "log1m": log1m, "free1": free1}
     if grad or jac:
-        p = np.exp(eta + log1m)                 # g
+        p = np.add(eta, log1m)
+        np.exp(p, out=p)                        # g
         # g / g_eta on the log scale: g_eta can underflow to 0 on separated data
         ratio1 = r.ratio(e1, l1, free1)
         a = np.zeros(r.z.size)
@@ -195,11 +199,13 @@ def block_sums(r: Rows, theta, *, grad=True, jac=False, hq=False, pre=None):
         lab = np.concatenate([r.y, a])
         out["a"] = a
         out["Q"] = float(lab @ eta + log1m.sum())
-        out["G"] = r.X.T @ (lab - p)
+        lab -= p                                # (its buffer reused: lab - g)
+        out["G"] = r.X.T @ lab
         if jac:
-            d_q = p * (1.0 - p)
-            d = d_q.copy()
-            d[nc:][i1] -= np.where(free1, ratio1 * (1.0 - p[nc:][i1]), 0.0)
+            q = np.subtract(1.0, p, out=lab)    # 1 - g
+            d_q = p * q
+            d = np.multiply(p, q, out=q)        # the same g (1 - g), then the kink's part
+            d[j1] -= np.where(free1, ratio1 * (1.0 - p[j1]), 0.0)
             out["d_q"] = d_q
             grams = weighted_grams(r.X, [d, d_q] if hq else [d])
             out["J"] = -grams[0]
@@ -635,11 +641,12 @@ def setup(model) -> Setup:
         return setup_dask(model)
     cal = model.calibrator
     s_c, s_t, y, z, order_t = canonical_rows(model)
-    basis = cal.make_basis(np.sort(model.score))
+    s_all = np.concatenate([s_c, s_t])  # in the canonical order (a basis's sums in it too)
+    basis = cal.make_basis(s_all)
     if cal.parametric:
         # column-major once, before the fits: ``X @ theta``, ``X.T @ v`` and the weighted
         # Grams of every Newton iteration are faster on it (see :class:`Rows`)
-        X = np.asfortranarray(cal.design(basis, np.concatenate([s_c, s_t])))
+        X = np.asfortranarray(cal.design(basis, s_all))
         nc = s_c.size
         k = X.shape[1]
         for who, m in (("control", nc), ("treated", s_t.size)):

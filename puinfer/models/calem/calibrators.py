@@ -63,7 +63,9 @@ _EPS = 1e-15
 def weighted_loglik(eta, y, w):
     """``sum w {y log g + (1-y) log(1-g)}`` with ``g = expit(eta)``, computed stably."""
     # y log g + (1-y) log(1-g) = y*eta - log(1 + exp(eta))
-    return float(np.dot(w, y * eta - softplus(eta)))
+    t = y * eta
+    t -= softplus(eta)
+    return float(np.dot(w, t))
 
 
 def logistic_derivs(X, y, w, eta):
