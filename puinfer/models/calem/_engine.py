@@ -214,11 +214,12 @@ def block_sums(r: Rows, theta, *, grad=True, jac=False, hq=False, pre=None):
     return out
 
 
-def sandwich_block(r: Rows, theta, ev=None):
+def sandwich_block(r: Rows, theta, ev=None, a22=None):
     """The block sums of the sandwich (see :meth:`ParametricEngine.sandwich`), without the
     penalty: ``J`` (the Hessian of F), ``A12 = d U_theta / d eta``, ``A22 = X_t' W X_t`` and
     ``B = sum psi psi'`` (``2k x 2k``). ``ev``: :func:`block_sums` with ``jac=True`` at
-    ``theta``, if already computed."""
+    ``theta``, if already computed; ``a22``: ``A22``, if known (the unpenalised biased fit's
+    information: the same product)."""
     k = theta.size
     Xt, Xc, z, y = r.X[r.nc:], r.X[:r.nc], r.z, r.y
     ge = r.g_eta_t
@@ -234,13 +235,16 @@ def sandwich_block(r: Rows, theta, ev=None):
     # B = sum psi psi', psi = (x (a - g), x (z - g_eta)) on treated rows, (x (y - g), 0) on
     # control rows: weighted Gram matrices (no (rows x 2k) array is built)
     u, v = a - pt, z - ge
-    A12, A22, Buu, Buv, Bvv = weighted_grams(Xt, [d, ge * (1 - ge), u * u, u * v, v * v])
+    if a22 is None:
+        A12, a22, Buu, Buv, Bvv = weighted_grams(Xt, [d, ge * (1 - ge), u * u, u * v, v * v])
+    else:
+        A12, Buu, Buv, Bvv = weighted_grams(Xt, [d, u * u, u * v, v * v])
     B = np.empty((2 * k, 2 * k))
     B[:k, :k] = Buu + weighted_grams(Xc, [(y - pc) ** 2])[0]
     B[:k, k:] = Buv
     B[k:, :k] = Buv.T
     B[k:, k:] = Bvv
-    return {"J": ev["J"], "A12": A12, "A22": A22, "B": B}
+    return {"J": ev["J"], "A12": A12, "A22": a22, "B": B}
 
 
 def sandwich_from_sums(S, P, joint=False):
@@ -268,8 +272,9 @@ class ParametricEngine:
 
     parametric = True
 
-    def __init__(self, cal, basis, X, nc, y, z, eta_e_t, P):
+    def __init__(self, cal, basis, X, nc, y, z, eta_e_t, P, a22=None):
         self.cal, self.basis = cal, basis
+        self._a22 = a22  # A22 of the sandwich, if known (see sandwich_block)
         self.rows = Rows(X, nc, y, z, eta_e_t)
         self.X = self.rows.X
         self.nc = nc
@@ -391,7 +396,8 @@ class ParametricEngine:
         ``A = -dU/d(theta, eta)`` and ``B = sum_j psi_j psi_j'`` over rows.
         """
         ev = self._block_sums(theta, grad=True, jac=True)
-        return sandwich_from_sums(sandwich_block(self.rows, theta, ev), self.P, joint)
+        return sandwich_from_sums(sandwich_block(self.rows, theta, ev, self._a22), self.P,
+                                  joint)
 
 
 class IsotonicEngine:
@@ -657,8 +663,12 @@ def setup(model) -> Setup:
                     "a calibrator with fewer parameters)")
         baseline = _fit_set("control", cal, basis, X[:nc], y)
         biased = _fit_set("treated", cal, basis, X[nc:], z, start=baseline.params.to_numpy())
+        P = cal.penalty(basis)
+        # unpenalised, the biased fit's information is X_t' W X_t at g_eta, bit for bit the
+        # sandwich's A22 (the same weights and product): a pass over the rows saved
+        a22 = biased.information.to_numpy() if P is None else None
         engine = ParametricEngine(cal, basis, X, nc, y, z, X[nc:] @ biased.params.to_numpy(),
-                                  cal.penalty(basis))
+                                  P, a22)
     else:
         baseline = cal._fit_arrays(basis, s_c, y, np.ones_like(y))
         biased = cal._fit_arrays(basis, s_t, z, np.ones_like(z))

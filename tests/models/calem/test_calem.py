@@ -363,6 +363,13 @@ def test_sandwich_bread_is_the_derivative_of_the_stacked_equations(fits):
     A22 = eng.Xt.T @ (eng.Xt * (ge * (1 - ge))[:, None])
     A = np.block([[-ev["J"], A12], [np.zeros((k, k)), A22]])
     assert_allclose(-num, A, rtol=1e-4, atol=1e-3)
+    # the fit takes A22 from the unpenalised biased fit's information: bit for bit the same
+    # product, so the same covariance as the sandwich computing it
+    assert eng._a22 is not None
+    np.testing.assert_array_equal(eng._a22, res.biased.information.to_numpy())
+    assert_allclose(eng._a22, A22, rtol=1e-12)
+    e2 = ParametricEngine(eng.cal, eng.basis, eng.X, eng.nc, eng.y, eng.z, eng.eta_e_t, None)
+    np.testing.assert_array_equal(e2.sandwich(theta), res.cov_params().to_numpy())
 
 
 def test_sandwich_meat_is_the_sum_of_outer_products(fits):
