@@ -52,6 +52,7 @@ from ._engine import (
     block_sums,
     check_fit_options,
     known_h_values,
+    pooled_start,
     sandwich_block,
     sandwich_from_sums,
     soft_labels,
@@ -607,7 +608,9 @@ def fit_calem_dask(model, *, method, maxiter, tol, h) -> CalEMFit:
             warn_and_record(warns, f"CalEM ({method}) did not converge: {conv.message}",
                             ConvergenceWarning)
     data = model._dask
-    start = st.biased.params.to_numpy()
+    # one Newton step from the biased fit, summed on the control rows (in memory): a pass
+    # over the partitions saved, as in memory
+    start = pooled_start(np.asfortranarray(cal.design(st.basis, data.s_c)), data.y, st.biased)
     pooled = cal._fit_rows(st.basis, DaskRows(data, cal, st.basis, None, control=True,
                                               start=start), start=start)
     S, hs = eng.sandwich_and_h(theta)
