@@ -202,12 +202,14 @@ def _solve_small(H, b):
     caller reports no solution (``-inf``), so no search stops on such an isolated point."""
     if H.shape[0] == 1:
         return b / H[0, 0] if H[0, 0] > 0 else None
-    a, c, d = H[0, 0], H[0, 1], H[1, 1]
+    # Python floats: the same IEEE operations as on numpy scalars, without their overhead
+    (a, c), (_, d) = H.tolist()
+    b0, b1 = b.tolist()
     det = a * d - c * c
     # numerically singular (collinear constraints, coinciding tilts): see the docstring
     if not (a > 0 and d > 0 and det > 1e-14 * a * d):
         return None
-    return np.array([d * b[0] - c * b[1], a * b[1] - c * b[0]]) / det
+    return np.array([(d * b0 - c * b1) / det, (a * b1 - c * b0) / det])
 
 
 def newton_step(H, g):
@@ -293,7 +295,8 @@ def _solve_lambda_zz(zz, lam0, maxiter=100):
     Zs = zz if active.all() else zz[1:] if active[1] else zz[:1]
     lam = np.asarray(lam0, dtype=float)[active].copy()
     lam_full = np.zeros(2)
-    if np.any((lo >= 0) | (hi <= 0), where=active):
+    if any(a and (l_ >= 0 or h_ <= 0)
+           for a, l_, h_ in zip(active.tolist(), lo.tolist(), hi.tolist(), strict=True)):
         # a tilt on one side of 1 at every row: no weights on the simplex meet its constraint
         # (11) and -sum log(1 + lambda'z) falls without bound; Newton would double lambda up
         # to maxiter times before failing (e.g. every start of a fit where target = source)
@@ -328,7 +331,7 @@ def _solve_lambda_zz(zz, lam0, maxiter=100):
             step, dec = newton
             gs = -dec
             # converged: the Newton step is at the level of rounding error in lambda
-            tiny = np.max(np.abs(step)) <= 1e-14 * max(1.0, np.max(np.abs(lam)))
+            tiny = max(map(abs, step.tolist())) <= 1e-14 * max(1.0, *map(abs, lam.tolist()))
             lt = lam + step
             D_new = lt @ Zs
             D_new += 1.0
@@ -512,8 +515,11 @@ def _profile_core(a1, b1, a2, b2, pi, Z, y, c, lam0):
     tmask = y == 1
     if not ok:
         return (-np.inf, eta1, eta2, z1, z2, lam, D, ok, act, tmask, None, None, None)
-    with np.errstate(divide="ignore"):
+    if 0.0 < pi < 1.0:
         lpi, l1pi = np.log(pi), np.log1p(-pi)
+    else:  # log 0 = -inf on the boundary
+        with np.errstate(divide="ignore"):
+            lpi, l1pi = np.log(pi), np.log1p(-pi)
     rows = target_rows(tmask)
     e1t = lpi + eta1[rows]
     e2t = l1pi + eta2[rows]
@@ -633,16 +639,17 @@ def _sums_of_rows(X1, eta1, eta2, z1, z2, lam, D, tmask, e1t, e2t, logmix, with_
     R[:, 4] = z2D * u1             # lambda_2, theta_1
     R[:, 5] = z2D * u2 - w2 * iD   # lambda_2, theta_2
     XR = X1.T @ R
-    grad = np.concatenate([XR[:, 0], XR[:, 1]])
-    Hlt = np.stack([np.concatenate([XR[:, 2], XR[:, 3]]),
-                    np.concatenate([XR[:, 4], XR[:, 5]])])
+    # (columns 0, 1 end to end; columns 2, 3 and 4, 5 as the two rows of the block)
+    grad = XR[:, :2].T.ravel()
+    Hlt = XR[:, 2:].T.reshape(2, -1)
     # h_thetatheta
     yo = np.zeros(N)
     yo[rows] = om1t * om2t
     w22 = u2 * u2 - u2 + yo
     H = _blocks(X1, [[None, None], [None, w22]] if fixed_tilt1 else
                 [[u1 * u1 - u1 + yo, u1 * u2 - yo], [None, w22]])
-    Hll = np.array([[z1D @ z1D, z1D @ z2D], [z1D @ z2D, z2D @ z2D]])
+    h12 = z1D @ z2D
+    Hll = np.array([[z1D @ z1D, h12], [h12, z2D @ z2D]])
     if with_pi:
         grad, H, Hlt = _with_pi(grad, H, Hlt, X1, w1, w2, logmix, tmask, p)
     return grad, H, Hlt, Hll, om1t, iD
