@@ -158,8 +158,8 @@ def logistic_fit(X, y, w, *, penalty=None, start=None, maxiter: int = 100, tol: 
     tol : float
         Converged after a full Newton step smaller than ``tol * (1 + max |theta|)`` (Newton
         converges quadratically, so the result is then exact to machine precision), after
-        one whose quadratic rate predicts the next below ``tol / 100`` times that (the
-        result within about that of the maximum; ``predict_xtol`` of
+        one whose quadratic rate predicts the next below ``tol / 100 * (1 + max |theta|)``
+        (the result is then within about that of the maximum; ``predict_xtol`` of
         :func:`~puinfer.base.optimize.newton_maximize`), or when the Newton decrement is
         below ``1e-24`` times the total weight.
 

@@ -360,8 +360,10 @@ class CalEM(Model):
         with Armijo backtracking (factor 1/4, down to step 1e-4); where neither raises ``F``,
         the ``fallback`` tries the gradient-EM direction ``H_Q^{-1} G`` with step doubling
         and, as the last resort, an exact EM step (which never lowers ``F``). It stops after a
-        small full Newton step, or (its ``callback``) after a small damped step at which the
-        EM map leaves ``theta`` in place (``|H_Q^{-1} G| < 0.01 tol (1 + |theta|)``).
+        small full Newton step, or after two full Newton steps whose quadratic rate predicts
+        the next below ``0.01 tol (1 + |theta|)`` (``predict_xtol``), or (its ``callback``)
+        after a small damped step at which the EM map leaves ``theta`` in place
+        (``|H_Q^{-1} G| < 0.01 tol (1 + |theta|)``).
         The solution is then certified as a fixed point of Algorithm 3; a solution on a kink
         of ``F``'s gradient (a treated row with ``g_theta = g_eta`` exactly) stalls Newton
         and is finished by SQUAREM. ``"squarem"`` accelerates the EM map
