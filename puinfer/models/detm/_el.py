@@ -626,8 +626,10 @@ def _sums_of_rows(X1, eta1, eta2, z1, z2, lam, D, tmask, e1t, e2t, logmix, with_
     u1 = lam[0] * w1 * iD
     u2 = lam[1] * w2 * iD
     # one product X1' R for the gradient and the (lambda, theta) block: its columns are
-    # om_t - u_t and d/dtheta_t of (-sum z_u / D) (up to sign)
-    R = np.empty((N, 6))
+    # om_t - u_t and d/dtheta_t of (-sum z_u / D) (up to sign). R column-major, each column
+    # written contiguously, and the product as (R' X1)': the same sums bit for bit as X1' R
+    # (OpenBLAS accumulates over the rows alike in either), in half the time on a narrow R
+    R = np.empty((6, N)).T
     R[:, 0] = -u1
     R[:, 1] = -u2
     rows = target_rows(tmask)
@@ -638,7 +640,7 @@ def _sums_of_rows(X1, eta1, eta2, z1, z2, lam, D, tmask, e1t, e2t, logmix, with_
     R[:, 3] = z1D * u2             # lambda_1, theta_2
     R[:, 4] = z2D * u1             # lambda_2, theta_1
     R[:, 5] = z2D * u2 - w2 * iD   # lambda_2, theta_2
-    XR = X1.T @ R
+    XR = (R.T @ X1).T
     # (columns 0, 1 end to end; columns 2, 3 and 4, 5 as the two rows of the block)
     grad = XR[:, :2].T.ravel()
     Hlt = XR[:, 2:].T.reshape(2, -1)
