@@ -338,6 +338,12 @@ class ParametricEngine:
         """F(theta): the function Algorithm 3 increases at every EM step (an MM algorithm)."""
         return self.evaluate(theta, grad=False)["F"]
 
+    def trace_values(self, x0, a0, x1):
+        """A row of the EM trace: ``Q(x0 | x0)``, ``Q(x1 | x0)`` and ``F(x0)`` (``a0``: the
+        E-step at ``x0``)."""
+        q0, f0 = self.q(x0, a0), self.surrogate(x0)
+        return q0, self.q(x1, a0), f0
+
     def penalty_value(self, theta):
         return float(0.5 * theta @ self.P @ theta)
 
@@ -496,12 +502,17 @@ class IsotonicEngine:
         return np.bincount(self.inv_t, weights=a, minlength=self.xs.size)
 
     def mstep_labels(self, a_sums, start=None):
-        ys = (self._y_sums + a_sums) / self.ws
-        return np.clip(isotonic_regression(ys, weights=self.ws, increasing=True).x, 0, 1)
+        ys = np.add(self._y_sums, a_sums)  # (y_sums + a_sums) / ws, in place
+        ys /= self.ws
+        x = isotonic_regression(ys, weights=self.ws, increasing=True).x  # a fresh array
+        return np.clip(x, 0, 1, out=x)
 
     def estep(self, theta):
-        if self._estep_at is None:
-            return self._z_sums * np.minimum(theta * self._inv_ge + self._ge0, 1.0), None
+        if self._estep_at is None:  # z_sums min(theta / g_eta + [g_eta = 0], 1), in place
+            t = theta * self._inv_ge
+            t += self._ge0
+            np.minimum(t, 1.0, out=t)
+            return np.multiply(self._z_sums, t, out=t), None
         pos, z, inv_ge, ge0 = self._estep_at
         t = theta[pos] * inv_ge
         t += ge0
@@ -525,28 +536,39 @@ class IsotonicEngine:
         return 0.0
 
     def _runs(self, theta):
+        """:meth:`_runs_of` ``theta``, the last one kept (:meth:`fitted` asks for the same
+        theta as the trace's last row)."""
+        key, val = self._runs_cache
+        if key is not None and np.array_equal(key, theta):
+            return val
+        val = self._runs_of(theta)
+        self._runs_cache = (theta.copy(), val)
+        return val
+
+    def _runs_of(self, theta):
         """``theta`` as runs of equal values (an isotonic fit is a step function: on a million
         distinct scores a few thousand runs), so that the logs are taken once per run: the
         runs' starts, ``p`` (clipped to [eps, 1 - eps]), ``log p``, ``log(1 - p)`` and the sums
         per run of the rows' weights, of F's constant coefficients of ``log(1 - p)`` and of
-        the control positives. The last one is kept (the trace asks twice for the same
-        theta)."""
-        key, val = self._runs_cache
-        if key is not None and np.array_equal(key, theta):
-            return val
+        the control positives."""
         new = np.empty(theta.size, dtype=bool)
         new[0] = True
         np.not_equal(theta[1:], theta[:-1], out=new[1:])
         starts = np.flatnonzero(new)
         p = np.clip(theta[starts], self.cal.eps, 1 - self.cal.eps)
-        val = (starts, p, np.log(p), np.log1p(-p), np.add.reduceat(self.ws, starts),
-               np.add.reduceat(self._l1p_sums, starts), np.add.reduceat(self._y_sums, starts))
-        self._runs_cache = (theta.copy(), val)
-        return val
+        return (starts, p, np.log(p), np.log1p(-p), np.add.reduceat(self.ws, starts),
+                np.add.reduceat(self._l1p_sums, starts), np.add.reduceat(self._y_sums, starts))
 
-    def surrogate(self, theta):
-        """F(theta) for the isotonic map (probabilities clipped to [eps, 1 - eps])."""
-        starts, _, lp, l1p, _, l1p_sums, y_runs = self._runs(theta)
+    def trace_values(self, x0, a0, x1):
+        """A row of the EM trace: ``Q(x0 | x0)``, ``Q(x1 | x0)`` and ``F(x0)`` (``a0``: the
+        E-step at ``x0``), each iterate's runs found once."""
+        r0 = self._runs_of(x0)
+        return self.q(x0, a0, r0), self.q(x1, a0, self._runs_of(x1)), self.surrogate(x0, r0)
+
+    def surrogate(self, theta, runs=None):
+        """F(theta) for the isotonic map (probabilities clipped to [eps, 1 - eps]); ``runs``:
+        :meth:`_runs_of` ``theta``, if known."""
+        starts, _, lp, l1p, _, l1p_sums, y_runs = self._runs(theta) if runs is None else runs
         # treated positives (see _surrogate_treated; eta < eta_e <=> p < g_eta):
         # c log(1 - p) below their g_eta, log p + k at or above it
         below = np.clip(theta, self.cal.eps, 1 - self.cal.eps) < self._ge_clipped
@@ -554,8 +576,8 @@ class IsotonicEngine:
         z_above = np.add.reduceat(np.where(below, 0.0, self._z_sums), starts)
         return float((y_runs + z_above) @ lp + (l1p_sums + zc) @ l1p + self._zk @ ~below)
 
-    def q(self, theta, a_sums):
-        starts, _, lp, l1p, w_runs, _, y_runs = self._runs(theta)
+    def q(self, theta, a_sums, runs=None):
+        starts, _, lp, l1p, w_runs, _, y_runs = self._runs(theta) if runs is None else runs
         return float((y_runs + np.add.reduceat(a_sums, starts)) @ (lp - l1p) + w_runs @ l1p)
 
     def fitted(self, theta):
@@ -724,7 +746,7 @@ def solve_em(engine, theta0, maxiter, tol):
         a0, _ = engine.estep(theta)
         new = engine.mstep_labels(a0, theta)
         step = float(np.max(np.abs(new - theta)))
-        rows.append((engine.q(theta, a0), engine.q(new, a0), engine.surrogate(theta), step))
+        rows.append((*engine.trace_values(theta, a0, new), step))
         theta = new
         if step < tol * _scale(theta):
             converged = True
@@ -760,9 +782,8 @@ def solve_squarem(engine, theta0, maxiter, tol):
 
     def record(x_old, x_new, change):
         x0, a0, x1 = first.pop("v")
-        # x0's logs once (the isotonic engine keeps the last ones)
-        q0, f0 = engine.q(x0, a0), engine.surrogate(x0)
-        rows.append((q0, engine.q(x1, a0), f0, float(np.max(np.abs(x_new - x_old)))))
+        d = np.subtract(x_new, x_old)  # max |x_new - x_old|
+        rows.append((*engine.trace_values(x0, a0, x1), float(np.max(np.abs(d, out=d)))))
 
     project = None if engine.parametric else (lambda x: np.clip(x, 0.0, 1.0))
     theta, info = squarem(emap, theta0, maxiter=max(1, maxiter // 3), tol=tol, relative=True,
