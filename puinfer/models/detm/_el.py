@@ -66,8 +66,9 @@ def _penalty_pattern(k: int) -> np.ndarray:
     return out
 
 
-#: rows per chunk of the sums over rows (:func:`profile_sums`): a chunk's per-row arrays stay
-#: in cache (on large samples the passes over them, not the arithmetic, are what costs)
+#: rows per chunk of the sums over rows (:func:`profile_sums`, the multipliers' Newton steps in
+#: :func:`_solve_lambda_zz`): a chunk's per-row arrays stay in cache (on large samples the
+#: passes over them, not the arithmetic, are what costs)
 BLOCK_ROWS = 32_768
 
 
@@ -278,10 +279,13 @@ def _solve_lambda_z(z1, z2, lam0, maxiter=100):
 def _solve_lambda_zz(zz, lam0, maxiter=100):
     """:func:`_solve_lambda_z` from the ``(2, N)`` array ``zz`` of both ``z_t = w_t - 1``.
 
-    Each Newton step is a few whole-array operations on the active rows of ``zz``: ``R = Z /
-    D`` (one division per row), its row sums and cross products, and the new ``1 + lambda'Z``;
-    the objective ``-sum log D`` (a log per row) only in the damped phase, where the line
-    search needs it."""
+    Each Newton step is two passes over the rows, on chunks of :data:`BLOCK_ROWS` rows
+    (:func:`_lambda_sums`, :func:`_denominators`): ``R = Z / D`` (one division per row), its
+    row sums and cross products, then the new ``1 + lambda'Z`` and its extremes; the objective
+    ``-sum log D`` (a log per row) only in the damped phase, where the line search needs it.
+    Up to one chunk the arithmetic is that of whole-array operations; above, each chunk's
+    per-row arrays stay in cache (at 1e6 rows a solve ran 3-4x faster than on whole arrays,
+    issue 17, session 56), the sums adding up chunk by chunk."""
     N = zz.shape[1]
     with np.errstate(invalid="ignore"):
         lo, hi = zz.min(axis=1), zz.max(axis=1)
@@ -302,29 +306,22 @@ def _solve_lambda_zz(zz, lam0, maxiter=100):
         # to maxiter times before failing (e.g. every start of a fit where target = source)
         lam_full[active] = lam
         return lam_full, np.ones(N), False, active
-    D = lam @ Zs
-    D += 1.0
-    if D.min() <= 0:
+    blocks = [slice(i, i + BLOCK_ROWS) for i in range(0, N, BLOCK_ROWS)]
+    D, d_lo, d_hi = _denominators(lam, Zs, blocks)
+    if d_lo <= 0:
         lam = np.zeros(len(Zs))
-        D = np.ones(N)
+        D, d_lo, d_hi = np.ones(N), 1.0, 1.0
     ok = False
     obj = None  # -sum log D, evaluated where the damped phase needs it
     # a step to D_i <= 0 makes the sum of logs nan or +inf: the Armijo test below fails on it
     with np.errstate(divide="ignore", invalid="ignore"):
         for _ in range(maxiter):
-            if D.min() >= 1 and D.max() > 1:
+            if d_lo >= 1 and d_hi > 1:
                 # lambda'z_i >= 0 at every row, > 0 at some: no p_i > 0 meet (11) (their
                 # weighted sum of lambda'z_i would be positive), and -sum log(1 + s
                 # lambda'z_i) falls without bound as s grows; Newton would double lambda
                 break
-            iD = 1.0 / D
-            R = Zs * iD
-            g = -R.sum(axis=1)
-            if len(R) == 1:
-                H = np.array([[R[0] @ R[0]]])
-            else:
-                h01 = R[0] @ R[1]
-                H = np.array([[R[0] @ R[0], h01], [h01, R[1] @ R[1]]])
+            g, H = _lambda_sums(Zs, D, blocks)
             newton = newton_step(H, g)
             if newton is None:
                 break
@@ -333,9 +330,8 @@ def _solve_lambda_zz(zz, lam0, maxiter=100):
             # converged: the Newton step is at the level of rounding error in lambda
             tiny = max(map(abs, step.tolist())) <= 1e-14 * max(1.0, *map(abs, lam.tolist()))
             lt = lam + step
-            D_new = lt @ Zs
-            D_new += 1.0
-            if dec < PURE_NEWTON and D_new.min() > 0:
+            D_new, lo_new, hi_new = _denominators(lt, Zs, blocks)
+            if dec < PURE_NEWTON and lo_new > 0:
                 # the objective is self-concordant: where the Newton decrement is below 1/4
                 # the full step is feasible and passes the Armijo test (Boyd & Vandenberghe,
                 # 9.6.4; the minimum exists, Nesterov 2004, Thm 4.1.11), so it is taken without
@@ -343,23 +339,22 @@ def _solve_lambda_zz(zz, lam0, maxiter=100):
                 t = 1.0
             else:
                 if obj is None:
-                    obj = -np.log(D).sum()
+                    obj = -_log_sum(D, blocks)
                 t = 1.0
                 slack = 1e-13 * max(1.0, abs(obj))  # changes below rounding are accepted
                 while t > 1e-12:
-                    obj_new = -np.log(D_new).sum()
+                    obj_new = -_log_sum(D_new, blocks)
                     if obj_new <= obj + 1e-4 * t * gs + slack:
                         break
                     t *= 0.5
                     lt = lam + t * step
-                    D_new = lt @ Zs
-                    D_new += 1.0
+                    D_new, lo_new, hi_new = _denominators(lt, Zs, blocks)
                 if t <= 1e-12:
                     ok = dec < 1e-10
                     break
                 obj = obj_new
             lam = lt
-            D = D_new
+            D, d_lo, d_hi = D_new, lo_new, hi_new
             if t < 1.0:
                 continue
             obj = None if dec < PURE_NEWTON else obj
@@ -369,10 +364,58 @@ def _solve_lambda_zz(zz, lam0, maxiter=100):
     if ok:
         # l_N(theta) = min over lambda, so an unconverged lambda overstates the log-EL: accept
         # only a solution of eq. (11) to rounding error
-        R = Zs / D
-        ok = bool(np.all(np.abs(R.sum(axis=1)) <= 1e-9 * np.maximum(np.abs(R).sum(axis=1), 1.0)))
+        ok = _solves_eq11(Zs, D, blocks)
     lam_full[active] = lam
     return lam_full, D, ok, active
+
+
+def _denominators(lam, Zs, blocks):
+    """``D = 1 + lambda'Z`` over the chunks of rows ``blocks``, with its minimum and maximum
+    (NaN if any ``D`` is)."""
+    if len(blocks) == 1:
+        D = lam @ Zs
+        D += 1.0
+        return D, D.min(), D.max()
+    D = np.empty(Zs.shape[1])
+    lo, hi = np.inf, -np.inf
+    for b in blocks:
+        Db = np.matmul(lam, Zs[:, b], out=D[b])
+        Db += 1.0
+        lo, hi = np.minimum(lo, Db.min()), np.maximum(hi, Db.max())  # (NaN propagates)
+    return D, lo, hi
+
+
+def _lambda_sums(Zs, D, blocks):
+    """The gradient ``-sum z_i / D_i`` and Hessian ``sum z_i z_i' / D_i^2`` (1x1 or 2x2) of the
+    multipliers' objective at the denominators ``D``, summed over the chunks ``blocks``."""
+    g = H = None
+    for b in blocks:
+        iD = 1.0 / D[b]
+        R = Zs[:, b] * iD
+        gb = -R.sum(axis=1)
+        if len(R) == 1:
+            Hb = np.array([[R[0] @ R[0]]])
+        else:
+            h01 = R[0] @ R[1]
+            Hb = np.array([[R[0] @ R[0], h01], [h01, R[1] @ R[1]]])
+        g, H = (gb, Hb) if g is None else (g + gb, H + Hb)
+    return g, H
+
+
+def _log_sum(D, blocks) -> float:
+    """``sum log D`` over the chunks ``blocks``."""
+    if len(blocks) == 1:
+        return np.log(D).sum()
+    return sum(float(np.log(D[b]).sum()) for b in blocks)
+
+
+def _solves_eq11(Zs, D, blocks) -> bool:
+    """Whether ``sum z_i / D_i = 0`` holds to rounding error (relative to ``sum |z_i / D_i|``)."""
+    s = a = 0.0
+    for b in blocks:
+        R = Zs[:, b] / D[b]
+        s, a = s + R.sum(axis=1), a + np.abs(R).sum(axis=1)
+    return bool(np.all(np.abs(s) <= 1e-9 * np.maximum(a, 1.0)))
 
 
 def label_gap(theta, Z, lam0, X1=None, order=0):
