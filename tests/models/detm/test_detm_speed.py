@@ -572,6 +572,71 @@ def test_boundary_rule_on_an_exponential_tail():
     assert _starts._boundary_target(u, f, g, edge) is None
 
 
+def test_jump_rule_on_an_exponential_tail():
+    """The jump of ``TAIL_STEP`` on ``f = -|w|^2 / 2 + C e^{s1} (1 + K w_1)`` (C = -3): at
+    ``s1 = -5`` (a rise of 0.02 to go, too far for ``BOUNDARY_DROP``) with ``w`` settled, the
+    Newton step is the tail's (``s1`` by -1) and the log-EL at the limit's ``s1`` is what the
+    tail predicts: it merges, after one evaluation of the value there. Not without ``fun``,
+    nor where the limit's level or the rise to it is not the tail's, nor while ``w`` is far
+    from the limit's (``q / 2`` above ``BOUNDARY_DROP``), nor where Newton's step still moves
+    ``w``, nor where ``s1`` is still coupled to ``w`` (``K = 6``: the step moves ``s1`` by
+    -0.82)."""
+    C, s1_k = -3.0, -30.0
+
+    def objective(K):
+        def fun(x, order):
+            s1, w = x[0], x[1:]
+            e = C * np.exp(s1)
+            f = -w @ w / 2 + e * (1 + K * w[0])
+            if order == 0:
+                return f
+            g = np.r_[e * (1 + K * w[0]), -w + np.r_[K * e, 0.0]]
+            H = np.array([[e * (1 + K * w[0]), K * e, 0.0], [K * e, -1.0, 0.0],
+                          [0.0, 0.0, -1.0]])
+            return f, g, H
+        return fun
+
+    calls = []
+
+    def counted(fun):
+        def inner(x, order):
+            calls.append(order)
+            return fun(x, order)
+        return inner
+
+    fun = objective(0.0)
+    u_k = np.r_[s1_k, 0.0, 0.0]
+    f_k, _, H_k = fun(u_k, 2)
+    edge = [(f_k, u_k, -H_k[1:, 1:])]
+    u = np.r_[-5.0, 0.01, -0.02]
+    f, g, H = fun(u, 2)
+    assert _starts._boundary_target(u, f, g, edge) is None  # the rule of BOUNDARY_DROP alone
+    assert _starts._boundary_target(u, f, g, edge, counted(fun), H) == 0
+    assert calls == [0]
+    assert _starts._boundary_target(u, f, g, [(f_k + 1e-3, u_k, edge[0][2])], fun, H) is None
+    far = np.r_[-5.0, 0.2, 0.0]  # q / 2 = 0.02
+    assert _starts._boundary_target(far, *fun(far, 2)[:2], edge, fun, fun(far, 2)[2]) is None
+    # the rise to the limit's s1 not the tail's: half what the gradient (and the Hessian,
+    # alike: the step is still the tail's) say
+    f, g, H = fun(u, 2)
+    g2, H2 = g.copy(), H.copy()
+    g2[0] *= 2
+    H2[0, 0] *= 2
+    assert _starts._boundary_target(u, f, g2, edge, fun, H2) is None
+    # Newton's step still moving w: by 0.2 along w_1 (q / 2 = 0.02), s1 by -1
+    f, g, H = fun(u, 2)
+    assert _starts._boundary_target(u, f, g + np.r_[0.0, 0.2, 0.0], edge, fun, H) is None
+    # Newton's step settled (no gradient in w) at a w 0.2 from the limit's: q / 2 = 0.02 to go
+    f, g, H = fun(far, 2)
+    g[1:] = 0.0
+    assert _starts._boundary_target(far, f, g, edge, fun, H) is None
+    coupled = objective(6.0)  # s1 still coupled to w_1: Newton's step moves s1 by -0.82
+    f, g, H = coupled(u, 2)
+    assert np.all(np.linalg.eigvalsh(H) < 0)
+    assert _starts._boundary_target(u, f, g, edge, coupled, H) is None
+    assert _starts._boundary_target(u, f, g, edge) is None
+
+
 def test_setm_runs_merge_into_the_maximum_at_pi_zero(monkeypatch):
     """On the bench's SAR data (n = m = 1000, p = 15) SETM's maximum is at pi = 0 (a limit:
     Newton creeps towards it, about 30 iterations per run). Runs merged into it by the
