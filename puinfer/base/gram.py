@@ -34,7 +34,7 @@ def gemm_rows(k: int) -> int:
     return rows
 
 
-def weighted_grams(X, weights) -> np.ndarray:
+def weighted_grams(X, weights, Xf=None) -> np.ndarray:
     """``X' diag(w) X`` for each ``w`` of ``weights``, as a ``(len(weights), k, k)`` array.
 
     Each chunk of :func:`gemm_rows` rows is weighted into one reused buffer in ``X``'s layout
@@ -47,10 +47,23 @@ def weighted_grams(X, weights) -> np.ndarray:
         ``(N, k)`` design.
     weights : sequence of numpy.ndarray
         Row weights, each ``(N,)`` (any sign).
+    Xf : numpy.ndarray, optional
+        ``X`` in Fortran order, read where ``X`` is a single chunk: the weighted copy is then
+        made column by column (contiguous passes, where a weight broadcast over C-ordered
+        rows of ``k`` values runs at about half the speed) into a Fortran-ordered buffer, and
+        ``X' W`` is the same product bit for bit (OpenBLAS packs either layout of ``W`` into
+        the same panels; 282 shapes checked in session 58). Above one chunk it is not read:
+        two copies of the rows no longer fit in cache (1.3x slower at 2e5 rows).
     """
     N, k = X.shape
     out = np.zeros((len(weights), k, k))
     rows = gemm_rows(k)
+    if Xf is not None and N <= rows:
+        W = np.empty((N, k), order="F")
+        for j, w in enumerate(weights):
+            np.multiply(Xf, w[:, None], out=W)
+            out[j] += X.T @ W
+        return out
     buf = np.empty_like(X[:min(rows, N)])
     for i in range(0, N, rows):
         Xc = X[i:i + rows]

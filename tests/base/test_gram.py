@@ -37,11 +37,36 @@ def test_weighted_grams_equal_the_single_products(order, k):
                                   X1.T @ (X1 * ws[0][:n1, None]))
 
 
+@pytest.mark.parametrize("k", [2, 6, 16, 31, 51])
+def test_weighted_grams_from_a_fortran_twin_are_the_same_products(k):
+    # Xf (X in Fortran order) is read where X is one chunk: each Gram bitwise X's own product
+    # X' (X * w) (session 58: the column-wise weighting gives the same products, and OpenBLAS
+    # packs either layout of the weighted copy alike); at every size up to one chunk, with
+    # weights of either sign over 20 orders of magnitude and a constant column
+    rng = np.random.default_rng(58)
+    for N in (k + 1, 97, gemm_rows(k) - 1, gemm_rows(k)):
+        X = rng.standard_normal((N, k)) * rng.lognormal(0.0, 2.0, size=k)
+        X[:, 0] = 1.0
+        Xf = np.asfortranarray(X)
+        ws = [rng.standard_normal(N) * rng.lognormal(0.0, 3.0, size=N) for _ in range(3)]
+        G = weighted_grams(X, ws, Xf)
+        for g, w in zip(G, ws, strict=True):
+            np.testing.assert_array_equal(g, X.T @ (X * w[:, None]))
+        np.testing.assert_array_equal(G, weighted_grams(X, ws))
+    # beyond one chunk the twin is not read: the chunked products of X alone
+    N = gemm_rows(k) + 5
+    X = rng.standard_normal((N, k))
+    ws = [rng.standard_normal(N)]
+    np.testing.assert_array_equal(weighted_grams(X, ws, np.zeros((N, k), order="F")),
+                                  weighted_grams(X, ws))
+
+
 def test_weighted_grams_leave_their_inputs_alone():
     rng = np.random.default_rng(1)
     X = rng.standard_normal((5000, 4))
     w = rng.standard_normal(5000)
     X0, w0 = X.copy(), w.copy()
     weighted_grams(X, [w])
+    weighted_grams(X[:100], [w[:100]], np.asfortranarray(X[:100]))
     np.testing.assert_array_equal(X, X0)
     np.testing.assert_array_equal(w, w0)

@@ -8,6 +8,7 @@ from functools import cached_property
 import numpy as np
 
 from ..._validation import as_float_matrix, check_full_rank
+from ...base.gram import gemm_rows
 from ...base.results import data_fingerprint
 
 __all__ = ["TiltData", "prepare"]
@@ -50,6 +51,16 @@ class TiltData:
         X1[:, 0] = 1.0
         X1[:, 1:] = self.Z
         return X1
+
+    @cached_property
+    def X1F(self):
+        """``X1`` in Fortran order where it is a single chunk of the weighted Grams (the
+        bootstrap's resamples of up to about a thousand rows each), else None: there the
+        Grams weight its columns contiguously, the same products bit for bit
+        (:func:`puinfer.base.gram.weighted_grams`, ``Xf``)."""
+        if self.N > gemm_rows(self.p + 1):
+            return None
+        return np.asfortranarray(self.X1)
 
     @cached_property
     def logistic_slopes(self):

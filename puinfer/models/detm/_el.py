@@ -72,13 +72,13 @@ def _penalty_pattern(k: int) -> np.ndarray:
 BLOCK_ROWS = 32_768
 
 
-def _blocks(X1, weights):
+def _blocks(X1, weights, X1F=None):
     """Assemble ``[X1' diag(w_tu) X1]`` blocks into a (2k x 2k) matrix; ``weights[t][u]``
-    (the products on chunks of rows: :func:`~puinfer.base.gram.weighted_grams`); a block
-    whose weights are None is left zero."""
+    (the products on chunks of rows: :func:`~puinfer.base.gram.weighted_grams`, ``X1F`` its
+    ``Xf``); a block whose weights are None is left zero."""
     k = X1.shape[1]
     pairs = [(t, u) for t in range(2) for u in range(t, 2) if weights[t][u] is not None]
-    B = weighted_grams(X1, [weights[t][u] for t, u in pairs])
+    B = weighted_grams(X1, [weights[t][u] for t, u in pairs], X1F)
     H = np.zeros((2 * k, 2 * k))
     for j, (t, u) in enumerate(pairs):
         H[t * k:(t + 1) * k, u * k:(u + 1) * k] = B[j]
@@ -98,7 +98,7 @@ def tilts(Z, b1, b2):
     return np.stack([b1, b2]) @ Z.T
 
 
-def free_objective(v, Z, y, c, order=2, X1=None, memo=None, fixed_tilt1=False):
+def free_objective(v, Z, y, c, order=2, X1=None, memo=None, fixed_tilt1=False, X1F=None):
     """Penalised binary-regression form of the DETM log-EL with pi free (route 1).
 
     Parameters
@@ -115,6 +115,9 @@ def free_objective(v, Z, y, c, order=2, X1=None, memo=None, fixed_tilt1=False):
         SETM (``b1 = 0`` held fixed): of the Hessian only the rows and columns of ``(s1, s2,
         b2)`` are the second derivative (one weighted product over the rows instead of three);
         the ``b1`` block holds only the penalty's part.
+    X1F : numpy.ndarray, optional
+        ``X1`` in Fortran order, for the weighted Grams (:data:`TiltData.X1F
+        <puinfer.models.detm._data.TiltData.X1F>`; the same values bit for bit).
 
     Returns
     -------
@@ -154,12 +157,12 @@ def free_objective(v, Z, y, c, order=2, X1=None, memo=None, fixed_tilt1=False):
     w22 = yq - P2 * (1 - P2)
     w12 = -yq + P1 * P2
     if fixed_tilt1:
-        H = _blocks(X1, [[None, None], [None, w22]])
+        H = _blocks(X1, [[None, None], [None, w22]], X1F)
         k = X1.shape[1]
         H[0, 0] = w11.sum()
         H[0, k:] = H[k:, 0] = X1.T @ w12
     else:
-        H = _blocks(X1, [[w11, w12], [None, w22]])
+        H = _blocks(X1, [[w11, w12], [None, w22]], X1F)
     if c:
         penalise(grad, H, b1, b2, c)
     return f, grad, H
@@ -574,7 +577,7 @@ def _profile_core(a1, b1, a2, b2, pi, Z, y, c, lam0):
 
 
 def profile_log_el(theta, pi, Z, y, c=0.0, lam0=None, order=2, X1=None, with_pi=False,
-                   memo=None, fixed_tilt1=False):
+                   memo=None, fixed_tilt1=False, X1F=None):
     """Profile log-EL ``l_N(theta) - N log N`` of eq. (12) with the multipliers of (11) solved.
 
     Parameters
@@ -594,6 +597,8 @@ def profile_log_el(theta, pi, Z, y, c=0.0, lam0=None, order=2, X1=None, with_pi=
         rows and columns of ``(alpha1, beta1)`` are skipped, so that only its
         ``(alpha2, beta2)`` block is the second derivative (the value and gradient are
         complete).
+    X1F : numpy.ndarray, optional
+        ``X1`` in Fortran order, for the weighted Grams (as in :func:`free_objective`).
 
     Returns
     -------
@@ -619,14 +624,14 @@ def profile_log_el(theta, pi, Z, y, c=0.0, lam0=None, order=2, X1=None, with_pi=
     if X1 is None:
         X1 = np.column_stack([np.ones(N), Z])
     grad, H, Hlt, Hll, om1t, iD = profile_sums(X1, eta1, eta2, z1, z2, lam, D, tmask, e1t,
-                                               e2t, logmix, with_pi, fixed_tilt1)
+                                               e2t, logmix, with_pi, fixed_tilt1, X1F)
     grad, H = profile_finish(grad, H, Hlt, Hll, act, b1, b2, c)
     extra = {"lam": lam, "p": iD / N, "omega": om1t}
     return f, grad, H, extra
 
 
 def profile_sums(X1, eta1, eta2, z1, z2, lam, D, tmask, e1t, e2t, logmix, with_pi=False,
-                 fixed_tilt1=False):
+                 fixed_tilt1=False, X1F=None):
     """The sums over rows behind the derivatives of :func:`profile_log_el` at given
     multipliers: the gradient in theta (and pi), the (theta, theta) Hessian block, the
     (lambda, theta) block and the (lambda, lambda) block, before the envelope/implicit step
@@ -634,11 +639,12 @@ def profile_sums(X1, eta1, eta2, z1, z2, lam, D, tmask, e1t, e2t, logmix, with_p
     add up (the Dask path; here chunks of :data:`BLOCK_ROWS` rows, whose per-row arrays stay in
     cache: on large samples the passes over them, not the arithmetic, are what costs); also
     returns the rows' posterior ``omega`` (target rows) and ``1 / D``. ``e1t``, ``e2t``,
-    ``logmix``: per target row, in row order. ``fixed_tilt1``: see :func:`profile_log_el`."""
+    ``logmix``: per target row, in row order. ``fixed_tilt1``, ``X1F``: see
+    :func:`profile_log_el` (``X1F`` is read on a single chunk only, as the Grams read it)."""
     N = len(tmask)
     if N <= BLOCK_ROWS:
         return _sums_of_rows(X1, eta1, eta2, z1, z2, lam, D, tmask, e1t, e2t, logmix, with_pi,
-                             fixed_tilt1)
+                             fixed_tilt1, X1F)
     sums, om1t, iD = None, [], []
     k = 0  # target rows before the chunk
     for i in range(0, N, BLOCK_ROWS):
@@ -657,7 +663,7 @@ def profile_sums(X1, eta1, eta2, z1, z2, lam, D, tmask, e1t, e2t, logmix, with_p
 
 
 def _sums_of_rows(X1, eta1, eta2, z1, z2, lam, D, tmask, e1t, e2t, logmix, with_pi,
-                  fixed_tilt1=False):
+                  fixed_tilt1=False, X1F=None):
     """:func:`profile_sums` in one pass over the rows given."""
     N = len(tmask)
     p = X1.shape[1] - 1
@@ -692,7 +698,7 @@ def _sums_of_rows(X1, eta1, eta2, z1, z2, lam, D, tmask, e1t, e2t, logmix, with_
     yo[rows] = om1t * om2t
     w22 = u2 * u2 - u2 + yo
     H = _blocks(X1, [[None, None], [None, w22]] if fixed_tilt1 else
-                [[u1 * u1 - u1 + yo, u1 * u2 - yo], [None, w22]])
+                [[u1 * u1 - u1 + yo, u1 * u2 - yo], [None, w22]], X1F)
     h12 = z1D @ z2D
     Hll = np.array([[z1D @ z1D, h12], [h12, z2D @ z2D]])
     if with_pi:

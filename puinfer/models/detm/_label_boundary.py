@@ -146,7 +146,8 @@ def solve_on_label_boundary(data, pi: float, theta0: np.ndarray, c: float) -> Fi
     else:
         def log_el(theta, lam, order):
             return _el.profile_log_el(theta, pi, d.Z, d.y, c, lam0=lam, order=order,
-                                      X1=d.X1 if order else None)
+                                      X1=d.X1 if order else None,
+                                      X1F=d.X1F if order else None)
 
         def gap(theta, lam, order=0):
             return _el.label_gap(theta, d.Z, lam, X1=d.X1, order=order)

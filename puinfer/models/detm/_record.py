@@ -125,7 +125,7 @@ def _exact_llf(data, v, theta, pi, record, name):
         f, _, H, extra = (data.profile_log_el(theta, pi, 0.0, with_pi=True, strict=True)
                           if lazy else
                           _el.profile_log_el(theta, pi, data.Z, data.y, 0.0, X1=data.X1,
-                                             with_pi=True))
+                                             with_pi=True, X1F=data.X1F))
     method = "eq. (12), multipliers of (11) solved numerically"
     if extra is None or not np.isfinite(f) or not np.all(np.isfinite(H)):
         # A tilt has run off (w overflows). At the pi-free maximum the multipliers are known

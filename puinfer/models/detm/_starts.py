@@ -52,7 +52,8 @@ def free_fun(data, c: float, restricted: bool):
     memo: dict = {}  # the line search's accepted point, reused by the next Hessian
     if not restricted:
         def fun(v, order):
-            return _el.free_objective(v, data.Z, data.y, c, order, data.X1, memo=memo)
+            return _el.free_objective(v, data.Z, data.y, c, order, data.X1, memo=memo,
+                                      X1F=data.X1F)
         return fun, lambda v: v
     full_idx = _setm_index(p)
     sub = np.ix_(full_idx, full_idx)
@@ -64,7 +65,7 @@ def free_fun(data, c: float, restricted: bool):
 
     def fun_r(u, order):
         out = _el.free_objective(expand(u), data.Z, data.y, c, order, data.X1, memo=memo,
-                                 fixed_tilt1=True)
+                                 fixed_tilt1=True, X1F=data.X1F)
         if order == 0:
             return out
         f, g, H = out
@@ -391,7 +392,7 @@ def solve_fixed_pi(data, restricted: bool, pi, theta0, c, maxiter, tol, known=()
                    if lazy else
                    _el.profile_log_el(expand(u), pi, data.Z, data.y, c, lam0=lam_last[0],
                                       order=order, X1=data.X1, memo=memo,
-                                      fixed_tilt1=restricted))
+                                      fixed_tilt1=restricted, X1F=data.X1F))
         if order == 0:
             return out
         f, g, H, extra = out
