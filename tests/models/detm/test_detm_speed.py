@@ -669,3 +669,42 @@ def test_setm_runs_merge_into_the_maximum_at_pi_zero(monkeypatch):
         assert runs0[i].label == runs[i].label
         assert _starts.pi_of_v(data, runs0[i].v) < 1e-9
         assert runs0[i].f == pytest.approx(best.f, abs=1e-8)
+
+
+def test_design_twin_in_fortran_order_gives_the_same_evaluations_bitwise():
+    # TiltData.X1F (session 58): where the pooled sample is one chunk of the weighted Grams,
+    # an F-ordered copy of X1 that the Grams weight column by column; the pi-free and the
+    # profile objective's Hessians must be those of X1 alone, bit for bit, and above one
+    # chunk there is no twin (two copies of the rows no longer fit in cache)
+    from puinfer.base.gram import gemm_rows
+    from puinfer.models.detm import _el
+    from puinfer.models.detm._data import prepare
+
+    p = 15
+    df = sar_design(700, 900, 0.3, p=p, rng=np.random.default_rng(58))
+    X = df[[f"x{j}" for j in range(1, p + 1)]].to_numpy()
+    lab = df.labeled.to_numpy() == 1
+    data = prepare(X[lab], X[~lab])
+    assert data.N <= gemm_rows(p + 1)
+    assert data.X1F.flags.f_contiguous and not data.X1.flags.f_contiguous
+    np.testing.assert_array_equal(data.X1F, data.X1)
+    rng = np.random.default_rng(1)
+    v = np.r_[-0.3, 0.4 * rng.standard_normal(p), -0.8, 0.4 * rng.standard_normal(p)]
+    for tilt1 in (False, True):
+        plain = _el.free_objective(v, data.Z, data.y, 0.01, 2, data.X1, fixed_tilt1=tilt1)
+        twin = _el.free_objective(v, data.Z, data.y, 0.01, 2, data.X1, fixed_tilt1=tilt1,
+                                  X1F=data.X1F)
+        for a, b in zip(plain, twin, strict=True):
+            np.testing.assert_array_equal(a, b)
+        theta = v.copy()
+        if tilt1:
+            theta[:p + 1] = 0.0
+        plain = _el.profile_log_el(theta, 0.3, data.Z, data.y, 0.01, X1=data.X1,
+                                   with_pi=not tilt1, fixed_tilt1=tilt1)
+        twin = _el.profile_log_el(theta, 0.3, data.Z, data.y, 0.01, X1=data.X1,
+                                  with_pi=not tilt1, fixed_tilt1=tilt1, X1F=data.X1F)
+        assert np.isfinite(plain[0]) and plain[0] == twin[0]
+        for a, b in zip(plain[1:3], twin[1:3], strict=True):
+            np.testing.assert_array_equal(a, b)
+    big = prepare(np.tile(X[lab], (3, 1)), np.tile(X[~lab], (3, 1)))
+    assert big.N > gemm_rows(p + 1) and big.X1F is None
