@@ -29,6 +29,13 @@ class TiltData:
     m: int
     target_index: object = None
 
+    #: the cached arrays derived from ``X`` alone, left out of pickles and computed again on
+    #: first use (the same arithmetic: bit for bit the same arrays); each is as large as ``X``
+    DERIVED = ("Z", "X1", "X1F")
+
+    def __getstate__(self):
+        return {k: v for k, v in self.__dict__.items() if k not in self.DERIVED}
+
     @property
     def N(self) -> int:
         return self.n + self.m

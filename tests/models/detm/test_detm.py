@@ -897,3 +897,33 @@ def test_scar_null_fit_is_the_setm_fit_detm_started_from(monkeypatch):
 
     again = pickle.loads(pickle.dumps(r))
     assert again.null_fit.llf_penalized == fresh.llf_penalized
+
+
+def test_pickles_leave_out_the_data_arrays_derived_from_x():
+    # TiltData's standardised features Z and the designs X1 (C order) and X1F (Fortran order)
+    # are each as large as X: a pickle holds X alone and the copy computes them again, bit for
+    # bit the same arrays in the same layouts, so a fit continued after unpickling is the same
+    import pickle
+
+    from puinfer.models.detm import _el
+    from puinfer.models.detm._data import TiltData
+
+    df = sar_design(300, 400, 0.3, p=4, rng=np.random.default_rng(58))
+    res = pu.DETM.from_formula("labeled ~ x1 + x2 + x3 + x4", df).fit(probe=False)
+    data = res.model.data
+    derived = [data.Z, data.X1, data.X1F]  # computed and cached by now
+    assert set(TiltData.DERIVED) <= set(data.__dict__)
+    again = pickle.loads(pickle.dumps(res))
+    copy = again.model.data
+    assert not set(TiltData.DERIVED) & set(copy.__dict__)
+    for a, b in zip(derived, [copy.Z, copy.X1, copy.X1F], strict=True):
+        np.testing.assert_array_equal(a, b)
+        assert (a.flags.c_contiguous, a.flags.f_contiguous) == \
+            (b.flags.c_contiguous, b.flags.f_contiguous)
+    v = res._fit.v
+    for a, b in zip(_el.free_objective(v, data.Z, data.y, 0.01, 2, data.X1, X1F=data.X1F),
+                    _el.free_objective(v, copy.Z, copy.y, 0.01, 2, copy.X1, X1F=copy.X1F),
+                    strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert again.conf_int_pi(method="profile").equals(res.conf_int_pi(method="profile"))
+    np.testing.assert_array_equal(again.params, res.params)
