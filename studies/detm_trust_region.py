@@ -2,7 +2,7 @@
 
 Most of the bootstrap SCAR test's cost is Newton iterations of the refits' pi-free runs, and
 most of those iterations are far from any maximum: of the DETM runs' iterations two thirds
-have a Newton decrement above 1 and a quarter take a shortened step (session 58, 40
+have a Newton decrement above 1 and 28% take a shortened step (session 58, 40
 resamples). :func:`puinfer.base.optimize.newton_maximize` globalises with a modified Newton
 direction (absolute eigenvalues where the Hessian is not negative definite) and Armijo
 backtracking. This study runs, from each start of the test's refits, that method and scipy's
