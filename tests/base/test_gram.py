@@ -42,7 +42,7 @@ def test_weighted_grams_from_a_fortran_twin_are_the_same_products(k):
     # Xf (X in Fortran order) is read where X is one chunk: each Gram bitwise X's own product
     # X' (X * w) (session 58: the column-wise weighting gives the same products, and OpenBLAS
     # packs either layout of the weighted copy alike); at every size up to one chunk, with
-    # weights of either sign over 20 orders of magnitude and a constant column
+    # weights of either sign spread over several orders of magnitude and a constant column
     rng = np.random.default_rng(58)
     for N in (k + 1, 97, gemm_rows(k) - 1, gemm_rows(k)):
         X = rng.standard_normal((N, k)) * rng.lognormal(0.0, 2.0, size=k)
