@@ -15,7 +15,9 @@ in one process:
   (``_profile.moment_thetas``);
 * ``nooutside``: the probe without the points beyond the interval limits
   (``_profile.OUTSIDE_POINTS = 0``);
-* ``noprobe``: ``fit(probe=False)``: the search alone (SETM's null fit then unprobed too).
+* ``noprobe``: ``fit(probe=False)``: the search alone (SETM's null fit then unprobed too);
+* (``--variants``, session 59's (A59b)) ``seed1``, ``seed2``: the shipped search with other
+  random moves (``fit(seed=...)``: the hops' draws), and ``hops32``: 32 moves per radius.
 
 Per replicate and variant: pi-hat and penalised log-EL of DETM and of its SETM null fit, the
 plain 95% profile interval of DETM (NaN where it cannot be computed, e.g. a ``ProfileError``
@@ -26,6 +28,9 @@ too: then another variant found a higher maximum).
     PYTHONPATH=. python studies/detm_guarantee_ablation.py run --part 0/2 --out _s59a0
     PYTHONPATH=. python studies/detm_guarantee_ablation.py run --part 1/2 --out _s59a1
     python studies/detm_guarantee_ablation.py summarise --tag _s59a0 _s59a1
+    PYTHONPATH=. python studies/detm_guarantee_ablation.py run --part 0/2 --out _s59b0 \
+        --variants seed1 seed2 hops32
+    python studies/detm_guarantee_ablation.py summarise --tag _s59a0 _s59a1 _s59b0 _s59b1
 
 Rows are appended to ``results/detm_guarantee_ablation_raw<tag>.csv`` as they come
 (restartable: replicates already there are skipped).
@@ -62,7 +67,13 @@ VARIANTS = {
     "noskelmoment": {(_profile, "moment_thetas"): lambda *a, **k: []},
     "nooutside": {(_profile, "OUTSIDE_POINTS"): 0},
     "noprobe": {},
+    # (A59b) the same search with other random moves (the fit's ``seed``), and twice the moves
+    "seed1": {},
+    "seed2": {},
+    "hops32": {(_starts, "HOPS_PER_RADIUS"): 32},
 }
+#: variant -> keyword arguments of its fit
+FIT_KW = {"noprobe": dict(probe=False), "seed1": dict(seed=1), "seed2": dict(seed=2)}
 TOL = 1e-6
 
 
@@ -82,19 +93,19 @@ def seed_of(cell: int, r: int) -> int:
     return 59_000_000 + 100_000 * cell + r
 
 
-def one(cell_i, cell, r, n, p) -> list:
+def one(cell_i, cell, r, n, p, variants) -> list:
     design, pi = cell.split(":")
     seed = seed_of(cell_i, r)
     df = DESIGNS[design](n, n, float(pi), p=p, rng=np.random.default_rng(seed))
     X = df[[f"x{j}" for j in range(1, p + 1)]].to_numpy()
     lab = df.labeled.to_numpy() == 1
     rows = []
-    for name, changes in VARIANTS.items():
+    for name in variants:
+        changes = VARIANTS[name]
         with warnings.catch_warnings(), patched(changes):
             warnings.simplefilter("ignore")
             t0 = time.process_time()
-            res = pu.DETM(X[lab], X[~lab]).fit(pi_interval="profile",
-                                                probe=False if name == "noprobe" else None)
+            res = pu.DETM(X[lab], X[~lab]).fit(pi_interval="profile", **FIT_KW.get(name, {}))
             t_fit = time.process_time() - t0
             try:
                 ci = res.conf_int_pi(method="profile").to_numpy()
@@ -115,7 +126,7 @@ def run(args):
     for j, (i, c, r) in enumerate(jobs):
         if j % K != k or seed_of(i, r) in done:
             continue
-        rows = one(i, c, r, args.n, args.p)
+        rows = one(i, c, r, args.n, args.p, args.variants)
         pd.DataFrame(rows).to_csv(path, mode="a", header=not path.exists(), index=False)
         print(c, r, " ".join(f"{x['variant']}:{x['t_fit']:.1f}s" for x in rows), flush=True)
 
@@ -166,6 +177,7 @@ def main():
     r.add_argument("--p", type=int, default=15)
     r.add_argument("--part", default="0/1")
     r.add_argument("--out", default="")
+    r.add_argument("--variants", nargs="+", default=list(VARIANTS)[:7], choices=list(VARIANTS))
     s = sub.add_parser("summarise")
     s.add_argument("--tag", nargs="+", default=[""])
     args = ap.parse_args()
