@@ -17,7 +17,9 @@ in one process:
   (``_profile.OUTSIDE_POINTS = 0``);
 * ``noprobe``: ``fit(probe=False)``: the search alone (SETM's null fit then unprobed too);
 * (``--variants``, session 59's (A59b)) ``seed1``, ``seed2``: the shipped search with other
-  random moves (``fit(seed=...)``: the hops' draws), and ``hops32``: 32 moves per radius.
+  random moves (``fit(seed=...)``: the hops' draws), and ``hops32``: 32 moves per radius;
+* ((A59c)) ``extra8``, ``extra16``: every hop phase (SETM's and DETM's) followed by another of
+  8 or 16 moves per radius drawn from an independent stream -- the shipped search plus runs.
 
 Per replicate and variant: pi-hat and penalised log-EL of DETM and of its SETM null fit, the
 plain 95% profile interval of DETM (NaN where it cannot be computed, e.g. a ``ProfileError``
@@ -72,6 +74,31 @@ VARIANTS = {
     "seed2": {},
     "hops32": {(_starts, "HOPS_PER_RADIUS"): 32},
 }
+_HOP = _starts._hop
+
+
+def _extra_hops(k):
+    """``_starts._hop`` followed by another hop phase of ``k`` moves per radius from the best so
+    far, drawn from an independent stream (``(seed, 59)``): a superset of the shipped search
+    (its runs unchanged and first), for (A59c)."""
+    def hop(fun, runs, known, maxiter, tol, method, p, restricted, pick=None, expand=None,
+            prefix="", seed=0):
+        out = _HOP(fun, runs, known, maxiter, tol, method, p, restricted, pick=pick,
+                   expand=expand, prefix=prefix, seed=seed)
+        saved = _starts.HOPS_PER_RADIUS
+        _starts.HOPS_PER_RADIUS = k
+        try:
+            out += _HOP(fun, [*runs, *out], known, maxiter, tol, method, p, restricted,
+                        pick=pick, expand=expand, prefix=prefix + "extra ",
+                        seed=[*np.atleast_1d(seed).tolist(), 59])
+        finally:
+            _starts.HOPS_PER_RADIUS = saved
+        return out
+    return hop
+
+
+VARIANTS["extra8"] = {(_starts, "_hop"): _extra_hops(8)}
+VARIANTS["extra16"] = {(_starts, "_hop"): _extra_hops(16)}
 #: variant -> keyword arguments of its fit
 FIT_KW = {"noprobe": dict(probe=False), "seed1": dict(seed=1), "seed2": dict(seed=2)}
 TOL = 1e-6
