@@ -33,6 +33,8 @@ too: then another variant found a higher maximum).
     PYTHONPATH=. python studies/detm_guarantee_ablation.py run --part 0/2 --out _s59b0 \
         --variants seed1 seed2 hops32
     python studies/detm_guarantee_ablation.py summarise --tag _s59a0 _s59a1 _s59b0 _s59b1
+    PYTHONPATH=. python studies/detm_guarantee_ablation.py run --part 0/2 --out _s59c0 \
+        --variants extra8 extra16
 
 Rows are appended to ``results/detm_guarantee_ablation_raw<tag>.csv`` as they come
 (restartable: replicates already there are skipped).
@@ -167,11 +169,14 @@ def summarise(args):
     base = df[df.variant == "base"].set_index("seed")
     df["dlim"] = [max(abs(row.lower - base.lower[row.seed]), abs(row.upper - base.upper[row.seed]))
                   for row in df.itertuples()]
+    df["dllf"] = df.llf - base.llf.reindex(df.seed).to_numpy()
     out = []
     for (cell, var), g in df.groupby(["cell", "variant"], sort=False):
         out.append(dict(cell=cell, variant=var, reps=len(g),
                         detm_misses=int(g.miss_llf.sum()),
                         max_gap=float(g.gap_llf.max()),
+                        above_base=int((g.dllf > TOL).sum()),
+                        below_base=int((g.dllf < -TOL).sum()),
                         setm_misses=int(g.miss_setm_llf.sum()),
                         limits_moved=int((g.dlim > 1e-6).sum()),
                         no_interval=int(g.lower.isna().sum()),
@@ -179,6 +184,7 @@ def summarise(args):
     tab = pd.DataFrame(out)
     allc = tab.groupby("variant", sort=False).agg(
         reps=("reps", "sum"), detm_misses=("detm_misses", "sum"), max_gap=("max_gap", "max"),
+        above_base=("above_base", "sum"), below_base=("below_base", "sum"),
         setm_misses=("setm_misses", "sum"), limits_moved=("limits_moved", "sum"),
         no_interval=("no_interval", "sum"))
     allc["cpu_mean"] = df.groupby("variant", sort=False).t_fit.mean()
