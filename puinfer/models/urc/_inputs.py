@@ -101,14 +101,12 @@ def check_pred(arr: np.ndarray, name: str, *, k=None, binary=None, can_drop=Fals
         raise ValueError(f"{name} must have one prediction per row; got a scalar")
     if arr.ndim == 2 and arr.shape[1] == 1:
         arr = arr[:, 0]
-    two = arr.ndim == 2 and arr.shape[1] == 2
-    if two and binary is not False:
-        arr = arr[:, 1]  # binary given as two columns: keep P(class 1)
     if arr.ndim not in (1, 2):
         raise ValueError(f"{name} must be a vector of binary probabilities or an (n, k) matrix "
                          f"of class probabilities; got {arr.ndim} dimensions")
     if arr.shape[0] == 0:
         raise ValueError(f"{name} is empty")
+    # every column is checked, the first of a binary (n, 2) matrix too, before it is dropped
     nan = np.isnan(arr)
     if nan.any():
         rows = int(nan.reshape(arr.shape[0], -1).any(axis=1).sum())
@@ -118,6 +116,14 @@ def check_pred(arr: np.ndarray, name: str, *, k=None, binary=None, can_drop=Fals
     if bad.any():
         raise ValueError(f"{name} must be probabilities in [0, 1]; {int(bad.sum())} value(s) are "
                          f"not (e.g. {arr[bad].ravel()[:3].tolist()})")
+    if arr.ndim == 2:
+        rs = arr.sum(axis=1)
+        off = np.abs(rs - 1) > ROW_TOL
+        if off.any():
+            raise ValueError(f"{name}: rows must sum to 1; {int(off.sum())} do not (e.g. row "
+                             f"{int(np.flatnonzero(off)[0])} sums to {rs[off][0]:.6g})")
+    if arr.shape[1:] == (2,) and binary is not False:
+        arr = arr[:, 1]  # binary given as two columns: keep P(class 1)
     is_binary = arr.ndim == 1
     if binary is not None and is_binary != binary:
         want = "a vector of binary probabilities" if binary else "an (n, k) matrix"
@@ -125,12 +131,6 @@ def check_pred(arr: np.ndarray, name: str, *, k=None, binary=None, can_drop=Fals
                          f"{arr.shape}")
     if k is not None and not is_binary and arr.shape[1] != k:
         raise ValueError(f"{name} has {arr.shape[1]} columns; the lab predictions have {k}")
-    if not is_binary:
-        rs = arr.sum(axis=1)
-        off = np.abs(rs - 1) > ROW_TOL
-        if off.any():
-            raise ValueError(f"{name}: rows must sum to 1; {int(off.sum())} do not (e.g. row "
-                             f"{int(np.flatnonzero(off)[0])} sums to {rs[off][0]:.6g})")
     return arr, is_binary
 
 

@@ -494,6 +494,30 @@ def test_bad_lab_input(lab_pred, labels, match):
         pu.URC(lab_pred, labels)
 
 
+def test_binary_two_column_input_checked_in_every_column(sim):
+    # binary predictions as (n, 2) matrices: the first column, which is then dropped, is
+    # checked as the second is (it used to be dropped unchecked: NaN, -5 or rows summing to 8
+    # there were accepted, and missing="raise" did not see a NaN that missing="drop" counted)
+    def two(p):
+        return np.column_stack([1 - p, p])
+
+    m = pu.URC(two(sim.lab_pred), sim.lab_y)
+    bad_nan = two(sim.field_pred)
+    bad_nan[:, 0] = np.nan
+    with pytest.raises(ValueError, match=r"field_pred: \d+ missing value"):
+        m.fit(bad_nan)
+    with pytest.raises(ValueError, match="field_pred must be probabilities"):
+        m.fit(np.column_stack([np.full(len(sim.field_pred), -5.0), sim.field_pred]))
+    with pytest.raises(ValueError, match="lab_pred: rows must sum to 1"):
+        pu.URC(np.column_stack([np.full(len(sim.lab_pred), 0.7), sim.lab_pred]), sim.lab_y)
+    res = m.fit(two(sim.field_pred))
+    with pytest.raises(ValueError, match="pred: rows must sum to 1"):
+        res.recalibrate(np.array([[0.9, 0.9]]))
+    # valid two-column input is the vector of P(Y = 1)
+    assert res.base_rate.iloc[0] == pytest.approx(
+        pu.URC(sim.lab_pred, sim.lab_y).fit(sim.field_pred).base_rate.iloc[0], abs=1e-12)
+
+
 def test_bad_fit_input(sim):
     m = pu.URC(sim.lab_pred, sim.lab_y)
     with pytest.raises(ValueError, match="field_pred must be probabilities"):
