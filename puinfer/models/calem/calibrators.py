@@ -34,6 +34,7 @@ import pandas as pd
 from scipy.interpolate import CubicSpline, PPoly
 from scipy.special import expit
 
+from ..._align import align_rows
 from ..._validation import as_float_vector, check_unit_interval
 from ...base.gram import weighted_grams
 from ...base.numeric import softplus
@@ -246,15 +247,18 @@ class FittedCalibrator:
     prior_corrected: bool = False
     data_fingerprint: str | None = None
 
-    def predict(self, score) -> np.ndarray:
-        """Calibrated probability ``g_theta(score)`` for new scores (array in, array out)."""
+    def predict(self, score):
+        """Calibrated probability ``g_theta(score)`` for new scores (a pandas Series in gives
+        a Series with its index out; an array gives an array)."""
         s = self.calibrator._prepare_score(score, "score")
-        return self.calibrator._predict_fitted(self, s)
+        return _like(score, self.calibrator._predict_fitted(self, s), "calibrated")
 
-    def linear_predictor(self, score) -> np.ndarray:
-        """``logit g_theta(score)`` (parametric calibrators only)."""
-        return self.calibrator._eta(self.basis, self.params.to_numpy(),
-                                    self.calibrator._prepare_score(score, "score"))
+    def linear_predictor(self, score):
+        """``logit g_theta(score)`` (parametric calibrators only; a Series in gives a Series
+        out)."""
+        eta = self.calibrator._eta(self.basis, self.params.to_numpy(),
+                                   self.calibrator._prepare_score(score, "score"))
+        return _like(score, eta, "linear predictor")
 
     @property
     def bse(self) -> pd.Series:
@@ -347,7 +351,8 @@ class Calibrator:
         Parameters
         ----------
         score : array_like
-            Scores in [0, 1].
+            Scores in [0, 1]. Pandas arguments (``score``, ``y``, ``sample_weight``) are
+            matched on their index (refused if the labels differ); arrays by position.
         y : array_like
             Labels in [0, 1]; 0/1 labels, or soft labels (expected labels) as CalEM's M-step uses.
         sample_weight : array_like, optional
@@ -783,19 +788,26 @@ def _check_design_rank(G, names, P):
                          "data (too few distinct scores for this calibrator?)")
 
 
+def _like(score, values, name):
+    """``values`` as a Series with ``score``'s index where ``score`` is a pandas object."""
+    if isinstance(score, (pd.Series, pd.DataFrame)):
+        return pd.Series(values, index=score.index, name=name)
+    return values
+
+
 def _check_fit_inputs(score, y, sample_weight):
+    # pandas arguments are matched on their index (refused if the labels differ), never by
+    # position
+    args, _ = align_rows({"score": score, "y": y, "sample_weight": sample_weight})
+    score, y, sample_weight = args["score"], args["y"], args["sample_weight"]
     s = check_unit_interval(as_float_vector(score, "score"), "score")
     yy = as_float_vector(y, "y")
-    if yy.size != s.size:
-        raise ValueError(f"score and y have different lengths ({s.size} and {yy.size})")
     if np.any((yy < 0) | (yy > 1)):
         raise ValueError("y must be 0/1 labels (or soft labels in [0, 1])")
     if sample_weight is None:
         w = np.ones_like(s)
     else:
         w = as_float_vector(sample_weight, "sample_weight")
-        if w.size != s.size:
-            raise ValueError(f"sample_weight has length {w.size}, score has {s.size}")
         if np.any(w < 0):
             raise ValueError("sample_weight must be non-negative")
         if not np.any(w > 0):

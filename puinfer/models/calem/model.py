@@ -22,6 +22,14 @@ _TREATED = "(treated)"  # column under which from_formula carries a treated vect
 __all__ = ["CalEM"]
 
 
+def _formula_score(formula: str, data: pd.DataFrame):
+    """The score column of ``formula``'s right-hand side where it names exactly one column of
+    ``data`` (as :meth:`CalEM._from_design` infers it), else None."""
+    rhs = formula.split("~", 1)[1] if "~" in formula else formula
+    cols = _used_columns(rhs, data)
+    return cols[0] if len(cols) == 1 else None
+
+
 def _is_scalar(v) -> bool:
     return v is None or isinstance(v, (str, bytes)) or np.isscalar(v) or \
         (isinstance(v, np.ndarray) and v.ndim == 0)
@@ -271,8 +279,27 @@ class CalEM(Model):
             miss = data[extra].isna().any(axis=1).to_numpy()
             n_extra = int(miss.sum())
             data = data[~miss]
+        # scores of exactly 0 or 1 are clipped before the formula sees them (as the
+        # constructor clips them): its transforms, e.g. logit(), are infinite there
+        name = score if score is not None else _formula_score(formula, data)
+        n_edge = 0
+        if name is not None and pd.api.types.is_numeric_dtype(data[name]):
+            col = data[name]
+            out = ((col < 0) | (col > 1)).to_numpy(dtype=bool)
+            if out.any():
+                raise ValueError(f"score column {name!r} must hold scores in [0, 1]; "
+                                 f"{int(out.sum())} value(s) are not (e.g. "
+                                 f"{col[out].iloc[:3].tolist()})")
+            edge = ((col == 0) | (col == 1)).to_numpy(dtype=bool)
+            n_edge = int(edge.sum())
+            if n_edge:
+                data = data.assign(**{name: col.mask(col == 0, eps).mask(col == 1, 1 - eps)})
         model = super().from_formula(formula, data, missing=missing, treated=treated,
                                      score=score, eps=eps)
+        if n_edge:
+            warn_and_record(model.init_warnings,
+                            f"{n_edge} score(s) equal to 0 or 1 were clipped to "
+                            f"[{model.eps:g}, 1 - {model.eps:g}]", ClippingWarning)
         model.n_dropped += n_extra
         model._formula_call = call  # for update(): the caller's data and treated
         return model

@@ -14,7 +14,7 @@ from ...base.results import LikelihoodResults, data_fingerprint, readonly
 from ...inference.hypothesis import HypothesisTestResult, lr_test
 from ...summary import Summary, coef_table
 from ._engine import CalEMFit
-from .calibrators import FittedCalibrator
+from .calibrators import FittedCalibrator, FormulaCalibrator
 
 __all__ = ["CalEMResults"]
 
@@ -74,6 +74,16 @@ class _CurvesMixin:
                                  "to predict (a Dask Series or array gives a lazy result)")
             return self.model.score, self.model.index
         idx = score.index if isinstance(score, (pd.Series, pd.DataFrame)) else None
+        if isinstance(score, pd.DataFrame):
+            # a frame gives the score by its column name (a formula model's score column, as
+            # the model was given it); a one-column frame is a vector only for a model given
+            # its scores as a vector, never matched to a formula's column by position
+            name = self.model.score_name
+            if name in score.columns:
+                score = score[name]
+            elif score.shape[1] != 1 or isinstance(self.model.calibrator, FormulaCalibrator):
+                raise ValueError(f"score: the DataFrame has no column {name!r} (the model's "
+                                 f"score); its columns are {list(score.columns)[:10]}")
         s = as_float_vector(score, "score")
         bad = (s < 0) | (s > 1)
         if bad.any():

@@ -82,6 +82,46 @@ def test_from_formula_aligns_treated_on_data_index(toy):
     assert_array_equal(r2.params.to_numpy(), ref.params.to_numpy())
 
 
+def test_formula_model_predicts_from_a_frame_by_column_name(toy):
+    # a formula model reads its score column from a DataFrame by name: a frame without it is
+    # refused, naming the column (a one-column frame of another name used to be taken as the
+    # score by position, and the model's own data frame was refused as 2-dimensional)
+    df = pd.DataFrame({"y": toy["lab"], "p": toy["s"], "t": toy["tr"]}, index=toy["idx"])
+    r = CalEM.from_formula("y ~ logit(p)", df, treated="t").fit()
+    new = df.iloc[toy["perm"][:7]]
+    out = r.predict(new)
+    assert out.index.equals(new.index)
+    assert_array_equal(out.to_numpy(), r.predict(new["p"].to_numpy()))
+    assert r.treatment_effect(new).index.equals(new.index)
+    with pytest.raises(ValueError, match="the DataFrame has no column 'p'"):
+        r.predict(pd.DataFrame({"wrong": [0.1, 0.5, 0.9]}))
+    # a model given its scores as a vector: a one-column frame is that vector
+    m = CalEM(toy["S"], toy["L"], toy["T"], calibrator="logistic").fit()
+    one = pd.DataFrame({"anything": toy["s"][:4]}, index=toy["idx"][:4])
+    assert_array_equal(m.predict(one).to_numpy(), m.predict(toy["s"][:4]))
+    with pytest.raises(ValueError, match="the DataFrame has no column 'score'"):
+        m.predict(pd.DataFrame({"a": toy["s"][:4], "b": toy["s"][:4]}))
+
+
+def test_from_formula_clips_scores_of_zero_and_one_as_the_constructor_does(toy):
+    # the docstring's promise (eps clipping) held for CalEM(...) but from_formula refused the
+    # data ("logit() needs values strictly inside (0, 1)")
+    s = toy["s"].copy()
+    s[[0, 5]] = [0.0, 1.0]
+    df = pd.DataFrame({"y": toy["lab"], "p": s, "t": toy["tr"]})
+    with pytest.warns(pu.exceptions.ClippingWarning, match="2 score"):
+        m = CalEM.from_formula("y ~ logit(p)", df, treated="t")
+    assert [c for c, _ in m.init_warnings] == ["ClippingWarning"]
+    with pytest.warns(pu.exceptions.ClippingWarning):
+        ref = CalEM(s, toy["lab"], toy["tr"], calibrator="logistic")
+    assert_array_equal(m.score, ref.score)
+    assert df["p"].iloc[0] == 0.0  # the caller's data untouched
+    np.testing.assert_allclose(m.fit().params.to_numpy(), ref.fit().params.to_numpy(),
+                               rtol=0, atol=1e-10)
+    with pytest.raises(ValueError, match=r"score column 'p' must hold scores in \[0, 1\]"):
+        CalEM.from_formula("y ~ logit(p)", df.assign(p=np.r_[1.2, s[1:]]), treated="t")
+
+
 def test_results_metrics_align_score_and_y(toy, ref):
     p = toy["perm"]
     a = ref.metrics(toy["S"], toy["L"])

@@ -173,7 +173,9 @@ def test_score_edges_are_clipped_not_infinite():
     (dict(score=[0.2, 1.2], y=[0, 1]), "score must be in"),
     (dict(score=[0.2, -0.1], y=[0, 1]), "score must be in"),
     (dict(score=[0.2, 0.3], y=[0, 2]), "y must be 0/1"),
-    (dict(score=[0.2, 0.3], y=[0, 1, 1]), "different lengths"),
+    (dict(score=[0.2, 0.3], y=[0, 1, 1]), "y has 3 rows but score has 2"),
+    (dict(score=[0.2, 0.3], y=[0, 1], sample_weight=[1, 1, 1]),
+     "sample_weight has 3 rows but score has 2"),
     (dict(score=[0.2, 0.3], y=[0, 1], sample_weight=[1, -1]), "non-negative"),
     (dict(score=[0.2, 0.3], y=[0, 1], sample_weight=[0, 0]), "all weights are zero"),
     (dict(score=[0.2, np.nan], y=[0, 1]), "missing"),
@@ -396,3 +398,29 @@ def test_temperature_inside_calem():
                 calibrator=FormulaCalibrator("~ 0 + logit(score)")).fit()
     assert_allclose(alt.params.to_numpy(), theta, rtol=1e-8)
     assert np.isfinite(res.bse.iloc[0]) and res.bse.iloc[0] > 0
+
+
+def test_fit_aligns_pandas_inputs_on_their_index(data):
+    # score, y and sample_weight as Series are matched on their index, never by position (a
+    # shuffled y used to be paired with the scores row by row: parameters [0.217, 0.048]
+    # against [0.156, 0.932] in review)
+    s, y, w = data
+    idx = pd.Index([f"r{i}" for i in range(s.size)])
+    S, Y, W = pd.Series(s, idx), pd.Series(y, idx), pd.Series(w, idx)
+    perm = np.random.default_rng(3).permutation(s.size)
+    for name in ["logistic", "spline", "isotonic"]:
+        ref = make_calibrator(name).fit(s, y, w)
+        fit = make_calibrator(name).fit(S, Y.iloc[perm], W.iloc[perm[::-1]])
+        assert_allclose(fit.params.to_numpy(), ref.params.to_numpy(), rtol=0, atol=1e-10)
+    with pytest.raises(ValueError, match="y and score have different index labels"):
+        LogisticCalibrator().fit(S, pd.Series(y))
+    with pytest.raises(ValueError, match="sample_weight and score have different index"):
+        LogisticCalibrator().fit(S, Y, pd.Series(w))
+    # predictions keep the caller's index (a Series in, a Series out; an array, an array)
+    fit = LogisticCalibrator().fit(S, Y)
+    new = S.iloc[perm[:5]]
+    out = fit.predict(new)
+    assert out.index.equals(new.index)
+    assert_allclose(out.to_numpy(), fit.predict(new.to_numpy()), rtol=0, atol=0)
+    assert fit.linear_predictor(new).index.equals(new.index)
+    assert isinstance(fit.predict(s[:3]), np.ndarray)
