@@ -181,6 +181,12 @@ def check_unit_interval(p, name: str, *, open_: bool = False) -> np.ndarray:
     return arr
 
 
+def level_label(level: float) -> str:
+    """A confidence level as printed in labels: ``0.95`` -> ``"95%"``, ``0.999`` ->
+    ``"99.9%"`` (not rounded to ``"100%"``), ``0.975`` -> ``"97.5%"``."""
+    return f"{100 * float(level):.6g}%"
+
+
 def check_alpha(alpha: float, name: str = "alpha") -> float:
     """Validate a significance level ``alpha`` (``1 - alpha`` is the confidence level).
 

@@ -31,7 +31,7 @@ import pandas as pd
 from scipy import stats
 
 from ._align import align_rows
-from ._validation import check_alpha, check_binary, check_unit_interval
+from ._validation import check_alpha, check_binary, check_unit_interval, level_label
 from .plotting import get_ax
 
 __all__ = [
@@ -361,7 +361,7 @@ def plot_reliability(y, p, *, n_bins: int = 10, strategy: str = "quantile", alph
         ax._puinfer_diagonal = True
     ax.set_xlabel("mean predicted probability")
     # say what the bars are: reliability_curve's exact binomial intervals
-    ax.set_ylabel(f"observed share of positives\n(bars: {1 - alpha:.0%} Clopper-Pearson interval)")
+    ax.set_ylabel(f"observed share of positives\n(bars: {level_label(1 - alpha)} Clopper-Pearson interval)")
     if label is not None:
         ax.legend()
     return ax

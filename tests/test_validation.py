@@ -66,3 +66,11 @@ def test_check_scale_from_the_precomputed_extremes(small_chunks, scale, what):
     X[:, 1] *= scale
     with pytest.raises(ValueError, match=f"column 'x2' has {what}"):
         val.check_full_rank(X, ["x1", "x2"], "design", intercept=True)
+
+
+def test_level_label_keeps_the_levels_digits():
+    # labels of intervals and tables: 99.9% used to print as "100%" ({:.0%})
+    from puinfer._validation import level_label
+
+    assert [level_label(v) for v in (0.95, 0.9, 0.975, 0.999, 1 - 1e-4)] == \
+        ["95%", "90%", "97.5%", "99.9%", "99.99%"]

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 from scipy import optimize, stats
 
-from .._validation import check_alpha
+from .._validation import check_alpha, level_label
 
 #: ``|R - cutoff|`` (relative to ``max(1, cutoff)``) below which a limit search whose Newton
 #: residual no longer halves stops: the rounding of ``R`` (a difference of maximised
@@ -295,7 +295,7 @@ class Profile:
         cutoff = float(cutoff)
         lo, lo_b = self._limit(-1, cutoff)
         hi, hi_b = self._limit(+1, cutoff)
-        out = pd.Series({"lower": lo, "upper": hi}, name=f"{self.name} {level:.0%} profile CI")
+        out = pd.Series({"lower": lo, "upper": hi}, name=f"{self.name} {level_label(level)} profile CI")
         out.attrs.update(level=level, lower_at_bound=lo_b, upper_at_bound=hi_b, cutoff=cutoff)
         return out
 
@@ -334,7 +334,7 @@ class Profile:
             ax.axvline(true_value, color="tab:blue", lw=1.5, label=f"true {true_value:g}")
         ax.set_xlabel(self.name)
         ax.set_ylabel("profile likelihood-ratio statistic")
-        ax.set_title(f"{level:.0%} CI for {self.name}: [{ci['lower']:.4f}, {ci['upper']:.4f}]")
+        ax.set_title(f"{level_label(level)} CI for {self.name}: [{ci['lower']:.4f}, {ci['upper']:.4f}]")
         ax.legend(fontsize="small")
         return ax
 
@@ -357,8 +357,8 @@ class Profile:
                 interval += ", one-sided"
         return [("estimate", f"{self.estimate:.6g}"),
                 ("profile-likelihood interval", interval),
-                ("level", f"{level:.0%}"),
-                ("cut-off", f"{cutoff:.4f} (chi2(1) {level:.0%} quantile; interval: R <= cut-off)"),
+                ("level", f"{level_label(level)}"),
+                ("cut-off", f"{cutoff:.4f} (chi2(1) {level_label(level)} quantile; interval: R <= cut-off)"),
                 ("parameter bounds", f"[{self.bounds[0]:g}, {self.bounds[1]:g}]"),
                 ("evaluations", f"{len(self._cache)} (profile fits so far)")]
 

@@ -9,7 +9,7 @@ import pandas as pd
 
 from ..._align import align_rows
 from ..._dask import is_dask as _is_dask
-from ..._validation import as_float_vector, check_alpha
+from ..._validation import as_float_vector, check_alpha, level_label
 from ...base.results import LikelihoodResults, data_fingerprint, readonly
 from ...inference.hypothesis import HypothesisTestResult, lr_test
 from ...summary import Summary, coef_table
@@ -244,7 +244,7 @@ class _CurvesMixin:
             ax.plot([], [], " ", label="no band: no covariance")
         else:
             ax.fill_between(s, band[0], band[1], color="C3", alpha=0.2, lw=0,
-                            label=f"{1 - alpha:.0%} pointwise band (delta method, sandwich)")
+                            label=f"{level_label(1 - alpha)} pointwise band (delta method, sandwich)")
         ax.set_ylim(-0.02, 1.02)
         ax.set_xlabel("score")
         ax.set_ylabel("h(score) = P(Y = 0 | Z = 1, score)")

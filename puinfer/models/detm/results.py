@@ -10,7 +10,7 @@ import pandas as pd
 from scipy.special import expit
 from scipy.stats import chi2, norm
 
-from ..._validation import check_alpha, check_rng
+from ..._validation import check_alpha, check_rng, level_label
 from ...base.results import LikelihoodResults
 from ...exceptions import ConfidenceSetWarning, ConvergenceWarning
 from ...inference.hypothesis import HypothesisTestResult, chi2_test, lr_test, pvalue_phrase
@@ -25,6 +25,15 @@ __all__ = ["TiltResults", "DETMResults", "SETMResults"]
 #: the default bootstrap of the interval for pi: resamples and seed (reproducible results)
 DEFAULT_N_BOOT, DEFAULT_SEED = 199, 0
 
+
+
+def _min_boot(alpha: float) -> int:
+    """The fewest bootstrap resamples ``B`` whose ``ceil((B + 1)(1 - alpha))``-th order
+    statistic exists (``B + 1 >= 1 / alpha``)."""
+    b = max(int(np.floor(1 / alpha)) - 2, 1)
+    while int(np.ceil((b + 1) * (1 - alpha))) > b:
+        b += 1
+    return b
 
 class TiltResults(LikelihoodResults):
     """Results of a DETM or SETM fit (built by ``fit()``; immutable).
@@ -217,14 +226,7 @@ class TiltResults(LikelihoodResults):
         """``(n_boot, 2)`` draws ``(R*_b(pi-hat), pi-hat_b)`` of the smoothed EL bootstrap
         (:func:`~puinfer.models.detm.bootstrap.interval_replicate`); cached for an int seed
         (the same call gives the same draws without refitting)."""
-        if getattr(self.model.data, "lazy", False):  # fitted on Dask collections
-            from ._dask import refuse
-
-            refuse("conf_int_pi(method='bootstrap')")
-        if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 1:
-            raise ValueError(f"n_boot must be a positive integer; got {n_boot!r}")
-        h = bootstrap.bandwidth(self.model.data, smooth)
-        n_jobs = bootstrap.check_n_jobs(n_jobs)
+        h, n_jobs = self._check_boot_args(n_boot, smooth, n_jobs)
         gen = check_rng(rng)
         key = (int(n_boot), int(rng), h) if isinstance(rng, (int, np.integer)) else None
         if key is not None and key in self._boot_cache:
@@ -234,6 +236,16 @@ class TiltResults(LikelihoodResults):
         if key is not None:
             self._boot_cache[key] = draws
         return draws
+
+    def _check_boot_args(self, n_boot, smooth, n_jobs) -> tuple[float, int]:
+        """The bootstrap's arguments checked: the bandwidth and the number of processes."""
+        if getattr(self.model.data, "lazy", False):  # fitted on Dask collections
+            from ._dask import refuse
+
+            refuse("conf_int_pi(method='bootstrap')")
+        if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 1:
+            raise ValueError(f"n_boot must be a positive integer; got {n_boot!r}")
+        return bootstrap.bandwidth(self.model.data, smooth), bootstrap.check_n_jobs(n_jobs)
 
     @cached_property
     def _default_draws(self) -> np.ndarray:
@@ -270,10 +282,12 @@ class TiltResults(LikelihoodResults):
         """Confidence interval for pi from the profile empirical likelihood (Theorem 3b).
 
         ``{pi : R*_N(pi) <= cut-off}``, limits found by root-finding on each side of pi-hat;
-        a limit that reaches 0 or 1 is reported as 0 or 1 (one-sided interval, flagged in
-        ``.attrs``). If ``R*`` dips below the cut-off again beyond a limit, the confidence
-        set is not an interval: a ``ConfidenceSetWarning`` says so (recorded in ``warnings``)
-        and ``.attrs["interval"]`` is False.
+        a limit that reaches the end of the range of pi is reported as that end (one-sided
+        interval, flagged in ``.attrs``): 0 or 1, or 0.5 under the label rules ``"pi<0.5"``
+        and ``"pi>0.5"``, which restrict pi to one half. If ``R*`` dips below the cut-off
+        again beyond a limit, the confidence set is not an interval: a
+        ``ConfidenceSetWarning`` says so (recorded in ``warnings``) and
+        ``.attrs["interval"]`` is False.
 
         Parameters
         ----------
@@ -334,26 +348,28 @@ class TiltResults(LikelihoodResults):
         ci.attrs["method"] = method
         ci.attrs.update(boot_attrs)
         if method == "bootstrap":
-            ci.name = f"pi {1 - alpha:.0%} bootstrap-calibrated profile CI"
+            ci.name = f"pi {level_label(1 - alpha)} bootstrap-calibrated profile CI"
         if extra:
-            msg = (f"{self.model_name}: the {1 - alpha:.0%} profile confidence set for pi is "
+            msg = (f"{self.model_name}: the {level_label(1 - alpha)} profile confidence set for pi is "
                    "not an interval: R*(pi) is also below the cut-off at pi = "
                    f"{', '.join(f'{v:.3f}' for v in extra)} (a second local maximum of the "
                    "profile); the interval returned is the component around pi-hat")
             if (ConfidenceSetWarning.__name__, msg) not in self._profiler.warnings:
                 self._profiler.warnings.append((ConfidenceSetWarning.__name__, msg))
             warnings.warn(msg, ConfidenceSetWarning, stacklevel=2)
-        if ci.attrs["lower_at_bound"]:
-            ci["lower"] = 0.0
-        if ci.attrs["upper_at_bound"]:
-            ci["upper"] = 1.0
         lo_b, hi_b = prof.bounds
+        # a limit at the end of the profiled range is that end: 0 or 1 (the range stops
+        # PI_EPS short of them), or 0.5 under a label rule pi < 0.5 / pi > 0.5
+        if ci.attrs["lower_at_bound"]:
+            ci["lower"] = 0.0 if lo_b <= 1e-3 else lo_b
+        if ci.attrs["upper_at_bound"]:
+            ci["upper"] = 1.0 if hi_b >= 1 - 1e-3 else hi_b
         if ci.attrs["lower_at_bound"] and ci.attrs["upper_at_bound"] and \
                 lo_b <= 1e-3 and hi_b >= 1 - 1e-3:
             # the likelihood supports every pi: say so rather than let [0, 1] pass unnoticed
             msg = (f"{self.model_name}: pi is not identified by these data: the profile "
                    f"log-EL stays within the cut-off of its maximum over all of [0, 1], so "
-                   f"the {1 - alpha:.0%} confidence interval is [0, 1] (e.g. a target sample "
+                   f"the {level_label(1 - alpha)} confidence interval is [0, 1] (e.g. a target sample "
                    "distributed as the source, or too few rows)")
             if (ConfidenceSetWarning.__name__, msg) not in self._profiler.warnings:
                 self._profiler.warnings.append((ConfidenceSetWarning.__name__, msg))
@@ -370,14 +386,28 @@ class TiltResults(LikelihoodResults):
     def _bootstrap_cutoff(self, alpha, n_boot, rng, smooth, n_jobs) -> tuple[float, dict]:
         """The ``1 - alpha`` quantile of the bootstrap draws of ``R*_b(pi-hat)`` and the
         attributes the interval reports with it."""
+        # the (1 - alpha) quantile of B draws, conservatively the ceil((B + 1)(1 - alpha))-th
+        # order statistic (B = 199: the 190th), as for the bootstrap test's p-value; it exists
+        # only for B >= 1 / alpha - 1 (below that the largest draw was used: every alpha
+        # under 1 / (B + 1) gave the same, too narrow interval)
+        def order(b):
+            return int(np.ceil((b + 1) * (1 - alpha)))
+
+        self._check_boot_args(n_boot, smooth, n_jobs)
+        if n_boot < order(n_boot):
+            raise ValueError(f"n_boot = {n_boot} resamples cannot calibrate a "
+                             f"{level_label(1 - alpha)} interval: at least {_min_boot(alpha)} are "
+                             f"needed (B + 1 >= 1 / alpha)")
         draws = self._interval_draws(n_boot, rng, smooth, n_jobs)
         ok = np.isfinite(draws[:, 0])
         if not ok.any():
             raise ValueError("no bootstrap resample could be fitted")
-        # the (1 - alpha) quantile of B draws, conservatively the ceil((B + 1)(1 - alpha))-th
-        # order statistic (B = 199: the 190th), as for the bootstrap test's p-value
+        k = order(ok.sum())
+        if k > ok.sum():
+            raise ValueError(f"only {int(ok.sum())} of {n_boot} bootstrap resamples could be "
+                             f"fitted: too few to calibrate a {level_label(1 - alpha)} interval (at "
+                             f"least {_min_boot(alpha)} are needed)")
         srt = np.sort(draws[ok, 0])
-        k = min(int(np.ceil((ok.sum() + 1) * (1 - alpha))), ok.sum())
         cutoff = float(srt[k - 1])
         return cutoff, dict(n_boot_used=int(ok.sum()), bootstrap_se=self._bootstrap_se(draws),
                             smooth=bootstrap.bandwidth(self.model.data, smooth))
@@ -439,12 +469,12 @@ class TiltResults(LikelihoodResults):
         s.add_info("SE(pi)" + (" (calibrated CI width / 3.92)" if boot else ""),
                    float(self._bse["pi"]))
         if boot:
-            s.add_info(f"pi {1 - alpha:.0%} CI (bootstrap-calibrated)",
+            s.add_info(f"pi {level_label(1 - alpha)} CI (bootstrap-calibrated)",
                        self._pi_interval_line(alpha))
-            s.add_info(f"pi {1 - alpha:.0%} CI (plain profile)",
+            s.add_info(f"pi {level_label(1 - alpha)} CI (plain profile)",
                        self._pi_interval_line(alpha, "profile"))
         else:
-            s.add_info(f"pi {1 - alpha:.0%} profile CI", self._pi_interval_line(alpha))
+            s.add_info(f"pi {level_label(1 - alpha)} profile CI", self._pi_interval_line(alpha))
         s.add_info("Log-EL", self.llf)
         if self.penalized:
             s.add_info("Penalised log-EL", self.llf_penalized)

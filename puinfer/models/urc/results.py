@@ -12,7 +12,7 @@ import pandas as pd
 from scipy import stats
 
 from ..._align import align_rows
-from ..._validation import check_alpha, check_rng
+from ..._validation import check_alpha, check_rng, level_label
 from ...base.results import (
     ConvergenceInfo,
     InformationCriteria,
@@ -569,7 +569,7 @@ class URCResults(URCTestsMixin, InformationCriteria, LikelihoodResults):
             s.add_info("Penalised log-likelihood", self.llf_penalized)
         s.add_info("cond(M_A)", m.condition_number)
         s.add_info("Converged", self.converged)
-        s.add_table(f"Base rates ({1 - alpha:.0%} profile-likelihood intervals)",
+        s.add_table(f"Base rates ({level_label(1 - alpha)} profile-likelihood intervals)",
                     self._table(alpha))
         several = len(self._groups) > 1
         tests = [self.test_no_shift()] + ([self.test_equal_base_rates()] if several else [])

@@ -83,8 +83,8 @@ def test_bootstrap_interval_same_in_processes(fit):
         warnings.simplefilter("ignore")
         one = boot.interval_replicate(fit, 6, np.random.default_rng(4), smooth=0.3)
         two = boot.interval_replicate(fit, 6, np.random.default_rng(4), smooth=0.3, n_jobs=2)
-        ci1 = fit.conf_int_pi(method="bootstrap", n_boot=5, rng=8)
-        ci2 = fit.conf_int_pi(method="bootstrap", n_boot=5, rng=8, n_jobs=2)
+        ci1 = fit.conf_int_pi(0.2, method="bootstrap", n_boot=5, rng=8)
+        ci2 = fit.conf_int_pi(0.2, method="bootstrap", n_boot=5, rng=8, n_jobs=2)
     np.testing.assert_array_equal(one, two)
     assert np.isfinite(one).all()
     assert ci1.equals(ci2) and ci1.attrs["cutoff"] == ci2.attrs["cutoff"]
@@ -97,6 +97,33 @@ def test_bootstrap_interval_bad_input(fit):
         fit.conf_int_pi(method="bootstrap", n_boot=0)
     with pytest.raises(ValueError, match="n_jobs"):
         fit.conf_int_pi(method="bootstrap", n_boot=5, n_jobs=0)
+
+
+def test_bootstrap_interval_refuses_too_few_resamples_for_its_level(fit, monkeypatch):
+    # the cut-off is the ceil((B + 1)(1 - alpha))-th of B draws; with B + 1 < 1 / alpha it
+    # does not exist (the largest draw used to stand in: every alpha below 1 / (B + 1) gave
+    # the same interval, and n_boot = 1 gave one narrower than the plain profile's). Refused
+    # before any resample is drawn.
+    def no_draws(*a, **k):
+        raise AssertionError("resamples drawn")
+
+    monkeypatch.setattr(boot, "interval_replicate", no_draws)
+    for alpha, n_boot, need in ((0.05, 1, 19), (0.05, 18, 19), (0.001, 199, 999),
+                                (0.01, 98, 99)):
+        with pytest.raises(ValueError, match=f"n_boot = {n_boot} resamples cannot calibrate "
+                           f"a {100 * (1 - alpha):g}% interval: at least {need} are needed"):
+            fit.conf_int_pi(alpha, method="bootstrap", n_boot=n_boot, rng=1)
+    # B = 19 is enough at alpha = 0.05 (the cut-off is then the largest of the 19 draws)
+    monkeypatch.undo()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ci = fit.conf_int_pi(0.05, method="bootstrap", n_boot=19, rng=3)
+        draws = fit._interval_draws(19, 3, "silverman", 1)
+    assert ci.attrs["cutoff"] == np.nanmax(draws[:, 0])
+    # the summary reports the interval as not available at such a level, not a wrong one
+    text = str(fit.summary(alpha=0.001))
+    assert "pi 99.9% CI (bootstrap-calibrated):" in text
+    assert "at least 999 are needed" in text
 
 
 @pytest.mark.slow

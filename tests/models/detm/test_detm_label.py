@@ -5,6 +5,7 @@ import pickle
 import warnings
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import puinfer as pu
@@ -213,3 +214,30 @@ class TestMobilePhone:
         assert (round(ci["lower"], 4), round(ci["upper"], 4)) == (0.6425, 0.6902)
         assert (np.floor(ci["lower"] * 1e4) / 1e4, np.ceil(ci["upper"] * 1e4) / 1e4) == \
             (0.6425, 0.6903)
+
+
+def test_interval_at_the_half_bound_of_a_pi_rule_reports_that_bound():
+    # under label_rule "pi<0.5" / "pi>0.5" pi ranges over one half; a limit that reaches
+    # the end of that half is 0.5, as the profile's own interval says (it used to be
+    # reported as 1 or 0: [0.261, 1.0] for the profile's [0.261, 0.5])
+    rng = np.random.default_rng(1)
+    S = pd.DataFrame({"x1": rng.normal(size=150)})
+    k = rng.binomial(150, 0.6)
+    T = pd.DataFrame({"x1": np.r_[rng.normal(size=k), rng.normal(2, size=150 - k)]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LabelAmbiguityWarning)
+        lo = pu.DETM(S, T).fit(label_rule="pi<0.5", pi_interval="profile")
+        hi = pu.DETM(S, T).fit(label_rule="pi>0.5", pi_interval="profile")
+    for res, end in ((lo, "upper"), (hi, "lower")):
+        ci = res.conf_int_pi()
+        assert ci.attrs[f"{end}_at_bound"]
+        assert ci[end] == 0.5
+        np.testing.assert_allclose(ci.to_numpy(), res.profile_pi().conf_int().to_numpy(),
+                                   rtol=0, atol=1e-12)
+        # the other limit is a crossing of the cut-off
+        other = "lower" if end == "upper" else "upper"
+        assert res.profile_pi().statistic(ci[other]) == pytest.approx(ci.attrs["cutoff"],
+                                                                       abs=1e-6)
+    # the two rules are mirror images of one fit
+    np.testing.assert_allclose(lo.conf_int_pi().to_numpy(),
+                               1 - hi.conf_int_pi().to_numpy()[::-1], atol=1e-8)
