@@ -61,7 +61,7 @@ from ._engine import (
     solve_squarem,
 )
 from .calibrators import FittedCalibrator, FormulaCalibrator, logistic_derivs, weighted_loglik
-from .model import checked_columns
+from .model import checked_columns, score_histogram
 
 #: sample positions per block for the exact-quantile brackets (see :func:`exact_quantiles`)
 _SKETCH = 4097
@@ -102,7 +102,8 @@ def _summary_block(eps, missing, score, label, treated):
     s, lab, tr, n_dropped, n_edge = _block_arrays(eps, missing, score, label, treated)
     t1 = lab[tr]
     return {"n_t": int(tr.sum()), "pos_t": int(t1.sum()), "n_dropped": n_dropped,
-            "n_edge": n_edge, "s_c": [s[~tr]], "y": [lab[~tr]], "sketch": _sketch(s[tr])}
+            "n_edge": n_edge, "s_c": [s[~tr]], "y": [lab[~tr]], "sketch": _sketch(s[tr]),
+            "hist_t": score_histogram(s[tr], t1)}
 
 
 def _treated(eps, missing, score, label, treated):
@@ -136,6 +137,7 @@ class DaskData:
         oc = np.lexsort((y, s_c))
         self.s_c, self.y = s_c[oc], y[oc]
         self.n_treated, self.pos_treated = summary["n_t"], summary["pos_t"]
+        self.hist_treated = summary["hist_t"]  # for the check of Assumption 1
         self.n_dropped, self.n_edge = summary["n_dropped"], summary["n_edge"]
         self._sketch = summary["sketch"] + _sketch(self.s_c)
         self.fingerprint = fingerprint
@@ -468,7 +470,7 @@ def init_dask(model, score, label, treated):
                         f"{data.n_edge} score(s) equal to 0 or 1 were clipped to "
                         f"[{model.eps:g}, 1 - {model.eps:g}]", ClippingWarning)
     model.n_control, model.n_treated = int(data.s_c.size), int(data.n_treated)
-    model._check_groups(data.y.sum(), data.pos_treated)
+    model._check_groups(data.y.sum(), data.pos_treated, data.hist_treated)
     model.score_name = "score"
 
 
