@@ -434,7 +434,7 @@ class DaskEngine(ParametricEngine):
         ev = self.evaluate(theta)
         n = int(self.nc + self.data.n_treated)
         return FittedCalibrator(self.cal, self.basis, pd.Series(theta, index=names),
-                                ev["Q"] + ev["pen"], n, float(n), float(len(theta)), True, 0,
+                                ev["Q"] + ev["pen"], n, float(n), self.edf(theta), True, 0,
                                 None, [])
 
     def sandwich(self, theta, joint: bool = False):

@@ -372,8 +372,20 @@ class ParametricEngine:
         ev = self.evaluate(theta)
         n = int(self.X.shape[0])
         return FittedCalibrator(self.cal, self.basis, pd.Series(theta, index=names),
-                                ev["Q"] + ev["pen"], n, float(n), float(len(theta)), True, 0,
+                                ev["Q"] + ev["pen"], n, float(n), self.edf(theta), True, 0,
                                 None, [])
+
+    def edf(self, theta) -> float:
+        """Effective degrees of freedom ``tr((H + P)^-1 H)`` at ``theta``, ``H`` the negative
+        Hessian of the surrogate ``F`` (the number of parameters without a penalty)."""
+        k = len(theta)
+        if not np.any(self.P):
+            return float(k)
+        A = -self.evaluate(theta, jac=True)["J"]  # H + P
+        try:
+            return float(np.trace(np.linalg.solve(A, A - self.P)))
+        except np.linalg.LinAlgError:
+            return float("nan")
 
     # G(theta) = sum_c (y - g) x + sum_t (z min(1, g/g_eta) - g) x - P theta: the M-step score
     # with the E-step plugged in; its roots are the fixed points of Algorithm 3.
