@@ -300,6 +300,11 @@ def test_calem_known_h(client, calem_data):
     close(r0.objective_17, r1.objective_17)
     close(r0.llf, r1.llf)
     close(r0.share_clipped, r1.share_clipped, rtol=0)
+    # the statistics of the h the fit used (0.3 s), not of the implied one
+    assert r1.share_clipped == 0.0
+    close(r0.mean_h_treated_positives, r1.mean_h_treated_positives)
+    pos = (d["treated"] == 1) & (d["label"] == 1)
+    close(r1.mean_h_treated_positives, np.mean(0.3 * d["score"][pos]))
     with pytest.raises(NotImplementedError):
         r1.conf_int()
 

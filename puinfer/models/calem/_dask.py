@@ -359,17 +359,21 @@ def _q_treated(cal, basis, eta_hat, theta_t, theta, s_t, z):
     return weighted_loglik(X @ theta, a, np.ones(a.size))
 
 
-def _sandwich_h_treated(cal, basis, eta_hat, theta, s_t, z):
-    """The sandwich's block sums and :func:`_h_block` of the treated rows."""
+def _sandwich_h_treated(cal, basis, eta_hat, theta, known, s_t, z):
+    """The sandwich's block sums and :func:`_h_block` of the treated rows (``known``: the
+    known ``h`` of the fit, or None)."""
     X = cal.design(basis, s_t)
     r = Rows(X, 0, np.empty(0), z, X @ eta_hat)
-    return sandwich_block(r, theta), _h_block(r, theta)
+    h = None if known is None else known_h_values(known, s_t)
+    return sandwich_block(r, theta), _h_block(r, theta, h)
 
 
-def _h_block(r, theta):
-    """The treated rows' ``h``: clipped shares and the mean over positives (sums)."""
+def _h_block(r, theta, h=None):
+    """The treated rows' ``h`` (the implied one, or the known ``h`` given): clipped shares and
+    the mean over positives (sums)."""
     z = r.z
-    _, h = soft_labels(z, expit(r.X @ theta), r.g_eta_t)
+    if h is None:
+        _, h = soft_labels(z, expit(r.X @ theta), r.g_eta_t)
     out = (h < 0) | (h > 1)
     pos = z == 1
     return {"n": h.size, "clipped": int(out.sum()), "pos": int(pos.sum()),
@@ -440,10 +444,11 @@ class DaskEngine(ParametricEngine):
     def sandwich(self, theta, joint: bool = False):
         return sandwich_from_sums(self.sandwich_and_h(theta)[0], self.P, joint)
 
-    def sandwich_and_h(self, theta):
-        """The sandwich's block sums and the statistics of ``h`` at ``theta``: one pass."""
+    def sandwich_and_h(self, theta, known=None):
+        """The sandwich's block sums and the statistics of ``h`` at ``theta`` (of the known
+        ``h`` where given): one pass."""
         S = self.data.reduce(functools.partial(_sandwich_h_treated, self.cal, self.basis,
-                                               self.eta_hat, theta),
+                                               self.eta_hat, theta, known),
                              extra=(sandwich_block(self.control, theta), None))
         return S
 
@@ -615,7 +620,7 @@ def fit_calem_dask(model, *, method, maxiter, tol, h) -> CalEMFit:
     start = pooled_start(np.asfortranarray(cal.design(st.basis, data.s_c)), data.y, st.biased)
     pooled = cal._fit_rows(st.basis, DaskRows(data, cal, st.basis, None, control=True,
                                               start=start), start=start)
-    S, hs = eng.sandwich_and_h(theta)
+    S, hs = eng.sandwich_and_h(theta, h)  # h's statistics: of the known h if given
     cov_joint = None if h is not None else sandwich_from_sums(S, eng.P, joint=True)
     k = theta.size
     h_stats = {"share_clipped": hs["clipped"] / hs["n"],

@@ -41,7 +41,8 @@ class CalEMFit:
         The CalEM map ``g_theta``, the control-only fit ``g_theta0``, the fit to the treated
         rows' biased labels ``g_eta`` and the fit to all rows as if every label were clean.
     h_raw_treated : numpy.ndarray
-        Unclipped ``(g_eta - g_theta) / g_eta`` on the treated rows.
+        Unclipped ``(g_eta - g_theta) / g_eta`` on the treated rows (a fit with a known ``h``:
+        that ``h``).
     objective_17 : float
         ``Q(theta_hat | theta_hat)`` (penalised for a penalised spline).
     surrogate : float
@@ -960,8 +961,8 @@ def fit_calem(model, *, method, maxiter, tol, h) -> CalEMFit:
             warn_and_record(warns, f"CalEM ({method}) did not converge: {conv.message}",
                             ConvergenceWarning)
     a, h_raw = soft_labels(z, eng.g_treated(theta), eng.g_eta_t)
-    if h is not None:
-        a = a_known
+    if h is not None:  # the h the fit used (the results' statistics of h are of it)
+        a, h_raw = a_known, known_h_values(h, s_t)
     lab = np.concatenate([eng.y, z]).astype(float)
     if cal.parametric:  # the engine holds the basis of all rows: not built a second time
         # its rows' rank was checked on the treated rows (the biased fit)

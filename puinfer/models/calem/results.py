@@ -400,7 +400,8 @@ class CalEMResults(_CurvesMixin, LikelihoodResults):
 
     @cached_property
     def share_clipped(self) -> float:
-        """Share of treated rows whose raw ``h = (g_eta - g)/g_eta`` fell outside [0, 1]."""
+        """Share of treated rows whose raw ``h = (g_eta - g)/g_eta`` fell outside [0, 1] (0
+        for a fit with a known ``h``, whose statistics are of that ``h``)."""
         if self._h_stats is not None:
             return self._h_stats["share_clipped"]
         return float(np.mean((self._h_raw < 0) | (self._h_raw > 1)))
@@ -420,7 +421,7 @@ class CalEMResults(_CurvesMixin, LikelihoodResults):
     @cached_property
     def mean_h_treated_positives(self) -> float:
         """Mean estimated ``h`` over treated positives: the share of their positives
-        attributed to the treatment."""
+        attributed to the treatment (a fit with a known ``h``: the mean of that ``h``)."""
         if self._h_stats is not None:
             return self._h_stats["mean_h_treated_positives"]
         h = np.sort(np.clip(self._h_raw[self._zpos], 0, 1))  # sorted: free of the row order

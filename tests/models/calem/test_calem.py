@@ -705,3 +705,19 @@ def test_edf_of_a_penalised_spline_is_the_trace_of_the_smoother(make_toy):
         assert res.edf == pytest.approx(expect, rel=1e-4)
         edfs.append(res.edf)
     assert edfs[0] == 6.0 and 6.0 > edfs[1] > edfs[2] > 2.0
+
+
+def test_known_h_results_report_the_h_used(fits):
+    # a fit with a known h reports that h's statistics (they were those of the implied
+    # (g_eta - g)/g_eta: mean 0.256 and 11.8% clipped for a constant h = 0.3 in review)
+    m = fits["logistic"][0]
+    r = m.fit(h=0.3)
+    assert r.mean_h_treated_positives == pytest.approx(0.3, abs=1e-12)
+    assert r.share_clipped == 0.0 and r.share_clipped_positives == 0.0
+
+    def curve(s):
+        return 0.5 * s
+
+    r = m.fit(h=curve)
+    pos = (m.treated == 1) & (m.label == 1)
+    assert r.mean_h_treated_positives == pytest.approx(np.mean(curve(m.score[pos])), rel=1e-12)
