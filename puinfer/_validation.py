@@ -105,6 +105,10 @@ def as_float_matrix(x, name: str) -> tuple[np.ndarray, list[str]]:
     if isinstance(x, pd.DataFrame):
         names = [str(c) for c in x.columns]
         check_feature_columns(x, name)
+        dup = sorted({c for c in names if names.count(c) > 1})
+        if dup:  # e.g. 1 and "1": one name once the parameters are labelled
+            raise ValueError(f"{name}: column names {dup} occur more than once as text (e.g. "
+                             "the number 1 and the string '1'); rename them")
         # pd.NA -> NaN (then refused below as missing, naming the column)
         arr = x.to_numpy(dtype=float, na_value=np.nan, copy=True)
     else:

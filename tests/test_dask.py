@@ -416,8 +416,9 @@ def test_setm_dask_samples_missing_drop(client, detm_data):
     d.loc[d.index[[3, 500, 800]], "x1"] = np.nan
     src, tgt = d[d.labeled == 1][["x1", "x2"]], d[d.labeled == 0][["x1", "x2"]]
     m0 = pu.SETM(src, tgt, missing="drop")
-    m1 = pu.SETM(dd.from_pandas(src, npartitions=2), dd.from_pandas(tgt, npartitions=3),
-                 missing="drop")
+    # target's columns in another order: matched by name, as in memory
+    m1 = pu.SETM(dd.from_pandas(src, npartitions=2),
+                 dd.from_pandas(tgt[["x2", "x1"]], npartitions=3), missing="drop")
     assert (m1.n_dropped_source, m1.n_dropped_target) == (m0.n_dropped_source,
                                                           m0.n_dropped_target) == (1, 2)
     r0, r1 = m0.fit(probe=False, pi_interval="profile"), m1.fit(probe=False)

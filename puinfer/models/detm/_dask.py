@@ -796,7 +796,13 @@ def init_dask(model, source, target, missing):
                              "dask.dataframe.from_pandas to distribute it")
     ns, nt = _columns(source, "source"), _columns(target, "target")
     if hasattr(source, "columns") and hasattr(target, "columns") and ns != nt:
-        raise ValueError(f"source and target columns differ: {ns} vs {nt}")
+        if sorted(ns) != sorted(nt):
+            raise ValueError(f"source and target columns differ: only in source "
+                             f"{[c for c in ns if c not in nt]}, only in target "
+                             f"{[c for c in nt if c not in ns]}")
+        # matched by name, as in memory: target's columns in source's order
+        target = target[[target.columns[nt.index(c)] for c in ns]]
+        nt = ns
     if len(ns) != len(nt):
         raise ValueError(f"source has {len(ns)} columns but target has {len(nt)}")
     if hasattr(source, "columns") and hasattr(target, "columns"):

@@ -102,7 +102,11 @@ def prepare(source, target, names=None, target_index=None) -> TiltData:
         raise ValueError(f"source has {Xs.shape[1]} columns but target has {Xt.shape[1]}")
     names = list(names) if names is not None else ns
     if isinstance(target, pd.DataFrame) and isinstance(source, pd.DataFrame) and ns != nt:
-        raise ValueError(f"source and target columns differ: {ns} vs {nt}")
+        if sorted(ns) != sorted(nt):
+            raise ValueError(f"source and target columns differ: only in source "
+                             f"{[c for c in ns if c not in nt]}, only in target "
+                             f"{[c for c in nt if c not in ns]}")
+        Xt = Xt[:, [nt.index(c) for c in ns]]  # matched by name: target's in source's order
     if target_index is None and isinstance(target, (pd.DataFrame, pd.Series)):
         target_index = target.index
     # one layout for every input (a DataFrame's values come in Fortran order, arrays in C):

@@ -121,6 +121,11 @@ class PiProfiler:
     frontier: tuple | None = None
     #: while True (:meth:`deep`) a full evaluation also starts from :attr:`deep_starts`
     deep_mode: bool = False
+    #: while True (the results' intervals and profile, after the fit's probe) a point where no
+    #: start converges takes the best value an unconverged run reached there, a lower bound of
+    #: the profile (its ``R*`` an upper bound: inside the set where below the cut-off), with a
+    #: ConvergenceWarning; the probe leaves such points out (:meth:`for_results`)
+    bound_unconverged: bool = False
     #: solved points whose solutions, moved along their paths' tangents, also start every full
     #: evaluation: while a limit search goes on past a crossing of a lower branch, the point
     #: beyond the limit where the set goes on (its branch also reaches the points between the
@@ -406,6 +411,7 @@ class PiProfiler:
         it is higher (:meth:`_on_boundary`); NaN if nothing converged."""
         best = best_any = None
         unlabelled = []  # converged unlabelled solutions above the best labelled one so far
+        lower = None  # the best labelled value of an unconverged run (bound_unconverged)
         f_max = self.fit.llf_penalized
         for th0, fallback, far in self._starts_at(pi):
             s = self.solve(pi, th0, far=far)
@@ -418,7 +424,12 @@ class PiProfiler:
             # (10) degenerate and the derivatives are undefined (pi is not identified).
             at_max = np.isfinite(f) and abs(f - f_max) <= 1e-9 * max(1.0, abs(f_max))
             if not (info.converged or at_max):
-                continue  # unconverged solutions are neither answers nor later starts
+                # neither an answer nor a later start; but its log-EL (the multipliers solved
+                # at its theta) is one of the values the profile maximises over
+                if self.bound_unconverged and np.isfinite(f) and \
+                        (lower is None or f > lower[0]) and self.labelled(th, pi):
+                    lower = (f, th)
+                continue
             if best_any is None or f > best_any[0]:
                 best_any = (f, th, s.dpi, s.H)
             if best is None or f > best[0]:
@@ -426,7 +437,7 @@ class PiProfiler:
                     best = (f, th, s.dpi, s.H)
                 else:
                     unlabelled.append((f, th))
-        if best is None and best_any is not None and self.warm_only:
+        if best is None and self.warm_only and (best_any is not None or self.bound_unconverged):
             # the one warm start reached the other labelling, which says nothing of the
             # labelled maximum here: the point from every start instead (a warm chain on the
             # mirror branch ended a lower limit at 1 - the upper one, 0.124 for 0.359, where
@@ -447,6 +458,16 @@ class PiProfiler:
         # no labelled solution at all (none from any start, no boundary solution): the
         # labelled maximum is at most the unrestricted one, which is used (R* not overstated)
         best = best if best is not None else best_any
+        if best is None and lower is not None and full:
+            # no start converged here (e.g. where pi is not identified and the profile is flat
+            # in theta): the profile is at least this value
+            self.warnings.append((ConvergenceWarning.__name__,
+                                  f"{self.fit.name}: the profile fit at pi = {pi:.6g} did not "
+                                  "converge from any start; the interval search uses the best "
+                                  f"value reached there, a lower bound of the profile (R* <= "
+                                  f"{max(0.0, 2 * (f_max - lower[0])):.4g})"))
+            self.trace.append((pi, lower[0], False))
+            return lower[0]
         if best is None:
             if full:
                 self.warnings.append((ConvergenceWarning.__name__,
@@ -465,6 +486,17 @@ class PiProfiler:
         elif full:
             self.trace.append((pi, best[0], True))
         return best[0]
+
+    def for_results(self) -> PiProfiler:
+        """Switch on :attr:`bound_unconverged` (the results' intervals, after the probe) and
+        forget the points the probe could not compute, to evaluate them again so."""
+        if not self.bound_unconverged:
+            self.bound_unconverged = True
+            if "profile" in self.__dict__:
+                cache = self.profile._cache
+                for q in [q for q, v in cache.items() if np.isnan(v)]:
+                    del cache[q]
+        return self
 
     @property
     def _on_boundary_applies(self) -> bool:

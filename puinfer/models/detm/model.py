@@ -26,7 +26,7 @@ from ..._dask import any_dask
 from ..._validation import check_binary
 from ...base.model import Model
 from ...base.optimize import newton_maximize
-from ...formula import Design, build_design
+from ...formula import Design, _used_columns, build_design
 from . import _el
 from ._data import TiltData, prepare
 from ._profile import probe as probe_profile
@@ -149,6 +149,20 @@ def _drop_rows(x, name: str, missing: str):
     return out[name], k
 
 
+def _count_dropped_by_sample(model, data: pd.DataFrame) -> None:
+    """``n_dropped_source`` / ``n_dropped_target`` of a model built from ``data`` with
+    ``missing="drop"``, where the indicator (the formula's left-hand side, a column of
+    ``data``) is 1 or 0 on every dropped row; left None where it is missing on one."""
+    name = model.design.y.name
+    if name not in data.columns:
+        return
+    dropped = data[name][~np.asarray(model.design.kept)]
+    if dropped.isna().any() or not dropped.isin([0, 1]).all():
+        return
+    model.n_dropped_source = int((dropped == 1).sum())
+    model.n_dropped_target = int((dropped == 0).sum())
+
+
 class _TiltModel(Model):
     """Shared construction and fitting of DETM and SETM (a model holds data, never a fit).
 
@@ -236,12 +250,23 @@ class _TiltModel(Model):
         if data is not None:
             if source is not None or target is not None:
                 raise ValueError("give either data= (with an indicator) or source= and target=")
-            return super().from_formula(formula, data, missing=missing)
+            model = super().from_formula(formula, data, missing=missing)
+            if model.design.kept is not None:
+                _count_dropped_by_sample(model, data)
+            return model
         if source is None or target is None:
             raise ValueError("give data= with a two-sided formula, or source= and target=")
         for nm, df in (("source", source), ("target", target)):
             if not isinstance(df, pd.DataFrame) or len(df) == 0:
                 raise ValueError(f"{nm} must be a DataFrame with rows")
+        # a column the formula uses must be in both samples (pooled, a column missing from
+        # one would look like missing values in its rows)
+        used_s, used_t = _used_columns(formula, source), _used_columns(formula, target)
+        for nm, cols in (("source", [c for c in used_t if c not in used_s]),
+                         ("target", [c for c in used_s if c not in used_t])):
+            if cols:
+                raise ValueError(f"{nm} has no column(s) {cols}, which the formula uses (the "
+                                 "other sample has them)")
         # one design on both samples (the stateful transforms see the pooled data, as with
         # data=); positions, not labels, split it back, since the two indexes may overlap
         design = build_design(formula, pd.concat([source, target], ignore_index=True),
@@ -272,8 +297,8 @@ class _TiltModel(Model):
             raise ValueError(f"no unlabeled target rows ({design.y.name!r} == 0)")
         self = cls._from_parts(prepare(src, tgt), design)  # from_formula sets the counts
         if design.kept is not None:
-            # which sample each dropped row belonged to is not known when its indicator is
-            # missing: only the total is recorded
+            # which sample each dropped row belonged to: from_formula counts them where the
+            # indicator is known for every dropped row (_count_dropped_by_sample)
             self.n_dropped_source = self.n_dropped_target = None
         return self
 

@@ -272,9 +272,12 @@ class TiltResults(LikelihoodResults):
         computed (the fit's probe) and cached here. The returned
         :class:`~puinfer.inference.Profile` gives ``.conf_int(alpha)``, ``.statistic(pi)``,
         ``.to_frame()`` and ``.plot(ax=None)`` (as Liu et al., Figure 5). With the ridge
-        penalty the penalised log-EL is profiled (the objective maximised).
+        penalty the penalised log-EL is profiled (the objective maximised). Where no start
+        converges at a pi (e.g. where pi is not identified), the best value reached there, a
+        lower bound of the profile, stands in (with a ``ConvergenceWarning``, recorded): a
+        point whose ``R*`` is then below the cut-off lies inside the confidence set.
         """
-        return self._profiler.profile
+        return self._profiler.for_results().profile
 
     def conf_int_pi(self, alpha: float = 0.05, method: str | None = None, *,
                     n_boot: int = 199, rng=0, smooth: float | str = "silverman",

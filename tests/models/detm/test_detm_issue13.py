@@ -81,6 +81,22 @@ def test_constructor_refuses_dates_text_numbers_and_duplicate_names(samples):
         pu.DETM(dup, pd.concat([tgt[["x1"]], tgt[["x1"]] * 2], axis=1))
 
 
+def test_frame_columns_are_matched_by_name(samples):
+    # target's columns in another order are matched to source's by name (as the docstring
+    # says; they were refused as "columns differ"); different sets are refused, naming them
+    src, tgt = samples
+    a = _quiet(pu.SETM(src, tgt).fit)
+    b = _quiet(pu.SETM(src, tgt[["x2", "x1"]]).fit)
+    np.testing.assert_array_equal(b.params.to_numpy(), a.params.to_numpy())
+    assert list(b.params.index) == list(a.params.index)
+    pd.testing.assert_series_equal(b.predict(), a.predict())
+    with pytest.raises(ValueError, match=r"only in source \['x2'\], only in target \['x3'\]"):
+        pu.SETM(src, tgt.rename(columns={"x2": "x3"}))
+    # names that coincide as text (1 and "1") would label two parameters alike
+    with pytest.raises(ValueError, match=r"column names \['1'\] occur more than once as text"):
+        pu.SETM(src.set_axis([1, "1"], axis=1), tgt.set_axis([1, "1"], axis=1))
+
+
 def test_nullable_int_column_is_numeric_and_pd_na_is_missing(samples):
     src, tgt = samples
     k = pd.Series(np.arange(len(src)) % 4, index=src.index)
@@ -225,6 +241,14 @@ def test_missing_drop_with_formulas(samples):
         pu.SETM.from_formula("labeled ~ x1 + x2", data=df)
     m = pu.SETM.from_formula("labeled ~ x1 + x2", data=df, missing="drop")
     assert m.n_dropped == 3 and m.missing == "drop"
+    # with a row's indicator missing, its sample is unknown: only the total is known
+    assert m.n_dropped_source is None and m.n_dropped_target is None
+    # with every dropped row's indicator known, the counts per sample (they were None)
+    m1 = pu.SETM.from_formula("labeled ~ x1 + x2", data=df.drop(index=df.index[10]),
+                              missing="drop")
+    assert (m1.n_dropped, m1.n_dropped_source, m1.n_dropped_target) == (2, 1, 1)
+    assert (m1.restricted_model().n_dropped_source if hasattr(m1, "restricted_model")
+            else m1.n_dropped_source) == 1
     r = _quiet(m.fit)
     ref = _quiet(pu.SETM.from_formula("labeled ~ x1 + x2", data=df.dropna()).fit)
     np.testing.assert_allclose(r.params, ref.params, rtol=1e-10)
@@ -238,5 +262,9 @@ def test_missing_drop_with_formulas(samples):
     assert (m2.n_dropped, m2.n_dropped_source, m2.n_dropped_target) == (3, 1, 2)
     r2 = _quiet(m2.fit)
     assert r2.predict().index.equals(t2.dropna().index)
+    # a column the formula uses missing from one sample is named (it read as missing values)
+    with pytest.raises(ValueError, match=r"source has no column\(s\) \['x2'\], which the "
+                                         "formula uses"):
+        pu.SETM.from_formula("~ x1 + x2", source=s2[["x1"]], target=t2, missing="drop")
     ref2 = _quiet(pu.SETM(s2.dropna(), t2.dropna()).fit)
     np.testing.assert_allclose(r2.params, ref2.params, rtol=1e-10)

@@ -348,3 +348,59 @@ def test_the_reported_upper_limit_goes_on_where_the_fits_other_maxima_put_the_se
     past = ci["upper"] + 1e-3
     deep = 2 * (r.llf_penalized - prof._loglik_at.deep(past))
     assert min(prof.statistic(past), deep) > cut
+
+
+@pytest.fixture(scope="module")
+def unidentified():
+    # target drawn as the source (pi not identified), n = m = 150, one feature: the probe
+    # could not compute the profile at pi = 0.00344 (no start converged there), and
+    # conf_int_pi() raised ProfileError at every level (review, session 60)
+    import pandas as pd
+
+    rng = np.random.default_rng(4)
+    S = pd.DataFrame({"x1": rng.normal(size=150)})
+    T = pd.DataFrame({"x1": rng.normal(size=150)})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return pu.DETM(S, T).fit(pi_interval="profile")
+
+
+def test_an_unidentified_pi_gets_its_interval_not_a_profile_error(unidentified):
+    res = unidentified
+    for alpha in (0.05, 0.2):
+        with pytest.warns(pu.exceptions.ConfidenceSetWarning, match="not identified"):
+            ci = res.conf_int_pi(alpha)
+        assert ci["lower"] == 0.0 and ci["upper"] == 1.0
+        assert ci.attrs["lower_at_bound"] and ci.attrs["upper_at_bound"]
+    # R* stays below the cut-off over the whole range, as the interval says
+    frame = res.profile_pi().to_frame()
+    assert len(frame) > 10 and frame["R"].max() < stats.chi2.ppf(0.8, 1)
+
+
+def test_a_point_no_start_converges_at_is_bounded_by_its_best_value(unidentified, monkeypatch):
+    # where no start converges, the results' profile takes the best value an unconverged run
+    # reached (a lower bound of the profile: its R* an upper bound) with a warning; the
+    # probe's profiler (bound_unconverged off) leaves the point out (NaN)
+    import dataclasses
+
+    from puinfer.base.results import ConvergenceInfo
+
+    res = unidentified
+    solve = PiProfiler.solve
+
+    def unconverged(self, pi, theta0, far=False):
+        s = solve(self, pi, theta0, far=far)
+        if abs(pi - 0.4321) < 1e-12:
+            return dataclasses.replace(s, info=ConvergenceInfo(False, 200, "Newton",
+                                                               "maximum number of iterations"))
+        return s
+
+    monkeypatch.setattr(PiProfiler, "solve", unconverged)
+    probe = PiProfiler(res.model.data, res._fit, float(res.bse["pi"]))
+    assert np.isnan(probe(0.4321))
+    prof = PiProfiler(res.model.data, res._fit, float(res.bse["pi"])).for_results()
+    value = prof(0.4321)
+    runs = [s.f for (q, _), s in prof._runs.items() if q == 0.4321 and np.isfinite(s.f)]
+    assert value == max(runs)
+    assert any(c == "ConvergenceWarning" and "lower bound of the profile" in m
+               for c, m in prof.warnings)
