@@ -171,6 +171,67 @@ def test_immutable(case):
     assert r.params.iloc[0] != 1e9
 
 
+def _writable_arrays(obj, path="r", seen=None, depth=0):
+    """Paths of the writable numpy arrays reachable from a result through the public
+    attributes of the package's own objects (its model, the model's data, partitions, bases),
+    4 levels deep."""
+    seen = set() if seen is None else seen
+    if id(obj) in seen or depth > 4:
+        return []
+    seen.add(id(obj))
+    if isinstance(obj, np.ndarray):
+        return [path] if obj.flags.writeable else []
+    if isinstance(obj, tuple):
+        return [p for i, v in enumerate(obj)
+                for p in _writable_arrays(v, f"{path}[{i}]", seen, depth + 1)]
+    if not type(obj).__module__.startswith("puinfer"):
+        return []
+    return [p for k, v in getattr(obj, "__dict__", {}).items() if not k.startswith("_")
+            for p in _writable_arrays(v, f"{path}.{k}", seen, depth + 1)]
+
+
+def test_nothing_reachable_from_a_result_can_be_written_into(case):
+    # review (session 60): results changed through r.model.score, the URC partition's edges,
+    # RegressionURC's edges, a DETM model's rows, a spline basis's knots, a convergence trace
+    name, r, *_ = case
+    assert _writable_arrays(r) == []
+    if isinstance(getattr(r.model, "classes", None), (list, tuple)):
+        assert isinstance(r.model.classes, tuple)
+    conv = getattr(r, "convergence", None)
+    if conv is not None and getattr(conv, "trace", None) is not None:
+        assert not np.asarray(conv.trace).flags.writeable or conv.trace.size == 0
+    # cached tests are handed out again: their details cannot be edited
+    test = {"DETM": "test_scar", "URC-binary": "test_no_shift",
+            "URC-groups": "test_no_shift", "URC-multiclass": "test_no_shift"}.get(name)
+    if name.startswith("CalEM") and name != "CalEM-isotonic":
+        test = "test_bias"
+    if test is not None:
+        t = _quiet(getattr(r, test))
+        with pytest.raises(TypeError, match="read-only"):
+            t.extra["x"] = 1
+        assert "x" not in _quiet(getattr(r, test)).extra
+        pickle.loads(pickle.dumps(t))
+    # a profile, shared by the result's intervals, cannot be re-set
+    if name in ("DETM", "SETM") or name.startswith("URC"):
+        if name in ("DETM", "SETM"):
+            pr = _quiet(r.profile_pi)
+        else:  # the first group's first class
+            g, c = r.params.index[0]
+            pr = _quiet(lambda: r.profile(group=g, cls=c))
+        with pytest.raises(AttributeError, match="immutable"):
+            pr.estimate = 0.5
+    # pandas objects are handed out as copies (DETM/SETM's starts table, a calibrator's
+    # parameters)
+    if name in ("DETM", "SETM"):
+        st = r.starts
+        st.drop(index=st.index[1:], inplace=True)
+        assert len(r.starts) > 1
+    if name.startswith("CalEM") and name != "CalEM-isotonic":
+        before = r.predict([0.5])
+        r.calibrator.params.iloc[:] = 5.0
+        np.testing.assert_array_equal(r.predict([0.5]), before)
+
+
 def test_second_interval_is_cached(case):
     _, r, interval, *_ = case
     fresh = pickle.loads(pickle.dumps(r))  # the same result, nothing computed yet

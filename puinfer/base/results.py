@@ -40,6 +40,33 @@ def readonly(a: np.ndarray) -> np.ndarray:
     return a
 
 
+def freeze_arrays(obj) -> None:
+    """Replace every numpy array among ``obj``'s attributes by a read-only view of it: a
+    model's data, which its results read, cannot be written into through them (the caller's
+    arrays are views' bases only where the model copied them)."""
+    for name, value in list(vars(obj).items()):
+        if isinstance(value, np.ndarray):
+            object.__setattr__(obj, name, readonly(value))
+
+
+class FrozenDict(dict):
+    """A dict that refuses changes (the details of a cached test result, which several calls
+    hand out); it pickles, and ``copy()`` gives a plain dict."""
+
+    def _refuse(self, *args, **kwargs):
+        raise TypeError("this mapping is read-only (part of a result); copy it with dict(...) "
+                        "to change it")
+
+    __setitem__ = __delitem__ = __ior__ = _refuse
+    clear = pop = popitem = setdefault = update = _refuse
+
+    def copy(self) -> dict:
+        return dict(self)
+
+    def __reduce__(self):
+        return (type(self), (dict(self),))
+
+
 @dataclass(frozen=True)
 class ConvergenceInfo:
     """How an optimiser finished.
@@ -64,6 +91,9 @@ class ConvergenceInfo:
     message: str = ""
     trace: np.ndarray = field(default_factory=lambda: np.empty(0))
     grad_norm: float = float("nan")
+
+    def __post_init__(self):
+        object.__setattr__(self, "trace", readonly(np.asarray(self.trace, dtype=float)))
 
     def line(self) -> str:
         """A one-line description for summaries."""

@@ -10,6 +10,7 @@ import numpy as np
 from scipy import stats
 
 from .._validation import check_int
+from ..base.results import FrozenDict
 
 __all__ = ["HypothesisTestResult", "lr_test", "chisq_gof", "format_pvalue", "pvalue_phrase"]
 
@@ -66,6 +67,10 @@ class HypothesisTestResult:
     distribution: str = "chi2"
     invalid_reason: str | None = None
     extra: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        # read-only: results cache their tests and hand out the same object on every call
+        object.__setattr__(self, "extra", FrozenDict(self.extra))
 
     @classmethod
     def invalid(cls, reason: str, *, null: str, method: str, df: float = float("nan")):

@@ -131,6 +131,19 @@ class Profile:
                             f"got {type(derivative).__name__}")
         self._derivative = derivative
         self._cache: dict[float, float] = {}
+        object.__setattr__(self, "_frozen", True)
+
+    # A profile is shared by the results that made it (their intervals, tests and summaries
+    # read it): its settings cannot be changed afterwards (only its caches grow)
+    def __setattr__(self, name, value):
+        if self.__dict__.get("_frozen", False):
+            raise AttributeError(f"Profile of {self.name} is immutable: cannot set {name!r}")
+        object.__setattr__(self, name, value)
+
+    def __delattr__(self, name):
+        if self.__dict__.get("_frozen", False):
+            raise AttributeError(f"Profile of {self.name} is immutable: cannot delete {name!r}")
+        object.__delattr__(self, name)
 
     def loglik(self, value: float) -> float:
         """Profile log-likelihood at ``value`` (cached)."""

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -40,6 +40,7 @@ from ...base.gram import weighted_grams
 from ...base.numeric import softplus
 from ...base.optimize import newton_maximize
 from ...base.results import data_fingerprint as _fingerprint
+from ...base.results import readonly
 from ...exceptions import AssumptionWarning, ConvergenceWarning, SeparationWarning
 
 __all__ = [
@@ -223,7 +224,7 @@ class FittedCalibrator:
     iterations : int
     information : pandas.DataFrame or None
         Negative Hessian of the penalised objective at the fit (None for isotonic).
-    warnings : list of (str, str)
+    warnings : tuple of (str, str)
     prior_corrected : bool
         Whether the fit used Platt's prior-corrected targets (then ``llf`` is the
         log-likelihood of the *labels* at parameters that do not maximise it, so the fit cannot
@@ -235,17 +236,30 @@ class FittedCalibrator:
 
     calibrator: Calibrator
     basis: object
-    params: pd.Series
+    _params: pd.Series
     llf: float
     nobs: int
     weight_sum: float
     df_model: float
     converged: bool
     iterations: int
-    information: pd.DataFrame | None = None
-    warnings: list = field(default_factory=list)
+    _information: pd.DataFrame | None = None
+    warnings: tuple = ()
     prior_corrected: bool = False
     data_fingerprint: str | None = None
+
+    def __post_init__(self):
+        object.__setattr__(self, "warnings", tuple(self.warnings))
+
+    # pandas objects cannot be made read-only: they are handed out as copies, so that the fit
+    # (its predictions, the results built on it) cannot be changed through them
+    @property
+    def params(self) -> pd.Series:
+        return self._params.copy()
+
+    @property
+    def information(self) -> pd.DataFrame | None:
+        return None if self._information is None else self._information.copy()
 
     def predict(self, score):
         """Calibrated probability ``g_theta(score)`` for new scores (a pandas Series in gives
@@ -538,10 +552,10 @@ class TemperatureCalibrator(Calibrator):
         fitted = super()._fit_rows(basis, rows, start=start, maxiter=maxiter, tol=tol,
                                    check_rank=check_rank)
         if fitted.params.iloc[0] <= 0:
-            fitted.warnings.append((AssumptionWarning.__name__,
-                                    f"temperature calibrator: the fitted 1/T = "
-                                    f"{fitted.params.iloc[0]:.4g} is not positive; the score "
-                                    "does not rank the labels, and no temperature fits"))
+            fitted = dataclasses.replace(fitted, warnings=(*fitted.warnings, (
+                AssumptionWarning.__name__,
+                f"temperature calibrator: the fitted 1/T = {fitted.params.iloc[0]:.4g} is not "
+                "positive; the score does not rank the labels, and no temperature fits")))
         return fitted
 
 
@@ -569,6 +583,9 @@ class _SplineBasis:
     knots: np.ndarray
     #: ``CubicSpline(knots, I, bc_type="natural")``: column j is the cardinal function b_j
     cardinal: CubicSpline
+
+    def __post_init__(self):  # read-only: fits and their results share the basis
+        object.__setattr__(self, "knots", readonly(self.knots))
 
     def __call__(self, x):
         """The ``(n, K)`` basis at ``x`` (logit scores), linear beyond the boundary knots;

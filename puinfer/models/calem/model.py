@@ -12,6 +12,7 @@ from ..._align import align_rows, check_missing_option, drop_missing
 from ..._dask import any_dask
 from ..._validation import as_float_vector, check_binary, warn_and_record
 from ...base.model import Model
+from ...base.results import freeze_arrays
 from ...exceptions import AssumptionWarning, ClippingWarning
 from ...formula import Design, _used_columns
 from ._engine import fit_calem, setup
@@ -216,6 +217,7 @@ class CalEM(Model):
         y, z = lab[~tr], lab[tr]
         self._check_groups(y.sum(), z.sum(), score_histogram(s[tr], z))
         self.score_name = "score"
+        freeze_arrays(self)  # the results share the model's rows
 
     def _set_options(self, calibrator, eps, calibrator_options):
         """The calibrator and ``eps``, checked (also for Dask collections)."""

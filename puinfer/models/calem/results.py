@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from functools import cached_property
 
 import numpy as np
@@ -486,7 +487,8 @@ class CalEMResults(_CurvesMixin, LikelihoodResults):
         except ValueError as exc:  # a fit short of its maximum (separated data)
             return HypothesisTestResult.invalid(str(exc), null=null, method=method)
         if full.penalized:
-            t.extra["note"] = "penalised spline: effective degrees of freedom (approximate)"
+            t = dataclasses.replace(t, extra={**t.extra, "note": "penalised spline: effective "
+                                              "degrees of freedom (approximate)"})
         return t
 
     # -- presentation ------------------------------------------------------------------------

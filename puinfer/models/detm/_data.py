@@ -9,7 +9,7 @@ import numpy as np
 
 from ..._validation import as_float_matrix, check_full_rank
 from ...base.gram import gemm_rows
-from ...base.results import data_fingerprint
+from ...base.results import data_fingerprint, readonly
 
 __all__ = ["TiltData", "prepare"]
 
@@ -33,6 +33,11 @@ class TiltData:
     #: first use (the same arithmetic: bit for bit the same arrays); each is as large as ``X``
     DERIVED = ("Z", "X1", "X1F")
 
+    def __post_init__(self):  # read-only: the model and every result share the rows
+        for k in ("X", "y", "mean", "sd"):
+            object.__setattr__(self, k, readonly(getattr(self, k)))
+        object.__setattr__(self, "names", tuple(self.names))
+
     def __getstate__(self):
         return {k: v for k, v in self.__dict__.items() if k not in self.DERIVED}
 
@@ -49,7 +54,7 @@ class TiltData:
         """The standardised features, in Fortran order whatever the layout of ``X``: the tilts
         ``B' Z'`` read it 2-3x faster than C order (issue 17), and samples given as arrays and
         as DataFrames (C and F order) take the same arithmetic, so fit alike to the last bit."""
-        return np.asfortranarray((self.X - self.mean) / self.sd)
+        return readonly(np.asfortranarray((self.X - self.mean) / self.sd))
 
     @cached_property
     def X1(self):
@@ -57,7 +62,7 @@ class TiltData:
         X1 = np.empty((self.N, self.p + 1))
         X1[:, 0] = 1.0
         X1[:, 1:] = self.Z
-        return X1
+        return readonly(X1)
 
     @cached_property
     def X1F(self):
@@ -67,7 +72,7 @@ class TiltData:
         (:func:`puinfer.base.gram.weighted_grams`, ``Xf``)."""
         if self.N > gemm_rows(self.p + 1):
             return None
-        return np.asfortranarray(self.X1)
+        return readonly(np.asfortranarray(self.X1))
 
     @cached_property
     def logistic_slopes(self):

@@ -411,7 +411,7 @@ class PiProfiler:
         it is higher (:meth:`_on_boundary`); NaN if nothing converged."""
         best = best_any = None
         unlabelled = []  # converged unlabelled solutions above the best labelled one so far
-        lower = None  # the best labelled value of an unconverged run (bound_unconverged)
+        unconverged = []  # finite values of unconverged runs (bound_unconverged)
         f_max = self.fit.llf_penalized
         for th0, fallback, far in self._starts_at(pi):
             s = self.solve(pi, th0, far=far)
@@ -426,9 +426,8 @@ class PiProfiler:
             if not (info.converged or at_max):
                 # neither an answer nor a later start; but its log-EL (the multipliers solved
                 # at its theta) is one of the values the profile maximises over
-                if self.bound_unconverged and np.isfinite(f) and \
-                        (lower is None or f > lower[0]) and self.labelled(th, pi):
-                    lower = (f, th)
+                if self.bound_unconverged and np.isfinite(f):
+                    unconverged.append((f, th))
                 continue
             if best_any is None or f > best_any[0]:
                 best_any = (f, th, s.dpi, s.H)
@@ -458,7 +457,11 @@ class PiProfiler:
         # no labelled solution at all (none from any start, no boundary solution): the
         # labelled maximum is at most the unrestricted one, which is used (R* not overstated)
         best = best if best is not None else best_any
-        if best is None and lower is not None and full:
+        lower = None
+        if best is None and full:  # the best labelled unconverged value (labels checked last)
+            lower = next((u for u in sorted(unconverged, key=lambda u: -u[0])
+                          if self.labelled(u[1], pi)), None)
+        if lower is not None:
             # no start converged here (e.g. where pi is not identified and the profile is flat
             # in theta): the profile is at least this value
             self.warnings.append((ConvergenceWarning.__name__,
@@ -492,7 +495,9 @@ class PiProfiler:
         forget the points the probe could not compute, to evaluate them again so."""
         if not self.bound_unconverged:
             self.bound_unconverged = True
-            if "profile" in self.__dict__:
+            # (rows in Dask collections dropped by pickling: nothing can be evaluated again,
+            # and the probe's evaluations stand as they are)
+            if "profile" in self.__dict__ and getattr(self.data, "blocks", True) is not None:
                 cache = self.profile._cache
                 for q in [q for q, v in cache.items() if np.isnan(v)]:
                     del cache[q]

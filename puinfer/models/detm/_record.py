@@ -274,5 +274,5 @@ def build_record(data, restricted: bool, name: str, best: StartRun, runs: list, 
         el_weights=None if extra["p"] is None else readonly(extra["p"]),
         omega=None if extra["omega"] is None else readonly(extra["omega"]), params=params, cov=cov,
         convergence=best.info, runs=tuple(runs), starts=starts, n_starts_at_best=n_at_best,
-        separated_points=sep, ridge_binding=binding,
+        separated_points=None if sep is None else readonly(sep), ridge_binding=binding,
         warnings=tuple((cat.__name__, msg) for cat, msg in record), seed=seed)

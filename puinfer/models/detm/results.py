@@ -103,9 +103,15 @@ class TiltResults(LikelihoodResults):
         self.pi_interval = pi_interval
         for name in ("label_rule", "labels_swapped", "kl_divergences", "label_check",
                      "llf_method",
-                     "lagrange_multipliers", "el_weights", "starts", "n_starts_at_best",
+                     "lagrange_multipliers", "el_weights", "n_starts_at_best",
                      "separated_points", "ridge_binding", "seed"):
             setattr(self, name, getattr(fit, name))
+
+    @property
+    def starts(self) -> pd.DataFrame:
+        """Every start of the search: its label, the maximum it reached (objective, pi) and
+        how Newton finished (a copy: the fit's own table is not handed out)."""
+        return None if self._fit.starts is None else self._fit.starts.copy()
 
     # -- estimates ------------------------------------------------------------------------
     @property

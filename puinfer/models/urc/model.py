@@ -11,6 +11,7 @@ from scipy import stats
 from ..._align import align_rows, check_missing_option, drop_missing
 from ..._validation import warn_and_record
 from ...base.model import Model
+from ...base.results import freeze_arrays
 from ...exceptions import (
     BoundaryWarning,
     ConvergenceWarning,
@@ -237,7 +238,7 @@ class URC(Model):
     Attributes
     ----------
     partition : Partition
-    classes : list
+    classes : tuple
     n_classes : int
     condition_number : float
         Of the lab ``M_A``.
@@ -355,6 +356,9 @@ class URC(Model):
                             "pseudo-counts keep it off); consider fewer bins", EmptyBinWarning)
         self._check_identification(record)
         self.warnings = tuple(record)
+        # the results share the model: its arrays read-only, its classes a tuple
+        self.classes = tuple(self.classes)
+        freeze_arrays(self)
 
     def _check_identification(self, record):
         """Condition number of the lab ``M_A`` and a chi-square test of homogeneity of the

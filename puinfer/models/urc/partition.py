@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..._validation import warn_and_record
+from ...base.results import readonly
 from ...exceptions import EmptyBinWarning
 
 __all__ = ["Partition", "build_partition"]
@@ -52,6 +53,11 @@ class Partition:
     edges: tuple
     cell_of_raw: np.ndarray
     labels: tuple
+
+    def __post_init__(self):  # read-only: the fitted models and their results share it
+        object.__setattr__(self, "edges", tuple(readonly(e) for e in self.edges))
+        object.__setattr__(self, "cell_of_raw", readonly(self.cell_of_raw))
+        object.__setattr__(self, "labels", tuple(self.labels))
 
     @property
     def n_cells(self) -> int:

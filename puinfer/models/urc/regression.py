@@ -34,6 +34,7 @@ import pandas as pd
 
 from ..._align import align_rows, check_missing_option
 from ..._validation import check_rng, warn_and_record
+from ...base.results import freeze_arrays, readonly
 from ...exceptions import EmptyBinWarning
 from ...inference.hypothesis import HypothesisTestResult
 from ...summary import Summary
@@ -68,6 +69,11 @@ class MeanPartition(Partition):
     """
 
     weights: np.ndarray = None
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.weights is not None:
+            object.__setattr__(self, "weights", readonly(self.weights))
 
     def raw_bins(self, pred: np.ndarray) -> np.ndarray:
         return np.searchsorted(self.edges[0], pred @ self.weights, side="right")
@@ -146,7 +152,7 @@ class RegressionURC(URC):
         The ``K - 1`` cut points (intervals ``(-inf, t_1], (t_1, t_2], ..., (t_{K-1}, inf)``).
     interval_means : numpy.ndarray
         Lab mean of the outcome in each interval (the weights of the predicted value).
-    classes : list of str
+    classes : tuple of str
         The interval labels.
 
     Raises
@@ -235,6 +241,7 @@ class RegressionURC(URC):
                          lab_design=lab_design)
         self.warnings = tuple(record) + self.warnings
         self.n_dropped = n_dropped
+        freeze_arrays(self)  # its own arrays too (edges, interval means): results read them
 
     def _build_partition(self, pred, k, n_bins, binary, record):
         if self._partition_kind == "argmax":

@@ -311,7 +311,7 @@ def test_prior_correction_is_finite_on_separated_data():
     s = np.array([0.1, 0.2, 0.3, 0.7, 0.8, 0.9])
     y = np.array([0, 0, 0, 1, 1, 1])
     fit = LogisticCalibrator(prior_correction=True).fit(s, y)  # no SeparationWarning
-    assert fit.warnings == [] and fit.converged
+    assert fit.warnings == () and fit.converged
     # the fitted probabilities of the extreme rows are close to the targets 4/5 and 1/5
     p = fit.predict([0.1, 0.9])
     assert 0.05 < p[0] < 0.25 and 0.75 < p[1] < 0.95

@@ -117,7 +117,7 @@ def _stale_lower_branch():
     return _TwoBranches({0.5: "A", 0.62: "B", 0.75: "B"}, reach_from=B_CROSS + 1e-4)
 
 
-def test_a_crossing_of_the_lower_branch_with_the_set_going_on_beyond_it():
+def test_a_crossing_of_the_lower_branch_with_the_set_going_on_beyond_it(monkeypatch):
     """Stale points on the lower branch lead the search there, where it crosses the cut-off
     smoothly (a crossing from every start: no jump); the higher branch, reached from no start
     at that limit, goes on beyond it. The check just beyond the limit finds it, and the search
@@ -129,7 +129,7 @@ def test_a_crossing_of_the_lower_branch_with_the_set_going_on_beyond_it():
     assert not prof.warnings
     # without the check the search stops at the lower branch's crossing
     p = _profile(_stale_lower_branch())
-    p._beyond = lambda lim, direction: None
+    monkeypatch.setattr(type(p), "_beyond", lambda self, lim, direction: None)
     assert p.conf_int(0.05, cutoff=WIDE_CUT)["upper"] == pytest.approx(B_CROSS, abs=1e-9)
 
 

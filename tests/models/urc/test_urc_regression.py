@@ -283,7 +283,7 @@ def test_recovery_and_tests(res, sim, model):
     n_ok = int(t.extra["bootstrap resamples"].split()[0])
     assert t.distribution == "bootstrap" and t.pvalue == pytest.approx(1 / (n_ok + 1))
     ci = res.conf_int()
-    assert list(ci.index.get_level_values("class")) == model.classes
+    assert list(ci.index.get_level_values("class")) == list(model.classes)
     assert np.all(ci["lower"].to_numpy() < est) and np.all(est < ci["upper"].to_numpy())
     assert "smoothness penalty" in res.llf_kind
     text = res.summary().as_text()
