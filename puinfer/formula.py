@@ -294,6 +294,10 @@ def build_design(formula: str, data, *, require_lhs: bool | None = None,
         raise ValueError(f"formula {formula!r} needs a left-hand side (the response)")
     if require_lhs is False and has_lhs:
         raise ValueError(f"formula {formula!r} must not have a left-hand side here; write '~ x1 + x2'")
+    lhs = formula.split("~", 1)[0].strip() if has_lhs else ""
+    if lhs in data.columns and pd.api.types.is_bool_dtype(data[lhs].dtype):
+        # a True/False response is the 0/1 one (patsy would make it two indicator columns)
+        data = data.assign(**{lhs: data[lhs].to_numpy(dtype=float)})
     env = _env()
     # NA_types=[] makes patsy keep NaN rows so that we can name the offending column
     # instead of silently dropping rows.

@@ -317,6 +317,7 @@ def compare_calibration(y, forecasts: dict, *, n_bins: int = 15) -> pd.DataFrame
         except ValueError as exc:  # name the forecast
             raise ValueError(f"{arg}: {exc}") from None
     args, _ = align_rows({"y": y, **{arg: forecasts[k] for arg, k in names.items()}})
+    check_binary(args["y"], "y")  # the labels' problems named as theirs, not a forecast's
     rows = {}
     for arg, k in names.items():
         try:

@@ -45,6 +45,8 @@ except ImportError as exc:  # pragma: no cover - scikit-learn < 1.6
     raise ImportError(f"puinfer.sklearn needs scikit-learn >= 1.6 (found {sklearn.__version__}): "
                       "pip install 'puinfer[sklearn]'") from exc
 
+from ._validation import check_alpha
+from .exceptions import AssumptionWarning
 from .models import calem as _calem
 from .models import detm as _detm
 
@@ -116,8 +118,14 @@ class _TiltClassifier(_BinaryProba):
         -------
         self
         """
+        check_alpha(self.alpha)  # before the (possibly bootstrapped) fit, not after it
         X, y = validate_data(self, X, y, dtype=float)
         self.classes_, s = _binary_target(self, y)
+        if not (self.classes_.dtype.kind in "biuf" or set(self.classes_) <= {0, 1}):
+            # e.g. "labeled" / "unlabeled": sorted, the larger is "unlabeled"
+            warnings.warn(f"{type(self).__name__}: y's labels {self.classes_.tolist()} are not "
+                          f"0/1 or False/True; the larger, {self.classes_[1].item()!r}, is taken to "
+                          "mark the labeled (source) rows", AssumptionWarning, stacklevel=2)
         src, tgt = X[s == 1], X[s == 0]
         model = self._model(src, tgt)
         self.results_ = model.fit(penalty=self.penalty, label_rule=self.label_rule,

@@ -150,3 +150,18 @@ def test_from_formula_missing_is_shared_by_every_model():
     assert m.n_dropped == 1 and m.missing == "drop" and 109 not in m.rows
     with pytest.raises(ValueError, match=r"\['x'\]"):
         Echo.from_formula("y ~ x", df)
+
+
+def test_a_true_false_response_is_the_0_1_response():
+    # a bool (or nullable boolean) left-hand side used to become two indicator columns and be
+    # refused as "a non-numeric response?"
+    from puinfer.formula import build_design
+
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"lab": rng.random(50) < 0.5, "a": rng.normal(size=50)})
+    ref = build_design("lab ~ a", df.assign(lab=df.lab.astype(int)))
+    for col in (df.lab, df.lab.astype("boolean")):
+        d = build_design("lab ~ a", df.assign(lab=col))
+        np.testing.assert_array_equal(np.asarray(d.y, dtype=float), np.asarray(ref.y, dtype=float))
+        assert list(d.X.columns) == list(ref.X.columns)
+    assert df.lab.dtype == bool  # the caller's frame untouched

@@ -230,6 +230,11 @@ def test_compare_calibration_bad_forecasts(forecast):
         metrics.compare_calibration(y, [p])
     with pytest.raises(ValueError, match=r"forecasts\['bad'\]: p must be in"):
         metrics.compare_calibration(y, {"ok": p, "bad": p + 1})
+    # the labels' problems are the labels' (they were reported as the first forecast's)
+    with pytest.raises(ValueError, match=r"^y must be 0/1"):
+        metrics.compare_calibration([0, 2, 1], {"A": [0.1, 0.5, 0.9]})
+    with pytest.raises(ValueError, match=r"^y: 1 missing"):
+        metrics.compare_calibration([0, 1, np.nan], {"A": [0.1, 0.5, 0.9]})
 
 
 def test_edge_inputs_no_numpy_warnings():

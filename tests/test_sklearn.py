@@ -344,6 +344,24 @@ def test_setm_classifier_and_alpha(pu_data):
     assert_allclose(est.pi_conf_int_, (ci["lower"], ci["upper"]), rtol=1e-7)
 
 
+def test_tilt_classifier_checks_alpha_first_and_warns_on_text_labels(pu_data, monkeypatch):
+    X, s = pu_data
+    # alpha is checked before the fit (it used to be refused only after the whole fit)
+    monkeypatch.setattr(pu.SETM, "fit", lambda *a, **k: pytest.fail("fitted"))
+    with pytest.raises(ValueError, match="alpha"):
+        ps.SETMClassifier(alpha=0.95).fit(X, s)
+    monkeypatch.undo()
+    # text labels: which marks the labeled rows is said ("unlabeled" sorts last: it would be
+    # taken as the labeled rows, silently)
+    words = np.where(s == 1, "labeled", "unlabeled")
+    with pytest.warns(pu.exceptions.AssumptionWarning, match="'unlabeled', is taken to mark "
+                      "the labeled"):
+        ps.SETMClassifier(pi_interval="profile", probe=False).fit(X, words)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", pu.exceptions.AssumptionWarning)
+        ps.SETMClassifier(pi_interval="profile", probe=False).fit(X, s == 1)
+
+
 def test_detm_clone_pipeline_and_cross_val_predict(pu_data, detm_fit):
     X, s = pu_data
     c = clone(detm_fit)

@@ -633,15 +633,20 @@ class SplineCalibrator(Calibrator):
 
     def __init__(self, df: int = 5, *, lam: float = 0.0, knots=None, eps: float = 1e-12):
         super().__init__(eps=eps)
-        if int(df) != df or df < 2:
-            raise ValueError(f"df must be an integer >= 2; got {df}")
-        if lam < 0:
-            raise ValueError(f"lam must be >= 0; got {lam}")
+        if isinstance(df, bool) or not isinstance(df, (int, float, np.number)) or \
+                not np.isfinite(df) or int(df) != df or df < 2:
+            raise ValueError(f"df must be an integer >= 2; got {df!r}")
+        if isinstance(lam, bool) or not isinstance(lam, (int, float, np.number)) or \
+                not np.isfinite(lam) or lam < 0:
+            raise ValueError(f"lam must be a finite number >= 0; got {lam!r}")
         self.df = int(df)
         self.lam = float(lam)
         self.knots = None if knots is None else np.sort(as_float_vector(knots, "knots"))
         if self.knots is not None and self.knots.size < 2:
             raise ValueError("knots: need at least 2 knots")
+        if self.knots is not None and np.any(np.diff(self.knots) == 0):
+            raise ValueError(f"knots must be distinct; {self.knots.size - np.unique(self.knots).size}"
+                             " repeated")
 
     def logit_score(self, score):
         """``logit(clip(score))``: the scale of the knots."""

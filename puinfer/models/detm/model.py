@@ -415,6 +415,14 @@ class _TiltModel(Model):
                              f"{check_separation!r}")
         if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
             raise ValueError(f"seed must be a non-negative integer; got {seed!r}")
+        if isinstance(maxiter, bool) or not isinstance(maxiter, (int, np.integer)) or \
+                maxiter < 1:
+            raise ValueError(f"maxiter must be a positive integer; got {maxiter!r}")
+        if isinstance(tol, bool) or not isinstance(tol, (int, float, np.number)) or \
+                not (np.isfinite(tol) and tol > 0):
+            raise ValueError(f"tol must be a positive number; got {tol!r}")
+        if probe not in (None, True, False):
+            raise ValueError(f"probe must be None, True or False; got {probe!r}")
         c = penalty_strength(penalty, self.data.N)
         null: list = []
         rec, profiler = fit_data(self.data, self._restricted, c=c, label_rule=label_rule,

@@ -597,6 +597,18 @@ class URC(Model):
         options = lik.FitOptions(maxiter=int(maxiter), tol=float(tol))
         est = lik.maximize(d, lik.Constraint(), options=options)
         record = list(self.warnings)
+        cats = getattr(getattr(groups, "dtype", None), "categories", None)
+        if isinstance(groups, pd.DataFrame) and groups.shape[1] == 1:
+            cats = getattr(groups.dtypes.iloc[0], "categories", None)
+        unused = [] if cats is None else [c for c in cats if c not in set(gindex)]
+        if unused:
+            # a category without field rows has no base rate to estimate: said, not dropped
+            # silently
+            warn_and_record(record, f"groups: {len(unused)} categor{'y' if len(unused) == 1 else 'ies'}"
+                            f" of the categorical groups ha{'s' if len(unused) == 1 else 've'} no "
+                            f"field rows and {'is' if len(unused) == 1 else 'are'} not fitted "
+                            f"({', '.join(map(str, unused[:5]))}{', ...' if len(unused) > 5 else ''})",
+                            EmptyBinWarning, stacklevel=3)
         self._check_fit(est, gindex, record)
         return URCResults(URCFitRecord(self, d, est, gindex, naive, lik.Constraint(), options,
                                        tuple(record), n_dropped))

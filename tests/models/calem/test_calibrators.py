@@ -190,8 +190,14 @@ def test_bad_specifications():
         make_calibrator("xgboost")
     with pytest.raises(ValueError, match="df must be an integer >= 2"):
         SplineCalibrator(df=1)
-    with pytest.raises(ValueError, match="lam must be >= 0"):
+    with pytest.raises(ValueError, match="lam must be a finite number >= 0"):
         SplineCalibrator(lam=-1)
+    # non-finite lam used to be taken and fail later as "Eigenvalues did not converge"
+    for lam in (np.inf, np.nan):
+        with pytest.raises(ValueError, match="lam must be a finite number >= 0"):
+            SplineCalibrator(lam=lam)
+    with pytest.raises(ValueError, match="knots must be distinct; 1 repeated"):
+        SplineCalibrator(knots=[-1.0, 0.0, 0.0, 1.0])
     with pytest.raises(ValueError, match="eps must be in"):
         LogisticCalibrator(eps=0.7)
 

@@ -268,3 +268,18 @@ def test_missing_drop_with_formulas(samples):
         pu.SETM.from_formula("~ x1 + x2", source=s2[["x1"]], target=t2, missing="drop")
     ref2 = _quiet(pu.SETM(s2.dropna(), t2.dropna()).fit)
     np.testing.assert_allclose(r2.params, ref2.params, rtol=1e-10)
+
+
+@pytest.mark.parametrize("kw, match", [
+    (dict(maxiter=-3), "maxiter must be a positive integer"),
+    (dict(maxiter=2.5), "maxiter must be a positive integer"),
+    (dict(tol=float("nan")), "tol must be a positive number"),
+    (dict(tol="a"), "tol must be a positive number"),
+    (dict(probe="yes"), "probe must be None, True or False"),
+])
+def test_fit_options_are_checked_naming_the_argument(samples, kw, match):
+    # (maxiter=-3 fitted with a ConvergenceWarning only, tol=nan and probe="yes" were taken,
+    # maxiter=2.5 and tol="a" failed inside numpy)
+    src, tgt = samples
+    with pytest.raises(ValueError, match=match):
+        pu.SETM(src, tgt).fit(**kw)

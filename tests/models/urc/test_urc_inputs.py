@@ -101,6 +101,24 @@ def test_groups_matched_on_index(grouped):
         m.fit(fp, groups=g.reset_index(drop=True))
 
 
+def test_unused_categories_of_groups_are_said_not_dropped_silently(grouped):
+    # a categorical groups column with categories that have no field rows: those groups are
+    # not fitted (nothing to estimate), with a recorded EmptyBinWarning naming them (they
+    # used to vanish without a word)
+    m = pu.URC(grouped.lab_pred, grouped.lab_y)
+    names = np.where(grouped.field_group == 0, "north", "south")
+    g = pd.Series(pd.Categorical(names, categories=["east", "north", "south", "west"]))
+    with pytest.warns(EmptyBinWarning, match=r"2 categories .* no field rows .* \(east, west\)"):
+        res = m.fit(grouped.field_pred, groups=g)
+    assert res.groups.tolist() == ["north", "south"]
+    assert any(c == "EmptyBinWarning" and "east, west" in msg for c, msg in res.warnings)
+    ref = m.fit(grouped.field_pred, groups=names)
+    assert_allclose(res.base_rate.to_numpy(), ref.base_rate.to_numpy(), rtol=0, atol=1e-12)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", EmptyBinWarning)
+        m.fit(grouped.field_pred, groups=g.cat.remove_unused_categories())
+
+
 def test_recalibrate_groups_matched_on_index(grouped):
     m = pu.URC(grouped.lab_pred, grouped.lab_y)
     idx = pd.Index(np.arange(2000) + 5000)
