@@ -71,7 +71,8 @@ def _as_prob_array(prob, name="prob"):
 def _prior(value, name, k, *, n=None, open_=False, per_row=True):
     """Validate a prior: binary (k = 1) a scalar or (``per_row``) a per-row vector in [0, 1]
     ((0, 1) if open_); multiclass a length-k vector or (n, k) matrix on the simplex."""
-    if value is None or isinstance(value, (str, bytes)):
+    if value is None or isinstance(value, (str, bytes, bool, np.bool_)):
+        # (True would be taken as a prior of 1)
         raise ValueError(f"{name} must be numeric; got {value!r}")
     try:
         arr = np.array(value.to_numpy() if isinstance(value, (pd.Series, pd.DataFrame)) else value,

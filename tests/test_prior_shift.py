@@ -209,6 +209,8 @@ def test_binary_old_prior_must_be_one_number(old):
     (dict(old_prior=0.3, new_prior=np.inf), r"new_prior must be in \[0, 1\]"),
     (dict(old_prior="0.3", new_prior=0.5), "old_prior must be numeric"),
     (dict(old_prior=None, new_prior=0.5), "old_prior must be numeric"),
+    # a bool was taken as the prior 1 (downsampling_correction refused it already)
+    (dict(old_prior=0.3, new_prior=True), "new_prior must be numeric"),
 ])
 def test_bad_priors_named(kwargs, match):
     with pytest.raises(ValueError, match=match):

@@ -49,6 +49,7 @@ from ._engine import (
     ParametricEngine,
     Rows,
     _known_h_fit,
+    _pooled_warnings,
     block_sums,
     check_fit_options,
     known_h_values,
@@ -620,6 +621,7 @@ def fit_calem_dask(model, *, method, maxiter, tol, h) -> CalEMFit:
     start = pooled_start(np.asfortranarray(cal.design(st.basis, data.s_c)), data.y, st.biased)
     pooled = cal._fit_rows(st.basis, DaskRows(data, cal, st.basis, None, control=True,
                                               start=start), start=start)
+    _pooled_warnings(pooled, warns)
     S, hs = eng.sandwich_and_h(theta, h)  # h's statistics: of the known h if given
     cov_joint = None if h is not None else sandwich_from_sums(S, eng.P, joint=True)
     k = theta.size

@@ -655,6 +655,16 @@ def _fit_set(who, cal, basis, X, lab, start=None):
         raise ValueError(f"{who} set: {exc}") from None
 
 
+def _pooled_warnings(pooled, warns: list) -> None:
+    """Issue and record the pooled fit's warnings (it is the null fit of ``test_bias``: a
+    separated or unconverged pooled fit bears on that test)."""
+    from ... import exceptions as _exc
+
+    for cat, msg in pooled.warnings:
+        warn_and_record(warns, f"pooled fit (test_bias's null): {msg}",
+                        getattr(_exc, cat, _exc.PuinferWarning), stacklevel=4)
+
+
 def pooled_start(Xc, y, biased):
     """The pooled fit's start: one Newton step from the biased fit on the pooled likelihood.
     The treated rows' part of that step is known from the biased fit (gradient zero,
@@ -982,6 +992,7 @@ def fit_calem(model, *, method, maxiter, tol, h) -> CalEMFit:
                                  start=pooled_start(eng.Xc, eng.y, st.biased))
     else:
         pooled = cal._fit_arrays(st.basis, np.concatenate([st.s_c, st.s_t]), lab, eng.w)
+    _pooled_warnings(pooled, warns)
     cov = None if h is not None else eng.sandwich(theta)
     h_model = np.empty_like(h_raw)
     h_model[st.order_t] = h_raw  # back to the model's order of the treated rows

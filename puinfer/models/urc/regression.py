@@ -93,11 +93,12 @@ def _build_mean_partition(pred, weights, n_cells, record) -> MeanPartition:
                          np.asarray(weights, dtype=float))
 
 
-def _aligned(pred, other_name, other):
-    """Rows of ``pred`` (a predictive object) and ``other`` matched by the package's rule;
-    returns the reordered predictive, ``other`` and the index."""
-    al, index = align_rows({"pred": pred.positions_proxy(), other_name: other})
-    pos = np.asarray(al["pred"])
+def _aligned(pred, other_name, other, pred_name="pred"):
+    """Rows of ``pred`` (a predictive object, the argument ``pred_name``) and ``other``
+    matched by the package's rule; returns the reordered predictive, ``other`` and the
+    index."""
+    al, index = align_rows({pred_name: pred.positions_proxy(), other_name: other})
+    pos = np.asarray(al[pred_name])
     if not np.array_equal(pos, np.arange(pred.n)):
         pred = pred.take(pos)
     return pred, al[other_name], index
@@ -184,7 +185,7 @@ class RegressionURC(URC):
         pred = as_predictive(lab_pred, "lab_pred")
         if lab_y is None or (not isinstance(lab_y, pd.Series) and np.ndim(lab_y) == 0):
             raise ValueError("lab_y must be one outcome per lab row")
-        pred, y, _ = _aligned(pred, "lab_y", lab_y)
+        pred, y, _ = _aligned(pred, "lab_y", lab_y, "lab_pred")
         try:
             y = (y.to_numpy(dtype=float, na_value=np.nan) if isinstance(y, pd.Series)
                  else np.array(y, dtype=float)).ravel()
@@ -354,7 +355,7 @@ class RegressionURC(URC):
         if groups is not None and not isinstance(groups, (pd.Series, pd.DataFrame)) and \
                 np.ndim(groups) == 0:
             raise ValueError("groups must be one label per field row")
-        pred, groups, _ = _aligned(pred, "groups", groups)
+        pred, groups, _ = _aligned(pred, "groups", groups, "field_pred")
         miss = pred.missing_rows()
         if groups is not None:
             gmiss = (groups.isna().to_numpy().reshape(len(groups), -1).any(axis=1)

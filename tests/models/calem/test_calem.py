@@ -741,3 +741,18 @@ def test_isotonic_squarem_reaches_em_fixed_point_where_its_extrapolations_cycle(
     assert a.converged and "restarted with the monotone safeguard" in a.convergence.method
     assert a.llf == pytest.approx(b.llf, abs=1e-8)
     assert_allclose(a.predict(s), b.predict(s), atol=1e-5)
+
+
+def test_pooled_fit_warnings_are_issued_and_recorded():
+    # the pooled fit is test_bias's null: its separation warning is the results' too (it was
+    # neither issued nor recorded)
+    r = np.random.default_rng(0)
+    s = np.r_[r.uniform(0.01, 0.3, 200), r.uniform(0.7, 0.99, 200)]
+    y = (s > 0.5).astype(int)
+    tr = r.random(400) < 0.6
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        res = CalEM(s, y, tr, calibrator="logistic").fit()
+    assert any("pooled fit (test_bias's null)" in str(x.message) for x in w)
+    assert any(c == "SeparationWarning" and msg.startswith("pooled fit")
+               for c, msg in res.warnings)

@@ -455,6 +455,22 @@ def test_ill_conditioned_warning():
     assert any(c == "IllConditionedWarning" for c, _ in res.warnings)
 
 
+def test_lab_separation_test_needs_its_expected_counts():
+    # six perfectly separated lab rows: M_A's condition number is 1, and the chi-square test
+    # of equal lab histograms (expected counts 1.5) says nothing; it used to give p = 0.014
+    # and an IllConditionedWarning saying the predictions separate the classes poorly
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", IllConditionedWarning)
+        warnings.simplefilter("ignore", EmptyBinWarning)
+        m = pu.URC([0.1, 0.9, 0.2, 0.8, 0.3, 0.7], [0, 1, 0, 1, 0, 1])
+    assert m.condition_number == pytest.approx(1.0) and np.isnan(m.lab_separation_pvalue)
+    # with enough lab rows the test is there, and poor separation is still said
+    s = simulate_urc(n_lab=400, n_field=500, separation=0.05, rng=np.random.default_rng(1))
+    with pytest.warns(IllConditionedWarning, match="lab test .* gives p = "):
+        m = pu.URC(s.lab_pred, s.lab_y)
+    assert 0 <= m.lab_separation_pvalue <= 1
+
+
 def test_empty_bins_merged_with_warning():
     rng = np.random.default_rng(9)
     lab = np.r_[np.full(60, 0.2), np.full(40, 0.8)]  # heavy ties: quantile cut points repeat

@@ -46,7 +46,7 @@ def test_bad_inputs(sim):
     lp, ly = sim.lab_pred, sim.lab_y
     with pytest.raises(ValueError, match="lab_pred must be predictive"):
         pu.RegressionURC(np.ones((10, 2)), ly[:10])
-    with pytest.raises(ValueError, match="lab_y has 5 rows"):
+    with pytest.raises(ValueError, match="lab_y has 5 rows but lab_pred has"):
         pu.RegressionURC(lp, ly[:5])
     with pytest.raises(ValueError, match="n_intervals must be an integer >= 2"):
         pu.RegressionURC(lp, ly, 1)
@@ -83,7 +83,7 @@ def test_bad_fit_inputs(model, sim):
         model.fit(fp, smooth_order=3)
     with pytest.raises(ValueError, match="field_pred must be predictive"):
         model.fit(np.zeros(10))
-    with pytest.raises(ValueError, match="groups has 3 rows"):
+    with pytest.raises(ValueError, match="groups has 3 rows but field_pred has"):
         model.fit(fp, groups=[1, 2, 3])
     # a grid that does not reach the cut points
     narrow = pu.GridPredictive([-0.5, 0.0, 0.5], np.tile([0.2, 0.5, 0.8], (20, 1)))
