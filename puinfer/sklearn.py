@@ -118,13 +118,21 @@ class _TiltClassifier(_BinaryProba):
         -------
         self
         """
-        check_alpha(self.alpha)  # before the (possibly bootstrapped) fit, not after it
+        alpha = check_alpha(self.alpha)  # before the (possibly bootstrapped) fit
+        if self.pi_interval == "bootstrap":
+            from .models.detm.results import DEFAULT_N_BOOT, _min_boot
+
+            if DEFAULT_N_BOOT < _min_boot(alpha):
+                raise ValueError(f"alpha = {alpha:g}: the bootstrap-calibrated interval's "
+                                 f"{DEFAULT_N_BOOT} resamples cannot calibrate this level (at "
+                                 f"least {_min_boot(alpha)} are needed); use "
+                                 "pi_interval='profile' or a larger alpha")
         X, y = validate_data(self, X, y, dtype=float)
         self.classes_, s = _binary_target(self, y)
         if not (self.classes_.dtype.kind in "biuf" or set(self.classes_) <= {0, 1}):
             # e.g. "labeled" / "unlabeled": sorted, the larger is "unlabeled"
             warnings.warn(f"{type(self).__name__}: y's labels {self.classes_.tolist()} are not "
-                          f"0/1 or False/True; the larger, {self.classes_[1].item()!r}, is taken to "
+                          f"0/1 or False/True; the larger, {str(self.classes_[1])!r}, is taken to "
                           "mark the labeled (source) rows", AssumptionWarning, stacklevel=2)
         src, tgt = X[s == 1], X[s == 0]
         model = self._model(src, tgt)

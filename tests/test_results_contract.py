@@ -195,6 +195,8 @@ def test_nothing_reachable_from_a_result_can_be_written_into(case):
     # RegressionURC's edges, a DETM model's rows, a spline basis's knots, a convergence trace
     name, r, *_ = case
     assert _writable_arrays(r) == []
+    # and after a pickle round trip (numpy does not pickle the write flag)
+    assert _writable_arrays(pickle.loads(pickle.dumps(r))) == []
     if isinstance(getattr(r.model, "classes", None), (list, tuple)):
         assert isinstance(r.model.classes, tuple)
     conv = getattr(r, "convergence", None)

@@ -350,6 +350,9 @@ def test_tilt_classifier_checks_alpha_first_and_warns_on_text_labels(pu_data, mo
     monkeypatch.setattr(pu.SETM, "fit", lambda *a, **k: pytest.fail("fitted"))
     with pytest.raises(ValueError, match="alpha"):
         ps.SETMClassifier(alpha=0.95).fit(X, s)
+    # a level the default bootstrap interval's 199 resamples cannot calibrate: before the fit
+    with pytest.raises(ValueError, match="resamples cannot calibrate"):
+        ps.SETMClassifier(alpha=0.001).fit(X, s)
     monkeypatch.undo()
     # text labels: which marks the labeled rows is said ("unlabeled" sorts last: it would be
     # taken as the labeled rows, silently)
@@ -357,6 +360,10 @@ def test_tilt_classifier_checks_alpha_first_and_warns_on_text_labels(pu_data, mo
     with pytest.warns(pu.exceptions.AssumptionWarning, match="'unlabeled', is taken to mark "
                       "the labeled"):
         ps.SETMClassifier(pi_interval="profile", probe=False).fit(X, words)
+    # as a pandas Series of Python strings (an object array): the same
+    with pytest.warns(pu.exceptions.AssumptionWarning, match="'unlabeled', is taken"):
+        ps.SETMClassifier(pi_interval="profile", probe=False).fit(
+            X, pd.Series(words, dtype=object))
     with warnings.catch_warnings():
         warnings.simplefilter("error", pu.exceptions.AssumptionWarning)
         ps.SETMClassifier(pi_interval="profile", probe=False).fit(X, s == 1)

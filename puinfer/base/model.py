@@ -15,6 +15,7 @@ import pandas as pd
 
 from .._validation import as_float_matrix
 from ..formula import Design, build_design
+from .results import ReadOnlyArrays
 
 __all__ = ["Model", "update_formula"]
 
@@ -43,7 +44,7 @@ def update_formula(old: str, new: str) -> str:
     return f"{lhs} ~ {rhs}".strip()
 
 
-class Model:
+class Model(ReadOnlyArrays):
     """Base of every puinfer model.
 
     Subclasses implement ``_from_design(design, data, **kwargs)`` (build the model from the

@@ -40,6 +40,25 @@ def readonly(a: np.ndarray) -> np.ndarray:
     return a
 
 
+class ReadOnlyArrays:
+    """Mixin: numpy does not pickle an array's write flag, so on unpickling the arrays among
+    the attributes become read-only views again (models, results and their records hand out
+    read-only arrays; a pickle round trip keeps it so)."""
+
+    def __setstate__(self, state):
+        for name, value in state.items():
+            object.__setattr__(self, name, _readonly_in(value))
+
+
+def _readonly_in(value):
+    """``value`` with its arrays (itself, or the items of a tuple) as read-only views."""
+    if isinstance(value, np.ndarray):
+        return readonly(value)
+    if type(value) is tuple and any(isinstance(v, np.ndarray) for v in value):
+        return tuple(readonly(v) if isinstance(v, np.ndarray) else v for v in value)
+    return value
+
+
 def freeze_arrays(obj) -> None:
     """Replace every numpy array among ``obj``'s attributes by a read-only view of it: a
     model's data, which its results read, cannot be written into through them (the caller's
@@ -68,7 +87,7 @@ class FrozenDict(dict):
 
 
 @dataclass(frozen=True)
-class ConvergenceInfo:
+class ConvergenceInfo(ReadOnlyArrays):
     """How an optimiser finished.
 
     Attributes
@@ -103,7 +122,7 @@ class ConvergenceInfo:
             f" ({self.message})" if self.message else "")
 
 
-class Results:
+class Results(ReadOnlyArrays):
     """Base of every puinfer results object: immutable once its ``__init__`` has run.
 
     Subclasses set their attributes in ``__init__`` as usual; when the most-derived

@@ -792,7 +792,8 @@ def _em_trace(rows, f_last):
 def solve_squarem(engine, theta0, maxiter, tol):
     """The EM map accelerated by :func:`~puinfer.base.optimize.squarem` (scheme S3); the
     isotonic map's extrapolated fitted values are clipped to [0, 1]. ``maxiter`` counts map
-    evaluations (each SQUAREM iteration takes up to three)."""
+    evaluations (each SQUAREM iteration takes up to three); a run that does not converge
+    within them is continued once, with as many, under the monotone safeguard."""
     first = {}  # the first map evaluation of each iteration: M(theta_t) for the trace
 
     def emap(theta):

@@ -39,8 +39,8 @@ from ..._validation import as_float_vector, check_unit_interval
 from ...base.gram import weighted_grams
 from ...base.numeric import softplus
 from ...base.optimize import newton_maximize
+from ...base.results import ReadOnlyArrays, readonly
 from ...base.results import data_fingerprint as _fingerprint
-from ...base.results import readonly
 from ...exceptions import AssumptionWarning, ConvergenceWarning, SeparationWarning
 
 __all__ = [
@@ -250,6 +250,13 @@ class FittedCalibrator:
 
     def __post_init__(self):
         object.__setattr__(self, "warnings", tuple(self.warnings))
+
+    def __setstate__(self, state):
+        # pickles written before the fields were renamed (params, information) load too
+        for name, value in state.items():
+            if name in ("params", "information"):
+                name = "_" + name
+            object.__setattr__(self, name, tuple(value) if name == "warnings" else value)
 
     # pandas objects cannot be made read-only: they are handed out as copies, so that the fit
     # (its predictions, the results built on it) cannot be changed through them
@@ -579,7 +586,7 @@ class BetaCalibrator(Calibrator):
 
 
 @dataclass(frozen=True)
-class _SplineBasis:
+class _SplineBasis(ReadOnlyArrays):
     knots: np.ndarray
     #: ``CubicSpline(knots, I, bc_type="natural")``: column j is the cardinal function b_j
     cardinal: CubicSpline

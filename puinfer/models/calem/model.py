@@ -31,13 +31,6 @@ ASSUMPTION1_WARN, ASSUMPTION1_REFUSE = 0.05, 1e-4
 #: same on both paths: the treated rows of Dask collections are counted in the validation pass)
 _CHECK_EDGES = np.linspace(-15.0, 15.0, 301)
 
-#: strata of the check: bins of the control rows' scores, about equally many rows each.
-#: Fine enough that the scores within a stratum hardly differ between the groups: with
-#: control scores Beta(2, 2) and treated Beta(1, 4) and no bias, the test's size at 5% was
-#: 13% with 10 strata, 7% with 20 and 5% with 40 (300 replicates each, control 300 rows,
-#: treated 3000; 6% with a control set of 40 rows), its power against P(Z = 1 | s) =
-#: 0.85 s unchanged (0.98 at 500 / 3000 rows)
-_CHECK_STRATA = 40
 
 
 def score_histogram(s, lab) -> np.ndarray:
@@ -54,17 +47,21 @@ def assumption1_test(hist_c, hist_t) -> tuple[float, float]:
     """Cochran-Mantel-Haenszel test that the treated rows' positive rate is *below* the
     control rows' at equal scores: ``(z, one-sided p)``.
 
-    The fine bins of :func:`score_histogram` are merged into :data:`_CHECK_STRATA` strata of
-    about equally many control rows; within each, under equal rates, the treated positives
-    ``a`` are hypergeometric with mean ``n_t m / N`` and variance
+    The strata are the fine bins of :func:`score_histogram` (0.1 wide in ``logit(score)``)
+    that hold rows of both groups: within each, under equal rates, the treated positives ``a``
+    are hypergeometric with mean ``n_t m / N`` and variance
     ``n_t n_c m (N - m) / (N^2 (N - 1))`` (``m`` positives of ``N`` rows), and ``z`` is
-    ``sum(a - E a) / sqrt(sum Var a)``, referred to the normal (small p: treated below).
+    ``sum(a - E a) / sqrt(sum Var a)``, referred to the normal (small p: treated below). The
+    test is built for many sparse strata; strata this narrow hold the score nearly fixed, so
+    groups whose scores are distributed differently are compared fairly. Without bias the
+    share of p < 0.05 was 2.7-5.7% in each of six designs (300 replicates each, session 60:
+    equal score distributions; control Beta(2, 2) against treated Beta(1, 4); Beta(8, 2)
+    against Beta(1, 8), where strata of 40 control quantiles gave 81%; Beta(4, 2) against
+    Beta(1, 4); rare positives; a control set of 40 rows), its power against
+    ``P(Z = 1 | s) = 0.85 s`` 0.98 (500 control, 3000 treated rows).
     """
-    cum = np.cumsum(hist_c[0]) - hist_c[0]  # control rows below each fine bin
-    stratum = np.minimum(cum * _CHECK_STRATA // max(hist_c[0].sum(), 1),
-                         _CHECK_STRATA - 1).astype(int)
-    n_c, y_c, n_t, a = (np.bincount(stratum, weights=w, minlength=_CHECK_STRATA)
-                        for w in (*hist_c, *hist_t))
+    n_c, y_c = hist_c
+    n_t, a = hist_t
     N, m = n_c + n_t, y_c + a
     ok = (N > 1) & (n_c > 0) & (n_t > 0)
     N, m, n_c, n_t, a = N[ok], m[ok], n_c[ok], n_t[ok], a[ok]
@@ -148,8 +145,8 @@ class CalEM(Model):
         lengths differ or pandas indexes do not match, the control or the treated group is
         empty or has no positive labels,
         or the treated rows' labels are clearly positive less often than the control rows'
-        at the same scores (a one-sided Cochran-Mantel-Haenszel test over 40 strata of the
-        score, p < 1e-4) -- Assumption 1 (treatment only turns negatives into positives) is
+        at the same scores (a one-sided Cochran-Mantel-Haenszel test over narrow strata of
+        the score, p < 1e-4) -- Assumption 1 (treatment only turns negatives into positives) is
         then contradicted by the data (is ``treated`` reversed?). At 1e-4 <= p < 0.05 an
         :class:`~puinfer.exceptions.AssumptionWarning` says the assumption is in doubt.
 
@@ -404,7 +401,9 @@ class CalEM(Model):
             point (tested).
         maxiter : int, optional
             Iteration limit: Newton iterations (default 100); EM steps (``"em"``) or EM-map
-            evaluations (``"squarem"``, up to three per iteration); default 5000.
+            evaluations (``"squarem"``, up to three per iteration; a run that has not converged
+            within them is continued once more as far, each extrapolation then kept only where
+            the surrogate ``F`` does not decrease); default 5000.
         tol : float, default 1e-8
             Stop when ``max |theta_{t+1} - theta_t| < tol * (1 + max |theta_{t+1}|)`` (see
             Notes for Newton's fixed-point certificate).

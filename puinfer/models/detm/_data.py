@@ -9,13 +9,13 @@ import numpy as np
 
 from ..._validation import as_float_matrix, check_full_rank
 from ...base.gram import gemm_rows
-from ...base.results import data_fingerprint, readonly
+from ...base.results import ReadOnlyArrays, data_fingerprint, readonly
 
 __all__ = ["TiltData", "prepare"]
 
 
 @dataclass(frozen=True)
-class TiltData:
+class TiltData(ReadOnlyArrays):
     """The pooled sample: ``X`` (N, p) features without intercept, source rows first; ``y``
     (N,) 1 = target, 0 = source; the pooled mean and sd used to standardise; ``target_index``
     the caller's index of the target rows (None for arrays)."""

@@ -468,7 +468,9 @@ class PiProfiler:
                                   f"{self.fit.name}: the profile fit at pi = {pi:.6g} did not "
                                   "converge from any start; the interval search uses the best "
                                   f"value reached there, a lower bound of the profile (R* <= "
-                                  f"{max(0.0, 2 * (f_max - lower[0])):.4g})"))
+                                  f"{max(0.0, 2 * (f_max - lower[0])):.4g}: inside the set if "
+                                  "below the cut-off; a limit placed there may lie further "
+                                  "out)"))
             self.trace.append((pi, lower[0], False))
             return lower[0]
         if best is None:

@@ -10,7 +10,7 @@ import pandas as pd
 from scipy.special import expit
 
 from ...base.numeric import logaddexp, softplus
-from ...base.results import ConvergenceInfo, readonly
+from ...base.results import ConvergenceInfo, ReadOnlyArrays, readonly
 from ...exceptions import (
     BoundaryWarning,
     ConvergenceWarning,
@@ -33,7 +33,7 @@ from ._starts import StartRun, free_fun, pi_of_v, theta_pi
 __all__ = ["TiltFit", "build_record", "LABEL_RULES", "param_names", "to_original_map"]
 
 @dataclass(frozen=True)
-class TiltFit:
+class TiltFit(ReadOnlyArrays):
     """What a DETM/SETM fit estimated (standardised scale unless said otherwise). A lean
     record (the bootstrap's refits, :func:`build_record`) has None for ``label_check``,
     ``params``, ``cov``, ``starts``, ``separated_points`` and ``ridge_binding``."""

@@ -332,6 +332,10 @@ class TiltResults(LikelihoodResults):
         ------
         puinfer.inference.ProfileError
             If profiling finds a higher log-EL than the fit (the fit had not converged).
+        ValueError
+            For the bootstrap, if ``n_boot`` is too small for the level: the cut-off, the
+            ``ceil((B + 1)(1 - alpha))``-th of ``B`` draws, needs ``B + 1 >= 1 / alpha``
+            (199 resamples reach alpha = 0.005), or if too few resamples could be fitted.
         """
         method = self.pi_interval if method is None else method
         if method not in ("profile", "bootstrap"):

@@ -243,9 +243,9 @@ class URC(Model):
     condition_number : float
         Of the lab ``M_A``.
     lab_separation_pvalue : float
-        Chi-square test that the classes have the same lab histogram (NaN where the expected
-        counts are too small for the chi-square reference: any below 1, or over a fifth
-        below 5).
+        Chi-square test that the classes have the same lab histogram (a permutation test of
+        the same statistic where the expected counts are too small for the chi-square
+        reference: any below 1, or over a fifth below 5).
     lab_design : str
         ``"random"`` or ``"stratified"``.
     warnings : tuple of (str, str)
@@ -372,23 +372,29 @@ class URC(Model):
         keep = E.sum(axis=0) > 0
         X2 = float(np.sum((L[:, keep] - E[:, keep]) ** 2 / E[:, keep]))
         # the chi-square reference needs expected counts of about 5 (Cochran: none below 1,
-        # at most a fifth below 5); on fewer lab rows the test says nothing (NaN)
+        # at most a fifth below 5); below that the p-value is a permutation test's (999
+        # relabellings of the lab rows, seeded: the same model gives the same p)
         Ek = E[:, keep]
-        valid = Ek.min() >= 1 and np.mean(Ek < 5) <= 0.2
-        self.lab_separation_pvalue = (float(stats.chi2.sf(X2, (k - 1) * (keep.sum() - 1)))
-                                      if valid else float("nan"))
-        ill = self.condition_number > 10
-        alike = self.lab_separation_pvalue > 0.01
-        if ill or alike:
-            why = (f"M_A is ill-conditioned (condition number {self.condition_number:.3g})"
-                   if ill else f"M_A's condition number is {self.condition_number:.3g}")
-            why += (f"; the lab test that the classes have the same prediction histogram "
-                    f"gives p = {self.lab_separation_pvalue:.3g}" if valid else
-                    "; too few lab rows for the lab test that the classes have the same "
-                    "prediction histogram")
-            warn_and_record(record, f"{why}: the predictions separate the classes poorly, so "
-                            "the base rates are weakly identified and their intervals wide",
-                            IllConditionedWarning, stacklevel=4)
+        if Ek.min() >= 1 and np.mean(Ek < 5) <= 0.2:
+            p = float(stats.chi2.sf(X2, (k - 1) * (keep.sum() - 1)))
+        else:
+            p = float(stats.chi2_contingency(
+                np.rint(L[:, keep]).astype(np.int64), correction=False,
+                method=stats.PermutationMethod(n_resamples=999, rng=0)).pvalue)
+        self.lab_separation_pvalue = p
+        ill, alike = self.condition_number > 10, p > 0.01
+        if ill:
+            warn_and_record(record, f"M_A is ill-conditioned (condition number "
+                            f"{self.condition_number:.3g}; lab test that the classes have the "
+                            f"same prediction histogram: p = {p:.3g}): the predictions separate "
+                            "the classes poorly, so the base rates are weakly identified and "
+                            "their intervals wide", IllConditionedWarning, stacklevel=4)
+        elif alike:
+            warn_and_record(record, f"the lab set does not show that the classes' prediction "
+                            f"histograms differ (p = {p:.3g}; M_A's condition number "
+                            f"{self.condition_number:.3g}): too few lab rows, or predictions "
+                            "that separate the classes poorly; the base rates may be weakly "
+                            "identified", IllConditionedWarning, stacklevel=4)
 
     def _build_partition(self, pred, k, n_bins, binary, record) -> Partition:
         """The partition of the lab predictions (eq. (11)); a hook for subclasses that

@@ -11,14 +11,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..._validation import warn_and_record
-from ...base.results import readonly
+from ...base.results import ReadOnlyArrays, readonly
 from ...exceptions import EmptyBinWarning
 
 __all__ = ["Partition", "build_partition"]
 
 
 @dataclass(frozen=True)
-class Partition:
+class Partition(ReadOnlyArrays):
     """A partition of the prediction space into cells, built from the lab predictions.
 
     Binary (``kind="quantile"``): ``n_bins`` intervals of equal lab probability (eq. (11) of

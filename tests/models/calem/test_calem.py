@@ -351,12 +351,17 @@ def test_assumption_1_check_size_and_power():
         sc, st = r.beta(2, 2, 300), r.beta(1, 4, 3000)
         return sc, r.binomial(1, sc), st, r.binomial(1, st)
 
+    def edge(r):  # most treated scores below the lowest control scores
+        sc, st = r.beta(8, 2, 500), r.beta(1, 8, 5000)
+        return sc, r.binomial(1, sc), st, r.binomial(1, st)
+
     def violated(r):
         sc, st = r.uniform(0.02, 0.98, 500), r.uniform(0.02, 0.98, 3000)
         return sc, r.binomial(1, sc), st, r.binomial(1, 0.85 * st)
 
     assert rate(same) < 0.09
     assert rate(shifted) < 0.09  # comparing overall shares: nearly always "violated"
+    assert rate(edge) < 0.09  # strata of 40 control quantiles: 81% (review)
     assert rate(violated) > 0.9
 
 
