@@ -761,3 +761,17 @@ def test_pooled_fit_warnings_are_issued_and_recorded():
     assert any("pooled fit (test_bias's null)" in str(x.message) for x in w)
     assert any(c == "SeparationWarning" and msg.startswith("pooled fit")
                for c, msg in res.warnings)
+
+
+def test_score_histogram_bins_by_the_edges():
+    # the bins by arithmetic on equally spaced edges are the bins of a search over them
+    from puinfer.models.calem.model import _CHECK_EDGES, score_histogram
+
+    rng = np.random.default_rng(1)
+    s = np.r_[rng.uniform(1e-6, 1 - 1e-6, 20_000), 1e-300, 0.5, 1 - 1e-16, 1e-7]
+    lab = (rng.random(s.size) < s).astype(float)
+    with np.errstate(divide="ignore"):
+        b = np.searchsorted(_CHECK_EDGES, np.log(s) - np.log1p(-s), side="right")
+    k = _CHECK_EDGES.size + 1
+    ref = np.stack([np.bincount(b, minlength=k), np.bincount(b, weights=lab, minlength=k)])
+    np.testing.assert_array_equal(score_histogram(s, lab), ref)
