@@ -580,7 +580,7 @@ def setup_dask(model):
     # column-major as in memory (``setup``): the same baseline fit, bit for bit
     baseline = _fit_set("control", cal, basis, np.asfortranarray(cal.design(basis, data.s_c)),
                         data.y)
-    start = baseline.params.to_numpy()
+    start = baseline._params.to_numpy()
     try:
         biased = cal._fit_rows(basis, DaskRows(data, cal, basis, None, start=start),
                                start=start)
@@ -589,7 +589,7 @@ def setup_dask(model):
                          "too few rows or distinct scores?") from None
     except ValueError as exc:
         raise ValueError(f"treated set: {exc}") from None
-    engine = DaskEngine(cal, basis, data, biased.params.to_numpy(), cal.penalty(basis))
+    engine = DaskEngine(cal, basis, data, biased._params.to_numpy(), cal.penalty(basis))
     warns = []
     for f, who in ((baseline, "control"), (biased, "treated")):
         for cat, msg in f.warnings:

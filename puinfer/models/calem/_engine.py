@@ -298,7 +298,7 @@ class ParametricEngine:
         return self.X[self.nc:]
 
     def theta_of(self, fitted):
-        return fitted.params.to_numpy()
+        return fitted._params.to_numpy()
 
     def evaluate(self, theta, *, grad=True, jac=False):
         """F, (17), E-step labels, gradient G of F and (optionally) its Hessian J at theta."""
@@ -468,8 +468,8 @@ class IsotonicEngine:
         self._runs_cache = (None, None)
 
     def theta_of(self, fitted):
-        return np.interp(self.xs, fitted.params.index.to_numpy(dtype=float),
-                         fitted.params.to_numpy())
+        return np.interp(self.xs, fitted._params.index.to_numpy(dtype=float),
+                         fitted._params.to_numpy())
 
     def cells(self):
         """The engine on *cells* and the index of each distinct score's cell.
@@ -670,7 +670,7 @@ def pooled_start(Xc, y, biased):
     The treated rows' part of that step is known from the biased fit (gradient zero,
     Hessian minus its information), so only the control rows ``Xc``, ``y`` are summed: the
     step a first iteration on all rows would take, without its pass over them."""
-    theta = biased.params.to_numpy()
+    theta = biased._params.to_numpy()
     if not biased.converged or biased.information is None:
         return theta
     g, H = logistic_derivs(Xc, y, np.ones(y.size), Xc @ theta)
@@ -709,12 +709,12 @@ def setup(model) -> Setup:
                     f"{k} parameters; each set needs more rows than parameters (more data, or "
                     "a calibrator with fewer parameters)")
         baseline = _fit_set("control", cal, basis, X[:nc], y)
-        biased = _fit_set("treated", cal, basis, X[nc:], z, start=baseline.params.to_numpy())
+        biased = _fit_set("treated", cal, basis, X[nc:], z, start=baseline._params.to_numpy())
         P = cal.penalty(basis)
         # unpenalised, the biased fit's information is X_t' W X_t at g_eta, bit for bit the
         # sandwich's A22 (the same weights and product): a pass over the rows saved
         a22 = biased.information.to_numpy() if P is None else None
-        engine = ParametricEngine(cal, basis, X, nc, y, z, X[nc:] @ biased.params.to_numpy(),
+        engine = ParametricEngine(cal, basis, X, nc, y, z, X[nc:] @ biased._params.to_numpy(),
                                   P, a22)
     else:
         baseline = cal._fit_arrays(basis, s_c, y, np.ones_like(y))

@@ -363,7 +363,7 @@ class Calibrator:
         return self.design(basis, s) @ params
 
     def _predict_fitted(self, fitted, s):
-        return expit(self._eta(fitted.basis, fitted.params.to_numpy(), s))
+        return expit(self._eta(fitted.basis, fitted._params.to_numpy(), s))
 
     def fit(self, score, y, sample_weight=None, *, basis=None, start=None, maxiter: int = 100,
             tol: float = 1e-10) -> FittedCalibrator:
@@ -403,7 +403,7 @@ class Calibrator:
             fitted = self._fit_arrays(basis, s, platt_targets(yy, w), w, start=start,
                                       maxiter=maxiter, tol=tol)
             # llf stays the log-likelihood of the labels (at the corrected fit)
-            eta = self._eta(basis, fitted.params.to_numpy(), s)
+            eta = self._eta(basis, fitted._params.to_numpy(), s)
             fitted = dataclasses.replace(fitted, llf=weighted_loglik(eta, yy, w),
                                          prior_corrected=True, data_fingerprint=fingerprint)
         else:
@@ -793,7 +793,7 @@ class IsotonicCalibrator(Calibrator):
                                 True, 1, None, [])
 
     def _predict_fitted(self, fitted, s):
-        return np.interp(s, fitted.params.index.to_numpy(dtype=float), fitted.params.to_numpy())
+        return np.interp(s, fitted._params.index.to_numpy(dtype=float), fitted._params.to_numpy())
 
     def __repr__(self):
         return "IsotonicCalibrator()"

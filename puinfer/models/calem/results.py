@@ -43,7 +43,7 @@ class _CurvesResults(LikelihoodResults):
         self.fits = fits
         self.model_name = name
         self.llf = float(sum(f.llf for f in fits))
-        pen = 0.0 if P is None else sum(0.5 * f.params.to_numpy() @ P @ f.params.to_numpy()
+        pen = 0.0 if P is None else sum(0.5 * f._params.to_numpy() @ P @ f._params.to_numpy()
                                         for f in fits)
         self._llf_penalized = self.llf - float(pen)
         self.penalized = P is not None and bool(np.any(P))
@@ -212,9 +212,9 @@ class _CurvesMixin:
             s_c, s_t, y, z, _ = canonical_rows(self.model)
             X = cal.design(self.basis, np.concatenate([s_c, s_t]))
             eng = ParametricEngine(cal, self.basis, X, s_c.size, y, z,
-                                   X[s_c.size:] @ self.biased.params.to_numpy(),
+                                   X[s_c.size:] @ self.biased._params.to_numpy(),
                                    cal.penalty(self.basis))
-            V = eng.sandwich(self.calibrator.params.to_numpy(), joint=True)
+            V = eng.sandwich(self.calibrator._params.to_numpy(), joint=True)
         if V is None:
             return _NO_COV_SINGULAR
         B = cal.design(self.basis, s)
