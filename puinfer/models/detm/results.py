@@ -26,7 +26,6 @@ __all__ = ["TiltResults", "DETMResults", "SETMResults"]
 DEFAULT_N_BOOT, DEFAULT_SEED = 199, 0
 
 
-
 def _min_boot(alpha: float) -> int:
     """The fewest bootstrap resamples ``B`` whose ``ceil((B + 1)(1 - alpha))``-th order
     statistic exists (``B + 1 >= 1 / alpha``)."""
@@ -34,6 +33,7 @@ def _min_boot(alpha: float) -> int:
     while int(np.ceil((b + 1) * (1 - alpha))) > b:
         b += 1
     return b
+
 
 class TiltResults(LikelihoodResults):
     """Results of a DETM or SETM fit (built by ``fit()``; immutable).

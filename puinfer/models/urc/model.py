@@ -622,10 +622,9 @@ class URC(Model):
         if unused:
             # a category without field rows has no base rate to estimate: said, not dropped
             # silently
-            warn_and_record(record, f"groups: {len(unused)} categor{'y' if len(unused) == 1 else 'ies'}"
-                            f" of the categorical groups ha{'s' if len(unused) == 1 else 've'} no "
-                            f"field rows and {'is' if len(unused) == 1 else 'are'} not fitted "
-                            f"({', '.join(map(str, unused[:5]))}{', ...' if len(unused) > 5 else ''})",
+            shown = ", ".join(map(str, unused[:5])) + (", ..." if len(unused) > 5 else "")
+            warn_and_record(record, f"groups: {len(unused)} categories of the categorical groups "
+                            f"have no field rows and are not fitted ({shown})",
                             EmptyBinWarning, stacklevel=3)
         self._check_fit(est, gindex, record)
         return URCResults(URCFitRecord(self, d, est, gindex, naive, lik.Constraint(), options,
