@@ -641,11 +641,12 @@ class URC(Model):
         return URCResults(dataclasses.replace(record, data=d, estimate=est, constraint=con,
                                               warnings=tuple(self.warnings)))
 
-    def _check_fit(self, est, gindex, record):
-        """Warn about non-convergence and base rates on the boundary."""
+    def _check_fit(self, est, gindex, record, stacklevel: int = 4):
+        """Warn about non-convergence and base rates on the boundary (``stacklevel``: of the
+        warnings, as from a public method that calls this directly)."""
         if not est.convergence.converged:
             warn_and_record(record, f"URC did not converge: {est.convergence.message}",
-                            ConvergenceWarning, stacklevel=4)
+                            ConvergenceWarning, stacklevel=stacklevel)
         at_b = (est.P < lik.BOUNDARY) | (est.P > 1 - lik.BOUNDARY)
         if np.any(at_b):
             gi, ci = np.nonzero(at_b)
@@ -654,7 +655,7 @@ class URC(Model):
             warn_and_record(record, f"base rate(s) at the boundary 0 or 1 (group/class: "
                             f"{which}): profile intervals are one-sided there and the chi-square "
                             "approximations of the tests are unreliable", BoundaryWarning,
-                            stacklevel=4)
+                            stacklevel=stacklevel)
 
     def __repr__(self):
         return (f"<URC: {self.n_classes} classes, |A| = {self.partition.n_cells} cells, "

@@ -572,7 +572,8 @@ class RegressionURCResults(URCResults):
         est = lik.maximize(d0, lik.Constraint(), start=(rec.estimate.P, rec.estimate.M),
                            options=rec.options)
         record = list(self.model.warnings)
-        self.model._check_fit(est, rec.groups, record)
+        # (one frame more than from fit(): the cached property's own)
+        self.model._check_fit(est, rec.groups, record, stacklevel=5)
         return URCResults(dataclasses.replace(rec, data=d0, estimate=est,
                                               warnings=tuple(record)))
 

@@ -672,3 +672,19 @@ def test_bootstrap_other_designs():
     mg = quiet(lambda: pu.RegressionURC(gp, s.lab_y, 5))
     rg = quiet(lambda: mg.fit(s.field_pred.take(np.arange(600))))
     assert np.isfinite(rg.no_shift_bootstrap(9, 1)).sum() >= 8
+
+
+def test_unpenalized_warnings_point_at_the_caller():
+    # the unpenalised fit's BoundaryWarning pointed at functools (the cached property's
+    # frame); it points at the line that asked for it
+    from puinfer.simulate.urc_regression import simulate_urc_regression
+
+    rs = simulate_urc_regression(500, 2000, field_shift=0.5, rng=np.random.default_rng(1))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = pu.RegressionURC(rs.lab_pred, rs.lab_y, n_intervals=10).fit(rs.field_pred,
+                                                                        smoothing=1.0)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        r.unpenalized  # noqa: B018
+    assert w and all(x.filename == __file__ for x in w)
