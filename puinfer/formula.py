@@ -186,14 +186,18 @@ def _used_columns(formula: str, data: pd.DataFrame) -> list:
     import tokenize
 
     words = set()
+    prev: list = []  # the two tokens before this one
     for tok in tokenize.generate_tokens(io.StringIO(formula).readline):
         if tok.type == tokenize.NAME:
             words.add(tok.string)
-        elif tok.type == tokenize.STRING:
+        elif tok.type == tokenize.STRING and [t.string for t in prev] == ["Q", "("]:
+            # a column quoted as Q("name with spaces"); other strings (a reference level,
+            # C(g, Treatment('b'))) are not columns
             try:
-                words.add(eval(tok.string, {}))  # a literal string: Q("name with spaces")
+                words.add(eval(tok.string, {}))
             except Exception:  # noqa: BLE001 - not a plain literal: not a column name
                 pass
+        prev = [*prev, tok][-2:]
     return [c for c in data.columns if c in words]
 
 

@@ -24,8 +24,11 @@ def coef_table(params: pd.Series, bse: pd.Series | None, level: float = 0.95) ->
         df["std err"] = se
         df["z"] = z
         df["P>|z|"] = 2 * stats.norm.sf(np.abs(z))
-        df[f"[{(1 - level) / 2:.3g}"] = params - q * se
-        df[f"{1 - (1 - level) / 2:.3g}]"] = params + q * se
+        # the tail probabilities as statsmodels prints them ([0.025, 0.975]), with every
+        # digit the level has (0.9995 at level 0.999, not 1)
+        lo = float(f"{(1 - level) / 2:.6g}")
+        df[f"[{lo:.6g}"] = params - q * se
+        df[f"{float(f'{1 - lo:.10g}'):.10g}]"] = params + q * se
     return df
 
 

@@ -165,3 +165,15 @@ def test_a_true_false_response_is_the_0_1_response():
         np.testing.assert_array_equal(np.asarray(d.y, dtype=float), np.asarray(ref.y, dtype=float))
         assert list(d.X.columns) == list(ref.X.columns)
     assert df.lab.dtype == bool  # the caller's frame untouched
+
+
+def test_a_string_in_a_formula_is_a_column_only_inside_q():
+    # a reference level that is also a column's name ('b') made that unused column's missing
+    # values refuse the data (or drop rows with missing="drop")
+    d = pd.DataFrame({"y": [0, 1] * 4, "g": list("ab") * 4, "b": [1, np.nan] + [1] * 6,
+                      "x y": np.arange(8.0)})
+    design = build_design("y ~ C(g, Treatment('b'))", d, missing="drop")
+    assert design.n_dropped == 0
+    assert build_design('y ~ Q("x y")', d).X.shape == (8, 2)
+    with pytest.raises(ValueError, match=r"missing values in column\(s\) \['b'\]"):
+        build_design("y ~ b + g", d)

@@ -74,3 +74,15 @@ def test_level_label_keeps_the_levels_digits():
 
     assert [level_label(v) for v in (0.95, 0.9, 0.975, 0.999, 1 - 1e-4)] == \
         ["95%", "90%", "97.5%", "99.9%", "99.99%"]
+
+
+def test_coefficient_table_interval_columns_keep_the_levels_digits():
+    # at level 0.999 the upper column read "1]" (3 significant digits)
+    import pandas as pd
+
+    from puinfer.summary import coef_table
+
+    for level, cols in ((0.95, ["[0.025", "0.975]"]), (0.9, ["[0.05", "0.95]"]),
+                        (0.999, ["[0.0005", "0.9995]"])):
+        tab = coef_table(pd.Series({"b": 1.0}), pd.Series({"b": 0.1}), level)
+        assert list(tab.columns[-2:]) == cols

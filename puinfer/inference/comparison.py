@@ -51,13 +51,20 @@ class CalibratorLikelihood(LikelihoodResults):
     def _grid(self, other):
         knots = [np.asarray(getattr(r.fit.basis, "knots", []), dtype=float) for r in (self, other)]
         k = np.concatenate(knots)
-        lo, hi = (min(-12.0, k.min() - 3), max(12.0, k.max() + 3)) if k.size else (-12.0, 12.0)
+        rng = self.fit.score_range
+        if rng is not None:
+            # the fitted scores' range: where the likelihoods are (a basis such as patsy's
+            # bs() is not defined beyond it)
+            lo, hi = (float(np.log(v) - np.log1p(-v)) for v in np.clip(rng, 1e-12, 1 - 1e-12))
+        else:
+            lo, hi = (min(-12.0, k.min() - 3), max(12.0, k.max() + 3)) if k.size else (-12.0, 12.0)
         pieces = [np.linspace(lo, hi, 601)]
         for kn in knots:  # several points inside every spline piece
             if kn.size > 1:
                 pieces.append(np.concatenate([np.linspace(a, b, 12) for a, b in zip(kn[:-1], kn[1:],
                                                                                      strict=True)]))
-        return expit(np.unique(np.concatenate(pieces)))
+        g = np.unique(np.concatenate(pieces))
+        return expit(g[(g >= lo) & (g <= hi)])
 
     def _nesting(self, other) -> str | None:
         if not isinstance(other, CalibratorLikelihood):

@@ -219,3 +219,28 @@ def test_calem_pairs_refused_with_reason():
     with pytest.raises(ValueError, match="surrogate log-likelihood F is not an observed-data"):
         pu.lr_test(a, b)
     assert np.isfinite(a.test_bias().statistic)  # the bias test (its own curves) still works
+
+
+def test_calibrators_nested_in_a_b_spline_are_compared_on_the_scores_range():
+    # the nesting check evaluated both bases on log-odds -12..12, beyond the data, where
+    # patsy's bs() is not defined ("some data points fall outside the outermost knots");
+    # reference: statsmodels GLM deviance difference of the same two designs
+    import patsy
+    from scipy.special import logit
+
+    from puinfer.models.calem.calibrators import FormulaCalibrator
+
+    rng = np.random.default_rng(0)
+    s = rng.uniform(0.05, 0.95, 300)
+    y = rng.binomial(1, 1 / (1 + np.exp(-(0.3 + 1.5 * logit(s)))))
+    t = pu.lr_test(pu.LogisticCalibrator().fit(s, y),
+                   FormulaCalibrator("~ bs(logit(score), df=4)").fit(s, y))
+    env = {"s": s, "logit": logit}
+    dev = [sm.GLM(y, patsy.dmatrix(f, env), family=sm.families.Binomial()).fit().deviance
+           for f in ("logit(s)", "bs(logit(s), df=4)")]
+    assert t.df == 3
+    assert t.statistic == pytest.approx(dev[0] - dev[1], rel=1e-8)
+    # a family not contained in the other is still refused
+    with pytest.raises(ValueError, match="not contained"):
+        pu.lr_test(FormulaCalibrator("~ I(logit(score) ** 2)").fit(s, y),
+                   pu.LogisticCalibrator().fit(s, y))

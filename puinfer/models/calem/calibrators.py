@@ -232,6 +232,9 @@ class FittedCalibrator:
     data_fingerprint : str or None
         Hash of ``(score, y, sample_weight)`` of a :meth:`Calibrator.fit` call (used by
         :func:`puinfer.lr_test` to refuse fits to different data); None inside CalEM.
+    score_range : (float, float) or None
+        The smallest and largest score of a :meth:`Calibrator.fit` call (where
+        :func:`puinfer.lr_test` compares two families); None inside CalEM.
     """
 
     calibrator: Calibrator
@@ -247,6 +250,7 @@ class FittedCalibrator:
     warnings: tuple = ()
     prior_corrected: bool = False
     data_fingerprint: str | None = None
+    score_range: tuple | None = None
 
     def __post_init__(self):
         object.__setattr__(self, "warnings", tuple(self.warnings))
@@ -409,6 +413,7 @@ class Calibrator:
         else:
             fitted = self._fit_arrays(basis, s, yy, w, start=start, maxiter=maxiter, tol=tol)
             fitted = dataclasses.replace(fitted, data_fingerprint=fingerprint)
+        fitted = dataclasses.replace(fitted, score_range=(float(s.min()), float(s.max())))
         from ... import exceptions as _exc
 
         for cat, msg in fitted.warnings:  # already recorded on the fit; now issue them
