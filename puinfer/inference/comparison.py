@@ -103,7 +103,10 @@ def anova(*results, tol: float = 1e-6) -> pd.DataFrame:
         One row per fit: ``model`` (name and formula), ``df_model``, ``llf`` (the maximised
         objective compared), ``statistic`` (``2 (llf_i - llf_{i-1})``), ``df``, ``pvalue``
         (NaN on the first row); ``.attrs["tests"]`` holds the :class:`HypothesisTestResult`
-        objects.
+        objects. Where a fit's log-likelihood enters the next row's test on another scale (a
+        URC fit without groups against the grouped fit of the same field rows: the same
+        maximum, counted over the groups' histograms), that value is ``llf_in_next`` (NaN
+        elsewhere), and the next row's statistic is ``2 (llf_i - llf_in_next_{i-1})``.
 
     Raises
     ------
@@ -119,9 +122,14 @@ def anova(*results, tol: float = 1e-6) -> pd.DataFrame:
             tests.append(lr_test(fits[i - 1], fits[i], tol=tol))
         except ValueError as exc:
             raise ValueError(f"anova: fits {i - 1} and {i}: {exc}") from None
-    rows = [{"model": describe_fit(r), "df_model": r.df_model,
-             "llf": (r._llf_as_restriction_of(fits[i + 1]) if i + 1 < len(fits)
-                     else r.llf_penalized),
+    def in_next(i, r):  # r's log-likelihood as the next row's test counts it
+        if i + 1 == len(fits):
+            return np.nan
+        v = r._llf_as_restriction_of(fits[i + 1])
+        return np.nan if abs(v - r.llf_penalized) <= 1e-9 * max(1.0, abs(v)) else v
+
+    rows = [{"model": describe_fit(r), "df_model": r.df_model, "llf": r.llf_penalized,
+             "llf_in_next": in_next(i, r),
              "statistic": np.nan if i == 0 else tests[i - 1].statistic,
              "df": np.nan if i == 0 else tests[i - 1].df,
              "pvalue": np.nan if i == 0 else tests[i - 1].pvalue}

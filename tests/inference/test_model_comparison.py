@@ -107,7 +107,9 @@ def test_anova_table(pu_frame, detm_fits):
     small, big = detm_fits
     s1 = _fit(pu.SETM.from_formula("labeled ~ x1", data=pu_frame))
     tab = pu.anova(s1, small, big)
-    assert list(tab.columns) == ["model", "df_model", "llf", "statistic", "df", "pvalue"]
+    assert list(tab.columns) == ["model", "df_model", "llf", "llf_in_next", "statistic", "df",
+                                 "pvalue"]
+    assert tab["llf_in_next"].isna().all()  # every llf on the scale its tests use
     assert np.isnan(tab.statistic.iloc[0])
     assert_allclose(tab.statistic.iloc[1:], [pu.lr_test(s1, small).statistic,
                                             pu.lr_test(small, big).statistic])
@@ -244,3 +246,31 @@ def test_calibrators_nested_in_a_b_spline_are_compared_on_the_scores_range():
     with pytest.raises(ValueError, match="not contained"):
         pu.lr_test(FormulaCalibrator("~ I(logit(score) ** 2)").fit(s, y),
                    pu.LogisticCalibrator().fit(s, y))
+
+
+def test_urc_anova_rows_are_on_the_scale_their_tests_use():
+    # the llf column showed the pooled free fit on the grouped scale (its test against the
+    # grouped fit's), so 2 x the difference to the no-shift fit above it (-27.8) was not
+    # that row's statistic (7.31); and the no-shift fit, nested in equal base rates, was
+    # refused as not nested
+    from puinfer.simulate.urc import simulate_urc
+
+    sim = simulate_urc(n_lab=200, n_field=[300, 300], field_base_rate=[0.2, 0.35],
+                       rng=np.random.default_rng(0))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = pu.URC(sim.lab_pred, sim.lab_y, n_bins=4)
+        rg, rp = m.fit(sim.field_pred, groups=sim.field_group), m.fit(sim.field_pred)
+        tab = pu.anova(rp.fit_no_shift(), rp, rg)
+        prev = tab["llf_in_next"].fillna(tab["llf"]).to_numpy()
+        assert_allclose(tab["statistic"].to_numpy()[1:], 2 * (tab["llf"].to_numpy()[1:] - prev[:-1]),
+                        rtol=1e-10)
+        assert np.isnan(tab["llf_in_next"].iloc[0]) and np.isfinite(tab["llf_in_next"].iloc[1])
+        # no shift (random lab design: "pooled") within equal base rates: the difference of
+        # the two tests against the free fit
+        t = pu.lr_test(rg.fit_no_shift(), rg.fit_equal_base_rates())
+        assert t.df == 1
+        assert_allclose(t.statistic, rg.test_no_shift().statistic
+                        - rg.test_equal_base_rates().statistic, rtol=1e-10)
+        tab3 = pu.anova(rg.fit_no_shift(), rg.fit_equal_base_rates(), rg)
+    assert_allclose(tab3["statistic"].iloc[1:].sum(), rg.test_no_shift().statistic, rtol=1e-10)

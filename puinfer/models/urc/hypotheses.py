@@ -87,7 +87,9 @@ class URCTestsMixin:
 
     def is_nested_in(self, other) -> bool:
         """Restricted URC fits are nested in the free fit on the same data and likelihood."""
-        order = {"rows": 0, "pooled": 1, "equal": 1, "free": 2}
+        # the no-shift nulls (stratified lab design: "rows"; random: "pooled") fix every
+        # group's base rates, so they are restrictions of equal base rates, which are of free ones
+        order = {"rows": 0, "pooled": 0, "equal": 1, "free": 2}
         return (isinstance(other, URCTestsMixin)
                 and other.data_fingerprint == self.data_fingerprint
                 and other.llf_kind == self.llf_kind
