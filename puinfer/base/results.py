@@ -262,13 +262,33 @@ class LikelihoodResults(Results):
         return self.llf_penalized
 
     # -- refits ----------------------------------------------------------------------------
+    #: the keyword arguments of the ``fit()`` call that made these results (:meth:`update`
+    #: fits again with them); set by the model's ``fit`` (:meth:`_with_fit_options`)
+    _fit_options: dict = {}
+
+    def __getstate__(self):
+        # a fit option that does not pickle (e.g. a known h given as a lambda) is left out
+        # of the pickle: update() then takes that option's default unless it is given again
+        state = dict(self.__dict__)
+        opts = state.get("_fit_options")
+        if opts:
+            state["_fit_options"] = {k: v for k, v in opts.items() if _picklable(v)}
+        return state
+
+    def _with_fit_options(self, options: dict):
+        """These results with the ``fit()`` options that made them recorded (part of their
+        construction by the model's ``fit``); returns them."""
+        object.__setattr__(self, "_fit_options", dict(options))
+        return self
+
     def update(self, formula: str | None = None, **fit_kwargs):
         """Refit with a changed formula, as R's ``update(fit, . ~ . - x2)``.
 
         ``self.model.update(formula)`` (see :meth:`puinfer.base.model.Model.update`), then
-        ``fit(**fit_kwargs)``: the fit options are the defaults unless given again here.
+        ``fit()`` with the options this fit was made with (e.g. the penalty, the interval
+        method, the solver), those given here replacing them.
         """
-        return self.model.update(formula).fit(**fit_kwargs)
+        return self.model.update(formula).fit(**{**self._fit_options, **fit_kwargs})
 
     # -- presentation ---------------------------------------------------------------------
     def summary(self, alpha: float = 0.05):
@@ -287,6 +307,16 @@ class LikelihoodResults(Results):
 
     def __repr__(self):
         return f"<{type(self).__name__}: {self.model_name}, llf={self.llf:.4f}, nobs={self.nobs}>"
+
+
+def _picklable(value) -> bool:
+    import pickle
+
+    try:
+        pickle.dumps(value)
+    except Exception:  # noqa: BLE001 - whatever pickling raises, the value does not pickle
+        return False
+    return True
 
 
 class InformationCriteria:

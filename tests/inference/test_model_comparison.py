@@ -137,6 +137,36 @@ def test_update(pu_frame, detm_fits):
         big.model.update("x1")
 
 
+def test_update_refits_with_the_fits_own_options(pu_frame):
+    # update() used to refit with the default options (the ridge back on, a 199-refit
+    # bootstrap interval, CalEM's solver reset), so lr_test refused the pair; and a DETM
+    # fit's SETM null could not be updated at all
+    import pickle
+
+    big = _fit(pu.DETM.from_formula("labeled ~ x1 + x2", data=pu_frame), penalty="none",
+               pi_interval="profile", probe=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        small = big.update(". ~ . - x2")
+        assert not small.penalized and small.pi_interval == "profile"
+        assert pu.lr_test(small, big).df == 2
+        null_small = big.null_fit.update(". ~ . - x2")
+        assert type(null_small).__name__ == "SETMResults" and not null_small.penalized
+        assert big.update(". ~ . - x2", penalty="ridge").penalized  # given again: replaced
+    # a fit option that does not pickle (a lambda) is left out of the pickle, nothing else
+    from puinfer.simulate.calem import simulate_calem
+
+    sim = simulate_calem(800, rng=np.random.default_rng(3))
+    d = pd.DataFrame({"y": sim.label, "p": sim.score, "t": sim.treated})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        c = pu.CalEM.from_formula("y ~ logit(p)", d, treated="t").fit(method="em", tol=1e-9)
+        assert c.update("y ~ logit(p) + I(logit(p) ** 2)").method == "em"
+        k = pu.CalEM.from_formula("y ~ logit(p)", d, treated="t").fit(h=lambda s: 0.1 * s)
+    assert pickle.loads(pickle.dumps(k))._fit_options == dict(method="auto", maxiter=None,
+                                                              tol=1e-8)
+
+
 # ---------------------------------------------------------------------------------------------
 # calibrator families
 # ---------------------------------------------------------------------------------------------

@@ -477,7 +477,8 @@ class CalEM(Model):
         """
         from .results import CalEMResults
 
-        return CalEMResults(self, fit_calem(self, method=method, maxiter=maxiter, tol=tol, h=h))
+        return CalEMResults(self, fit_calem(self, method=method, maxiter=maxiter, tol=tol, h=h)
+                            )._with_fit_options(dict(method=method, maxiter=maxiter, tol=tol, h=h))
 
     # -- the surrogate log-likelihood (for checks and diagnostics) ------------------------------
     @functools.cached_property

@@ -307,6 +307,8 @@ class _TiltModel(Model):
         out = SETM._from_parts(self.data, self.design, self.missing)
         out.n_dropped_source, out.n_dropped_target = self.n_dropped_source, self.n_dropped_target
         out.n_dropped = self.n_dropped
+        if "_formula_call" in self.__dict__:  # update() builds SETM from the same call
+            out._formula_call = self._formula_call
         return out
 
     def fit(self, *, penalty="ridge", label_rule: str = "kl", maxiter: int = 200,
@@ -432,7 +434,11 @@ class _TiltModel(Model):
         # search did not converge): both are recorded in the results' ``warnings``
         for cat, msg in [*rec.warnings, *(profiler.warnings if profiler is not None else [])]:
             warnings.warn(msg, getattr(exceptions, cat), stacklevel=2)
-        return self._results(rec, profiler, pi_interval, null=null[0] if null else None)
+        res = self._results(rec, profiler, pi_interval, null=null[0] if null else None)
+        return res._with_fit_options(dict(
+            penalty=penalty, label_rule=label_rule, maxiter=maxiter, tol=tol,
+            check_separation=check_separation, probe=probe, pi_interval=pi_interval,
+            seed=seed))
 
     def _results(self, rec: TiltFit, profiler, pi_interval: str = "bootstrap", null=None):
         from .results import DETMResults, SETMResults

@@ -598,7 +598,8 @@ class DETMResults(TiltResults):
         if self._null is not None:
             rec, profiler = self._null
             return SETMResults(self.model.restricted_model(), rec, profiler,
-                               pi_interval=self.pi_interval)
+                               pi_interval=self.pi_interval)._with_fit_options(
+                self._fit_options)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             return self.model.restricted_model().fit(
