@@ -26,6 +26,8 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
+from ._validation import refuse_dask
+
 __all__ = ["align_rows", "drop_missing", "check_missing_option", "MISSING_OPTIONS"]
 
 MISSING_OPTIONS = ("raise", "drop")
@@ -67,6 +69,10 @@ def align_rows(args: Mapping[str, object]) -> tuple[dict[str, object], pd.Index 
         differ.
     """
     present = {k: v for k, v in args.items() if v is not None}
+    # the methods that take Dask collections route them to their own code before this; here
+    # one would be computed silently and matched by position
+    for k, v in present.items():
+        refuse_dask(v, k)
     pandas_args = [k for k, v in present.items() if _is_pandas(v)]
     ref_name = pandas_args[0] if pandas_args else None
     ref_index = present[ref_name].index if ref_name is not None else None

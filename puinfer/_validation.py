@@ -6,6 +6,7 @@ Each checker returns a new float (or bool) array and never modifies its input; e
 
 from __future__ import annotations
 
+import sys
 import warnings
 
 import numpy as np
@@ -91,6 +92,15 @@ def check_feature_columns(df: pd.DataFrame, name: str, columns=None, *,
                              "formula")
 
 
+def refuse_dask(x, name: str) -> None:
+    """``TypeError`` if ``x`` is a Dask collection: where a method takes in-memory data only,
+    one would otherwise be computed silently and matched to the other rows by position."""
+    dask = sys.modules.get("dask")
+    if dask is not None and dask.is_dask_collection(x):
+        raise TypeError(f"{name}: a Dask collection, which this method does not take; pass "
+                        "in-memory data (e.g. .compute() a sample that fits in memory)")
+
+
 def as_float_matrix(x, name: str) -> tuple[np.ndarray, list[str]]:
     """Return ``x`` as a new 2-D float array and its column names.
 
@@ -99,6 +109,7 @@ def as_float_matrix(x, name: str) -> tuple[np.ndarray, list[str]]:
     empty array, naming the offending column. Nullable ``Int64``/``Float64``/``boolean``
     columns are numeric.
     """
+    refuse_dask(x, name)
     if isinstance(x, pd.Series):
         x = x.to_frame()
     names = None
@@ -134,6 +145,7 @@ def as_float_matrix(x, name: str) -> tuple[np.ndarray, list[str]]:
 
 def as_float_vector(x, name: str, *, allow_empty: bool = False) -> np.ndarray:
     """Return ``x`` as a new 1-D float array; ``ValueError`` on missing values or bad shape."""
+    refuse_dask(x, name)
     try:
         arr = np.array(x, dtype=float, copy=True)
     except (TypeError, ValueError):

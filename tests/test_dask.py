@@ -557,3 +557,29 @@ def test_detm_dask_profile_on_the_label_boundary():
     close(r_star0, r_star1, rtol=1e-7)
     close(r0.conf_int_pi(), r1.conf_int_pi(), rtol=1e-7)
     assert r1.conf_int_pi().iloc[0] < 0.92  # the boundary's 0.9061, not 0.9317
+
+
+def test_calem_empty_partitions_and_dask_inputs_to_in_memory_methods(client, calem_data):
+    # a partition without rows (a filter, or every row dropped by missing="drop") was refused
+    # as "score is empty"; and Dask collections given to in-memory-only methods were computed
+    # silently and matched by position (Brier 0.219 for 0.174 with shuffled labels)
+    d, _ = calem_data
+    srt = d.sort_values("p")
+    f = dd.from_pandas(srt, npartitions=4, sort=False)
+    f = f[f.p < d.p.quantile(0.6)]
+    assert 0 in f.map_partitions(len).compute().tolist()
+    keep = d[d.p < d.p.quantile(0.6)]
+    r1 = CalEM(f.score, f.label, f.treated, calibrator="logistic").fit()
+    r0 = CalEM(keep.score, keep.label, keep.treated, calibrator="logistic").fit()
+    _same_calem(r0, r1)
+    d2 = d.copy()
+    d2.loc[d2.index[1500:3000], "score"] = np.nan  # the second of four partitions
+    dd2 = dd.from_pandas(d2, npartitions=4)
+    r2 = CalEM(dd2.score, dd2.label, dd2.treated, calibrator="logistic", missing="drop").fit()
+    r3 = CalEM(d2.score, d2.label, d2.treated, calibrator="logistic", missing="drop").fit()
+    _same_calem(r3, r2)
+    assert r2.model.n_dropped == r3.model.n_dropped == 1500
+    with pytest.raises(TypeError, match="score: a Dask collection"):
+        r0.metrics(dd.from_pandas(d.score, npartitions=2), d.y)
+    with pytest.raises(TypeError, match="a Dask collection"):
+        r0.predict_baseline(dd.from_pandas(d.score[:5], npartitions=1))

@@ -82,6 +82,8 @@ def _block_arrays(eps, missing, score, label, treated):
     args, _ = align_rows(same_index_block({"score": score, "label": label,
                                            "treated": treated}))
     args, _, n_dropped = drop_missing(args, None, missing)
+    if len(args["score"]) == 0:  # an empty partition (filtered, or all its rows dropped)
+        return np.empty(0), np.empty(0), np.empty(0, dtype=bool), int(n_dropped), 0
     s, lab, tr = checked_columns(args, " in a partition")
     edge = (s == 0) | (s == 1)
     n_edge = int(edge.sum())

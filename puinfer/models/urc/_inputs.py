@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..._validation import refuse_dask
 from ._likelihood import ROW_TOL
 
 __all__ = ["PredInput", "as_pred", "check_pred", "check_rowwise", "rates_vector",
@@ -58,6 +59,7 @@ class PredInput:
 def as_pred(pred, name: str, classes=None, named: bool = False) -> PredInput:
     """Convert ``pred`` to a float array, matching DataFrame columns to ``classes`` by name
     when ``named`` (the lab predictions named the classes)."""
+    refuse_dask(pred, name)
     if isinstance(pred, pd.Series):
         try:
             return PredInput(pred.to_numpy(dtype=float, na_value=np.nan, copy=True))
