@@ -583,3 +583,19 @@ def test_calem_empty_partitions_and_dask_inputs_to_in_memory_methods(client, cal
         r0.metrics(dd.from_pandas(d.score, npartitions=2), d.y)
     with pytest.raises(TypeError, match="a Dask collection"):
         r0.predict_baseline(dd.from_pandas(d.score[:5], npartitions=1))
+
+
+def test_urc_categorical_groups_keep_their_order(client):
+    # on Dask the groups came back sorted by label (east, north, south), in memory in their
+    # categories' order (south, north, east): params, base_rates and summaries in other orders
+    sim = simulate_urc(n_lab=400, n_field=[1000, 1000, 1000], field_base_rate=[0.2, 0.4, 0.6],
+                       rng=np.random.default_rng(2))
+    cats = ["south", "north", "east"]
+    g = pd.Series(pd.Categorical(np.array(cats)[sim.field_group], categories=cats))
+    df = pd.DataFrame({"p": sim.field_pred, "g": g})
+    m = pu.URC(sim.lab_pred, sim.lab_y)
+    r0 = m.fit(df.p, groups=df.g)
+    ddf = dd.from_pandas(df, npartitions=3)
+    r1 = m.fit(ddf.p, groups=ddf.g)
+    assert r0.groups.tolist() == r1.groups.tolist() == cats
+    close(r0.base_rates, r1.base_rates)

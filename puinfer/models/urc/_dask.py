@@ -56,10 +56,15 @@ def field_histogram_dask(model, field_pred, groups, missing):
     if table is None:
         raise ValueError("field_pred is empty" + (" (every row has a missing value)"
                                                   if n_dropped else ""))
-    try:  # the in-memory order: pd.factorize(sort=True), else order of appearance
-        table = table.sort_index()
-    except TypeError:
-        pass
+    dt = getattr(groups, "dtype", None)
+    if isinstance(dt, pd.CategoricalDtype) and getattr(groups.cat, "known", False):
+        # categorical groups in their categories' order, as pd.factorize(sort=True) in memory
+        table = table.reindex([c for c in dt.categories if c in table.index])
+    else:
+        try:  # the in-memory order: pd.factorize(sort=True), else order of appearance
+            table = table.sort_index()
+        except TypeError:
+            pass
     A = model.partition.n_cells
     F = table.iloc[:, :A].to_numpy(dtype=float)
     if not np.all(F.sum(axis=1) > 0):  # pragma: no cover - a label only appears with rows
