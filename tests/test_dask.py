@@ -599,3 +599,24 @@ def test_urc_categorical_groups_keep_their_order(client):
     r1 = m.fit(ddf.p, groups=ddf.g)
     assert r0.groups.tolist() == r1.groups.tolist() == cats
     close(r0.base_rates, r1.base_rates)
+
+
+def test_detm_mixed_and_series_samples_match_by_position_as_in_memory(client, detm_data):
+    # an array source with a frame target read the target's columns by the source's generic
+    # names (x1, x2: reordered, or refused for other names); two Dask Series crashed
+    # ("'Series' object has no attribute 'columns'")
+    d, _ = detm_data
+    S = d[d.labeled == 1][["x1", "x2"]].to_numpy()
+    T = d[d.labeled == 0][["x2", "x1"]]
+    r0 = pu.SETM(S, T).fit(probe=False)
+    r1 = pu.SETM(da.from_array(S, chunks=100), dd.from_pandas(T, npartitions=2)).fit(probe=False)
+    close(r0.params, r1.params)
+    r2 = pu.SETM(da.from_array(S, chunks=100),
+                 dd.from_pandas(T.set_axis(["a", "b"], axis=1), npartitions=2)).fit(probe=False)
+    close(r0.params, r2.params)
+    s, t = pd.Series(S[:, 0], name="u"), pd.Series(T.x2.to_numpy(), name="v")
+    r3 = pu.SETM(s, t).fit(probe=False)
+    r4 = pu.SETM(dd.from_pandas(s, npartitions=2), dd.from_pandas(t, npartitions=2)).fit(
+        probe=False)
+    close(r3.params, r4.params)
+    assert list(r3.params.index) == list(r4.params.index)

@@ -774,11 +774,16 @@ def _init(model, blocks, spec, fingerprint, *, indicator: bool):
     check_sample_size(data, model._restricted)
 
 
+def _is_frame(x) -> bool:
+    """Whether ``x`` is a Dask DataFrame (a Dask Series answers ``hasattr(x, "columns")``
+    through its attribute lookup, then fails on it)."""
+    return isinstance(getattr(x, "_meta", None), pd.DataFrame)
+
+
 def _columns(x, name):
     """Feature names as the in-memory model names them (``_validation._names_of``)."""
-    cols = getattr(x, "columns", None)
-    if cols is not None:
-        return [str(c) for c in cols]
+    if _is_frame(x):
+        return [str(c) for c in x.columns]
     if hasattr(x, "to_frame"):  # a Series: its frame's one column
         return [str(x.name if x.name is not None else 0)]
     return [f"x{j + 1}" for j in range(1 if x.ndim == 1 else x.shape[1])]
@@ -795,7 +800,7 @@ def init_dask(model, source, target, missing):
                              f"collections (got in-memory {type(x).__name__}); use "
                              "dask.dataframe.from_pandas to distribute it")
     ns, nt = _columns(source, "source"), _columns(target, "target")
-    if hasattr(source, "columns") and hasattr(target, "columns") and ns != nt:
+    if _is_frame(source) and _is_frame(target) and ns != nt:
         if sorted(ns) != sorted(nt):
             raise ValueError(f"source and target columns differ: only in source "
                              f"{[c for c in ns if c not in nt]}, only in target "
@@ -805,12 +810,27 @@ def init_dask(model, source, target, missing):
         nt = ns
     if len(ns) != len(nt):
         raise ValueError(f"source has {len(ns)} columns but target has {len(nt)}")
-    if hasattr(source, "columns") and hasattr(target, "columns"):
+    if _is_frame(source) and _is_frame(target):
         _check_numeric(source, "source", ns)
+    else:
+        # not two frames: matched by position, as in memory (a frame or Series among them
+        # has its columns read in order, under the source's names)
+        source, target = (_positional(x, ns) for x in (source, target))
     blocks = [(b[0], None) for b in row_blocks({"source": source})] + \
         [(None, b[0]) for b in row_blocks({"target": target})]
     spec = (tuple(ns), None, missing)
     _init(model, blocks, spec, dask.base.tokenize(source, target, spec), indicator=False)
+
+
+def _positional(x, names):
+    """``x`` with its columns, in order, named ``names`` where it is a Dask DataFrame or
+    Series (the blocks read columns by name); an array as it is."""
+    meta = getattr(x, "_meta", None)
+    if isinstance(meta, pd.DataFrame):
+        return x.rename(columns=dict(zip(meta.columns, names, strict=True)))
+    if isinstance(meta, pd.Series):
+        return x.to_frame(name=names[0])
+    return x
 
 
 def _check_numeric(ddf, name, cols):
