@@ -620,3 +620,20 @@ def test_detm_mixed_and_series_samples_match_by_position_as_in_memory(client, de
         probe=False)
     close(r3.params, r4.params)
     assert list(r3.params.index) == list(r4.params.index)
+
+
+def test_detm_formula_missing_drop_counts_per_sample_as_in_memory(client, detm_data):
+    # the Dask formula path reported (None, None) per sample whenever a row was dropped
+    d, _ = detm_data
+    d = d.copy()
+    d.loc[d.index[[3, 500, 800]], "x1"] = np.nan
+    f = "labeled ~ x1 + x2"
+    for frame in (d, d.astype({"labeled": float}).assign(
+            labeled=lambda x: x.labeled.mask(x.index == x.index[10]))):
+        m0 = pu.SETM.from_formula(f, data=frame, missing="drop")
+        m1 = pu.SETM.from_formula(f, data=dd.from_pandas(frame, npartitions=3), missing="drop")
+        got = [(m.n_dropped, m.n_dropped_source, m.n_dropped_target) for m in (m0, m1)]
+        assert got[0] == got[1]
+    assert got[0] == (4, None, None)  # a missing indicator: that row's sample unknown
+    m = pu.SETM.from_formula(f, data=dd.from_pandas(d, npartitions=3), missing="drop")
+    assert (m.n_dropped_source, m.n_dropped_target) == (1, 2)

@@ -90,11 +90,17 @@ def _read(spec, a, b):
         # the formula's rule for the columns it uses (missing values refused, naming the
         # columns with their counts in this partition, or their rows dropped)
         frame, keep = _clean(a, [indicator, *names], "data", missing)
-        k = 0 if keep is None else int((~keep).sum())
         lab = check_binary(frame[indicator], f"indicator {indicator!r}") if len(frame) \
             else np.empty(0)
         X = _as_matrix(frame[list(names)], "data", names)
-        return X[lab == 1], X[lab == 0], 0, 0, int(k)
+        if keep is None:
+            return X[lab == 1], X[lab == 0], 0, 0, 0
+        # the dropped rows' samples, where their indicator says (as in memory)
+        dropped = a[indicator][~keep]
+        if dropped.notna().all() and dropped.isin([0, 1]).all():
+            return (X[lab == 1], X[lab == 0], int((dropped == 1).sum()),
+                    int((dropped == 0).sum()), 0)
+        return X[lab == 1], X[lab == 0], 0, 0, int((~keep).sum())
     out, ks = [], []
     for x, nm in ((a, "source"), (b, "target")):
         if x is None:
@@ -765,9 +771,9 @@ def _init(model, blocks, spec, fingerprint, *, indicator: bool):
     model.data = data
     model.exog_names = names
     model.missing = spec[2]
-    if indicator:
-        model.n_dropped = int(S["ku"])
-        model.n_dropped_source = model.n_dropped_target = None if S["ku"] else 0
+    if indicator and S["ku"]:  # a dropped row whose indicator is missing: its sample unknown
+        model.n_dropped = int(S["ks"] + S["kt"] + S["ku"])
+        model.n_dropped_source = model.n_dropped_target = None
     else:
         model.n_dropped_source, model.n_dropped_target = int(S["ks"]), int(S["kt"])
         model.n_dropped = int(S["ks"] + S["kt"])
