@@ -120,12 +120,16 @@ class Summary:
         return self.as_html()
 
     def as_latex(self) -> str:
-        """LaTeX: the information as a two-column tabular, each table via ``DataFrame.to_latex``."""
+        """LaTeX: the information as a two-column tabular, each table via ``DataFrame.to_latex``
+        (booktabs rules: ``\\usepackage{booktabs}``). Every text is escaped, ``<``, ``>`` and
+        ``|`` too (``P>|z|``, ``< 2.2e-16``), which the default font encoding would print as
+        other glyphs."""
         def esc(x) -> str:
             out = str(x).replace("\\", "\0")
             for a, b in (("&", r"\&"), ("%", r"\%"), ("$", r"\$"),
                          ("#", r"\#"), ("_", r"\_"), ("{", r"\{"), ("}", r"\}"),
                          ("~", r"\textasciitilde{}"), ("^", r"\textasciicircum{}"),
+                         ("<", r"\textless{}"), (">", r"\textgreater{}"), ("|", r"\textbar{}"),
                          ("\0", r"\textbackslash{}")):
                 out = out.replace(a, b)
             return out
@@ -135,7 +139,11 @@ class Summary:
                  "\\begin{tabular}{ll}", rows, "\\end{tabular}"]
         for cap, t in self.tables:
             parts.append(f"\n\\noindent\\textit{{{esc(cap)}}}\n")
-            parts.append(self._format_table(t).to_latex(escape=True))
+            tab = self._format_table(t).map(esc)
+            tab.index = tab.index.map(esc)
+            tab.columns = tab.columns.map(esc)
+            tab.index.names = [None if n is None else esc(n) for n in tab.index.names]
+            parts.append(tab.to_latex(escape=False))
         if self.notes:
             parts.append("\\begin{itemize}")
             parts += [f"\\item {esc(n)}" for n in self.notes]

@@ -86,3 +86,22 @@ def test_coefficient_table_interval_columns_keep_the_levels_digits():
                         (0.999, ["[0.0005", "0.9995]"])):
         tab = coef_table(pd.Series({"b": 1.0}), pd.Series({"b": 0.1}), level)
         assert list(tab.columns[-2:]) == cols
+
+
+def test_summary_latex_escapes_every_special_character():
+    # <, > and | (P>|z|, "< 2.2e-16", |grad|) went out raw: in LaTeX's default font encoding
+    # they print as other glyphs; names with _ & % are escaped as before
+    import pandas as pd
+
+    from puinfer.summary import Summary, coef_table
+
+    s = Summary("T_1 <&>")
+    s.add_info("x_1|y", 3.0)
+    s.add_table("cap %", coef_table(pd.Series({"Q(x_1<&%)": 1.0}), pd.Series({"Q(x_1<&%)": 1e-20})))
+    s.add_note("|grad| < 1e-9")
+    tex = s.as_latex()
+    body = tex.replace(r"\textless{}", "").replace(r"\textgreater{}", "").replace(
+        r"\textbar{}", "")
+    assert not any(c in body for c in "<>|")
+    assert r"P\textgreater{}\textbar{}z\textbar{}" in tex and r"\textless{} 2.2e-16" in tex
+    assert r"Q(x\_1\textless{}\&\%)" in tex and r"T\_1 \textless{}\&\textgreater{}" in tex
