@@ -583,6 +583,14 @@ def test_calem_empty_partitions_and_dask_inputs_to_in_memory_methods(client, cal
         r0.metrics(dd.from_pandas(d.score, npartitions=2), d.y)
     with pytest.raises(TypeError, match="a Dask collection"):
         r0.predict_baseline(dd.from_pandas(d.score[:5], npartitions=1))
+    # predict on a Dask frame reads the score column by name, as in memory (it failed as
+    # "score must be 1-dimensional")
+    ddf = dd.from_pandas(d, npartitions=3)
+    p = r0.predict(ddf).compute()
+    assert p.index.equals(d.index)
+    close(p.to_numpy(), r0.predict(d.score).to_numpy())
+    with pytest.raises(ValueError, match="the DataFrame has no column 'score'"):
+        r0.predict(ddf[["p"]])
 
 
 def test_urc_categorical_groups_keep_their_order(client):

@@ -105,6 +105,15 @@ class _CurvesMixin:
         if _is_dask(score):
             from ._dask import predict_dask
 
+            if hasattr(score, "columns") and isinstance(getattr(score, "_meta", None),
+                                                         pd.DataFrame):
+                # a frame gives the score by its column name, as in memory (_score_in)
+                name = self.model.score_name
+                if name not in score.columns:
+                    raise ValueError(f"score: the DataFrame has no column {name!r} (the "
+                                     f"model's score); its columns are "
+                                     f"{list(score.columns)[:10]}")
+                score = score[name]
             return predict_dask(self.calibrator, score, "calem")
         s, idx = self._score_in(score)
         return self._out(self.calibrator.predict(s), idx, "calem")

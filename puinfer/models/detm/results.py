@@ -13,7 +13,13 @@ from scipy.stats import chi2, norm
 from ..._validation import check_alpha, check_rng, level_label
 from ...base.results import LikelihoodResults
 from ...exceptions import ConfidenceSetWarning, ConvergenceWarning
-from ...inference.hypothesis import HypothesisTestResult, chi2_test, lr_test, pvalue_phrase
+from ...inference.hypothesis import (
+    HypothesisTestResult,
+    chi2_test,
+    format_pvalue,
+    lr_test,
+    pvalue_phrase,
+)
 from ...inference.profile import Profile
 from ...summary import Summary, coef_table
 from . import _el, bootstrap
@@ -447,7 +453,7 @@ class TiltResults(LikelihoodResults):
             float(stat), 1, float(pval), null=f"pi = {value:g}",
             method=method + f", bootstrap-calibrated ({rb.size} resamples)",
             distribution="bootstrap",
-            extra={"chi2_1 p-value": float(chi2.sf(stat, 1))})
+            extra={"chi2_1 p-value": format_pvalue(float(chi2.sf(stat, 1)))})
 
     # -- presentation -----------------------------------------------------------------------
     def _pi_interval_line(self, alpha, method=None) -> str:
@@ -455,10 +461,12 @@ class TiltResults(LikelihoodResults):
             ci = self.conf_int_pi(alpha, method)
         except ValueError as exc:  # e.g. ProfileError: reported, not hidden
             return f"not available ({exc})"
-        one = ci.attrs["lower_at_bound"] or ci.attrs["upper_at_bound"]
+        lo, hi = ci.attrs["lower_at_bound"], ci.attrs["upper_at_bound"]
+        ends = (" (both ends at the bounds)" if lo and hi else " (one-sided)" if lo or hi
+                else "")
         cut = f"; cut-off {ci.attrs['cutoff']:.2f}" if ci.attrs.get("method") == "bootstrap" \
             else ""
-        return f"[{ci['lower']:.4f}, {ci['upper']:.4f}]" + (" (one-sided)" if one else "") + cut
+        return f"[{ci['lower']:.4f}, {ci['upper']:.4f}]" + ends + cut
 
     def _extra_notes(self, s: Summary) -> None:
         """Model-specific notes (the SCAR test, label switching)."""

@@ -372,6 +372,8 @@ def test_an_unidentified_pi_gets_its_interval_not_a_profile_error(unidentified):
             ci = res.conf_int_pi(alpha)
         assert ci["lower"] == 0.0 and ci["upper"] == 1.0
         assert ci.attrs["lower_at_bound"] and ci.attrs["upper_at_bound"]
+    # the summary says both ends are at the bounds (it said "one-sided")
+    assert "[0.0000, 1.0000] (both ends at the bounds)" in str(res.summary())
     # R* stays below the cut-off over the whole range, as the interval says
     frame = res.profile_pi().to_frame()
     assert len(frame) > 10 and frame["R"].max() < stats.chi2.ppf(0.8, 1)
