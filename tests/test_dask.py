@@ -645,3 +645,8 @@ def test_detm_formula_missing_drop_counts_per_sample_as_in_memory(client, detm_d
     assert got[0] == (4, None, None)  # a missing indicator: that row's sample unknown
     m = pu.SETM.from_formula(f, data=dd.from_pandas(d, npartitions=3), missing="drop")
     assert (m.n_dropped_source, m.n_dropped_target) == (1, 2)
+    # with source= / target= frames a left-hand side is refused, as in memory (it was ignored)
+    src = dd.from_pandas(d[d.labeled == 1][["x1", "x2"]], npartitions=2)
+    tgt = dd.from_pandas(d[d.labeled == 0][["x1", "x2"]], npartitions=2)
+    with pytest.raises(ValueError, match="must not have a left-hand side here"):
+        pu.SETM.from_formula("y ~ x1", source=src, target=tgt)

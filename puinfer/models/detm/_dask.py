@@ -880,6 +880,9 @@ def from_formula_dask(cls, formula, data, missing, source=None, target=None):
     lhs, rhs = (s.strip() for s in formula.split("~", 1))
     model = cls.__new__(cls)
     if data is None:
+        if lhs:  # as in memory: the two frames are the samples, there is no indicator
+            raise ValueError(f"formula {formula!r} must not have a left-hand side here; "
+                             "write '~ x1 + x2'")
         names = _rhs_columns(rhs, _columns(source, "source"))
         init_dask(model, source[names], target[names], missing)
         return model
