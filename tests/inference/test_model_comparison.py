@@ -292,6 +292,9 @@ def test_urc_anova_rows_are_on_the_scale_their_tests_use():
         m = pu.URC(sim.lab_pred, sim.lab_y, n_bins=4)
         rg, rp = m.fit(sim.field_pred, groups=sim.field_group), m.fit(sim.field_pred)
         tab = pu.anova(rp.fit_no_shift(), rp, rg)
+        # the pooled and the grouped fit told apart (both were named "URC")
+        assert tab["model"].tolist() == ["URC (base rates = lab population's)", "URC",
+                                         "URC, 2 groups"]
         prev = tab["llf_in_next"].fillna(tab["llf"]).to_numpy()
         assert_allclose(tab["statistic"].to_numpy()[1:], 2 * (tab["llf"].to_numpy()[1:] - prev[:-1]),
                         rtol=1e-10)

@@ -154,7 +154,9 @@ class URCResults(URCTestsMixin, InformationCriteria, LikelihoodResults):
         self.df_model = n_p[con.kind] + n_pi + (k * (A - 1) if d.joint else 0)
         self.data_fingerprint = data_fingerprint(d.L, d.F, [d.strength, d.lab_pseudocount,
                                                               d.lab_prior == "pooled"])
-        self.model_name = _MODEL_NAMES[con.kind]
+        G = len(record.groups)
+        # (the number of groups tells a pooled fit from a grouped one in tables: anova)
+        self.model_name = _MODEL_NAMES[con.kind] + (f", {G} groups" if G > 1 else "")
         self.convergence: ConvergenceInfo = est.convergence
         self.warnings = tuple(record.warnings)
         self.n_dropped = int(record.n_dropped)
