@@ -650,3 +650,14 @@ def test_detm_formula_missing_drop_counts_per_sample_as_in_memory(client, detm_d
     tgt = dd.from_pandas(d[d.labeled == 0][["x1", "x2"]], npartitions=2)
     with pytest.raises(ValueError, match="must not have a left-hand side here"):
         pu.SETM.from_formula("y ~ x1", source=src, target=tgt)
+
+
+def test_detm_predicts_a_1d_dask_array(client):
+    # one feature as 1-D Dask arrays: predict failed ("drop_axis out of range")
+    rng = np.random.default_rng(0)
+    s, t = rng.normal(size=200), rng.normal(1, size=250)
+    r0 = pu.SETM(s, t).fit(probe=False)
+    r1 = pu.SETM(da.from_array(s, chunks=50), da.from_array(t, chunks=50)).fit(probe=False)
+    p1 = r1.predict(da.from_array(t, chunks=60)).compute()
+    assert p1.shape == (250,)
+    close(np.asarray(r0.predict(t)), p1)

@@ -931,6 +931,9 @@ def predict_dask(res, newdata):
     if hasattr(newdata, "map_partitions"):
         return newdata.map_partitions(functools.partial(_predict_part, inner),
                                       meta=pd.Series(dtype=float, name="P(y=1|x)"))
+    if newdata.ndim == 1:  # one feature as a 1-D array: one prediction per element
+        return newdata.map_blocks(lambda b: np.asarray(TiltResults.predict(inner, b)),
+                                  dtype=float)
     return newdata.map_blocks(lambda b: np.asarray(TiltResults.predict(inner, b)), drop_axis=1,
                               dtype=float)
 
