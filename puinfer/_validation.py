@@ -6,11 +6,12 @@ Each checker returns a new float (or bool) array and never modifies its input; e
 
 from __future__ import annotations
 
-import sys
 import warnings
 
 import numpy as np
 import pandas as pd
+
+from ._dask import is_dask
 
 __all__ = [
     "as_float_matrix",
@@ -95,8 +96,7 @@ def check_feature_columns(df: pd.DataFrame, name: str, columns=None, *,
 def refuse_dask(x, name: str) -> None:
     """``TypeError`` if ``x`` is a Dask collection: where a method takes in-memory data only,
     one would otherwise be computed silently and matched to the other rows by position."""
-    dask = sys.modules.get("dask")
-    if dask is not None and dask.is_dask_collection(x):
+    if is_dask(x):
         raise TypeError(f"{name}: a Dask collection, which this method does not take; pass "
                         "in-memory data (e.g. .compute() a sample that fits in memory)")
 

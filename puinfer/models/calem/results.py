@@ -75,21 +75,28 @@ class _CurvesMixin:
                                  "to predict (a Dask Series or array gives a lazy result)")
             return self.model.score, self.model.index
         idx = score.index if isinstance(score, (pd.Series, pd.DataFrame)) else None
-        if isinstance(score, pd.DataFrame):
-            # a frame gives the score by its column name (a formula model's score column, as
-            # the model was given it); a one-column frame is a vector only for a model given
-            # its scores as a vector, never matched to a formula's column by position
-            name = self.model.score_name
-            if name in score.columns:
-                score = score[name]
-            elif score.shape[1] != 1 or isinstance(self.model.calibrator, FormulaCalibrator):
-                raise ValueError(f"score: the DataFrame has no column {name!r} (the model's "
-                                 f"score); its columns are {list(score.columns)[:10]}")
-        s = as_float_vector(score, "score")
+        s = as_float_vector(self._score_column(score), "score")
         bad = (s < 0) | (s > 1)
         if bad.any():
             raise ValueError(f"score must be in [0, 1]; {int(bad.sum())} value(s) are not")
         return s, idx
+
+    def _score_column(self, score):
+        """A data frame's score column, by its name (a formula model's score column, as the
+        model was given it), in memory or on Dask; an in-memory one-column frame is a vector
+        only for a model given its scores as a vector, never matched to a formula's column by
+        position. Anything else as it is."""
+        in_memory = isinstance(score, pd.DataFrame)
+        if not (in_memory or isinstance(getattr(score, "_meta", None), pd.DataFrame)):
+            return score
+        name = self.model.score_name
+        if name in score.columns:
+            return score[name]
+        if in_memory and score.shape[1] == 1 and \
+                not isinstance(self.model.calibrator, FormulaCalibrator):
+            return score
+        raise ValueError(f"score: the DataFrame has no column {name!r} (the model's score); "
+                         f"its columns are {list(score.columns)[:10]}")
 
     @staticmethod
     def _out(values, idx, name):
@@ -105,16 +112,7 @@ class _CurvesMixin:
         if _is_dask(score):
             from ._dask import predict_dask
 
-            if hasattr(score, "columns") and isinstance(getattr(score, "_meta", None),
-                                                         pd.DataFrame):
-                # a frame gives the score by its column name, as in memory (_score_in)
-                name = self.model.score_name
-                if name not in score.columns:
-                    raise ValueError(f"score: the DataFrame has no column {name!r} (the "
-                                     f"model's score); its columns are "
-                                     f"{list(score.columns)[:10]}")
-                score = score[name]
-            return predict_dask(self.calibrator, score, "calem")
+            return predict_dask(self.calibrator, self._score_column(score), "calem")
         s, idx = self._score_in(score)
         return self._out(self.calibrator.predict(s), idx, "calem")
 

@@ -51,7 +51,7 @@ from ..._dask import add_sums, reduce_blocks, require_dask, row_blocks
 from ..._validation import SCALE_LIMIT, as_float_matrix, check_binary
 from ...base.numeric import logaddexp, softplus
 from . import _el
-from ._data import TiltData
+from ._data import TiltData, dropped_by_sample
 from ._starts import SUBSAMPLE_SIZE
 
 __all__ = ["DaskTiltData", "init_dask", "from_formula_dask", "refuse"]
@@ -96,10 +96,9 @@ def _read(spec, a, b):
         if keep is None:
             return X[lab == 1], X[lab == 0], 0, 0, 0
         # the dropped rows' samples, where their indicator says (as in memory)
-        dropped = a[indicator][~keep]
-        if dropped.notna().all() and dropped.isin([0, 1]).all():
-            return (X[lab == 1], X[lab == 0], int((dropped == 1).sum()),
-                    int((dropped == 0).sum()), 0)
+        counts = dropped_by_sample(a[indicator][~keep])
+        if counts is not None:
+            return X[lab == 1], X[lab == 0], *counts, 0
         return X[lab == 1], X[lab == 0], 0, 0, int((~keep).sum())
     out, ks = [], []
     for x, nm in ((a, "source"), (b, "target")):

@@ -97,6 +97,15 @@ class TiltData(ReadOnlyArrays):
                         len(i_source), len(i_target))
 
 
+def dropped_by_sample(indicator) -> tuple[int, int] | None:
+    """``(source, target)`` counts of rows dropped for missing values, from their indicator
+    values (1: source, 0: target); None where one is missing or not 0/1 (its sample is not
+    known)."""
+    if indicator.isna().any() or not indicator.isin([0, 1]).all():
+        return None
+    return int((indicator == 1).sum()), int((indicator == 0).sum())
+
+
 def prepare(source, target, names=None, target_index=None) -> TiltData:
     """Validate the two samples and pool them (source first)."""
     import pandas as pd

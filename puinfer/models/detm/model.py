@@ -28,7 +28,7 @@ from ...base.model import Model
 from ...base.optimize import newton_maximize
 from ...formula import Design, _used_columns, build_design
 from . import _el
-from ._data import TiltData, prepare
+from ._data import TiltData, dropped_by_sample, prepare
 from ._profile import probe as probe_profile
 from ._record import LABEL_RULES, TiltFit, build_record
 from ._starts import StartRun, _tie, free_fun, run_starts
@@ -156,11 +156,9 @@ def _count_dropped_by_sample(model, data: pd.DataFrame) -> None:
     name = model.design.y.name
     if name not in data.columns:
         return
-    dropped = data[name][~np.asarray(model.design.kept)]
-    if dropped.isna().any() or not dropped.isin([0, 1]).all():
-        return
-    model.n_dropped_source = int((dropped == 1).sum())
-    model.n_dropped_target = int((dropped == 0).sum())
+    counts = dropped_by_sample(data[name][~np.asarray(model.design.kept)])
+    if counts is not None:
+        model.n_dropped_source, model.n_dropped_target = counts
 
 
 class _TiltModel(Model):
