@@ -661,3 +661,28 @@ def test_detm_predicts_a_1d_dask_array(client):
     p1 = r1.predict(da.from_array(t, chunks=60)).compute()
     assert p1.shape == (250,)
     close(np.asarray(r0.predict(t)), p1)
+
+
+def test_detm_dask_profile_where_a_tilt_overflows(detm_data):
+    """A point whose tilts overflow (``exp`` of the linear predictor is inf on some rows, so
+    ``D = 1 + lambda'z`` is nan even at ``lambda = 0``) has no profile value, on Dask as in
+    memory. The Dask route used to reach the multipliers' Newton loop and fail with a
+    KeyError (seen in a label-boundary search of a fit where pi is not identified)."""
+    import dask
+
+    from puinfer.models.detm import _el
+
+    d, _ = detm_data
+    m0 = pu.DETM.from_formula("labeled ~ x1 + x2", data=d)
+    # both tilts overflow on the same rows: 1 + inf * 0.5 - inf * 0.5 is nan at the start
+    theta = np.array([0.0, 800.0, 0.0, 0.0, 800.0, 0.0])
+    lam0 = np.array([0.5, -0.5])
+    with np.errstate(all="ignore"):
+        z1 = np.expm1(theta[0] + m0.data.Z @ theta[1:3])
+    assert np.isinf(z1).any() and (z1 < 0).any()  # overflowing, and not one-sided
+    with np.errstate(all="ignore"):
+        f0 = _el.profile_log_el(theta, 0.4, m0.data.Z, m0.data.y, 0.01, lam0=lam0, order=0)
+    with dask.config.set(scheduler="sync"):
+        m1 = pu.DETM.from_formula("labeled ~ x1 + x2", data=dd.from_pandas(d, npartitions=3))
+        f1 = m1.data.profile_log_el(theta, 0.4, 0.01, lam0=lam0, order=0)
+    assert f0 == f1 == -np.inf

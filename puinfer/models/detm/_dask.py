@@ -620,9 +620,10 @@ class DaskTiltData:
         ok, step_full = not act.any(), np.zeros(2)
         rel = 1e-14 if strict else 1e-7
         # a tilt above (or below) 1 at every row: no weights p_i > 0 satisfy its constraint
-        # sum_i p_i (w_i - 1) = 0, and -sum log D is unbounded below (as in solve_lambda)
+        # sum_i p_i (w_i - 1) = 0, and -sum log D is unbounded below (as in solve_lambda);
+        # a tilt that overflows (D = 1 + 0 * inf is nan at lambda = 0): no value either
         one_sided = act & ((S["min_zs"] >= 0) | (S["max_zs"] <= 0))
-        if one_sided.any():
+        if one_sided.any() or not S["min_D"] > 0:
             out = (False, lam, np.zeros(2), act, S)
             self._remember(key, out)
             return out
