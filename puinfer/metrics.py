@@ -185,8 +185,10 @@ def log_loss(y, p, *, eps: float = 1e-15) -> float:
     """Log-loss ``-mean(y log p + (1 - y) log(1 - p))`` (lower is better).
 
     This is the "Log-lik." column of Sergazinov et al.'s Table 2 (a mean negative log-likelihood).
-    Probabilities are clipped to ``[eps, 1 - eps]`` so that a confident wrong forecast gives a
-    large but finite loss.
+    ``p`` and ``1 - p`` are each floored at ``eps`` inside their logs (``log max(p, eps)``,
+    ``log max(1 - p, eps)``), so that a confident wrong forecast gives a large but finite
+    loss; a correct forecast is not penalised (scikit-learn's clipping of ``p`` to
+    ``[eps, 1 - eps]`` charges ``-log(1 - eps)`` to a correct ``p = 1``).
 
     Parameters
     ----------

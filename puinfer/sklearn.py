@@ -45,6 +45,7 @@ except ImportError as exc:  # pragma: no cover - scikit-learn < 1.6
     raise ImportError(f"puinfer.sklearn needs scikit-learn >= 1.6 (found {sklearn.__version__}): "
                       "pip install 'puinfer[sklearn]'") from exc
 
+from ._align import _is_pandas, align_rows
 from ._validation import check_alpha
 from .exceptions import AssumptionWarning
 from .models import calem as _calem
@@ -73,6 +74,16 @@ def _proba_columns(p):
     return np.column_stack([1.0 - p, p])
 
 
+def _aligned(**args):
+    """``X``, ``y`` (and weights) with pandas rows matched on their index, never by position
+    (the package's rule, :func:`puinfer._align.align_rows`); scikit-learn would match them by
+    position. A single pandas argument is left as it is (nothing to match it with)."""
+    if sum(_is_pandas(v) for v in args.values() if v is not None) < 2:
+        return tuple(args.values())
+    aligned, _ = align_rows(args)
+    return tuple(aligned[k] for k in args)
+
+
 class _BinaryProba(ClassifierMixin, BaseEstimator):
     """``predict`` from ``predict_proba``: the positive class where its probability > 0.5."""
 
@@ -94,7 +105,8 @@ class _TiltClassifier(_BinaryProba):
     _model = None
 
     def __init__(self, *, penalty="ridge", label_rule="kl", alpha=0.05, maxiter=200,
-                 tol=1e-10, probe=None, pi_interval="bootstrap"):
+                 tol=1e-10, probe=None, pi_interval="bootstrap", pos_label=None):
+        self.pos_label = pos_label
         self.penalty = penalty
         self.label_rule = label_rule
         self.alpha = alpha
@@ -111,13 +123,15 @@ class _TiltClassifier(_BinaryProba):
         X : array_like, shape (n_samples, n_features)
             Features ``T(x)`` of all rows (labeled and unlabeled).
         y : array_like, shape (n_samples,)
-            Two values; the larger (1, True) marks the labeled (source) positives, the smaller
-            (0, False) the unlabeled target rows.
+            Two values: ``pos_label`` marks the labeled (source) positives, the other the
+            unlabeled target rows. Without ``pos_label``, the larger (1, True) marks them.
+            Pandas ``X`` and ``y`` are matched on their index.
 
         Returns
         -------
         self
         """
+        X, y = _aligned(X=X, y=y)
         alpha = check_alpha(self.alpha)  # before the (possibly bootstrapped) fit
         if self.pi_interval == "bootstrap":
             from .models.detm.results import DEFAULT_N_BOOT, _min_boot
@@ -129,11 +143,21 @@ class _TiltClassifier(_BinaryProba):
                                  "pi_interval='profile' or a larger alpha")
         X, y = validate_data(self, X, y, dtype=float)
         self.classes_, s = _binary_target(self, y)
-        if not (self.classes_.dtype.kind in "biuf" or set(self.classes_) <= {0, 1}):
+        if self.pos_label is not None:
+            hit = [i for i, c in enumerate(self.classes_.tolist()) if c == self.pos_label]
+            if not hit:
+                raise ValueError(f"{type(self).__name__}: pos_label={self.pos_label!r} is not "
+                                 f"one of y's labels {self.classes_.tolist()}")
+            s = (s == hit[0]).astype(float)
+        elif not (self.classes_.dtype.kind in "biuf" or set(self.classes_) <= {0, 1}):
             # e.g. "labeled" / "unlabeled": sorted, the larger is "unlabeled"
             warnings.warn(f"{type(self).__name__}: y's labels {self.classes_.tolist()} are not "
                           f"0/1 or False/True; the larger, {str(self.classes_[1])!r}, is taken to "
-                          "mark the labeled (source) rows", AssumptionWarning, stacklevel=2)
+                          "mark the labeled (source) rows (say which with pos_label=)",
+                          AssumptionWarning, stacklevel=2)
+        # the column of predict_proba that is P(positive): classes_ stay sorted (as
+        # scikit-learn's tools expect), and pos_label may be the smaller label
+        self._pos_col = 1 if self.pos_label is None else hit[0]
         src, tgt = X[s == 1], X[s == 0]
         model = self._model(src, tgt)
         self.results_ = model.fit(penalty=self.penalty, label_rule=self.label_rule,
@@ -153,7 +177,48 @@ class _TiltClassifier(_BinaryProba):
         labeled rows' label) names the positive class, as labeled rows are positives."""
         check_is_fitted(self)
         X = validate_data(self, X, dtype=float, reset=False)
-        return _proba_columns(self.results_.predict(X))
+        out = _proba_columns(self.results_.predict(X))
+        return out if self._pos_col == 1 else out[:, ::-1]
+
+    def score(self, X, y, sample_weight=None):
+        """Mean log-likelihood of the labeled indicator given the features (higher is better).
+
+        The inherited accuracy would compare "positive in the target" with "labeled", which
+        measures nothing (about 0.5 for every fit), yet ``GridSearchCV`` and
+        ``cross_val_score`` use ``score`` by default. Under the fitted model the pooled rows'
+        ``P(labeled | x) = n / {n + m r(x)}`` with ``r = f_t / f_s = pi w1 + (1 - pi) w2`` the
+        target-to-source density ratio (Liu et al., eq. (4); ``n``, ``m`` the fitted sample
+        sizes): its log-likelihood on held-out rows is a proper score of the model for the
+        data one observes.
+
+        Parameters
+        ----------
+        X : array_like, shape (n_samples, n_features)
+        y : array_like, shape (n_samples,)
+            The labeled indicator, coded as in :meth:`fit`.
+        sample_weight : array_like, optional
+
+        Returns
+        -------
+        float
+        """
+        check_is_fitted(self)
+        X, y, sample_weight = _aligned(X=X, y=y, sample_weight=sample_weight)
+        X = validate_data(self, X, dtype=float, reset=False)
+        y = np.asarray(y)
+        if y.shape != (X.shape[0],):
+            raise ValueError(f"y has shape {y.shape}; expected ({X.shape[0]},)")
+        unknown = ~np.isin(y, self.classes_)
+        if unknown.any():
+            raise ValueError(f"y has labels not seen in fit: {np.unique(y[unknown])[:5].tolist()}")
+        labeled = y == self.classes_[self._pos_col]
+        r = self.results_
+        with np.errstate(divide="ignore", over="ignore"):
+            # log P(labeled | x) = -log(1 + exp(log(m / n) + log r)), and its complement
+            lo = np.log(r.n_target / r.n_source) + r.log_density_ratio(X)
+        ll = np.where(labeled, -np.logaddexp(0.0, lo), -np.logaddexp(0.0, -lo))
+        w = None if sample_weight is None else _check_sample_weight(sample_weight, X)
+        return float(np.average(ll, weights=w))
 
 
 class DETMClassifier(_TiltClassifier):
@@ -230,6 +295,7 @@ class _CalibratorEstimator(_BinaryProba):
         -------
         self
         """
+        X, y, sample_weight = _aligned(X=X, y=y, sample_weight=sample_weight)
         X, y = validate_data(self, X, y, dtype=float)
         self.classes_, y01 = _binary_target(self, y)
         s = self._scores(X)
@@ -383,6 +449,7 @@ class CalEMClassifier(_BinaryProba):
         -------
         self
         """
+        X, y = _aligned(X=X, y=y)
         X, y = validate_data(self, X, y, dtype=float)
         self.classes_, y01 = _binary_target(self, y)
         s, treated = self._columns(X)

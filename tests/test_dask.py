@@ -661,6 +661,15 @@ def test_detm_predicts_a_1d_dask_array(client):
     p1 = r1.predict(da.from_array(t, chunks=60)).compute()
     assert p1.shape == (250,)
     close(np.asarray(r0.predict(t)), p1)
+    # a Series keeps its index, in memory and on Dask (each partition's posteriors were an
+    # ndarray, against the Series the lazy result declares)
+    ts = pd.Series(t, index=np.arange(1000, 1250)[::-1], name="x")
+    p0 = r0.predict(ts)
+    assert isinstance(p0, pd.Series) and p0.index.equals(ts.index)
+    close(p0.to_numpy(), np.asarray(r0.predict(t)))
+    p2 = r1.predict(dd.from_pandas(ts, npartitions=3)).compute()
+    assert isinstance(p2, pd.Series)
+    pd.testing.assert_series_equal(p2, p0.sort_index(), rtol=1e-9)  # from_pandas sorts it
 
 
 def test_detm_dask_profile_where_a_tilt_overflows(detm_data):

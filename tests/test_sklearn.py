@@ -398,3 +398,76 @@ def test_detm_classifier_bad_input(pu_data):
         ps.DETMClassifier().fit(X, np.arange(len(s)) % 3)
     with pytest.raises(ValueError, match="one class"):
         ps.DETMClassifier().fit(X, np.ones(len(s)))
+
+
+def test_tilt_classifier_score_pos_label_and_index_alignment(pu_data):
+    """``score`` is the mean log-likelihood of the labeled indicator under the fitted model,
+    checked against scikit-learn's log loss of ``P(labeled | x) = n / {n + m r(x)}`` computed
+    here from the published ``params`` (original scale; ``r = pi w1 + (1 - pi) w2``, Liu et
+    al. eq. (4)). The inherited accuracy compared "positive" with "labeled". ``pos_label``
+    names the labeled rows' text label; pandas ``X`` and ``y`` are matched on the index."""
+    from sklearn.metrics import log_loss
+
+    X, s = pu_data
+    n, m = int(s.sum()), int((s == 0).sum())
+    for cls in (ps.SETMClassifier, ps.DETMClassifier):
+        est = cls(pi_interval="profile").fit(X, s)
+        p = est.results_.params
+        x = X.to_numpy()
+        w1 = np.exp(p.get("alpha1", 0.0) + x @ np.r_[p.get("beta1[x1]", 0.0),
+                                                     p.get("beta1[x2]", 0.0)])
+        w2 = np.exp(p["alpha2"] + x @ np.r_[p["beta2[x1]"], p["beta2[x2]"]])
+        labeled = n / (n + m * (p["pi"] * w1 + (1 - p["pi"]) * w2))
+        assert_allclose(est.score(X, s), -log_loss(s, labeled), rtol=1e-12)
+        wts = np.r_[np.full(n, 2.0), np.ones(m)]
+        assert_allclose(est.score(X, s, sample_weight=wts),
+                        -log_loss(s, labeled, sample_weight=wts), rtol=1e-12)
+        assert_allclose(np.log(p["pi"] * w1 + (1 - p["pi"]) * w2),
+                        est.results_.log_density_ratio(X).to_numpy(), rtol=1e-10)
+
+        # text labels with pos_label: no warning, the same fit; classes_ stay sorted, so the
+        # labeled rows' label "labeled" is column 0 of predict_proba
+        words = np.where(s == 1, "labeled", "unlabeled")
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", pu.exceptions.AssumptionWarning)
+            est2 = cls(pi_interval="profile", pos_label="labeled").fit(X, words)
+        assert list(est2.classes_) == ["labeled", "unlabeled"] and est2.pi_ == est.pi_
+        assert_allclose(est2.predict_proba(X)[:, 0], est.predict_proba(X)[:, 1])
+        np.testing.assert_array_equal(est2.predict(X) == "labeled", est.predict(X) == 1)
+        assert est2.score(X, words) == est.score(X, s)
+        with pytest.raises(ValueError, match="pos_label='yes' is not one of y's labels"):
+            cls(pi_interval="profile", pos_label="yes").fit(X, words)
+
+    # a y Series in another order is matched on the index, not by position
+    est = ps.SETMClassifier(pi_interval="profile").fit(X, s)
+    perm = np.random.default_rng(0).permutation(len(s))
+    y_shuffled = pd.Series(s, index=X.index).iloc[perm]
+    est3 = ps.SETMClassifier(pi_interval="profile").fit(X, y_shuffled)
+    assert est3.pi_ == est.pi_
+    assert est3.score(X, y_shuffled) == est.score(X, s)
+    with pytest.raises(ValueError, match="index"):
+        ps.SETMClassifier(pi_interval="profile").fit(
+            X, pd.Series(s, index=X.index + len(s)))
+
+
+def test_calibrators_match_pandas_rows_on_the_index(scores):
+    """X, y and sample_weight as pandas objects are matched on the index (scikit-learn matches
+    them by position: a shuffled y gave parameters [0.1997, 0.0049] for [0.0716, 1.0118])."""
+    s, y = scores
+    X = pd.DataFrame({"score": s})
+    w = np.r_[np.ones(200), np.full(200, 2.0)]
+    perm = np.random.default_rng(1).permutation(len(s))
+    ys, ws = pd.Series(y).iloc[perm], pd.Series(w).iloc[perm]
+    for est in (ps.LogisticCalibrator(), ps.SplineCalibrator()):
+        ref = clone(est).fit(X, y, sample_weight=w)
+        got = clone(est).fit(X, ys, sample_weight=ws)
+        assert_allclose(got.fitted_.params.to_numpy(), ref.fitted_.params.to_numpy(),
+                        rtol=1e-12)
+    with pytest.raises(ValueError, match="index"):
+        ps.LogisticCalibrator().fit(X, pd.Series(y, index=X.index + 1000))
+    treated = np.r_[np.zeros(100), np.ones(300)]
+    Xc = pd.DataFrame({"score": s, "treated": treated})
+    ref = ps.CalEMClassifier(calibrator="logistic").fit(Xc, y)
+    got = ps.CalEMClassifier(calibrator="logistic").fit(Xc, pd.Series(y).iloc[perm])
+    assert_allclose(got.results_.params.to_numpy(), ref.results_.params.to_numpy(),
+                    rtol=1e-10)

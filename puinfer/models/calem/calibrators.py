@@ -339,8 +339,9 @@ class Calibrator:
         self.eps = float(eps)
 
     # -- to be provided by subclasses ------------------------------------------------------
-    def make_basis(self, score):
-        """Learn the basis (knots, transforms) from ``score``; returns an opaque basis object."""
+    def make_basis(self, score, sample_weight=None):
+        """Learn the basis (knots, transforms) from ``score`` (rows weighted by
+        ``sample_weight``, as :meth:`fit` weighs them); returns an opaque basis object."""
         return None
 
     def design(self, basis, score) -> np.ndarray:
@@ -381,7 +382,9 @@ class Calibrator:
         y : array_like
             Labels in [0, 1]; 0/1 labels, or soft labels (expected labels) as CalEM's M-step uses.
         sample_weight : array_like, optional
-            Non-negative weights (default 1). Integer weights are equivalent to replicating rows.
+            Non-negative weights (default 1). Integer weights are equivalent to replicating
+            rows (a :class:`FormulaCalibrator` whose transforms learn knots learns them,
+            unweighted, from the rows of positive weight).
         basis : object, optional
             A basis from :meth:`make_basis`; learned from ``score`` if omitted.
         start : array_like, optional
@@ -401,7 +404,7 @@ class Calibrator:
         """
         s, yy, w = _check_fit_inputs(score, y, sample_weight)
         if basis is None:
-            basis = self.make_basis(s)
+            basis = self.make_basis(s, None if sample_weight is None else w)
         fingerprint = _fingerprint(s, yy, w)
         if getattr(self, "prior_correction", False):
             fitted = self._fit_arrays(basis, s, platt_targets(yy, w), w, start=start,
@@ -624,7 +627,8 @@ class SplineCalibrator(Calibrator):
     ``logit g(s) = sum_j theta_j b_j(logit s)`` with the cardinal natural-cubic basis (the basis
     of mgcv's and patsy's ``cr()``, computed by :class:`scipy.interpolate.CubicSpline` with
     natural end conditions; linear beyond the boundary knots), knots at equally spaced quantiles of
-    ``logit(score)`` in the fitting data. With the cardinal basis ``theta_j`` is the calibrated
+    ``logit(score)`` in the fitting data (with ``sample_weight``, of its rows replicated by
+    their weights: a row of weight 0 places no knot). With the cardinal basis ``theta_j`` is the calibrated
     log-odds at knot ``j``, so the parameters are directly interpretable.
 
     Parameters
@@ -665,11 +669,15 @@ class SplineCalibrator(Calibrator):
         s = self._clip(np.asarray(score, dtype=float))
         return np.log(s) - np.log1p(-s)
 
-    def make_basis(self, score):
+    def make_basis(self, score, sample_weight=None):
         if self.knots is not None:
             return self._basis_from_knots(self.knots)
         x = self.logit_score(score)
-        return self.basis_from_quantiles(np.quantile(x, np.linspace(0.0, 1.0, self.df)))
+        q = np.linspace(0.0, 1.0, self.df)
+        # weighted, the quantiles of the rows replicated by their weights (so a row of weight
+        # 0 places no knot and integer weights give the knots of replicated rows)
+        return self.basis_from_quantiles(np.quantile(x, q) if sample_weight is None
+                                         else _replicated_quantiles(x, sample_weight, q))
 
     def basis_from_quantiles(self, q):
         """The basis with knots at the quantiles ``q`` of ``logit(score)`` at
@@ -732,10 +740,14 @@ class FormulaCalibrator(Calibrator):
         self.score_name = score_name
         self.name = f"formula {self.formula.strip()}"
 
-    def make_basis(self, score):
+    def make_basis(self, score, sample_weight=None):
         from ...formula import build_design
 
         s = self._clip(np.asarray(score, dtype=float))
+        if sample_weight is not None:
+            # the transforms (e.g. bs() knots) are learned by patsy, unweighted: from the
+            # rows the fit uses at least (integer weights are not replication here)
+            s = s[np.asarray(sample_weight) > 0]
         return build_design(self.formula, pd.DataFrame({self.score_name: s}), require_lhs=False)
 
     def design(self, basis, score):
@@ -773,7 +785,7 @@ class IsotonicCalibrator(Calibrator):
     name = "isotonic"
     parametric = False
 
-    def make_basis(self, score):
+    def make_basis(self, score, sample_weight=None):
         return _IsoBasis()
 
     def param_names(self, basis):  # pragma: no cover - not used
@@ -827,6 +839,20 @@ def _like(score, values, name):
     if isinstance(score, (pd.Series, pd.DataFrame)):
         return pd.Series(values, index=score.index, name=name)
     return values
+
+
+def _replicated_quantiles(x, w, q):
+    """Quantiles ``q`` of ``x`` with frequency weights ``w``: numpy's default (linear)
+    quantiles of the rows replicated ``w`` times, for integer ``w``; the same interpolation
+    on the cumulative weights otherwise."""
+    order = np.argsort(x, kind="stable")
+    keep = w[order] > 0
+    xs, cw = x[order][keep], np.cumsum(w[order][keep])
+    h = (cw[-1] - 1.0) * np.asarray(q, dtype=float)  # positions among the replicated rows
+    lo = np.floor(h)
+    at = np.minimum(np.searchsorted(cw, lo, side="right"), xs.size - 1)
+    nxt = np.minimum(np.searchsorted(cw, lo + 1.0, side="right"), xs.size - 1)
+    return xs[at] + (h - lo) * (xs[nxt] - xs[at])
 
 
 def _check_fit_inputs(score, y, sample_weight):

@@ -910,8 +910,7 @@ def refuse(what: str):
 def _predict_part(res, part):
     if len(part) == 0:  # e.g. a partition of source rows only, after ddf[ddf.labeled == 0]
         return pd.Series(np.empty(0), index=part.index, name="P(y=1|x)")
-    out = res.predict(part)  # the in-memory rule, on a partition
-    return out if isinstance(part, pd.DataFrame) else np.asarray(out)
+    return res.predict(part)  # the in-memory rule, on a partition: a Series on its index
 
 
 def predict_dask(res, newdata):
@@ -956,3 +955,8 @@ class _InMemory:
         from .results import TiltResults
 
         return TiltResults.predict(self, newdata)
+
+    def _tilts(self, newdata):
+        from .results import TiltResults
+
+        return TiltResults._tilts(self, newdata)

@@ -147,8 +147,9 @@ class TiltResults(LikelihoodResults):
         rows are used, with their index (the caller's, for a formula or DataFrame fit: so
         ``df.loc[df.labeled == 0, "post"] = res.predict()`` fills exactly the target rows;
         rows dropped by ``missing="drop"`` are absent). A DataFrame ``newdata`` gives a Series
-        on its index and in its order (columns matched by name, or through the formula), an
-        array an array. Missing values in ``newdata`` are refused, naming the column.
+        on its index and in its order (columns matched by name, or through the formula), a
+        Series (one feature) a Series on its index, an array an array. Missing values in
+        ``newdata`` are refused, naming the column.
 
         Classifying: ``predict(...) > 0.5`` is the approximate Bayes rule for accuracy (the
         rule of Liu et al., Figure 4). ``predict(...) > res.pi`` weighs the two classes equally
@@ -166,17 +167,37 @@ class TiltResults(LikelihoodResults):
             idx = m.data.target_index
             return pd.Series(np.asarray(self._fit.omega), name="P(y=1|x)",
                              index=idx if idx is not None else None)
-        X, index = m.exog(newdata)
-        Z = (X - m.data.mean) / m.data.sd
-        a1, b1, a2, b2 = _el.split(self._fit.theta, m.data.p)
+        eta1, eta2, index = self._tilts(newdata)
         # one linear predictor (no inf - inf for extreme rows); log(0) at pi-hat = 0 and an
         # overflowing row give +-inf, which expit maps to 0 or 1
         with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-            lo = (np.log(self.pi) - np.log1p(-self.pi) + (a1 - a2)) + Z @ (b1 - b2)
-        out = expit(lo)
-        if isinstance(newdata, (pd.DataFrame, dict)) and index is not None:
-            return pd.Series(out, index=index, name="P(y=1|x)")
-        return out
+            lo = (np.log(self.pi) - np.log1p(-self.pi)) + (eta1 - eta2)
+        return _like_newdata(expit(lo), newdata, index, "P(y=1|x)")
+
+    def _tilts(self, newdata):
+        """The linear predictors ``alpha_k + beta_k' T(x)`` of the two tilts (on the fit's
+        standardised features) for ``newdata``, and its rows' index."""
+        m = self.model
+        X, index = m.exog(newdata)
+        Z = (X - m.data.mean) / m.data.sd
+        a1, b1, a2, b2 = _el.split(self._fit.theta, m.data.p)
+        return a1 + Z @ b1, a2 + Z @ b2, index
+
+    def log_density_ratio(self, newdata) -> pd.Series | np.ndarray:
+        """``log r(x)``, ``r = f_t / f_s = pi w1(x) + (1 - pi) w2(x)``: the fitted
+        target-to-source density ratio (Liu et al., eq. (4)) at the rows of ``newdata``.
+
+        The pooled rows' ``P(labeled | x) = n / {n + m r(x)}`` (``n``, ``m`` the sample
+        sizes), the classifier of labeled against unlabeled that the model implies. Rows of
+        ``newdata`` as in :meth:`predict`.
+        """
+        if getattr(self.model.data, "lazy", False):
+            raise NotImplementedError("log_density_ratio() is not available for a fit on Dask "
+                                      "collections; compute() the rows first")
+        eta1, eta2, index = self._tilts(newdata)
+        with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+            out = np.logaddexp(np.log(self.pi) + eta1, np.log1p(-self.pi) + eta2)
+        return _like_newdata(out, newdata, index, "log r(x)")
 
     @cached_property
     def _information_se(self) -> pd.Series:
@@ -315,9 +336,11 @@ class TiltResults(LikelihoodResults):
             ``"bootstrap"``: the ``1 - alpha`` quantile of ``R*_b(pi-hat)`` over ``n_boot``
             resamples from the fitted model's smoothed EL bootstrap world
             (:func:`~puinfer.models.detm.bootstrap.detm_world`; each resample refitted and
-            profiled at the world's pi = pi-hat); it costs ``n_boot`` refits (CPU time in
-            Liu et al.'s designs with 15 features: 5-20 s at n = m = 1000, about 30 s at
-            3000; ``n_jobs`` divides the wall time). ``.attrs`` then also holds
+            profiled at the world's pi = pi-hat); it costs ``n_boot`` refits (one core, on
+            ``benchmarks/bench_detm.py``'s SAR sample with 15 features: SETM / DETM
+            2.6-2.9 / 13.2-13.6 s at n = m = 1000, 6.9-7.2 / 15.4-16.3 s at 3000,
+            ``bench_detm_s59``/``s60`` in ``benchmarks/results/README.md``; it depends on
+            the data; ``n_jobs`` divides the wall time). ``.attrs`` then also holds
             ``cutoff``, ``bootstrap_se`` (the SD of the resamples' pi-hat; ``bse["pi"]`` is
             instead the default 95% interval's width over ``2 z_0.975``) and
             ``n_boot_used``.
@@ -513,6 +536,14 @@ class TiltResults(LikelihoodResults):
         for cat, msg in self.warnings:
             s.add_note(f"Warning ({cat}): {msg}")
         return s
+
+
+def _like_newdata(out, newdata, index, name):
+    """``out`` as a Series on the rows' index for pandas (or dict) ``newdata``, else as an
+    array (the caller's index is kept, never replaced by positions)."""
+    if isinstance(newdata, (pd.DataFrame, pd.Series, dict)) and index is not None:
+        return pd.Series(out, index=index, name=name)
+    return out
 
 
 def _row_labels(model):
