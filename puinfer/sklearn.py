@@ -235,11 +235,15 @@ class DETMClassifier(_TiltClassifier):
         default interval: the fit is then several times cheaper, e.g. inside a grid search).
     alpha : float, default 0.05
         Level of the interval ``pi_conf_int_``.
+    pos_label : int, str or bool, optional
+        The label of ``y`` that marks the labeled (source) rows; default: the larger of the
+        two (1, True). Text labels without it are read that way with an AssumptionWarning.
 
     Attributes
     ----------
     classes_ : ndarray of shape (2,)
-        ``[unlabeled label, labeled label]``.
+        The two labels, sorted; ``predict_proba``'s columns follow it, the column of
+        ``pos_label`` (the larger label by default) being ``P_t(y = 1 | x)``.
     pi_ : float
         Estimated share of positives in the unlabeled target sample.
     pi_conf_int_ : tuple of float
@@ -247,6 +251,12 @@ class DETMClassifier(_TiltClassifier):
         interval by default).
     results_ : DETMResults
         The puinfer results (``summary()``, ``test_scar()``, ``profile_pi()``...).
+
+    Notes
+    -----
+    ``score(X, y)`` is the mean log-likelihood of the labeled indicator given ``x`` (not
+    accuracy: see :meth:`score`), so grid searches and ``cross_val_score`` compare models by
+    how well they explain which rows are labeled.
     n_features_in_ : int
     feature_names_in_ : ndarray (when ``X`` was a DataFrame)
     """

@@ -55,8 +55,9 @@ print("mean predicted value, lab vs field:", lab_pred.mean.mean().round(3),
       sim.field_pred.mean.mean().round(3))
 
 # %% [markdown]
-# The mean prediction moved by about 0.25, half the true shift: a model calibrated in the lab
-# shrinks towards the lab's mean (Theorem 5 of the paper, for the naive estimator).
+# The mean prediction moved from -0.04 to 0.24, by about 0.28: half the shift of the outcome,
+# whose sample mean moved from -0.07 to 0.49 (0.5 in the populations). A model calibrated in
+# the lab shrinks towards the lab's mean (Theorem 5 of the paper, for the naive estimator).
 #
 # ## The fit
 #
@@ -71,8 +72,9 @@ print(res.summary())
 
 # %% [markdown]
 # The no-shift test rejects clearly. The estimated shares rise from about 3% in the lowest lab
-# decile to about 27% in the highest; the naive column (the mean predicted probability of each
-# interval) is pulled towards the lab's 10%.
+# decile to about 30% in the highest (the truth there, in the table below, is 26%, inside the
+# interval); the naive column (the mean predicted probability of each interval) is pulled
+# towards the lab's 10%.
 #
 # How close are they to the truth (the field population's probability of each interval)?
 

@@ -361,7 +361,9 @@ class _TiltModel(Model):
             to ``"profile"``, as the bootstrap needs every row in memory): the profile
             interval with its cut-off calibrated by the smoothed empirical-likelihood
             bootstrap from the fitted model (199 resamples, seed 0, computed once when first
-            needed: about 5-20 CPU s at n = m = 1000 with 15 features) and the SE it implies
+            needed: 13-14 CPU s for DETM, 3 s for SETM at n = m = 1000 with 15 features on
+            ``benchmarks/bench_detm.py``'s data, ``bench_detm_s59``/``s60`` in
+            ``benchmarks/results/README.md``; it depends on the data) and the SE it implies
             (its width over ``2 z_0.975``, so the Wald interval is as wide). ``"profile"``:
             the plain profile interval (``chi2_1`` cut-off, Theorem 3b) and the
             observed-information SE, at no further cost. Why the default (issue 19,

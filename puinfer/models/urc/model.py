@@ -226,14 +226,15 @@ class URC(Model):
           as the known lab base rates.
 
         Use ``"stratified"`` only when the class counts really were chosen; with a random lab
-        set it treats the sample's class shares as known and the no-shift test over-rejects
-        (15% at the 5% level with 300 lab items, three classes, field 3000; 19% with 100 lab
-        items; see ``studies/results/urc_labdesign.md``). The design is the lab data's, so it is given
-        here, once for every fit of this lab set. The field base rates, their intervals and
-        profiles are the same under both designs (``pi_lab`` separates from them in the
-        likelihood), and so is ``test_no_shift`` with an explicit ``value``; only the
-        default no-shift null and the log-likelihood (``llf``, which includes the lab class
-        counts under ``"random"``) differ.
+        set it treats the sample's class shares as known and the no-shift test over-rejects:
+        at the 5% level 17% with three classes and 100 or 300 lab items, 15% with 1000, and
+        9-11% with two classes (field 3000, 3000 replicates per cell, the default fit;
+        ``studies/results/urc_labdesign.md``, column ``size_stratified_null``). The design is
+        the lab data's, so it is given here, once for every fit of this lab set. The field
+        base rates, their intervals and profiles are the same under both designs (``pi_lab``
+        separates from them in the likelihood), and so is ``test_no_shift`` with an explicit
+        ``value``; only the default no-shift null and the log-likelihood (``llf``, which
+        includes the lab class counts under ``"random"``) differ.
 
     Attributes
     ----------
