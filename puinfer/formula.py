@@ -299,9 +299,14 @@ def build_design(formula: str, data, *, require_lhs: bool | None = None,
     if require_lhs is False and has_lhs:
         raise ValueError(f"formula {formula!r} must not have a left-hand side here; write '~ x1 + x2'")
     lhs = formula.split("~", 1)[0].strip() if has_lhs else ""
-    if lhs in data.columns and pd.api.types.is_bool_dtype(data[lhs].dtype):
+    dt = data[lhs].dtype if lhs in data.columns else None
+    if dt is not None and pd.api.types.is_bool_dtype(dt):
         # a True/False response is the 0/1 one (patsy would make it two indicator columns)
         data = data.assign(**{lhs: data[lhs].to_numpy(dtype=float)})
+    elif isinstance(dt, pd.CategoricalDtype) and \
+            pd.api.types.is_numeric_dtype(dt.categories.dtype) and set(dt.categories) <= {0, 1}:
+        # so is a categorical one with categories 0 and 1 (as on Dask): its values, not codes
+        data = data.assign(**{lhs: data[lhs].astype(float)})
     env = _env()
     # NA_types=[] makes patsy keep NaN rows so that we can name the offending column
     # instead of silently dropping rows.

@@ -160,11 +160,16 @@ def test_a_true_false_response_is_the_0_1_response():
     rng = np.random.default_rng(0)
     df = pd.DataFrame({"lab": rng.random(50) < 0.5, "a": rng.normal(size=50)})
     ref = build_design("lab ~ a", df.assign(lab=df.lab.astype(int)))
-    for col in (df.lab, df.lab.astype("boolean")):
+    # a categorical with categories 0 and 1 too (by its values: categories [1, 0] have codes
+    # 0 for 1); it was refused in memory and accepted on Dask
+    cats = [pd.Categorical(df.lab.astype(int), categories=c) for c in ([0, 1], [1, 0])]
+    for col in (df.lab, df.lab.astype("boolean"), *cats):
         d = build_design("lab ~ a", df.assign(lab=col))
         np.testing.assert_array_equal(np.asarray(d.y, dtype=float), np.asarray(ref.y, dtype=float))
         assert list(d.X.columns) == list(ref.X.columns)
     assert df.lab.dtype == bool  # the caller's frame untouched
+    with pytest.raises(ValueError, match="one numeric 0/1 column"):
+        build_design("lab ~ a", df.assign(lab=pd.Categorical(np.where(df.lab, "y", "n"))))
 
 
 def test_a_string_in_a_formula_is_a_column_only_inside_q():
