@@ -695,3 +695,19 @@ def test_detm_dask_profile_where_a_tilt_overflows(detm_data):
         m1 = pu.DETM.from_formula("labeled ~ x1 + x2", data=dd.from_pandas(d, npartitions=3))
         f1 = m1.data.profile_log_el(theta, 0.4, 0.01, lam0=lam0, order=0)
     assert f0 == f1 == -np.inf
+
+
+def test_detm_dask_results_pickled_before_any_interval_show_their_summary(detm_data):
+    """A DETM fit on Dask collections keeps no rows once pickled, and its default interval (with
+    its check past each limit) needs them: pickling computes it first, so the unpickled
+    results show their summary and interval. They raised RuntimeError (conf_int_pi) unless
+    it had been asked for before pickling."""
+    import dask
+
+    d, _ = detm_data
+    with dask.config.set(scheduler="sync"):
+        r = pu.DETM.from_formula("labeled ~ x1 + x2",
+                                 data=dd.from_pandas(d, npartitions=2)).fit()
+        back = pickle.loads(pickle.dumps(r))
+    close(back.conf_int_pi(), r.conf_int_pi(), rtol=0)
+    assert "profile CI" in str(back.summary())

@@ -694,7 +694,18 @@ class _PiProfile(Profile):
         done = self.__dict__.setdefault("_deepened", set())
         if (cutoff, past_limits) in done:
             return False
-        done.add((cutoff, past_limits))
+        try:
+            return self._deepen(cutoff, past_limits, prof, noise)
+        except BaseException:
+            # not done: a search that failed or was interrupted (KeyboardInterrupt in a
+            # notebook) must run again on the next call, not be skipped as finished
+            done.discard((cutoff, past_limits))
+            raise
+
+    def _deepen(self, cutoff, past_limits, prof, noise) -> bool:
+        """:meth:`deepen`'s searches; whether a limit moved."""
+        done = self.__dict__["_deepened"]
+        done.add((cutoff, past_limits))  # a search below must not deepen again (re-entry)
         limits = self.__dict__.get("_limits", {})
         moved = False
         for direction in (-1, 1):

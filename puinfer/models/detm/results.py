@@ -140,6 +140,16 @@ class TiltResults(LikelihoodResults):
         prof = self.__dict__.get("_profiler", self._given_profiler)
         return self._fit.warnings + (tuple(prof.warnings) if prof is not None else ())
 
+    def __getstate__(self):
+        data = self.model.data
+        if getattr(data, "lazy", False) and getattr(data, "blocks", None) is not None:
+            # a fit on Dask collections keeps no rows once pickled (DaskTiltData): compute
+            # the default interval that summary() shows while the rows can still be read
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # recorded in the results' warnings
+                self.conf_int_pi()
+        return super().__getstate__()
+
     def predict(self, newdata=None) -> pd.Series | np.ndarray:
         """Posterior ``P_t(y=1 | x)`` of the approximate Bayes classifier (Section 4.2).
 

@@ -241,3 +241,32 @@ def test_plain_profile_inference_on_request():
     assert "profile CI" in str(r.summary()) and "bootstrap" not in str(r.summary())
     with pytest.raises(ValueError, match="pi_interval"):
         m.fit(pi_interval="wald")
+
+
+def test_an_interrupted_interval_search_runs_again_on_the_next_call(monkeypatch):
+    """The check past each limit (``deepen``) was marked done before it ran: a call that
+    failed or was interrupted in it (KeyboardInterrupt in a notebook; an unpickled Dask fit's
+    missing rows) left the next call to return the limits without the check."""
+    from puinfer.models.detm._profile import PiProfiler
+
+    d = pu_normal(300, 300, 0.4, np.zeros(2), np.r_[0.5, 0.0], np.r_[2.0, 1.5],
+                  rng=np.random.default_rng(7))
+    f = "labeled ~ x1 + x2"
+    calls = []
+    deep = PiProfiler.deep
+
+    def interrupted_once(self, pi, via=()):
+        calls.append(pi)
+        if len(calls) == 1:
+            raise KeyboardInterrupt
+        return deep(self, pi, via)
+
+    r = pu.DETM.from_formula(f, data=d).fit(pi_interval="profile")
+    monkeypatch.setattr(PiProfiler, "deep", interrupted_once)
+    with pytest.raises(KeyboardInterrupt):
+        r.conf_int_pi()
+    got = r.conf_int_pi()
+    assert len(calls) > 1  # the check ran again
+    monkeypatch.undo()
+    ref = pu.DETM.from_formula(f, data=d).fit(pi_interval="profile").conf_int_pi()
+    np.testing.assert_array_equal(got.to_numpy(), ref.to_numpy())
