@@ -342,15 +342,26 @@ def check_int(value, name: str, *, minimum: int | None = None) -> int:
 
 
 def check_rng(rng, name: str = "rng") -> np.random.Generator:
-    """``numpy.random.default_rng(rng)`` for ``None``, an int seed or a Generator; else
-    ``TypeError`` saying what is accepted."""
+    """``numpy.random.default_rng(rng)`` for ``None`` (fresh entropy), an int seed, a sequence
+    of int seeds or a Generator (returned as it is: its stream continues); else ``TypeError``
+    (``ValueError`` for a negative seed) saying what is accepted."""
     if rng is None or isinstance(rng, np.random.Generator):
         return np.random.default_rng(rng)
-    if isinstance(rng, (int, np.integer)) and not isinstance(rng, (bool, np.bool_)):
-        if rng < 0:
-            raise ValueError(f"{name} must be a non-negative int seed; got {rng}")
-        return np.random.default_rng(int(rng))
-    raise TypeError(f"{name} must be an int seed or numpy.random.Generator; got {rng!r}")
+
+    def is_int(v):
+        return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+
+    if is_int(rng):
+        seed = int(rng)
+    elif isinstance(rng, (list, tuple, np.ndarray)) and np.ndim(rng) == 1 and len(rng) and \
+            all(is_int(v) for v in rng):
+        seed = [int(v) for v in rng]
+    else:
+        raise TypeError(f"{name} must be an int seed (or a sequence of them) or "
+                        f"numpy.random.Generator; got {rng!r:.60}")
+    if np.min(seed) < 0:
+        raise ValueError(f"{name} must be a non-negative int seed; got {rng}")
+    return np.random.default_rng(seed)
 
 
 def warn_and_record(record: list, message: str, category, stacklevel: int = 3) -> None:

@@ -1,7 +1,9 @@
 """Reproduce Table 1 of Sergazinov et al. (Section 5.1): CalEM vs the spline baseline in simulation.
 
-Design (Sergazinov et al., Section 5.1): p ~ Beta(alpha, beta) with E[p] = P(Y) in {0.5, 0.4, 0.3, 0.2}
-(alpha = 1, beta = (1 - P)/P: the paper does not give alpha, beta), z ~ Bernoulli(p),
+Design (Sergazinov et al., Section 5.1): p ~ Beta(alpha, beta) with E[p] = P in {0.5, 0.4, 0.3, 0.2}
+(Table 1's "P(Y)"; alpha = 1, beta = (1 - P)/P: the paper does not give alpha, beta; E[p] is
+P(Z = 1), the biased label's rate: the clean rate P(Y = 1) is lower, see
+puinfer.simulate.calem.clean_event_rate), z ~ Bernoulli(p),
 y = z * Bernoulli(1 - h(p)), score = ginv(p - h(p) p) with miscalibration g1 (over-confident
 sigmoid) or g2 (p^3) and transition h1 = 0.5 p^2 or h2 = 0.3 * 1{p >= 0.3}; 10,000 rows of
 which 10%-50% form the clean control set. Baseline: the spline calibrator (natural cubic

@@ -5,13 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from .._validation import check_rng
+
 __all__ = ["pu_normal", "scar_design", "sar_design", "gamma_design"]
 
 
 def _rng(rng):
-    if isinstance(rng, np.random.Generator):
-        return rng
-    return np.random.default_rng(rng)
+    return check_rng(rng)
 
 
 def pu_normal(n: int, m: int, pi: float, mu_source, mu_target_pos, mu_target_neg, *,

@@ -5,8 +5,15 @@ population, so Axiom 2 (consistency) holds by construction unless ``field_scale`
 distort the field scores:
 
 * binary: score ``s | Y = y ~ N((2y - 1) delta / 2, 1)``; prediction
-  ``C = expit(logit pi_lab + delta s)`` = ``P_lab(Y = 1 | s)``;
-* ``k`` classes: ``s | Y = y ~ N(delta e_y, I_k)``; ``C = softmax(log pi_lab + delta s)``.
+  ``C = expit(logit pi_lab + delta s)`` = ``P_lab(Y = 1 | s)``; in the field
+  ``s | Y = y ~ N((2y - 1) delta / 2 + shift, scale^2)``;
+* ``k`` classes: ``s | Y = y ~ N(delta e_y, I_k)``; ``C = softmax(log pi_lab + delta s)``; in the
+  field ``s | Y = y ~ N(delta e_y + shift e_{k-1}, scale^2 I_k)``.
+
+The field shift is the same vector for every class. It moves the log-odds of the last class
+against each other class by ``delta * shift`` for every item, in the binary case (class 1
+against class 0) as with ``k`` classes. (A shift of every coordinate by the same amount would
+cancel in the softmax and leave the predictions unchanged.)
 
 By default the lab set is stratified (its class counts are fixed at ``n_lab * pi_lab``, rounded by
 largest remainder), as in the paper's balanced lab set of 200 images; with
@@ -20,6 +27,8 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy import special
+
+from .._validation import check_rng
 
 __all__ = ["URCSimulation", "simulate_urc", "spambase_lab_field", "SPAMBASE_FEATURES",
            "SPAMBASE_MAILBOXES"]
@@ -41,7 +50,9 @@ class URCSimulation:
     lab_y, field_y : numpy.ndarray
         True classes (0..k-1).
     field_group : numpy.ndarray or None
-        Group label (0..G-1) of each field item, when several groups were simulated.
+        Group of each field item: from :func:`simulate_urc` the integers 0..G-1 when several
+        groups were simulated (``None`` for one group); from :func:`spambase_lab_field` the
+        mailbox names (strings, always given).
     lab_base_rates : numpy.ndarray
         Class shares of the lab population the classifier is calibrated on.
     field_base_rates : numpy.ndarray
@@ -100,9 +111,13 @@ def simulate_urc(n_lab=200, n_field=5000, lab_base_rates=0.5, field_base_rate=0.
         ``delta``: the distance between the class means of the score (accuracy grows with it).
     field_scale, field_shift : float
         Distort the field scores within every class (``s = mean + scale * noise + shift``):
-        values other than 1 and 0 break Axiom 2.
-    rng : numpy.random.Generator
-        Source of randomness (required for reproducibility; default a fresh Generator).
+        values other than 1 and 0 break Axiom 2. Binary: ``shift`` is added to the score;
+        ``k`` classes (or two given as a vector): to the last class's coordinate
+        (``shift * e_{k-1}``, the same for every item). Either way the field log-odds of the
+        last class against any other are moved by ``separation * shift``.
+    rng : numpy.random.Generator, int, sequence of int or None
+        Source of randomness: a Generator (used as it is) or a seed for
+        :func:`numpy.random.default_rng`; ``None`` (default) gives fresh entropy.
     lab_design : {"stratified", "random"}
         ``"stratified"`` (default): lab class counts fixed at ``n_lab * lab_base_rates``
         (largest remainder); ``"random"``: lab classes drawn i.i.d. with ``lab_base_rates``
@@ -112,19 +127,25 @@ def simulate_urc(n_lab=200, n_field=5000, lab_base_rates=0.5, field_base_rate=0.
     Returns
     -------
     URCSimulation
+
+    Raises
+    ------
+    ValueError
+        For invalid sizes or rates, or an ``n_field`` whose length is neither 1 nor the number
+        of groups in ``field_base_rate``.
+    TypeError
+        If ``rng`` is neither a Generator nor a seed.
     """
-    rng = np.random.default_rng() if rng is None else rng
     if lab_design not in ("stratified", "random"):
         raise ValueError(f"lab_design must be 'stratified' or 'random'; got {lab_design!r}")
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError(f"rng must be a numpy.random.Generator; got {type(rng).__name__}")
+    rng = check_rng(rng)
     pi_lab = _rates(lab_base_rates, "lab_base_rates")
     k = pi_lab.size
     binary = np.ndim(lab_base_rates) == 0
     for name, val in (("n_lab", n_lab), ("n_field", n_field)):
         arr = np.asarray(val)
-        if arr.dtype.kind not in "iuf" or arr.size == 0 or not np.all(np.isfinite(arr)) \
-                or np.any(arr < 1) or np.any(arr != np.floor(arr)):
+        if arr.dtype.kind not in "iuf" or arr.size == 0 or arr.ndim > (name == "n_field") \
+                or not np.all(np.isfinite(arr)) or np.any(arr < 1) or np.any(arr != np.floor(arr)):
             raise ValueError(f"{name} must be a positive integer (or integers); got {val!r}")
     for name, val in (("separation", separation), ("field_scale", field_scale),
                       ("field_shift", field_shift)):
@@ -143,7 +164,10 @@ def simulate_urc(n_lab=200, n_field=5000, lab_base_rates=0.5, field_base_rate=0.
     if P.shape[1] != k:
         raise ValueError("field_base_rate has a different number of classes from lab_base_rates")
     G = P.shape[0]
-    sizes = np.broadcast_to(np.asarray(n_field, dtype=int), (G,))
+    if np.size(n_field) not in (1, G):
+        raise ValueError(f"n_field has {np.size(n_field)} sizes but field_base_rate gives {G} "
+                         "group(s): give one size, or one per group")
+    sizes = np.broadcast_to(np.asarray(n_field, dtype=int).ravel(), (G,))
     delta = float(separation)
 
     def predict(y, scale, shift):
@@ -151,7 +175,8 @@ def simulate_urc(n_lab=200, n_field=5000, lab_base_rates=0.5, field_base_rate=0.
         if binary:
             s = (2 * y - 1) * delta / 2 + scale * rng.standard_normal(n) + shift
             return special.expit(special.logit(pi_lab[1]) + delta * s)
-        s = delta * np.eye(k)[y] + scale * rng.standard_normal((n, k)) + shift
+        s = delta * np.eye(k)[y] + scale * rng.standard_normal((n, k))
+        s[:, k - 1] += shift  # a shift of every coordinate would cancel in the softmax
         return special.softmax(np.log(pi_lab) + delta * s, axis=1)
 
     if lab_design == "stratified":

@@ -24,6 +24,7 @@ import numpy as np
 from scipy import stats
 
 from ..models.urc.predictive import NormalPredictive
+from .._validation import check_int, check_rng
 
 __all__ = ["URCRegressionSimulation", "simulate_urc_regression"]
 
@@ -39,7 +40,8 @@ class URCRegressionSimulation:
     lab_y, field_y : numpy.ndarray
         Outcomes (``field_y`` is unknown to URC; for scoring).
     field_group : numpy.ndarray or None
-        Group (0..G-1) of each field row when several groups were simulated.
+        Group (0..G-1) of each field row when several groups were simulated (``None`` for
+        one group).
     field_shift, field_scale : numpy.ndarray
         Mean and SD of the field outcome per group.
     noise_sd : float
@@ -76,27 +78,62 @@ def simulate_urc_regression(n_lab: int = 1000, n_field=5000, field_shift=0.5, fi
     Parameters
     ----------
     n_lab : int
-        Lab rows.
+        Lab rows (at least 2).
     n_field : int or sequence of int
-        Field rows (one number per group for several groups).
+        Field rows, shared by the groups or one number per group.
     field_shift, field_scale : float or sequence of float
-        Mean and SD of the field outcome (lab: 0 and 1), one per group or shared. ``0`` and
-        ``1`` give no shift.
+        Mean and SD of the field outcome (lab: 0 and 1), shared or one per group. ``0`` and
+        ``1`` give no shift. The number of groups ``G`` is the length of whichever of
+        ``n_field``, ``field_shift`` and ``field_scale`` is a sequence of more than one value;
+        these must then all have length ``G`` or 1.
     noise_sd : float
         SD of the feature noise: the model's lab R^2 is ``1 / (1 + noise_sd^2)``.
-    rng : numpy.random.Generator or int, optional
+    rng : numpy.random.Generator, int, sequence of int or None
+        Source of randomness: a Generator (used as it is) or a seed for
+        :func:`numpy.random.default_rng`; ``None`` (default) gives fresh entropy.
 
     Returns
     -------
     URCRegressionSimulation
+
+    Raises
+    ------
+    ValueError
+        For a non-integer or too small ``n_lab``/``n_field``, ``field_scale <= 0``,
+        ``noise_sd <= 0``, non-finite values, or group lengths that do not match.
+    TypeError
+        If ``rng`` is neither a Generator nor a seed.
     """
-    rng = np.random.default_rng(rng)
-    sizes = np.atleast_1d(np.asarray(n_field, dtype=int))
-    G = sizes.size
-    mu = np.broadcast_to(np.asarray(field_shift, dtype=float), (G,)).copy()
-    sc = np.broadcast_to(np.asarray(field_scale, dtype=float), (G,)).copy()
-    if n_lab < 2 or np.any(sizes < 1) or np.any(sc <= 0) or not noise_sd > 0:
-        raise ValueError("n_lab >= 2, n_field >= 1, field_scale > 0 and noise_sd > 0 needed")
+    rng = check_rng(rng)
+    n_lab = check_int(n_lab, "n_lab", minimum=2)
+    vals = {}
+    for name, val in (("n_field", n_field), ("field_shift", field_shift),
+                      ("field_scale", field_scale)):
+        try:
+            arr = np.asarray(val, dtype=float)
+        except (TypeError, ValueError):
+            raise ValueError(f"{name} must be a number or a sequence of numbers; "
+                             f"got {val!r:.60}") from None
+        if arr.ndim > 1 or arr.size == 0 or not np.all(np.isfinite(arr)):
+            raise ValueError(f"{name} must be a finite number or a 1-D sequence of them; "
+                             f"got {val!r:.60}")
+        vals[name] = arr.ravel()
+    lengths = {name: arr.size for name, arr in vals.items()}
+    G = max(lengths.values())
+    if any(m not in (1, G) for m in lengths.values()):
+        raise ValueError("n_field, field_shift and field_scale give different numbers of groups "
+                         f"({', '.join(f'{k}: {v}' for k, v in lengths.items())}): each must "
+                         "have length 1 or the number of groups")
+    if np.any(vals["n_field"] < 1) or np.any(vals["n_field"] != np.floor(vals["n_field"])):
+        raise ValueError(f"n_field must be an integer >= 1 (or integers); got {n_field!r:.60}")
+    sizes = np.broadcast_to(vals["n_field"].astype(int), (G,))
+    mu = np.broadcast_to(vals["field_shift"], (G,)).copy()
+    sc = np.broadcast_to(vals["field_scale"], (G,)).copy()
+    nsd = np.asarray(noise_sd) if not isinstance(noise_sd, (str, bytes)) else None
+    if np.any(sc <= 0) or nsd is None or nsd.ndim != 0 or nsd.dtype.kind not in "iuf" \
+            or not (np.isfinite(nsd) and nsd > 0):
+        raise ValueError(f"field_scale > 0 and a finite noise_sd > 0 needed; got field_scale "
+                         f"{field_scale!r:.60}, noise_sd {noise_sd!r:.60}")
     b = 1.0 / (1.0 + noise_sd ** 2)
     sd_model = np.sqrt(b) * noise_sd
     y_lab = rng.standard_normal(n_lab)

@@ -290,8 +290,8 @@ def test_simulate_urc_validates():
         simulate_urc(field_base_rate=np.nan)
     with pytest.raises(ValueError, match="n_lab must be a positive integer"):
         simulate_urc(n_lab=-1)
-    with pytest.raises(TypeError, match="rng must be a numpy.random.Generator"):
-        simulate_urc(rng=1)
+    with pytest.raises(TypeError, match="rng must be an int seed"):
+        simulate_urc(rng="1")
 
 
 # ---- 5. missing="raise" | "drop" --------------------------------------------------------------

@@ -1,0 +1,128 @@
+"""Simulator inputs: seeds accepted everywhere, clear errors naming the bad argument."""
+
+import numpy as np
+import pytest
+
+import puinfer.simulate as S
+from puinfer.simulate.calem import simulate_calem
+from puinfer.simulate.detm import scar_design
+from puinfer.simulate.urc import SPAMBASE_MAILBOXES, URCSimulation, simulate_urc, spambase_lab_field
+from puinfer.simulate.urc_regression import simulate_urc_regression
+
+
+def _urc_equal(a, b):
+    return all(np.array_equal(getattr(a, f), getattr(b, f))
+               for f in ("lab_pred", "lab_y", "field_pred", "field_y"))
+
+
+# ---- rng: a Generator or a seed ----------------------------------------------------------------
+def test_seed_equals_generator_from_that_seed():
+    assert simulate_calem(300, rng=1).equals(simulate_calem(300, rng=np.random.default_rng(1)))
+    assert _urc_equal(simulate_urc(50, 80, rng=1),
+                      simulate_urc(50, 80, rng=np.random.default_rng(1)))
+    assert _urc_equal(simulate_urc(50, 80, rng=[3, 4]),
+                      simulate_urc(50, 80, rng=np.random.default_rng([3, 4])))
+    a = simulate_urc_regression(20, 30, rng=2)
+    b = simulate_urc_regression(20, 30, rng=np.random.default_rng(2))
+    assert np.array_equal(a.field_y, b.field_y)
+    assert scar_design(5, 5, 0.5, rng=3).equals(scar_design(5, 5, 0.5,
+                                                             rng=np.random.default_rng(3)))
+    # a Generator is used as it is: its stream continues
+    g = np.random.default_rng(9)
+    first = simulate_calem(100, rng=g)
+    assert not simulate_calem(100, rng=g).equals(first)
+
+
+def test_rng_none_gives_fresh_entropy():
+    assert len(simulate_calem(50)) == 50  # rng is no longer a required argument
+    assert simulate_urc(20, 30).field_pred.shape == (30,)
+
+
+@pytest.mark.parametrize("fn", [lambda r: simulate_calem(50, rng=r),
+                                lambda r: simulate_urc(20, 30, rng=r),
+                                lambda r: simulate_urc_regression(20, 30, rng=r),
+                                lambda r: scar_design(5, 5, 0.5, rng=r)])
+def test_bad_rng(fn):
+    for bad in ("abc", True, 1.5):
+        with pytest.raises(TypeError, match=r"rng must be an int seed \(or a sequence"):
+            fn(bad)
+    with pytest.raises(ValueError, match="rng"):
+        fn(-1)
+
+
+def test_package_doc_promises_seeds():
+    doc = " ".join(S.__doc__.split())
+    assert "a seed for" in doc and "spambase_lab_field" in doc
+
+
+# ---- n_field lengths ---------------------------------------------------------------------------
+def test_n_field_length_mismatch_is_named():
+    with pytest.raises(ValueError, match="n_field has 3 sizes but field_base_rate gives 2"):
+        simulate_urc(n_field=[100, 200, 300], field_base_rate=[0.1, 0.2], rng=0)
+    with pytest.raises(ValueError, match="n_field has 2 sizes but field_base_rate gives 1"):
+        simulate_urc(n_field=[100, 200], field_base_rate=0.2, rng=0)
+    with pytest.raises(ValueError, match="n_field must be a positive integer"):
+        simulate_urc(n_field=[[100, 200]], field_base_rate=[0.1, 0.2], rng=0)
+    with pytest.raises(ValueError, match=r"n_field, field_shift and field_scale .*n_field: 3, "
+                                         r"field_shift: 2"):
+        simulate_urc_regression(n_field=[100, 200, 300], field_shift=[0.1, 0.2], rng=0)
+    with pytest.raises(ValueError, match="field_scale: 3"):
+        simulate_urc_regression(n_field=[10, 20], field_scale=[1, 1, 2], rng=0)
+    # one n_field for several groups, one size per group: both fine
+    assert np.bincount(simulate_urc(20, 30, field_base_rate=[0.1, 0.2], rng=0).field_group) \
+        .tolist() == [30, 30]
+    assert np.bincount(simulate_urc(20, [30, 40], field_base_rate=[0.1, 0.2], rng=0)
+                       .field_group).tolist() == [30, 40]
+    s = simulate_urc_regression(20, 30, field_shift=[0.0, 1.0], rng=0)
+    assert np.bincount(s.field_group).tolist() == [30, 30]
+    assert s.field_shift.tolist() == [0.0, 1.0]
+
+
+@pytest.mark.parametrize("kw, match", [
+    (dict(n_lab=2.5), "n_lab must be an integer"),
+    (dict(n_lab=1), "n_lab must be >= 2"),
+    (dict(n_lab="10"), "n_lab must be an integer"),
+    (dict(n_field=2.5), "n_field must be an integer >= 1"),
+    (dict(n_field=[10, 0]), "n_field must be an integer >= 1"),
+    (dict(field_shift=np.nan), "field_shift must be a finite number"),
+    (dict(field_scale="a"), "field_scale must be a number"),
+    (dict(field_scale=0.0), "field_scale > 0"),
+    (dict(noise_sd=-1.0), "noise_sd > 0"),
+    (dict(noise_sd=[1.0, 2.0]), "noise_sd > 0"),
+])
+def test_simulate_urc_regression_bad_sizes(kw, match):
+    with pytest.raises((TypeError, ValueError), match=match):
+        simulate_urc_regression(**{"n_lab": 20, "n_field": 30, "rng": 0, **kw})
+
+
+# ---- simulate_calem: n and the two groups ----------------------------------------------------
+@pytest.mark.parametrize("n", [-5, 2.5, True, "10", None, np.nan, 0, 1])
+def test_simulate_calem_bad_n(n):
+    with pytest.raises((TypeError, ValueError), match="n must be (an integer|>= 2)"):
+        simulate_calem(n, rng=0)
+
+
+def test_simulate_calem_integer_valued_float_n():
+    assert len(simulate_calem(1e3, rng=0)) == 1000
+    assert len(simulate_calem(np.int64(20), rng=0)) == 20
+
+
+@pytest.mark.parametrize("n, share, n_control", [(10, 0.01, 0), (10, 0.99, 10), (3, 0.1, 0)])
+def test_simulate_calem_refuses_an_empty_group(n, share, n_control):
+    with pytest.raises(ValueError, match=rf"n={n} and clean_share={share} give {n_control} "
+                                         rf"control and {n - n_control} treated rows"):
+        simulate_calem(n, clean_share=share, rng=0)
+    # the smallest legal design has a row in each set
+    d = simulate_calem(2, clean_share=0.5, rng=0)
+    assert sorted(d.treated.tolist()) == [0, 1]
+
+
+# ---- field_group --------------------------------------------------------------------------------
+def test_field_group_doc_matches_both_simulators():
+    doc = " ".join(URCSimulation.__doc__.split())
+    assert "mailbox names" in doc and "0..G-1" in doc
+    sp = spambase_lab_field(seed=1)
+    assert set(sp.field_group) == set(SPAMBASE_MAILBOXES)
+    assert simulate_urc(20, [5, 6], field_base_rate=[0.1, 0.2], rng=0).field_group.dtype.kind \
+        == "i"
+    assert simulate_urc(20, 5, rng=0).field_group is None
