@@ -23,8 +23,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from ..models.urc.predictive import NormalPredictive
 from .._validation import check_int, check_rng
+from ..models.urc.predictive import NormalPredictive
 
 __all__ = ["URCRegressionSimulation", "simulate_urc_regression"]
 
