@@ -183,8 +183,9 @@ class _TiltClassifier(_BinaryProba):
     def score(self, X, y, sample_weight=None):
         """Mean log-likelihood of the labeled indicator given the features (higher is better).
 
-        The inherited accuracy would compare "positive in the target" with "labeled", which
-        measures nothing (about 0.5 for every fit), yet ``GridSearchCV`` and
+        The inherited accuracy would compare "positive in the target" (what ``predict``
+        says) with "labeled" (what ``y`` says): a labeled-looking unlabeled row counts as an
+        error, so the accuracy rewards nothing the model estimates; yet ``GridSearchCV`` and
         ``cross_val_score`` use ``score`` by default. Under the fitted model the pooled rows'
         ``P(labeled | x) = n / {n + m r(x)}`` with ``r = f_t / f_s = pi w1 + (1 - pi) w2`` the
         target-to-source density ratio (Liu et al., eq. (4); ``n``, ``m`` the fitted sample
@@ -251,14 +252,14 @@ class DETMClassifier(_TiltClassifier):
         interval by default).
     results_ : DETMResults
         The puinfer results (``summary()``, ``test_scar()``, ``profile_pi()``...).
+    n_features_in_ : int
+    feature_names_in_ : ndarray (when ``X`` was a DataFrame)
 
     Notes
     -----
     ``score(X, y)`` is the mean log-likelihood of the labeled indicator given ``x`` (not
     accuracy: see :meth:`score`), so grid searches and ``cross_val_score`` compare models by
     how well they explain which rows are labeled.
-    n_features_in_ : int
-    feature_names_in_ : ndarray (when ``X`` was a DataFrame)
     """
 
     _model = _detm.DETM

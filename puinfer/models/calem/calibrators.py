@@ -628,8 +628,8 @@ class SplineCalibrator(Calibrator):
     of mgcv's and patsy's ``cr()``, computed by :class:`scipy.interpolate.CubicSpline` with
     natural end conditions; linear beyond the boundary knots), knots at equally spaced quantiles of
     ``logit(score)`` in the fitting data (with ``sample_weight``, of its rows replicated by
-    their weights: a row of weight 0 places no knot). With the cardinal basis ``theta_j`` is the calibrated
-    log-odds at knot ``j``, so the parameters are directly interpretable.
+    their weights: a row of weight 0 places no knot). With the cardinal basis ``theta_j`` is
+    the calibrated log-odds at knot ``j``, so the parameters are directly interpretable.
 
     Parameters
     ----------
