@@ -16,6 +16,7 @@ __all__ = [
     "AssumptionWarning",
     "EmptyBinWarning",
     "LabelAmbiguityWarning",
+    "BootstrapWarning",
 ]
 
 
@@ -63,3 +64,8 @@ class LabelAmbiguityWarning(PuinferWarning):
     """A label-switching rule chose between two labellings whose comparison is within its
     sampling error (e.g. DETM's two KL divergences, or pi-hat and 0.5): the data barely
     determine which component is "positive"."""
+
+
+class BootstrapWarning(PuinferWarning):
+    """Some bootstrap resamples could not be used (the procedure failed on them), so the
+    reference distribution rests on the others, which need not be a random subset."""

@@ -45,7 +45,7 @@ import numpy as np
 from scipy import linalg, sparse, special, stats
 
 from ...base.optimize import newton_maximize, squarem
-from ...base.results import ConvergenceInfo
+from ...base.results import ConvergenceInfo, ReadOnlyArrays, readonly
 from ...inference.hypothesis import chisq_gof
 
 __all__ = ["Data", "Constraint", "Estimate", "FitOptions", "objective", "em_step", "grad_p",
@@ -61,14 +61,16 @@ _EM_FIRST = 100       # EM cycles before Newton takes over
 _EM_WARM = 10         # ... after a warm start that Newton alone could not finish
 _EM_PROBE = 20        # EM cycles from a further start of the joint likelihood before comparing
 _SAME_MAX = 1e-3      # ... with the maximum found: this close means the same maximum
+_PROFILE_MODE_LR = 30.0  # profiles also start from local maxima with 2 (l_max - l) up to this
 
 
 # ---------------------------------------------------------------------------------------------
 # Records
 # ---------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
-class Data:
-    """The counts and the likelihood's options.
+class Data(ReadOnlyArrays):
+    """The counts and the likelihood's options (its arrays read-only: the results hand the
+    data out, and a pickle round trip keeps them so).
 
     Attributes
     ----------
@@ -122,6 +124,10 @@ class Data:
     lab_pseudocount: float = 0.0
     lab_prior: str = "uniform"
 
+    def __post_init__(self):
+        for name in ("L", "F", "pi_lab"):
+            object.__setattr__(self, name, readonly(getattr(self, name)))
+
     @property
     def active_penalty(self):
         """The penalty in force: None on :attr:`pooled` data, where every group's base rates
@@ -144,14 +150,14 @@ class Data:
         if c <= 0:
             return self.L
         if self.lab_prior == "uniform":
-            return self.L + c
+            return readonly(self.L + c)
         # every cell holds a lab item (empty cells are merged), so every C[i, a] > 0
-        return self.L + c * self.L.shape[1] * (self.L.sum(axis=0) / self.L.sum())
+        return readonly(self.L + c * self.L.shape[1] * (self.L.sum(axis=0) / self.L.sum()))
 
     @functools.cached_property
     def M_lab(self) -> np.ndarray:
         """The lab estimate of ``M_A`` (eq. (9))."""
-        return self.L / self.L.sum(axis=1, keepdims=True)
+        return readonly(self.L / self.L.sum(axis=1, keepdims=True))
 
     @functools.cached_property
     def const(self) -> float:
@@ -202,12 +208,15 @@ class FitOptions:
 @dataclass(frozen=True)
 class Estimate:
     """A maximum of the objective: base rates ``P`` (G x k), ``M`` (k x |A|), the objective
-    (without the multinomial constants) and how the optimiser finished."""
+    (without the multinomial constants) and how the optimiser finished. ``others``: the
+    other local maxima that :func:`maximize`'s starts reached (Estimates, highest first; the
+    profiles start from them too)."""
 
     P: np.ndarray
     M: np.ndarray
     objective: float
     convergence: ConvergenceInfo
+    others: tuple = ()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -666,10 +675,12 @@ def maximize(d: Data, con: Constraint = Constraint(), start=None,
     only biconcave (concave in ``p`` for fixed ``M`` and in ``M`` for fixed ``p``) and can have
     several local maxima when the lab set is small, so the unrestricted fit and the fit with
     equal (or pooled) base rates also start from :func:`_extra_starts` (cold: EM first) and keep the
-    highest maximum. Fits with every ``p`` fixed (``"rows"``) are concave in ``M``; profiles
-    (``"entry"``) follow their warm starts.
+    highest maximum; the other local maxima they reach are kept in the result's ``others``
+    (the profiles start from them: :class:`ProfileLoglik`). Fits with every ``p`` fixed
+    (``"rows"``) are concave in ``M``; profiles (``"entry"``) start where they are told.
     """
     est = _maximize_once(d, con, start, options, warm=start is not None)
+    found = [est]
     if d.joint and con.kind in ("free", "equal", "pooled"):
         for st in _extra_starts(d, con, start):
             # a few EM cycles first: a start that is then next to the maximum found is in its
@@ -677,13 +688,24 @@ def maximize(d: Data, con: Constraint = Constraint(), start=None,
             P0, M0 = _initial(d, con, st)
             prob = _Problem(d, con, P0.shape[0], P0.shape[1], M0.shape[1])
             P, M, f, _ = _em(P0, M0, prob, min(options.maxiter, _EM_PROBE), options.tol)
-            if max(np.max(np.abs(P - est.P)), np.max(np.abs(M - est.M))) < _SAME_MAX and \
-                    f <= est.objective:
+            if _same_point(P, M, est) and f <= est.objective:
                 continue
             e = _maximize_once(d, con, (P, M), options, warm=False)
+            found.append(e)
             if e.objective > est.objective + 1e-9 * (1.0 + abs(est.objective)):
                 est = e
-    return est
+    others = []
+    for e in sorted(found, key=lambda e: -e.objective):
+        if e.convergence.converged and np.isfinite(e.objective) and \
+                not any(_same_point(e.P, e.M, o) for o in [est, *others]):
+            others.append(e)
+    return dataclasses.replace(est, others=tuple(others)) if others else est
+
+
+def _same_point(P, M, e: Estimate) -> bool:
+    """Whether ``(P, M)`` is within :data:`_SAME_MAX` of the estimate ``e`` (the same
+    maximum)."""
+    return max(np.max(np.abs(P - e.P)), np.max(np.abs(M - e.M))) < _SAME_MAX
 
 
 def _maximize_once(d: Data, con: Constraint, start, options: FitOptions, warm: bool
@@ -741,10 +763,19 @@ class ProfileLoglik:
     """The profile log-likelihood of ``p_g[j]`` as a picklable callable
     (``ProfileLoglik(...).loglik_at`` is what :class:`~puinfer.inference.Profile` calls).
 
-    Each evaluation is a constrained fit warm-started at the previous one (the profile is
-    evaluated outwards from the estimate), retried from the unrestricted maximum if it does not
-    converge. Under the fixed likelihood the groups are independent, so ``data`` may hold group
-    ``g`` alone and ``offset`` adds the other groups' maximised objective.
+    Each evaluation is a constrained fit started from the unrestricted maximum and from each
+    other local maximum that the fit's starts reached (``estimate.others``) whose
+    likelihood-ratio statistic against the maximum is at most :data:`_PROFILE_MODE_LR`; the
+    highest is kept. The value at a point is therefore the same whatever was evaluated before
+    (a warm start from the previous point could follow a lower ridge of the joint
+    likelihood). Under the fixed likelihood the groups are independent, so ``data`` may hold
+    group ``g`` alone and ``offset`` adds the other groups' maximised objective.
+
+    With a penalty on the base rates (``data.active_penalty``: its log is -inf where a rate
+    is 0) a value within :data:`BOUNDARY` of 0 or 1 is evaluated at that distance from the
+    bound: the profile there is its limit at the bound, which is finite when the penalty's
+    null space reaches the bound (e.g. the second-order smoothness penalty and a steep
+    log-linear shift), and the fits at the bound itself would be -inf.
 
     Parameters
     ----------
@@ -763,22 +794,29 @@ class ProfileLoglik:
         self.data, self.group, self.cls, self.offset = data, group, cls, offset
         self.options = options
         self.mode = (estimate.P, estimate.M)
-        self.start = self.mode
+        # (a profile through a lower local maximum has R >= _PROFILE_MODE_LR near it: beyond
+        # any cut-off in use)
+        self.starts = (self.mode,) + tuple(
+            (e.P, e.M) for e in estimate.others
+            if 2.0 * (estimate.objective - e.objective) <= _PROFILE_MODE_LR)
         self.slopes: dict = {}  # v -> slope of the profile there (see slope)
 
     def loglik_at(self, v: float) -> float:
         """Maximised objective with ``p_group[cls] = v`` (-1e300 where the data are impossible)."""
-        con = Constraint("entry", group=self.group, cls=self.cls, v=float(v))
-        f = maximize(self.data, con, start=self.start, options=self.options)
-        if not f.convergence.converged:  # retry from the unrestricted maximum
-            f2 = maximize(self.data, con, start=self.mode, options=self.options)
-            if f2.objective > f.objective:
-                f = f2
-        self.slopes.pop(float(v), None)  # only this evaluation's slope may stand
+        v = float(v)
+        at = v
+        if self.data.active_penalty is not None:
+            at = min(max(v, BOUNDARY), 1.0 - BOUNDARY)
+        con = Constraint("entry", group=self.group, cls=self.cls, v=at)
+        f = None
+        for start in self.starts:
+            e = maximize(self.data, con, start=start, options=self.options)
+            if f is None or e.objective > f.objective:
+                f = e
+        self.slopes.pop(v, None)  # only this evaluation's slope may stand
         if np.isfinite(f.objective):
-            self.start = (f.P, f.M)
-            if f.convergence.converged:
-                self.slopes[float(v)] = self._envelope_slope(f, float(v))
+            if f.convergence.converged and at == v:
+                self.slopes[v] = self._envelope_slope(f, v)
             return f.objective + self.offset
         return -1e300  # the data are impossible at this value (R is "infinite")
 
@@ -811,7 +849,8 @@ def profile_loglik(d: Data, est: Estimate, g: int, j: int, llf_penalized: float,
     if d.joint:
         return ProfileLoglik(d, g, j, est, d.const, options)
     dg = d.group(g)
-    est_g = dataclasses.replace(est, P=est.P[g:g + 1])
+    # (maximize tries no further starts under the fixed likelihood)
+    est_g = dataclasses.replace(est, P=est.P[g:g + 1], others=())
     offset = llf_penalized - objective(est_g.P, est.M, dg)
     return ProfileLoglik(dg, 0, j, est_g, offset, options)
 

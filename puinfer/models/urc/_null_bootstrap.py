@@ -38,9 +38,16 @@ import numpy as np
 
 from . import _likelihood as lik
 from ._smoothing import SmoothnessPenalty
-from .partition import _quantile_edges, build_partition
+from .partition import build_partition
 
-__all__ = ["draw_weights", "resample_statistic", "null_statistics"]
+__all__ = ["draw_weights", "resample_statistic", "null_statistics", "UNUSABLE"]
+
+#: why a resample could not be used: the codes of ``null_statistics(..., reasons=True)``
+#: (0: usable)
+UNUSABLE = {1: "an outcome interval without lab rows",
+            2: "fewer cells of the predicted value than intervals",
+            3: "interval cut points outside the CDF grid",
+            4: "a fit that did not converge"}
 
 
 def draw_weights(n_lab: int, codes, Ng, stratified: bool, rng: np.random.Generator):
@@ -66,19 +73,19 @@ def draw_weights(n_lab: int, codes, Ng, stratified: bool, rng: np.random.Generat
 
 
 def _cells(model, C, means, wl):
-    """Cell of every lab row under the partition built on the resampled lab rows; None when
-    the resample has fewer cells than intervals."""
+    """Cell of every lab row under the partition built on the resampled lab rows (as the
+    model builds its own: empty cells merged); None when the resample has fewer cells than
+    intervals."""
     part = model.partition
-    if model._partition_kind == "argmax":
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if model._partition_kind == "argmax":
             p = build_partition(np.repeat(C, wl, axis=0), C.shape[1], part.n_bins, False, [])
-        return p.assign(C) if p.n_cells >= C.shape[1] else None
-    s = C @ means
-    edges = np.unique(_quantile_edges(np.sort(np.repeat(s, wl)), part.n_bins))
-    if edges.size + 1 < C.shape[1]:
-        return None
-    return np.searchsorted(edges, s, side="right")
+        else:
+            from .regression import _build_mean_partition  # (regression imports this module)
+
+            p = _build_mean_partition(np.repeat(C, wl, axis=0), means, part.n_bins, [])
+    return p.assign(C) if p.n_cells >= C.shape[1] else None
 
 
 def resample_statistic(model, d: lik.Data, wl, wf, options: lik.FitOptions) -> float:
@@ -88,6 +95,12 @@ def resample_statistic(model, d: lik.Data, wl, wf, options: lik.FitOptions) -> f
     ``model``: the :class:`RegressionURC`; ``d``: the data of the observed free fit (its
     likelihood options and penalty are carried over, re-centred).
     """
+    return _statistic(model, d, wl, wf, options)[0]
+
+
+def _statistic(model, d: lik.Data, wl, wf, options: lik.FitOptions) -> tuple[float, int]:
+    """:func:`resample_statistic` and why the resample could not be used (a key of
+    :data:`UNUSABLE`; 0 when it could)."""
     y, pred = model._lab_y, model._lab_pred
     stratified = not d.random_lab
     if stratified:
@@ -102,17 +115,17 @@ def resample_statistic(model, d: lik.Data, wl, wf, options: lik.FitOptions) -> f
     codes = np.searchsorted(edges, y, side="left")
     cnt = np.bincount(codes, weights=wl, minlength=K)
     if np.any(cnt == 0):
-        return np.nan
+        return np.nan, 1
     means = np.bincount(codes, weights=wl * y, minlength=K) / cnt
     grid = getattr(pred, "y_grid", None)
     if grid is not None and (edges[0] < grid[0] or edges[-1] > grid[-1]):
-        return np.nan  # a CDF grid that does not cover the resample's cut points (as the fit)
+        return np.nan, 3  # a CDF grid that does not cover the resample's cut points (as the fit)
     Fc = pred.cdf_at(edges)
     C = np.clip(np.diff(np.column_stack([np.zeros(y.size), Fc, np.ones(y.size)]), axis=1),
                 0.0, 1.0)
     cell = _cells(model, C, means, wl)
     if cell is None:
-        return np.nan
+        return np.nan, 2
     A = int(cell.max()) + 1
     L = np.bincount(codes * A + cell, weights=wl, minlength=K * A).reshape(K, A)
     F = np.stack([np.bincount(cell, weights=w, minlength=A) for w in wf]).astype(float)
@@ -127,21 +140,24 @@ def resample_statistic(model, d: lik.Data, wl, wf, options: lik.FitOptions) -> f
     Ms = (L + 0.5) / (L + 0.5).sum(axis=1, keepdims=True)
     null = lik._maximize_once(dn, con, (np.tile(pi, (F.shape[0], 1)), Ms), options, warm=True)
     if not null.convergence.converged:
-        return np.nan
+        return np.nan, 4
     free = lik._maximize_once(db, lik.Constraint(), (null.P, null.M), options, warm=True)
     if not free.convergence.converged:
-        return np.nan
-    return max(2.0 * (free.objective + db.const - null.objective - dn.const), 0.0)
+        return np.nan, 4
+    return max(2.0 * (free.objective + db.const - null.objective - dn.const), 0.0), 0
 
 
 def null_statistics(model, d: lik.Data, options: lik.FitOptions, n_boot: int,
-                    rng: np.random.Generator) -> np.ndarray:
+                    rng: np.random.Generator, reasons: bool = False):
     """``n_boot`` bootstrap statistics of the no-shift test under the null (NaN where a
-    resample could not be used). The resamples are drawn in order, one after the other."""
+    resample could not be used). The resamples are drawn in order, one after the other.
+    With ``reasons``, also why each could not be used (int codes, keys of :data:`UNUSABLE`;
+    0 where it could)."""
     Ng = d.F.sum(axis=1).astype(np.int64)
     codes = np.searchsorted(model.edges, model._lab_y, side="left")
     out = np.full(n_boot, np.nan)
+    why = np.zeros(n_boot, dtype=np.int8)
     for b in range(n_boot):
         wl, wf = draw_weights(model._lab_y.size, codes, Ng, not d.random_lab, rng)
-        out[b] = resample_statistic(model, d, wl, wf, options)
-    return out
+        out[b], why[b] = _statistic(model, d, wl, wf, options)
+    return (out, why) if reasons else out

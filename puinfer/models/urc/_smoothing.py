@@ -38,6 +38,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...base.results import ReadOnlyArrays, readonly
+
 __all__ = ["SmoothnessPenalty", "difference_matrix"]
 
 _MSTEP_MAXITER = 1  # Newton steps per EM cycle: a generalised EM (see mstep)
@@ -68,7 +70,7 @@ def _softmax(eta):
     return e / e.sum(axis=1, keepdims=True)
 
 
-class SmoothnessPenalty:
+class SmoothnessPenalty(ReadOnlyArrays):
     """Gaussian random-walk prior of order ``order`` on ``log(p / pi_lab)`` across ordered classes.
 
     Parameters
@@ -88,15 +90,19 @@ class SmoothnessPenalty:
         Size of the lab sample when ``pi_lab`` are a random sample's shares (URC's random lab
         design): the prior is then on the shift against the lab population, with the
         sample's error integrated out (module docstring). Default: ``pi_lab`` known.
+
+    Its arrays (``K``, ``x0``, ``positions``) are read-only: the fits, profiles and tests of
+    a result share the penalty (a pickle round trip keeps them so).
     """
 
     def __init__(self, strength: float, order: int, pi_lab, positions=None, n_lab=None):
         self.strength = float(strength)
         self.order = int(order)
         pi = np.asarray(pi_lab, dtype=float)
-        self.x0 = np.log(pi)
+        self.x0 = readonly(np.log(pi))
         k = self.x0.size
-        self.positions = None if positions is None else np.asarray(positions, dtype=float)
+        self.positions = None if positions is None else readonly(
+            np.array(positions, dtype=float))
         self.n_lab = None if n_lab is None else float(n_lab)
         D = difference_matrix(k, self.order, self.positions)
         Q = self.strength * (D.T @ D)
@@ -104,7 +110,7 @@ class SmoothnessPenalty:
             W = self.n_lab * (np.diag(pi) - np.outer(pi, pi))
             Q = Q - Q @ np.linalg.solve(Q + W + np.ones((k, k)), Q)
             Q = (Q + Q.T) / 2
-        self.K = Q
+        self.K = readonly(Q)
 
     def describe(self) -> str:
         """Words for the results' ``llf_kind`` and summary."""

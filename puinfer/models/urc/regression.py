@@ -25,8 +25,10 @@ times a weight that is constant on each interval.
 
 from __future__ import annotations
 
+import copy as _copy
 import dataclasses
 import functools
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,20 +36,20 @@ import pandas as pd
 
 from ..._align import align_rows, check_missing_option
 from ..._validation import check_rng, warn_and_record
-from ...base.results import freeze_arrays, readonly
-from ...exceptions import EmptyBinWarning
+from ...base.results import FrozenDict, freeze_arrays, readonly
+from ...exceptions import BootstrapWarning, EmptyBinWarning
 from ...inference.hypothesis import HypothesisTestResult
 from ...summary import Summary
 from . import _likelihood as lik
-from ._null_bootstrap import null_statistics
+from ._null_bootstrap import UNUSABLE, null_statistics
 from ._smoothing import SmoothnessPenalty
 from .model import DEFAULT_LAB_PRIOR, DEFAULT_LAB_PSEUDOCOUNT, URC
-from .partition import Partition, _quantile_edges
+from .partition import Partition, build_partition
 from .predictive import as_predictive
 from .results import URCResults
 
-__all__ = ["RegressionURC", "RegressionURCResults", "MeanPartition", "DEFAULT_SMOOTHING",
-           "DEFAULT_ORDER", "DEFAULT_N_BOOT"]
+__all__ = ["RegressionURC", "RegressionURCResults", "MeanPartition", "predicted_value",
+           "DEFAULT_SMOOTHING", "DEFAULT_ORDER", "DEFAULT_N_BOOT"]
 
 #: default strength and order of the smoothness penalty (chosen by studies/urc_regression.py;
 #: see the docstring of :meth:`RegressionURC.fit`)
@@ -55,12 +57,36 @@ DEFAULT_SMOOTHING = 3.0
 DEFAULT_ORDER = 2
 #: bootstrap resamples of the no-shift test's default reference ((B + 1) * 0.05 an integer)
 DEFAULT_N_BOOT = 199
+#: test_no_shift warns when more than this share of its bootstrap resamples is unusable
+_MAX_UNUSABLE = 0.1
+
+
+def predicted_value(C: np.ndarray, weights) -> np.ndarray:
+    """The predicted value ``s_i = sum_j C_ij m_j`` of every row of the interval
+    probabilities ``C``.
+
+    Summed column by column in a fixed order with elementwise operations, so a row's value
+    has the same bits whatever the memory layout of ``C`` and however many rows are binned
+    together; ``C @ weights`` (BLAS) rounds differently for a C- and a Fortran-ordered copy of
+    the same matrix, and a row tied with a cut point then fell in different cells in the lab
+    and the field histograms.
+    """
+    C = np.asarray(C, dtype=float)
+    w = np.asarray(weights, dtype=float)
+    s = C[:, 0] * w[0]
+    for j in range(1, w.size):
+        s = s + C[:, j] * w[j]
+    return s
 
 
 @dataclass(frozen=True)
 class MeanPartition(Partition):
     """Cells of equal lab probability of the predicted value ``s = C @ weights`` (eq. (11)
     applied to the predicted value, as Section 5 of the paper suggests).
+
+    A value on a cut point belongs to the cell above it (``[t_a, t_{a+1})``); raw cells that
+    hold no lab row (ties among the lab predicted values) are merged into their nearest
+    non-empty neighbour, as :func:`~puinfer.models.urc.partition.build_partition` merges them.
 
     Attributes
     ----------
@@ -76,32 +102,75 @@ class MeanPartition(Partition):
             object.__setattr__(self, "weights", readonly(self.weights))
 
     def raw_bins(self, pred: np.ndarray) -> np.ndarray:
-        return np.searchsorted(self.edges[0], pred @ self.weights, side="right")
+        return np.searchsorted(self.edges[0], predicted_value(pred, self.weights), side="right")
 
 
-def _build_mean_partition(pred, weights, n_cells, record) -> MeanPartition:
-    s = pred @ weights
-    edges = _quantile_edges(np.sort(s), n_cells)
-    uniq = np.unique(edges)
-    if uniq.size < edges.size:
-        warn_and_record(record, f"ties among the lab predicted values: {edges.size - uniq.size} "
-                        f"cell(s) of the predicted value were empty and dropped, leaving "
-                        f"|A| = {uniq.size + 1}", EmptyBinWarning, stacklevel=5)
-    b = np.concatenate([[-np.inf], uniq, [np.inf]])
-    labels = tuple(f"s in ({b[a]:.4g}, {b[a + 1]:.4g}]" for a in range(uniq.size + 1))
-    return MeanPartition("mean-quantile", n_cells, (uniq,), np.arange(uniq.size + 1), labels,
+def _build_mean_partition(pred, weights, n_cells, record, stacklevel: int = 6) -> MeanPartition:
+    """The mean partition of the lab interval probabilities ``pred``: quantile cells of the
+    predicted value, built and merged by URC's own binary quantile partition (the predicted
+    value in place of a score), relabelled. ``stacklevel``: of the warning, as seen from here.
+    """
+    s = predicted_value(pred, weights)
+    sub: list = []
+    with warnings.catch_warnings():  # its message is about bins of scores: said again below
+        warnings.simplefilter("ignore", EmptyBinWarning)
+        part = build_partition(s, 2, n_cells, True, sub)
+    n_raw = part.cell_of_raw.size
+    if part.n_cells < n_raw:
+        warn_and_record(record, f"ties among the lab predicted values: {n_raw - part.n_cells} of "
+                        f"{n_raw} cells of the predicted value held no lab row and were merged "
+                        f"into their nearest neighbours, leaving |A| = {part.n_cells}",
+                        EmptyBinWarning, stacklevel=stacklevel)
+    b = np.concatenate([[-np.inf], part.edges[0], [np.inf]])
+    labels = []
+    for c in range(part.n_cells):
+        raw = np.flatnonzero(part.cell_of_raw == c)
+        labels.append(f"s in [{b[raw[0]]:.4g}, {b[raw[-1] + 1]:.4g})")
+    return MeanPartition("mean-quantile", n_cells, part.edges, part.cell_of_raw, tuple(labels),
                          np.asarray(weights, dtype=float))
+
+
+def _frozen(pred, copy: bool):
+    """The predictive object ``pred`` (a shallow copy with copies of its arrays when ``copy``)
+    with read-only arrays."""
+    if copy:
+        pred = _copy.copy(pred)
+    for name, value in list(vars(pred).items()):
+        if isinstance(value, np.ndarray):
+            setattr(pred, name, readonly(value.copy() if copy else value))
+    return pred
 
 
 def _aligned(pred, other_name, other, pred_name="pred"):
     """Rows of ``pred`` (a predictive object, the argument ``pred_name``) and ``other``
     matched by the package's rule; returns the reordered predictive, ``other`` and the
     index."""
-    al, index = align_rows({pred_name: pred.positions_proxy(), other_name: other})
+    pred, al, index = _aligned_all(pred, {other_name: other}, pred_name)
+    return pred, al[other_name], index
+
+
+def _aligned_all(pred, others: dict, pred_name="pred"):
+    """Rows of ``pred`` and of every row-wise argument in ``others`` (name -> value; None
+    passes through) matched by the package's rule (:func:`~puinfer._align.align_rows`);
+    returns the reordered predictive, the aligned ``others`` and the reference index."""
+    al, index = align_rows({pred_name: pred.positions_proxy(), **others})
     pos = np.asarray(al[pred_name])
     if not np.array_equal(pos, np.arange(pred.n)):
         pred = pred.take(pos)
-    return pred, al[other_name], index
+    return pred, {k: al[k] for k in others}, index
+
+
+def _points(y) -> np.ndarray:
+    """Points at which to evaluate a CDF, as floats; NaN refused (naming ``y``)."""
+    try:
+        yy = (y.to_numpy(dtype=float, na_value=np.nan) if isinstance(y, (pd.Series, pd.DataFrame))
+              else np.asarray(y, dtype=float))
+    except (TypeError, ValueError):
+        raise ValueError("y must be numeric points") from None
+    if np.isnan(yy).any():
+        raise ValueError(f"y: {int(np.isnan(yy).sum())} point(s) are NaN; the CDF is evaluated "
+                         "at numbers")
+    return yy
 
 
 class RegressionURC(URC):
@@ -131,9 +200,12 @@ class RegressionURC(URC):
         when neighbouring intervals are hard to tell apart.
     n_cells : int, optional
         ``|A|``, the cells of the partition of the predictions: quantiles of the predicted
-        value (``partition="mean"``, default ``2 K``: ``|A| - K = K`` degrees of freedom for
-        the goodness-of-fit test) or, with ``partition="argmax"``, cells per arg-max interval
-        (URC's multiclass partition; default 2).
+        value (``partition="mean"``, default ``2 K``) or, with ``partition="argmax"``, cells
+        per arg-max interval (URC's multiclass partition; default 2). The goodness-of-fit
+        test of a fit has ``|A| - K`` degrees of freedom per group without the smoothness
+        penalty (``K`` with the default ``|A|``); with it (the default fit) more: the penalised
+        base rates spend fewer than ``K - 1`` effective degrees of freedom, and the test
+        counts the rest (e.g. 17.3 instead of 10 at ``K = 10``; see ``gof().df``).
     partition : {"mean", "argmax"}
         ``"mean"`` (default): cells of equal lab probability of the predicted value
         ``s_i = sum_j C_ij m_j`` (the paper's suggestion for regression, Section 5).
@@ -200,8 +272,9 @@ class RegressionURC(URC):
             pred, y, n_dropped = pred.take(~miss), y[~miss], int(miss.sum())
         if not np.all(np.isfinite(y)):
             raise ValueError("lab_y must be finite")
-        # the lab rows themselves: the no-shift test's bootstrap redraws them
-        self._lab_pred, self._lab_y = pred, np.array(y)
+        # the lab rows themselves: the no-shift test's bootstrap redraws them (a copy, read-only:
+        # the caller may reuse or change their object after the fit)
+        self._lab_pred, self._lab_y = _frozen(pred, copy=True), np.array(y)
         self._lab_y.flags.writeable = False
         K = int(n_intervals)
         # the quantile levels as asked: the bootstrap cuts each resample at them (ties dropped
@@ -231,18 +304,27 @@ class RegressionURC(URC):
         self.penalty_positions = self.interval_means / max(float(np.std(y)), 1e-300)
         self._partition_kind = partition
         probs = self._probs(pred, "lab_pred")
-        if n_cells is None:
-            n_cells = 2 * K if partition == "mean" else 2
-        if partition == "mean" and (isinstance(n_cells, bool) or not isinstance(
-                n_cells, (int, np.integer)) or n_cells < K):
+        if partition == "mean" and n_cells is not None and (
+                isinstance(n_cells, bool) or not isinstance(n_cells, (int, np.integer))
+                or n_cells < K):
             raise ValueError(f"n_cells must be an integer >= n_intervals ({K}) for the mean "
                              f"partition; got {n_cells!r}")
+        default_cells = n_cells is None
+        if default_cells:
+            n_cells = 2 * K if partition == "mean" else 2
         super().__init__(pd.DataFrame(probs, columns=labels),
                          np.asarray(labels, dtype=object)[codes], n_bins=n_cells,
                          lab_design=lab_design)
+        # URC takes n_bins as given; here it was this class's default (shown by summary())
+        self.n_bins_choice = (("default: 2 x intervals" if partition == "mean" else "default")
+                              if default_cells else "given")
         self.warnings = tuple(record) + self.warnings
         self.n_dropped = n_dropped
         freeze_arrays(self)  # its own arrays too (edges, interval means): results read them
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        _frozen(self._lab_pred, copy=False)  # numpy's pickle does not keep the write flag
 
     def _build_partition(self, pred, k, n_bins, binary, record):
         if self._partition_kind == "argmax":
@@ -421,11 +503,65 @@ class RegressionURCResults(URCResults):
         self.edges = self.model.edges.copy()
         self.edges.flags.writeable = False
 
+    @property
+    def warnings(self) -> tuple:
+        """``(category, message)`` of every warning raised for this fit (and by the model),
+        then of those its later computations raised (the no-shift test's bootstrap)."""
+        return self.__dict__.get("_fit_warnings", ()) + self.__dict__.get("_late_warnings", ())
+
+    @warnings.setter
+    def warnings(self, value):  # (URCResults.__init__ sets the fit's)
+        object.__setattr__(self, "_fit_warnings", tuple(value))
+
+    def _record_warning(self, category, message: str, stacklevel: int) -> None:
+        """Issue a warning and record it (once) with the results' warnings (``stacklevel`` as
+        the caller would give it to ``warnings.warn``)."""
+        rec: list = []
+        warn_and_record(rec, message, category, stacklevel=stacklevel + 2)
+        late = self.__dict__.get("_late_warnings", ())
+        if rec[0] not in late:
+            self.__dict__["_late_warnings"] = late + tuple(rec)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        # numpy's pickle does not keep the write flag: the cached bootstrap statistics are
+        # read-only again, in a read-only mapping
+        for name in ("_boot_cache", "_boot_why"):
+            if name in self.__dict__:
+                self.__dict__[name] = FrozenDict({k: readonly(v)
+                                                  for k, v in self.__dict__[name].items()})
+
     # -- the no-shift test -----------------------------------------------------------------------
     @functools.cached_property
-    def _boot_cache(self) -> dict:
-        """Bootstrap statistics of the no-shift test by ``(n_boot, seed)`` (filled on use)."""
-        return {}
+    def _boot_cache(self) -> FrozenDict:
+        """Bootstrap statistics of the no-shift test by ``(n_boot, seed)`` (filled on use: each
+        new entry replaces the read-only mapping)."""
+        return FrozenDict()
+
+    @functools.cached_property
+    def _boot_why(self) -> FrozenDict:
+        """Why each resample of :attr:`_boot_cache` could not be used (keys of
+        :data:`~puinfer.models.urc._null_bootstrap.UNUSABLE`; 0 where it could)."""
+        return FrozenDict()
+
+    def _bootstrap(self, n_boot, rng) -> tuple[np.ndarray, np.ndarray]:
+        """The bootstrap statistics and why each resample could not be used (read-only;
+        cached for an int seed)."""
+        if self.constraint.kind != "free":
+            raise ValueError("the bootstrap is available for the unrestricted fit only")
+        if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 1:
+            raise ValueError(f"n_boot must be a positive integer; got {n_boot!r}")
+        seeded = isinstance(rng, (int, np.integer)) and not isinstance(rng, (bool, np.bool_))
+        key = (int(n_boot), int(rng)) if seeded else None
+        if key in self._boot_cache:
+            return self._boot_cache[key], self._boot_why[key]
+        out, why = null_statistics(self.model, self._d, self._record.options, int(n_boot),
+                                   check_rng(rng), reasons=True)
+        out, why = readonly(out), readonly(why)
+        if key is not None:
+            self.__dict__["_boot_cache"] = FrozenDict({**self._boot_cache, key: out})
+            self.__dict__["_boot_why"] = FrozenDict({**self._boot_why, key: why})
+        return out, why
 
     def no_shift_bootstrap(self, n_boot: int = DEFAULT_N_BOOT, rng=0) -> np.ndarray:
         """The bootstrap statistics behind ``test_no_shift(reference="bootstrap")``.
@@ -450,24 +586,7 @@ class RegressionURCResults(URCResults):
         numpy.ndarray
             ``B`` statistics, NaN for resamples that could not be used (read-only).
         """
-        if self.constraint.kind != "free":
-            raise ValueError("the bootstrap is available for the unrestricted fit only")
-        if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 1:
-            raise ValueError(f"n_boot must be a positive integer; got {n_boot!r}")
-        seeded = isinstance(rng, (int, np.integer)) and not isinstance(rng, (bool, np.bool_))
-        key = (int(n_boot), int(rng)) if seeded else None
-        if key in self._boot_cache:
-            out = self._boot_cache[key].view()
-        else:
-            gen = check_rng(rng)
-            out = null_statistics(self.model, self._d, self._record.options, int(n_boot), gen)
-            if key is not None:
-                self._boot_cache[key] = out
-            out = out.view()
-        # a read-only view on every call: a pickle round trip makes the cached array
-        # writeable again, and the p-values must not change with what a caller wrote
-        out.flags.writeable = False
-        return out
+        return self._bootstrap(n_boot, rng)[0].view()
 
     def test_no_shift(self, value=None, reference: str | None = None, *,
                       n_boot: int | None = None, rng=None, statistic: str = "lr"
@@ -505,6 +624,20 @@ class RegressionURCResults(URCResults):
             With the bootstrap: ``distribution == "bootstrap"`` (its ``reference``), the
             chi-square p-value and the number of usable resamples in ``extra``.
 
+        Raises
+        ------
+        ValueError
+            For an unknown ``reference``, or the bootstrap with an explicit ``value``, the
+            score statistic or a restricted fit.
+
+        Warns
+        -----
+        BootstrapWarning
+            When more than a tenth of the bootstrap resamples could not be used (an outcome
+            interval without lab rows, too few cells, cut points outside a CDF grid, fits that
+            did not converge), with the counts by cause; recorded in the results'
+            ``warnings``.
+
         Notes
         -----
         ``studies/urc_regression.py --part boot`` (no shift, lab 1000, field 5000, ten
@@ -517,6 +650,9 @@ class RegressionURCResults(URCResults):
         histograms per resample, whatever the number of field rows: 3-6 s with the default
         199 resamples (lab 1000-2000, one core).
         """
+        if reference is not None and reference not in ("bootstrap", "chi2", "bartlett"):
+            raise ValueError(f"reference must be 'bootstrap', 'chi2' or 'bartlett'; got "
+                             f"{reference!r}")
         if reference is None:
             reference = "bootstrap" if value is None and statistic == "lr" and \
                 self.constraint.kind == "free" else "chi2"
@@ -537,8 +673,10 @@ class RegressionURCResults(URCResults):
         if not np.isfinite(t.statistic):  # invalid: no p-value from the resamples either
             return dataclasses.replace(t, distribution="bootstrap")
         B = DEFAULT_N_BOOT if n_boot is None else n_boot
-        Tb = self.no_shift_bootstrap(B, 0 if rng is None else rng)
+        Tb, why = self._bootstrap(B, 0 if rng is None else rng)
         ok = np.isfinite(Tb)
+        if np.sum(~ok) > _MAX_UNUSABLE * B:
+            self._warn_unusable(why)
         if not ok.any():
             return dataclasses.replace(
                 HypothesisTestResult.invalid("no bootstrap resample could be fitted",
@@ -551,6 +689,18 @@ class RegressionURCResults(URCResults):
         return HypothesisTestResult(t.statistic, t.df, float(pval), null=t.null,
                                     method=t.method + ", bootstrap of the procedure under the null",
                                     distribution="bootstrap", extra=extra)
+
+    def _warn_unusable(self, why) -> None:
+        """Say that many resamples of the no-shift bootstrap could not be used, and why (a
+        ``BootstrapWarning`` with the counts by cause)."""
+        counts = np.bincount(why, minlength=max(UNUSABLE) + 1)
+        bad = int(counts[1:].sum())
+        causes = "; ".join(f"{counts[c]} with {text}" for c, text in UNUSABLE.items()
+                           if counts[c])
+        self._record_warning(
+            BootstrapWarning, f"no-shift test: {bad} of {why.size} bootstrap resamples could not be "
+            f"used ({causes}); the p-value rests on the other {why.size - bad}, and unusable "
+            "resamples need not be a random subset", stacklevel=3)
 
     @functools.cached_property
     def unpenalized(self) -> URCResults:
@@ -578,15 +728,17 @@ class RegressionURCResults(URCResults):
                                               warnings=tuple(record)))
 
     # -- recalibration ----------------------------------------------------------------------------
-    def _weights(self, pred, groups, old_prior):
+    def _weights(self, pred, groups, old_prior, others=None):
         """Aligned predictive, the original and recalibrated interval probabilities and the
         per-interval density weights ``w = recalibrated / original`` (0 where the original
-        interval has no mass), and the index of the output."""
+        interval has no mass), the index of the output and the further row-wise arguments
+        ``others`` (name -> value) aligned with the rows."""
         p = as_predictive(pred, "pred")
         if groups is not None and not isinstance(groups, (pd.Series, pd.DataFrame)) and \
                 np.ndim(groups) == 0:
             raise ValueError("groups must be one label per row")
-        p, g, index = _aligned(p, "groups", groups)
+        p, al, index = _aligned_all(p, {"groups": groups, **(others or {})})
+        g = al.pop("groups")
         if isinstance(g, (pd.Series, pd.DataFrame)):
             g = g.reset_index(drop=True)
         if p.missing_rows().any():
@@ -595,7 +747,7 @@ class RegressionURCResults(URCResults):
         Pt = np.asarray(URCResults.recalibrate(self, C, g, old_prior=old_prior), dtype=float)
         with np.errstate(divide="ignore", invalid="ignore"):
             w = np.where(C > 0, Pt / C, 0.0)
-        return p, C, Pt, w, (index if index is not None else pd.RangeIndex(p.n))
+        return p, C, Pt, w, (index if index is not None else pd.RangeIndex(p.n)), al
 
     def recalibrate(self, pred, groups=None, *, old_prior=None) -> pd.DataFrame:
         """Recalibrated probabilities of the outcome intervals (Lemma 3).
@@ -612,7 +764,7 @@ class RegressionURCResults(URCResults):
         pandas.DataFrame
             Rows (the predictive's or ``groups``' index, else a RangeIndex) by intervals.
         """
-        _, _, Pt, _, index = self._weights(pred, groups, old_prior)
+        _, _, Pt, _, index, _ = self._weights(pred, groups, old_prior)
         return pd.DataFrame(Pt, index=index, columns=pd.Index(self.model.classes,
                                                               name="interval"))
 
@@ -638,8 +790,10 @@ class RegressionURCResults(URCResults):
         Parameters
         ----------
         pred : predictive distributions
-        y : array_like
-            Points: a 1-d grid common to all rows, or an ``n x m`` matrix of points per row.
+        y : array_like or pandas.DataFrame
+            Points: a 1-d grid common to all rows, or an ``n x m`` matrix of points per row. A
+            DataFrame of points per row is matched to the rows of ``pred`` (and ``groups``) on
+            its index, by the package's rule (:mod:`puinfer._align`); an array by position.
         groups : optional
             As in :meth:`recalibrate`.
         recalibrated : bool
@@ -648,16 +802,34 @@ class RegressionURCResults(URCResults):
         Returns
         -------
         pandas.DataFrame or numpy.ndarray
-            A DataFrame (rows by the grid values) for a common grid, else an ``n x m`` array.
+            A DataFrame (rows by the grid values) for a common grid; for points per row, a
+            DataFrame on the rows' index with ``y``'s columns when ``y`` is a DataFrame, else
+            an ``n x m`` array in the rows' order of ``pred``.
+
+        Raises
+        ------
+        ValueError
+            For points that are NaN, per-row points whose rows do not match ``pred``'s, or the
+            errors of :meth:`recalibrate`.
         """
-        p, C, Pt, w, index = self._weights(pred, groups, None)
-        yy = np.asarray(y, dtype=float)
-        if yy.ndim == 1:
-            out = self._cdf_rows(p, C, Pt, w, np.broadcast_to(yy, (p.n, yy.size)), recalibrated)
-            return pd.DataFrame(out, index=index, columns=pd.Index(yy, name="y"))
-        if yy.shape[0] != p.n:
-            raise ValueError(f"y has {yy.shape[0]} rows; pred has {p.n}")
-        return self._cdf_rows(p, C, Pt, w, yy, recalibrated)
+        per_row = isinstance(y, pd.DataFrame) or (not isinstance(y, pd.Series)
+                                                  and np.ndim(y) == 2)
+        if per_row:
+            p, C, Pt, w, index, al = self._weights(pred, groups, None, {"y": y})
+            yy = al["y"]
+            cols = yy.columns if isinstance(yy, pd.DataFrame) else None
+            yy = _points(yy)
+            if yy.shape[0] != p.n:
+                raise ValueError(f"y has {yy.shape[0]} rows; pred has {p.n}")
+            out = self._cdf_rows(p, C, Pt, w, yy, recalibrated)
+            return out if cols is None else pd.DataFrame(out, index=index, columns=cols)
+        yy = _points(y)
+        if yy.ndim != 1:
+            raise ValueError(f"y must be a 1-d grid or an n x m matrix of points; got shape "
+                             f"{yy.shape}")
+        p, C, Pt, w, index, _ = self._weights(pred, groups, None)
+        out = self._cdf_rows(p, C, Pt, w, np.broadcast_to(yy, (p.n, yy.size)), recalibrated)
+        return pd.DataFrame(out, index=index, columns=pd.Index(yy, name="y"))
 
     def _ppf_rows(self, p, C, Pt, w, U, recalibrated):
         if not recalibrated:
@@ -693,7 +865,7 @@ class RegressionURCResults(URCResults):
         qq = np.atleast_1d(np.asarray(q, dtype=float))
         if qq.ndim != 1 or not np.all((qq > 0) & (qq < 1)):
             raise ValueError("q must be levels in (0, 1)")
-        p, C, Pt, w, index = self._weights(pred, groups, None)
+        p, C, Pt, w, index, _ = self._weights(pred, groups, None)
         out = self._ppf_rows(p, C, Pt, w, np.broadcast_to(qq, (p.n, qq.size)), recalibrated)
         return pd.DataFrame(out, index=index, columns=pd.Index(qq, name="level"))
 
@@ -706,14 +878,38 @@ class RegressionURCResults(URCResults):
         the CRPS is the mean of ``int (F(z) - 1{z >= y})^2 dz`` (lower is better), computed
         by the trapezoidal rule on ``n_points`` points per row on each side of ``y``.
 
+        Parameters
+        ----------
+        pred : predictive distributions
+        y : array_like or pandas.Series
+            The outcome of each row. **Alignment**: a Series is matched to the rows of
+            ``pred`` and ``groups`` on the index (the package's rule, :mod:`puinfer._align`;
+            labels that differ are refused), an array by position.
+        groups : optional
+            As in :meth:`recalibrate`.
+        n_points : int
+            Quadrature points per row on each side of ``y`` for the CRPS.
+
         Returns
         -------
         pandas.DataFrame
             Rows ``original`` and ``recalibrated``; columns ``log score`` and ``CRPS``.
         """
-        p, C, Pt, w, _ = self._weights(pred, groups, None)
-        yv = np.asarray(y.reindex(p.index) if isinstance(y, pd.Series) and p.index is not None
-                        else y, dtype=float).ravel()
+        if y is None or (not isinstance(y, (pd.Series, pd.DataFrame)) and np.ndim(y) == 0):
+            raise ValueError("y must be one outcome per row of pred")
+        # y is matched to pred's (and groups') rows by the package's rule: on the index when
+        # it is a pandas object (never by position), by position when it is an array
+        p, C, Pt, w, _, al = self._weights(pred, groups, None, {"y": y})
+        yv = al["y"]
+        if isinstance(yv, pd.DataFrame):
+            if yv.shape[1] != 1:
+                raise ValueError(f"y must be one outcome per row; got {yv.shape[1]} columns")
+            yv = yv.iloc[:, 0]
+        try:
+            yv = (yv.to_numpy(dtype=float, na_value=np.nan) if isinstance(yv, pd.Series)
+                  else np.asarray(yv, dtype=float)).ravel()
+        except (TypeError, ValueError):
+            raise ValueError("y must be numeric outcomes") from None
         if yv.size != p.n or not np.all(np.isfinite(yv)):
             raise ValueError(f"y must be {p.n} finite outcomes, one per row of pred")
         dens = p.pdf_rows(yv)
@@ -746,13 +942,19 @@ class RegressionURCResults(URCResults):
         """URC's summary with the outcome intervals and the smoothness penalty."""
         s = super().summary(alpha)
         s.title = "Regression URC: field shares of the outcome intervals"
+        m = self.model
+        # the cells are RegressionURC's n_cells (URC's line names its own n_bins)
+        s.info = [(k, f"{m.partition.n_cells} (n_cells {m.n_bins_choice})" if k == "Cells |A|"
+                   else v) for k, v in s.info]
         s.add_info("Outcome intervals K", self.model.n_intervals)
         s.add_info("Smoothing (lambda, order)", f"{self.smoothing:g}, {self.smooth_order}")
         if self.smoothing > 0:
             s.add_note("The smoothness penalty is part of the objective: the estimates are "
                        "penalised (MAP) ones and the intervals profile penalised-likelihood "
                        "ones.")
-        t = self.test_no_shift()
+        with warnings.catch_warnings():  # (issued and recorded by URC's summary above)
+            warnings.simplefilter("ignore")
+            t = self.test_no_shift()
         if t.distribution == "bootstrap":
             s.add_note(f"No-shift test: p-value from a bootstrap of the whole procedure under "
                        f"the null ({t.extra['bootstrap resamples']} resamples, seed 0); the "

@@ -1,0 +1,379 @@
+"""Regression URC: tied predicted values, order-free profiles, inputs copied, rows matched on
+the index, unusable bootstrap resamples said, read-only internals, messages (review s61)."""
+
+import math
+import pickle
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from numpy.testing import assert_allclose, assert_array_equal
+from scipy import optimize, stats
+
+import puinfer as pu
+from puinfer.exceptions import BootstrapWarning, EmptyBinWarning
+from puinfer.simulate.urc_regression import simulate_urc_regression
+
+CUT = stats.chi2.ppf(0.95, 1)
+
+
+def quiet(fn):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return fn()
+
+
+# ---- an independent penalised joint likelihood (one group) and its direct profile -------------
+def _softmax(a):
+    e = np.exp(a - a.max())
+    return e / e.sum()
+
+
+class _Direct:
+    """``sum F log(p M) + sum (L + c |A| h) log M - u' K u / 2`` (``u = log p - log pi``, the
+    package's default pooled lab pseudo-counts ``c = 1/2``), maximised by L-BFGS-B over
+    softmax parameters of ``p`` (``p[j]`` held at ``v``: the others ``(1 - v) softmax``) and
+    of each row of ``M``."""
+
+    def __init__(self, r):
+        d = r._d
+        L, self.F = np.asarray(d.L, float), np.asarray(d.F, float)[0]
+        self.k, self.A = L.shape
+        self.Lt = L + 0.5 * self.A * L.sum(axis=0) / L.sum()
+        self.x0 = np.log(L.sum(axis=1) / L.sum())
+        self.K = None if d.penalty is None else np.array(d.penalty.K)
+        self.fmax = r._record.estimate.objective
+        self.r = r
+
+    def _negf(self, th, j, v):
+        """Minus the objective and its gradient in the softmax parameters."""
+        s = _softmax(th[:self.k - 1])
+        p = np.insert((1 - v) * s, j, v)
+        B = th[self.k - 1:].reshape(self.k, self.A)
+        M = np.exp(B - B.max(axis=1, keepdims=True))
+        M /= M.sum(axis=1, keepdims=True)
+        q = p @ M
+        f = self.F @ np.log(q) + np.sum(self.Lt * np.log(M))
+        gp = M @ (self.F / q)
+        if self.K is not None:
+            u = np.log(p) - self.x0
+            f -= 0.5 * u @ self.K @ u
+            gp = gp - (self.K @ u) / p
+        gM = np.outer(p, self.F / q) + self.Lt / M
+        g2 = (1 - v) * np.delete(gp, j)
+        ga = s * (g2 - s @ g2)
+        gB = M * (gM - (M * gM).sum(axis=1, keepdims=True))
+        return -f, -np.concatenate([ga, gB.ravel()])
+
+    def R(self, j, v, starts=None):
+        """``2 (l_max - l)`` at the best constrained point reached from the base rates
+        ``starts`` (default the estimate; the estimate's M). Any point gives an upper bound on
+        the profile statistic ``R(v)``; from a start in the right basin, ``R(v)`` itself. A
+        rate at 0 in a start stays 0 (its softmax parameter is -inf)."""
+        best = np.inf
+        for p0 in [np.asarray(self.r._P[0])] if starts is None else starts:
+            with np.errstate(divide="ignore"):
+                a0 = np.log(np.delete(p0, j))
+            th = np.concatenate([a0, np.log(np.asarray(self.r._Mhat)).ravel()])
+            for _ in range(4):
+                res = optimize.minimize(self._negf, th, args=(j, v), jac=True,
+                                        method="L-BFGS-B",
+                                        options=dict(maxiter=20000, maxfun=50000, gtol=1e-11,
+                                                     ftol=1e-16, maxcor=50))
+                th = res.x
+            best = min(best, res.fun)
+        return 2 * (self.fmax + best)
+
+
+# ---- 1. tied predicted values --------------------------------------------------------------
+@pytest.fixture(scope="module")
+def floored():
+    """A model whose predicted mean is floored: 30% of the lab rows tie at the lowest
+    predicted value, which is then a cut point of the mean partition."""
+    sim = simulate_urc_regression(600, 3000, field_shift=0.3, rng=np.random.default_rng(3))
+    floor = np.quantile(sim.lab_pred.mean, 0.3)
+    lab = pu.NormalPredictive(np.maximum(sim.lab_pred.mean, floor), sim.lab_pred.sd)
+    field = pu.NormalPredictive(np.maximum(sim.field_pred.mean, floor), sim.field_pred.sd)
+    return sim, lab, field
+
+
+def _probs(pred, edges):
+    F = stats.norm.cdf((edges[None, :] - pred.mean[:, None]) / pred.sd[:, None])
+    return np.diff(np.column_stack([np.zeros(pred.n), F, np.ones(pred.n)]), axis=1)
+
+
+def test_predicted_value_does_not_depend_on_memory_layout(floored):
+    sim, lab, _ = floored
+    m = quiet(lambda: pu.RegressionURC(lab, sim.lab_y))
+    C = _probs(lab, m.edges)
+    # the same cells from a Fortran-ordered copy (before, the 180 tied rows moved a cell)
+    assert_array_equal(m.partition.assign(np.asfortranarray(C)), m.partition.assign(C))
+    from puinfer.models.urc.regression import predicted_value
+
+    s = predicted_value(C, m.interval_means)
+    # the same bits from a Fortran-ordered copy and row by row (BLAS's C @ w differed in
+    # 298 of 600 rows between the two layouts)
+    assert_array_equal(predicted_value(np.asfortranarray(C), m.interval_means), s)
+    assert_array_equal([predicted_value(C[i:i + 1], m.interval_means)[0] for i in range(50)],
+                       s[:50])
+    assert_allclose(s, [math.fsum(row * m.interval_means) for row in C], rtol=0, atol=1e-14)
+
+
+def test_tied_predicted_values_cells_built_by_hand(floored):
+    """Lab and field histograms of the mean partition recomputed by hand: cut points the
+    ``floor(a n / |A|)``-th order statistics of the predicted value, a value on a cut point in
+    the cell above, empty cells merged into the nearest non-empty one (URC's rule). Before,
+    the tied lab rows filled cell 2 while the tied field rows fell in cell 1, which held no lab
+    row, and the fit went to the corner p = (0, ..., 0, 1) with converged=True."""
+    sim, lab, field = floored
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        m = pu.RegressionURC(lab, sim.lab_y)
+    K, A = m.n_intervals, 2 * m.n_intervals
+    C = _probs(lab, m.edges)
+    s = np.array([math.fsum(row * m.interval_means) for row in C])
+    cuts = np.sort(s)[(np.arange(1, A) * s.size) // A]
+    raw = np.searchsorted(cuts, s, side="right")
+    full = np.bincount(raw, minlength=A)
+    keep = np.flatnonzero(full > 0)
+    target = {a: keep[np.argmin(np.abs(keep - a) + 0.1 * (keep > a))] for a in range(A)}
+    cell_of_raw = np.searchsorted(keep, [target[a] for a in range(A)])
+    cell = cell_of_raw[raw]
+    codes = np.searchsorted(m.edges, sim.lab_y, side="left")
+    L = np.array([np.bincount(cell[codes == j], minlength=keep.size) for j in range(K)])
+    assert keep.size < A and L.sum(axis=0).min() > 0     # no cell without lab rows
+    assert_array_equal(m._L, L)
+    sf = np.array([math.fsum(row * m.interval_means) for row in _probs(field, m.edges)])
+    F = np.bincount(cell_of_raw[np.searchsorted(cuts, sf, side="right")], minlength=keep.size)
+    r = quiet(lambda: m.fit(field))
+    assert_array_equal(r.observed.to_numpy()[0], F)
+    # a field row identical to a tied lab row is in that row's cell
+    i = int(np.flatnonzero(lab.mean == lab.mean.min())[0])
+    same = pu.NormalPredictive(lab.mean[i:i + 1], lab.sd[i:i + 1])
+    assert m.partition.assign(m._probs(same, "x"))[0] == cell[i]
+    assert r.converged and r.base_rates.to_numpy().max() < 0.5
+    # the merge is said once, pointing at the caller
+    ties = [x for x in w if issubclass(x.category, EmptyBinWarning) and "ties among" in
+            str(x.message)]
+    assert len(ties) == 1 and ties[0].filename == __file__
+
+
+def test_bootstrap_partition_with_ties_is_the_procedure(floored):
+    """A resample's statistic with tied predicted values equals the public procedure on the
+    resampled rows (the resample's cells merged as the model merges them)."""
+    import types
+
+    from puinfer.models.urc import _null_bootstrap as nb
+
+    sim, lab, field = floored
+    field = field.take(np.arange(800))
+    m = quiet(lambda: pu.RegressionURC(lab, sim.lab_y, 5))
+    r = quiet(lambda: m.fit(field))
+    il = np.random.default_rng(5).choice(lab.n, lab.n)
+    comb = pu.NormalPredictive(np.concatenate([lab.mean, field.mean]),
+                               np.concatenate([lab.sd, field.sd]))
+    y = np.concatenate([np.asarray(sim.lab_y, float), np.full(field.n, np.median(sim.lab_y))])
+    wl = np.r_[np.bincount(il, minlength=lab.n), np.zeros(field.n, int)]
+    wf = np.r_[np.zeros(lab.n, int), np.ones(field.n, int)][None]
+    atoms = types.SimpleNamespace(_lab_y=y, _lab_pred=comb, n_intervals=m.n_intervals,
+                                  edges=m.edges, partition=m.partition, _partition_kind="mean",
+                                  _n_intervals_requested=5)
+    # every cell of the resample's partition holds lab rows (a cell without lab rows was kept)
+    C = m._probs(comb, "x")
+    means = np.bincount(np.searchsorted(m.edges, y, side="left"), weights=wl * y) / np.bincount(
+        np.searchsorted(m.edges, y, side="left"), weights=wl)
+    cell = nb._cells(atoms, C, means, wl)
+    assert np.all(np.bincount(cell, weights=wl) > 0)
+    t = nb.resample_statistic(atoms, r._d, wl, wf, r._record.options)
+    mb = quiet(lambda: pu.RegressionURC(lab.take(il), np.asarray(sim.lab_y)[il], 5))
+    assert mb.partition.n_cells < 10                     # ties merged in the resample too
+    tb = quiet(lambda: mb.fit(field)).test_no_shift(reference="chi2").statistic
+    assert t == pytest.approx(tb, rel=1e-6, abs=1e-8)
+
+
+# ---- 2. profiles that do not depend on the order of evaluation ------------------------------
+@pytest.fixture(scope="module")
+def unpenalised():
+    """Six intervals without the smoothness penalty: the joint likelihood has two local
+    maxima, and a profile warm-started along its path stayed on the lower ridge."""
+    sim = simulate_urc_regression(1000, 5000, field_shift=0.4, rng=np.random.default_rng(6))
+    m = quiet(lambda: pu.RegressionURC(sim.lab_pred, sim.lab_y, 6))
+    return sim, m
+
+
+def test_profile_value_does_not_depend_on_what_was_evaluated_before(unpenalised):
+    sim, m = unpenalised
+    cls = m.classes[5]
+    a = quiet(lambda: m.fit(sim.field_pred, smoothing=0.0)).profile(None, cls).statistic(0.30)
+    prof = quiet(lambda: m.fit(sim.field_pred, smoothing=0.0)).profile(None, cls)
+    for v in (0.05, 0.15, 0.25):
+        prof.statistic(v)
+    b = prof.statistic(0.30)
+    assert a == b                              # before: 0.0079 first, 2.3030 after the sweep
+
+
+def test_profile_limits_against_a_direct_profile(unpenalised):
+    """The upper limit is where the independently maximised profile statistic equals the
+    cut-off (before: 0.3428, where it is 0.90; the limit is 0.3835). At the lower limit a
+    direct search from random starts finds no higher constrained maximum than the
+    package's."""
+    sim, m = unpenalised
+    r = quiet(lambda: m.fit(sim.field_pred, smoothing=0.0))
+    direct = _Direct(r)
+    prof = r.profile(None, m.classes[5])
+    ci = prof.conf_int()
+    assert not (ci.attrs["lower_at_bound"] or ci.attrs["upper_at_bound"])
+    hi = ci["upper"]
+    assert direct.R(5, hi) == pytest.approx(CUT, abs=1e-6)
+    assert direct.R(5, hi - 0.01) < CUT < direct.R(5, hi + 0.01)
+    assert prof.statistic(ci["lower"]) == pytest.approx(CUT, abs=1e-6)
+    rnd = np.random.default_rng(0).dirichlet(np.ones(6), 2)
+    assert direct.R(5, ci["lower"], rnd) > CUT - 1e-7
+
+
+def test_profile_limit_at_the_bound_with_the_penalty():
+    """With the second-order smoothness penalty a steep log-linear shift is free, and this
+    small lab set cannot exclude p[0] -> 0: R stays below the cut-off down to the bound (a
+    constrained point found from the last interval's vertex shows it), so the lower limit is
+    the bound, flagged (before: 7.7e-13, not flagged); the upper limit is where R equals the
+    cut-off."""
+    sim = simulate_urc_regression(300, 3000, field_shift=0.5, rng=np.random.default_rng(11))
+    m = quiet(lambda: pu.RegressionURC(sim.lab_pred, sim.lab_y))
+    r = quiet(lambda: m.fit(sim.field_pred))
+    direct = _Direct(r)
+    ci = r.profile(None, m.classes[0]).conf_int()
+    assert ci["lower"] == 0.0 and ci.attrs["lower_at_bound"]
+    corner = [np.r_[np.full(9, 0.05 / 9), 0.95]]
+    assert direct.R(0, 1e-6, corner) < CUT and direct.R(0, 1e-9, corner) < CUT
+    assert direct.R(0, ci["upper"]) == pytest.approx(CUT, abs=1e-6)
+
+
+# ---- 3. the model keeps its own, read-only copy of the lab predictive ------------------------
+def test_caller_changing_its_lab_predictive_changes_nothing():
+    sim = simulate_urc_regression(300, 1000, field_shift=0.0, rng=np.random.default_rng(7))
+
+    def fresh():
+        return pu.NormalPredictive(sim.lab_pred.mean.copy(), sim.lab_pred.sd.copy())
+
+    ref = quiet(lambda: pu.RegressionURC(fresh(), sim.lab_y, 5).fit(sim.field_pred))
+    lp = fresh()
+    r = quiet(lambda: pu.RegressionURC(lp, sim.lab_y, 5).fit(sim.field_pred))
+    lp.mean[:] = 0.0                      # the caller reuses its object after the fit
+    assert r.model._lab_pred is not lp
+    assert_array_equal(r.no_shift_bootstrap(6, 1), ref.no_shift_bootstrap(6, 1))
+    assert np.isfinite(r.no_shift_bootstrap(6, 1)).all()   # before: all NaN
+    for p in (r.model._lab_pred, pickle.loads(pickle.dumps(r.model))._lab_pred):
+        with pytest.raises(ValueError, match="read-only"):
+            p.mean[0] = 1.0
+    # a grid's arrays too (its grid shared with the caller before)
+    grid = np.linspace(-6, 6, 61)
+    cdf = stats.norm.cdf((grid[None] - sim.lab_pred.mean[:, None]) / sim.lab_pred.sd[:, None])
+    gp = pu.GridPredictive(grid, cdf)
+    mg = quiet(lambda: pu.RegressionURC(gp, sim.lab_y, 5))
+    assert not np.shares_memory(mg._lab_pred.y_grid, gp.y_grid)
+    assert not mg._lab_pred.cdf.flags.writeable
+
+
+# ---- 4-5. rows matched on the index ---------------------------------------------------------
+@pytest.fixture(scope="module")
+def grouped():
+    sim = simulate_urc_regression(600, 3000, field_shift=0.4, rng=np.random.default_rng(3))
+    G = np.where(np.arange(sim.field_pred.n) % 2 == 0, "a", "b")
+    r = quiet(lambda: pu.RegressionURC(sim.lab_pred, sim.lab_y, 5).fit(sim.field_pred, G))
+    idx = pd.Index([f"f{i}" for i in range(sim.field_pred.n)])
+    return sim, G, idx, r
+
+
+def test_score_matches_y_on_the_index(grouped):
+    """pred without an index, groups a Series: a Series y is matched on the index (before,
+    by position: log score -2.14 instead of -1.12)."""
+    sim, G, idx, r = grouped
+    fp = pu.NormalPredictive(sim.field_pred.mean, sim.field_pred.sd)
+    ref = r.score(fp, sim.field_y, G, n_points=50)
+    perm = np.random.default_rng(1).permutation(fp.n)
+    got = r.score(fp, pd.Series(sim.field_y, idx).iloc[perm], pd.Series(G, idx), n_points=50)
+    assert_allclose(got.to_numpy(), ref.to_numpy(), rtol=1e-12)
+    # labels that are not the rows' are refused, not matched by position
+    with pytest.raises(ValueError, match="different index labels"):
+        r.score(fp, pd.Series(sim.field_y), pd.Series(G, idx), n_points=50)
+
+
+def test_cdf_points_per_row_matched_on_the_index(grouped):
+    sim, G, idx, r = grouped
+    n = 400
+    fp = pu.NormalPredictive(pd.Series(sim.field_pred.mean[:n], idx[:n]),
+                             pd.Series(sim.field_pred.sd[:n], idx[:n]))
+    Z = np.column_stack([sim.field_y[:n], sim.field_y[:n] + 0.5])
+    ref = r.cdf(pu.NormalPredictive(sim.field_pred.mean[:n], sim.field_pred.sd[:n]), Z, G[:n])
+    perm = np.random.default_rng(2).permutation(n)
+    Zdf = pd.DataFrame(Z, index=idx[:n], columns=["y", "y + 0.5"]).iloc[perm]
+    got = r.cdf(fp, Zdf, pd.Series(G[:n], idx[:n]).iloc[np.random.default_rng(3).permutation(n)])
+    assert isinstance(got, pd.DataFrame) and got.index.equals(idx[:n])
+    assert list(got.columns) == ["y", "y + 0.5"]
+    assert_allclose(got.to_numpy(), ref, rtol=0, atol=1e-15)
+    # NaN points are refused, naming the argument (before: NaN out)
+    with pytest.raises(ValueError, match="y: 1 point"):
+        r.cdf(fp, [0.0, np.nan], pd.Series(G[:n], idx[:n]))
+
+
+# ---- 6. unusable bootstrap resamples ---------------------------------------------------------
+def test_unusable_bootstrap_resamples_are_said_and_recorded():
+    """A CDF grid that barely covers the cut points: most resamples' cut points fall outside
+    it and cannot be used; the test says so (BootstrapWarning) and records it."""
+    sim = simulate_urc_regression(400, 2000, field_shift=0.1, rng=np.random.default_rng(8))
+    e = np.quantile(sim.lab_y, [0.1, 0.9])
+    grid = np.linspace(e[0] - 1e-3, e[1] + 1e-3, 300)
+
+    def gp(p):
+        return pu.GridPredictive(grid, stats.norm.cdf((grid[None] - p.mean[:, None])
+                                                      / p.sd[:, None]))
+
+    r = quiet(lambda: pu.RegressionURC(gp(sim.lab_pred), sim.lab_y).fit(gp(sim.field_pred)))
+    n0 = len(r.warnings)
+    bad = int(np.sum(np.isnan(r.no_shift_bootstrap(19, 3))))
+    assert bad > 2
+    with pytest.warns(BootstrapWarning, match=f"{bad} of 19 bootstrap resamples could not be "
+                      f"used .{bad} with interval cut points outside the CDF grid") as w:
+        t = r.test_no_shift(n_boot=19, rng=3)
+    assert w[0].filename == __file__
+    assert t.extra["bootstrap resamples"] == f"{19 - bad} of 19 usable"
+    assert r.warnings[n0:] == (("BootstrapWarning", str(w[0].message)),)
+    quiet(lambda: r.test_no_shift(n_boot=19, rng=3))        # recorded once
+    assert len(r.warnings) == n0 + 1
+    assert pickle.loads(pickle.dumps(r)).warnings == r.warnings
+
+
+# ---- 7. read-only internals ------------------------------------------------------------------
+def test_private_arrays_read_only_also_after_pickling(grouped):
+    _, _, _, r = grouped
+    r.no_shift_bootstrap(3, 0)
+    for res in (r, pickle.loads(pickle.dumps(r))):
+        for a in (res._d.F, res._d.L, res._d.pi_lab, res._d.penalty.K, res._d.penalty.x0,
+                  res._boot_cache[(3, 0)]):
+            with pytest.raises(ValueError, match="read-only"):
+                a.flat[0] = 9.0
+        with pytest.raises(TypeError, match="read-only"):
+            res._boot_cache[(1, 1)] = np.zeros(1)
+        assert_array_equal(res.no_shift_bootstrap(3, 0), r.no_shift_bootstrap(3, 0))
+
+
+# ---- 8-9. messages ---------------------------------------------------------------------------
+def test_reference_error_names_every_reference(grouped):
+    _, _, _, r = grouped
+    with pytest.raises(ValueError, match="'bootstrap', 'chi2' or 'bartlett'; got 'x'"):
+        r.test_no_shift(reference="x")
+
+
+def test_summary_says_the_cells_were_the_default():
+    sim = simulate_urc_regression(300, 1000, field_shift=0.0, rng=np.random.default_rng(4))
+    r = quiet(lambda: pu.RegressionURC(sim.lab_pred, sim.lab_y, 5).fit(sim.field_pred))
+    info = dict(r.summary().info)
+    assert info["Cells |A|"] == "10 (n_cells default: 2 x intervals)"   # before: "n_bins given"
+    r6 = quiet(lambda: pu.RegressionURC(sim.lab_pred, sim.lab_y, 5, n_cells=6)
+               .fit(sim.field_pred))
+    assert dict(r6.summary().info)["Cells |A|"] == "6 (n_cells given)"
+    # the docstring's degrees of freedom: |A| - K without the penalty, more with it
+    assert quiet(lambda: pu.RegressionURC(sim.lab_pred, sim.lab_y, 5)
+                 .fit(sim.field_pred, smoothing=0)).gof().df == 5
+    assert r.gof().df > 5
