@@ -458,16 +458,25 @@ class PiProfiler:
         # labelled maximum is at most the unrestricted one, which is used (R* not overstated)
         best = best if best is not None else best_any
         lower = None
-        if best is None and full:  # the best labelled unconverged value (labels checked last)
+        if full and unconverged:
+            # the best labelled unconverged value above every converged one (labels checked
+            # last): the profile is at least that value. Without the ridge a run can climb
+            # without end where the unpenalised maximum does not exist (a tilt slope of ~900
+            # at pi = 0.8607, 0.8 log-EL units above the fit, where the converged starts gave
+            # R* = 5.8 and the interval ended; issue 17's session 61 review)
+            floor = -np.inf if best is None else best[0] + 1e-9 * max(1.0, abs(best[0]))
             lower = next((u for u in sorted(unconverged, key=lambda u: -u[0])
-                          if self.labelled(u[1], pi)), None)
+                          if u[0] > floor and self.labelled(u[1], pi)), None)
         if lower is not None:
-            # no start converged here (e.g. where pi is not identified and the profile is flat
-            # in theta): the profile is at least this value
+            # e.g. where pi is not identified and the profile is flat in theta (no start
+            # converged), or where a run diverges upwards
+            what = ("did not converge from any start" if best is None else
+                    "reached a higher value in a run that did not converge than in any that "
+                    "did")
             self.warnings.append((ConvergenceWarning.__name__,
-                                  f"{self.fit.name}: the profile fit at pi = {pi:.6g} did not "
-                                  "converge from any start; the interval search uses the best "
-                                  f"value reached there, a lower bound of the profile (R* <= "
+                                  f"{self.fit.name}: the profile fit at pi = {pi:.6g} {what}; "
+                                  "the interval search uses the best value reached there, a "
+                                  f"lower bound of the profile (R* <= "
                                   f"{max(0.0, 2 * (f_max - lower[0])):.4g}: inside the set if "
                                   "below the cut-off; a limit placed there may lie further "
                                   "out)"))

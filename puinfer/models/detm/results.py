@@ -20,7 +20,7 @@ from ...inference.hypothesis import (
     lr_test,
     pvalue_phrase,
 )
-from ...inference.profile import Profile
+from ...inference.profile import Profile, ProfileError
 from ...summary import Summary, coef_table
 from . import _el, bootstrap
 from ._profile import OUTSIDE_POINTS, PI_EPS, PiProfiler
@@ -376,6 +376,17 @@ class TiltResults(LikelihoodResults):
             ``ceil((B + 1)(1 - alpha))``-th of ``B`` draws, needs ``B + 1 >= 1 / alpha``
             (199 resamples reach alpha = 0.005), or if too few resamples could be fitted.
         """
+        try:
+            return self._conf_int_pi(alpha, method, n_boot, rng, smooth, n_jobs)
+        except ProfileError as exc:
+            if self.penalized:
+                raise
+            raise ProfileError(
+                f"{exc}. Without the ridge penalty the maximum may not exist: a run can climb "
+                "without end as a tilt's slopes grow (separation at some pi); fit with "
+                "penalty='ridge' (the default)") from None
+
+    def _conf_int_pi(self, alpha, method, n_boot, rng, smooth, n_jobs) -> pd.Series:
         method = self.pi_interval if method is None else method
         if method not in ("profile", "bootstrap"):
             raise ValueError(f"method must be 'profile' or 'bootstrap'; got {method!r}")
@@ -386,14 +397,14 @@ class TiltResults(LikelihoodResults):
         prof = self.profile_pi()
         known = len(self._profiler.warnings)
         ci = prof.conf_int(alpha, cutoff)
-        self._warn_convergence(known)  # the limit searches' (recorded there)
+        self._warn_convergence(known, stacklevel=4)  # the limit searches' (recorded there)
         extra = prof.outside_points(alpha, n=OUTSIDE_POINTS, cutoff=cutoff)
         known = len(self._profiler.warnings)
         if prof.deepen(ci.attrs["cutoff"], past_limits=True):
             # the set went on past a limit from a start further down the fit's list of local
             # maxima (PiProfiler.deep_starts): the limits found from there
             ci = prof.conf_int(alpha, cutoff)
-            self._warn_convergence(known)
+            self._warn_convergence(known, stacklevel=4)
             extra = prof.outside_points(alpha, n=OUTSIDE_POINTS, cutoff=cutoff)
         extra = sorted({*extra, *prof.known_outside(alpha, cutoff)})
         ci.attrs["interval"] = not extra
@@ -408,7 +419,7 @@ class TiltResults(LikelihoodResults):
                    "profile); the interval returned is the component around pi-hat")
             if (ConfidenceSetWarning.__name__, msg) not in self._profiler.warnings:
                 self._profiler.warnings.append((ConfidenceSetWarning.__name__, msg))
-            warnings.warn(msg, ConfidenceSetWarning, stacklevel=2)
+            warnings.warn(msg, ConfidenceSetWarning, stacklevel=3)
         lo_b, hi_b = prof.bounds
         # a limit at the end of the profiled range is that end: 0 or 1 (the range stops
         # PI_EPS short of them), or 0.5 under a label rule pi < 0.5 / pi > 0.5
@@ -425,15 +436,15 @@ class TiltResults(LikelihoodResults):
                    "distributed as the source, or too few rows)")
             if (ConfidenceSetWarning.__name__, msg) not in self._profiler.warnings:
                 self._profiler.warnings.append((ConfidenceSetWarning.__name__, msg))
-            warnings.warn(msg, ConfidenceSetWarning, stacklevel=2)
+            warnings.warn(msg, ConfidenceSetWarning, stacklevel=3)
         return ci
 
-    def _warn_convergence(self, known: int) -> None:
+    def _warn_convergence(self, known: int, stacklevel: int = 3) -> None:
         """Issue the ConvergenceWarnings the profiler recorded after its first ``known``
         warnings (a limit search's)."""
         for cat, msg in self._profiler.warnings[known:]:
             if cat == ConvergenceWarning.__name__:
-                warnings.warn(msg, ConvergenceWarning, stacklevel=3)
+                warnings.warn(msg, ConvergenceWarning, stacklevel=stacklevel)
 
     def _bootstrap_cutoff(self, alpha, n_boot, rng, smooth, n_jobs) -> tuple[float, dict]:
         """The ``1 - alpha`` quantile of the bootstrap draws of ``R*_b(pi-hat)`` and the

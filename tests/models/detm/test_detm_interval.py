@@ -270,3 +270,29 @@ def test_an_interrupted_interval_search_runs_again_on_the_next_call(monkeypatch)
     monkeypatch.undo()
     ref = pu.DETM.from_formula(f, data=d).fit(pi_interval="profile").conf_int_pi()
     np.testing.assert_array_equal(got.to_numpy(), ref.to_numpy())
+
+
+def test_an_unconverged_run_above_every_converged_one_bounds_the_profile():
+    """Without the ridge, the unpenalised maximum need not exist: past pi = 0.8606 a run
+    climbs without end (a tilt slope near 900) to 0.8 log-EL units above the fit, where the
+    converged starts gave R* = 5.8. The profile ignored every unconverged run unless no start
+    converged, so the interval ended at that jump, [0.1568, 0.8607], with no warning. The
+    higher value is a lower bound of the profile: the interval is refused with the reason.
+    (Session 61 review: changing the reference level of C(g) moved that upper limit.)"""
+    df = pu_normal(500, 500, 0.4, [0, 0], [0.8, 0.0], [1.5, 1.5], rng=2)
+    rng = np.random.default_rng(5)
+    df["g"] = np.where(df.y_true == 1, rng.choice(["a", "b", "c"], len(df), p=[.5, .3, .2]),
+                       rng.choice(["a", "b", "c"], len(df), p=[.2, .3, .5]))
+    f = "labeled ~ x1 + x2 + C(g)"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = pu.DETM.from_formula(f, data=df).fit(pi_interval="profile", penalty="none")
+        with pytest.raises(pu.inference.ProfileError, match="penalty='ridge'"):
+            r.conf_int_pi()
+        assert "not available" in str(r.summary())
+        # the default ridge fit: a true crossing, no unconverged run above the profile
+        ridge = pu.DETM.from_formula(f, data=df).fit(pi_interval="profile")
+        ci = ridge.conf_int_pi()
+    assert ci.attrs["interval"] and 0.86 < ci["upper"] < 0.87
+    np.testing.assert_allclose(ridge.profile_pi().statistic(ci["upper"]), stats.chi2.ppf(0.95, 1),
+                               atol=1e-6)
