@@ -463,7 +463,7 @@ class PiProfiler:
             # last): the profile is at least that value. Without the ridge a run can climb
             # without end where the unpenalised maximum does not exist (a tilt slope of ~900
             # at pi = 0.8607, 0.8 log-EL units above the fit, where the converged starts gave
-            # R* = 5.8 and the interval ended; issue 17's session 61 review)
+            # R* = 5.8 and the interval ended; session 61's metamorphic review)
             floor = -np.inf if best is None else best[0] + 1e-9 * max(1.0, abs(best[0]))
             lower = next((u for u in sorted(unconverged, key=lambda u: -u[0])
                           if u[0] > floor and self.labelled(u[1], pi)), None)
