@@ -319,8 +319,12 @@ class _TiltModel(Model):
         penalty : {"ridge", "none"} or float
             ``"ridge"`` (default): the vanishing ridge ``c = 1/(2 sqrt(N))`` on the slopes of
             the internally standardised features, in glmnet's symmetric multinomial form (as
-            the authors' R package); keeps the maximum finite under separation. ``"none"``:
-            the plain empirical likelihood. A float sets ``c`` directly.
+            the authors' R package); keeps the maximum finite under separation. As it acts on
+            standardised columns, it depends a little on how a factor is coded (with reference
+            level a / b / c of a three-level ``C(g)``, n = m = 500: pi-hat 0.5157 / 0.5142 /
+            0.5165, upper 95% limit 0.861 / 0.851 / 0.861; unpenalised, the codings agree).
+            ``"none"``: the plain empirical likelihood, whose maximum may not exist (the
+            profile interval is then refused with the reason). A float sets ``c`` directly.
         label_rule : {"kl", "pi<0.5", "pi>0.5"}
             How DETM's label switching (Theorem 1) is resolved: ``"kl"`` (Remark 1, default)
             labels as component 1 the target component closer to the source in
