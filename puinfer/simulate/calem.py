@@ -154,10 +154,10 @@ def simulate_calem(n: int = 10_000, *, event_prob: float = 0.5, miscalibration: 
     ------
     ValueError
         For an unknown ``miscalibration``/``transition``, ``event_prob`` or ``clean_share``
-        outside (0, 1), ``n`` not an integer >= 2, or a ``clean_share`` that leaves the control
-        or the treated set empty.
+        outside (0, 1), ``n < 2``, or a ``clean_share`` that leaves the control or the
+        treated set empty.
     TypeError
-        If ``rng`` is neither a Generator nor a seed.
+        If ``rng`` is neither a Generator nor a seed, or ``n`` is not an integer.
     """
     if miscalibration not in MISCALIBRATIONS:
         raise ValueError(f"miscalibration must be one of {list(MISCALIBRATIONS)}")

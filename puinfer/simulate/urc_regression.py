@@ -99,10 +99,10 @@ def simulate_urc_regression(n_lab: int = 1000, n_field=5000, field_shift=0.5, fi
     Raises
     ------
     ValueError
-        For a non-integer or too small ``n_lab``/``n_field``, ``field_scale <= 0``,
+        For ``n_lab < 2``, a non-integer or too small ``n_field``, ``field_scale <= 0``,
         ``noise_sd <= 0``, non-finite values, or group lengths that do not match.
     TypeError
-        If ``rng`` is neither a Generator nor a seed.
+        If ``rng`` is neither a Generator nor a seed, or ``n_lab`` is not an integer.
     """
     rng = check_rng(rng)
     n_lab = check_int(n_lab, "n_lab", minimum=2)
