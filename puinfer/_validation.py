@@ -343,9 +343,11 @@ def check_int(value, name: str, *, minimum: int | None = None) -> int:
 
 def check_rng(rng, name: str = "rng") -> np.random.Generator:
     """``numpy.random.default_rng(rng)`` for ``None`` (fresh entropy), an int seed, a sequence
-    of int seeds or a Generator (returned as it is: its stream continues); else ``TypeError``
+    of int seeds, a ``SeedSequence`` or ``BitGenerator`` (e.g. from ``SeedSequence.spawn``),
+    or a Generator (returned as it is: its stream continues); else ``TypeError``
     (``ValueError`` for a negative seed) saying what is accepted."""
-    if rng is None or isinstance(rng, np.random.Generator):
+    if rng is None or isinstance(rng, (np.random.Generator, np.random.SeedSequence,
+                                       np.random.BitGenerator)):
         return np.random.default_rng(rng)
 
     def is_int(v):

@@ -77,8 +77,11 @@ def _proba_columns(p):
 def _aligned(**args):
     """``X``, ``y`` (and weights) with pandas rows matched on their index, never by position
     (the package's rule, :func:`puinfer._align.align_rows`); scikit-learn would match them by
-    position. A single pandas argument is left as it is (nothing to match it with)."""
-    if sum(_is_pandas(v) for v in args.values() if v is not None) < 2:
+    position. A single pandas argument, or several with one index, are left as they are."""
+    pandas = [v.index for v in args.values() if v is not None and _is_pandas(v)]
+    if len(pandas) < 2 or all(ix.equals(pandas[0]) for ix in pandas[1:]):
+        # nothing to match, or the same labels in the same order (then also duplicated ones,
+        # as pd.concat of two frames gives and scikit-learn's CV splits keep)
         return tuple(args.values())
     aligned, _ = align_rows(args)
     return tuple(aligned[k] for k in args)

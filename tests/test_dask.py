@@ -711,3 +711,21 @@ def test_detm_dask_results_pickled_before_any_interval_show_their_summary(detm_d
         back = pickle.loads(pickle.dumps(r))
     close(back.conf_int_pi(), r.conf_int_pi(), rtol=0)
     assert "profile CI" in str(back.summary())
+
+
+def test_detm_dask_results_pickle_when_their_interval_cannot_be_computed(detm_fits,
+                                                                        monkeypatch):
+    """Pickling computes the default interval first (above); where that fails (a ProfileError,
+    a closed cluster) the results still pickle, and the summary says "not available"."""
+    from puinfer.inference import ProfileError
+    from puinfer.models.detm.results import TiltResults
+
+    _, r1, _ = detm_fits
+
+    def fails(self, *args, **kwargs):
+        raise ProfileError("no interval here")
+
+    monkeypatch.setattr(TiltResults, "conf_int_pi", fails)
+    back = pickle.loads(pickle.dumps(r1))
+    close(back.params, r1.params, rtol=0)
+

@@ -471,3 +471,28 @@ def test_calibrators_match_pandas_rows_on_the_index(scores):
     got = ps.CalEMClassifier(calibrator="logistic").fit(Xc, pd.Series(y).iloc[perm])
     assert_allclose(got.results_.params.to_numpy(), ref.results_.params.to_numpy(),
                     rtol=1e-10)
+
+
+def test_pandas_rows_with_one_duplicated_index_are_taken_as_they_are(scores, pu_data):
+    """X and y built by pd.concat keep duplicated index labels; with the same index (in the
+    same order) there is nothing to match, and they fit as arrays do (they were refused as
+    "duplicate index labels"; cross_val_score failed on every fold)."""
+    from sklearn.model_selection import cross_val_score
+
+    s, y = scores
+    idx = np.r_[np.arange(200), np.arange(200)]
+    X = pd.DataFrame({"score": s}, index=idx)
+    est = ps.LogisticCalibrator().fit(X, pd.Series(y, index=idx))
+    ref = ps.LogisticCalibrator().fit(s[:, None], y)
+    assert_allclose(est.fitted_.params.to_numpy(), ref.fitted_.params.to_numpy(), rtol=1e-12)
+    Xp, sp = pu_data
+    n = int(sp.sum())
+    Xd = pd.concat([Xp.iloc[:n], Xp.iloc[n:].reset_index(drop=True)])
+    yd = pd.Series(sp, index=Xd.index)
+    assert Xd.index.has_duplicates
+    got = ps.SETMClassifier(pi_interval="profile").fit(Xd, yd)
+    assert got.pi_ == ps.SETMClassifier(pi_interval="profile").fit(Xp, sp).pi_
+    assert np.isfinite(got.score(Xd, yd))
+    cv = cross_val_score(ps.LogisticCalibrator(), X, pd.Series(y, index=idx), cv=3)
+    assert np.all(np.isfinite(cv))
+

@@ -27,6 +27,14 @@ def test_seed_equals_generator_from_that_seed():
     assert np.array_equal(a.field_y, b.field_y)
     assert scar_design(5, 5, 0.5, rng=3).equals(scar_design(5, 5, 0.5,
                                                              rng=np.random.default_rng(3)))
+    # a SeedSequence (e.g. from spawn(), for parallel runs) or a BitGenerator, as numpy takes
+    # them (refused for a while by the package's rng check)
+    ss = np.random.SeedSequence(7).spawn(2)[1]
+    assert scar_design(5, 5, 0.5, rng=ss).equals(
+        scar_design(5, 5, 0.5, rng=np.random.default_rng(np.random.SeedSequence(7).spawn(2)[1])))
+    a = simulate_urc_regression(20, 30, rng=np.random.PCG64(4))
+    assert np.array_equal(a.field_y, simulate_urc_regression(
+        20, 30, rng=np.random.default_rng(np.random.PCG64(4))).field_y)
     # a Generator is used as it is: its stream continues
     g = np.random.default_rng(9)
     first = simulate_calem(100, rng=g)

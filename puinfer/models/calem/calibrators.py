@@ -404,7 +404,8 @@ class Calibrator:
         """
         s, yy, w = _check_fit_inputs(score, y, sample_weight)
         if basis is None:
-            basis = self.make_basis(s, None if sample_weight is None else w)
+            # (unweighted, as before the weights were used: a subclass's make_basis(score))
+            basis = self.make_basis(s) if sample_weight is None else self.make_basis(s, w)
         fingerprint = _fingerprint(s, yy, w)
         if getattr(self, "prior_correction", False):
             fitted = self._fit_arrays(basis, s, platt_targets(yy, w), w, start=start,
@@ -843,16 +844,25 @@ def _like(score, values, name):
 
 def _replicated_quantiles(x, w, q):
     """Quantiles ``q`` of ``x`` with frequency weights ``w``: numpy's default (linear)
-    quantiles of the rows replicated ``w`` times, for integer ``w``; the same interpolation
-    on the cumulative weights otherwise."""
+    quantiles of the rows replicated ``w`` times, for integer ``w`` (to the last bit); the
+    same interpolation on the cumulative weights otherwise, the weights first scaled to
+    average 1 over the rows of positive weight (so the knots do not depend on their scale).
+    ``q = 0`` and ``1`` are the extreme rows of positive weight."""
     order = np.argsort(x, kind="stable")
     keep = w[order] > 0
-    xs, cw = x[order][keep], np.cumsum(w[order][keep])
-    h = (cw[-1] - 1.0) * np.asarray(q, dtype=float)  # positions among the replicated rows
+    xs, ws = x[order][keep], w[order][keep]
+    if not np.all(ws == np.round(ws)):
+        # (constant weights: exactly the unweighted quantiles, with no rounding in the sums)
+        ws = np.ones_like(ws) if np.all(ws == ws[0]) else ws * (ws.size / ws.sum())
+    cw = np.cumsum(ws)
+    q = np.asarray(q, dtype=float)
+    h = (cw[-1] - 1.0) * q  # positions among the replicated rows
     lo = np.floor(h)
-    at = np.minimum(np.searchsorted(cw, lo, side="right"), xs.size - 1)
-    nxt = np.minimum(np.searchsorted(cw, lo + 1.0, side="right"), xs.size - 1)
-    return xs[at] + (h - lo) * (xs[nxt] - xs[at])
+    a = xs[np.minimum(np.searchsorted(cw, lo, side="right"), xs.size - 1)]
+    b = xs[np.minimum(np.searchsorted(cw, lo + 1.0, side="right"), xs.size - 1)]
+    t = h - lo
+    out = np.where(t >= 0.5, b - (b - a) * (1.0 - t), a + (b - a) * t)  # numpy's lerp
+    return np.where(q <= 0, xs[0], np.where(q >= 1, xs[-1], out))
 
 
 def _check_fit_inputs(score, y, sample_weight):

@@ -147,7 +147,10 @@ class TiltResults(LikelihoodResults):
             # the default interval that summary() shows while the rows can still be read
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # recorded in the results' warnings
-                self.conf_int_pi()
+                try:
+                    self.conf_int_pi()
+                except Exception:  # e.g. ProfileError: the summary says "not available"
+                    pass
         return super().__getstate__()
 
     def predict(self, newdata=None) -> pd.Series | np.ndarray:

@@ -437,3 +437,39 @@ def test_fit_aligns_pandas_inputs_on_their_index(data):
     assert_allclose(out.to_numpy(), fit.predict(new.to_numpy()), rtol=0, atol=0)
     assert fit.linear_predictor(new).index.equals(new.index)
     assert isinstance(fit.predict(s[:3]), np.ndarray)
+
+
+def test_weighted_knots_are_numpys_quantiles_of_replicated_rows():
+    """The spline's weighted knots: for integer weights numpy's linear quantiles of the
+    replicated rows to the last bit (ties, zero weights at the extremes included); for other
+    weights independent of their scale (weights 1e-3 each put every knot at the minimum, and
+    weights summing to 1 were refused as "only 1 distinct knots"). A subclass's
+    ``make_basis(score)`` still serves unweighted fits."""
+    from puinfer.models.calem.calibrators import _replicated_quantiles
+
+    rng = np.random.default_rng(0)
+    for _ in range(500):
+        n = int(rng.integers(1, 30))
+        x = rng.normal(size=n).round(int(rng.integers(0, 3)))  # ties at coarse rounding
+        w = rng.integers(0, 4, n).astype(float)
+        if w.sum() == 0:
+            continue
+        q = np.linspace(0, 1, int(rng.integers(2, 8)))
+        np.testing.assert_array_equal(_replicated_quantiles(x, w, q),
+                                      np.quantile(np.repeat(x, w.astype(int)), q))
+    s = rng.beta(1.0, 2.0, 2000)
+    y = rng.binomial(1, s).astype(float)
+    ref = SplineCalibrator(df=5).fit(s, y)
+    for c in (1e-3, 1 / 2000, 0.5):
+        got = SplineCalibrator(df=5).fit(s, y, np.full(s.size, c))
+        assert_allclose(got.basis.knots, ref.basis.knots, rtol=0, atol=0)
+    w = rng.random(s.size)
+    assert_allclose(SplineCalibrator(df=5).fit(s, y, w).basis.knots,
+                    SplineCalibrator(df=5).fit(s, y, 1e-3 * w).basis.knots, rtol=1e-12)
+
+    class MySpline(SplineCalibrator):
+        def make_basis(self, score):
+            return super().make_basis(score)
+
+    assert_allclose(MySpline(df=5).fit(s, y).params.to_numpy(), ref.params.to_numpy())
+
