@@ -703,6 +703,7 @@ class _PiProfile(Profile):
         done = self.__dict__.setdefault("_deepened", set())
         if (cutoff, past_limits) in done:
             return False
+        done.add((cutoff, past_limits))  # a search below must not deepen again (re-entry)
         try:
             return self._deepen(cutoff, past_limits, prof, noise)
         except BaseException:
@@ -713,8 +714,6 @@ class _PiProfile(Profile):
 
     def _deepen(self, cutoff, past_limits, prof, noise) -> bool:
         """:meth:`deepen`'s searches; whether a limit moved."""
-        done = self.__dict__["_deepened"]
-        done.add((cutoff, past_limits))  # a search below must not deepen again (re-entry)
         limits = self.__dict__.get("_limits", {})
         moved = False
         for direction in (-1, 1):
