@@ -72,7 +72,8 @@ def newton_maximize(fun: Callable, x0, *, maxiter: int = 200, tol: float = 1e-10
                     ftol_rel: float = 0.0, armijo: float = 1e-4, slack: float = 0.0,
                     shrink: float = 0.5, min_step: float = 1e-12, modify: bool = True,
                     escape_saddles: bool = True, polish: bool | str = True, tangent=None,
-                    feasible=None, fallback=None, predict_xtol: float | None = None):
+                    feasible=None, fallback=None, predict_xtol: float | None = None,
+                    to_boundary=None):
     """Maximise a smooth function by Newton's method with a backtracking line search.
 
     Parameters
@@ -132,6 +133,12 @@ def newton_maximize(fun: Callable, x0, *, maxiter: int = 200, tol: float = 1e-10
     fallback : callable, optional
         ``fallback(x, f, g, H)`` -> ``(x_new, kind)`` or None, tried when the line search
         fails (e.g. an EM step that never lowers ``f``).
+    to_boundary : callable, optional
+        ``to_boundary(x, dx)`` -> ``(t, x_b)`` or None: where an infeasible full step first
+        meets the boundary of the feasible set (``0 < t < 1``) and that point, the components
+        reaching the boundary set onto it (an active-set step: halving the step instead
+        approaches a bound at a linear rate, one iteration per halving). The line search
+        tries ``x_b`` (without ``feasible``: the callable vouches for it) before halving.
 
     Returns
     -------
@@ -174,7 +181,7 @@ def newton_maximize(fun: Callable, x0, *, maxiter: int = 200, tol: float = 1e-10
                                      value_only=polish == "value")
             break
         t, x_new = _line_search(fun, x, f, dx_full, dec, feasible, armijo, slack, shrink,
-                                min_step)
+                                min_step, to_boundary)
         kind = "newton" if newton else "modified"
         if newton and t < 1.0 and dec < _noise_floor(f):
             # the predicted gain is below the rounding of f (a sum over many rows: on 1e7
@@ -245,10 +252,21 @@ def _reduce(tangent, x, g, H):
     return T, np.asarray(Tt @ g).ravel(), np.asarray(Tt @ np.asarray(Tt @ H).T), None
 
 
-def _line_search(fun, x, f, dx, dec, feasible, armijo, slack, shrink, min_step):
+def _line_search(fun, x, f, dx, dec, feasible, armijo, slack, shrink, min_step,
+                 to_boundary=None):
     """Backtrack from the full step ``dx`` until the Armijo condition holds at a feasible
-    point; returns ``(t, x + t dx)`` (``t < min_step``: no acceptable step)."""
+    point; returns ``(t, x + t dx)`` (``t < min_step``: no acceptable step). With
+    ``to_boundary`` (see :func:`newton_maximize`), an infeasible full step is first cut
+    where it meets the boundary."""
     t = 1.0
+    if to_boundary is not None and feasible is not None and not feasible(x + dx):
+        out = to_boundary(x, dx)
+        if out is not None:
+            tb, x_b = out
+            if min_step <= tb < 1.0:
+                f_b = fun(x_b, 0)
+                if np.isfinite(f_b) and f_b >= f + armijo * tb * dec - slack * abs(f):
+                    return tb, x_b
     while t >= min_step:
         x_new = x + t * dx
         if feasible is None or feasible(x_new):

@@ -203,3 +203,71 @@ def test_predict_xtol_does_not_stop_a_linearly_converging_newton():
                         predict_xtol=1e-3)
     assert a[-1].iterations == b[-1].iterations > 20
     np.testing.assert_array_equal(a[0], b[0])
+
+
+class _Orthant:
+    """Maximise ``-|x - c|^2`` over ``x >= 0`` by Newton on the active face: the free
+    components are the positive ones and those at 0 whose gradient points inwards; a
+    positive component must stay positive (as URC's problem requires)."""
+
+    def __init__(self, c):
+        self.c = np.asarray(c, float)
+        self.pos = None
+
+    def fun(self, x, order):
+        f = -float(np.sum((x - self.c) ** 2))
+        return f if order == 0 else (f, -2.0 * (x - self.c), -2.0 * np.eye(x.size))
+
+    def tangent(self, x, g):
+        return np.eye(x.size)[:, (x > 1e-10) | (g > 0)]
+
+    def feasible(self, x):
+        return bool(np.all(x >= 0) and np.all(x[self.pos] > 0))
+
+    def moved(self, x, f, step):
+        self.pos = x > 1e-10
+
+    def run(self, x0, to_boundary):
+        x0 = np.asarray(x0, float)
+        self.pos = x0 > 1e-10
+        hook = None
+        if to_boundary:
+            def hook(x, dx):
+                down = dx < 0
+                t = float(np.min(x[down] / -dx[down]))
+                out = x + t * dx
+                out[down & (x / np.where(down, -dx, 1.0) <= t)] = 0.0
+                return t, out
+        return newton_maximize(self.fun, x0, tangent=self.tangent, feasible=self.feasible,
+                               callback=self.moved, to_boundary=hook, polish=False)
+
+
+def test_to_boundary_reaches_a_bound_in_one_step():
+    """The maximum of ``-|x - c|^2`` on the orthant is ``max(c, 0)``. Halving the infeasible
+    step only approaches the bound at a linear rate (one iteration per halving, until the
+    component counts as 0: 20 iterations here); the step cut at the bound lands on it exactly,
+    and the next step finishes."""
+    prob = _Orthant([-0.7, 2.0, 0.5])
+    x, f, *_, info = prob.run([1.0, 1.0, 1.0], to_boundary=True)
+    assert info.converged and info.iterations <= 2
+    assert x[0] == 0.0
+    np.testing.assert_allclose(x, [0.0, 2.0, 0.5], atol=1e-12)
+    xh, fh, *_, infoh = prob.run([1.0, 1.0, 1.0], to_boundary=False)
+    assert infoh.iterations >= 15 and 0 < xh[0] < 1e-9     # the halving path (20 here)
+    assert f >= fh
+
+
+def test_to_boundary_point_refused_by_the_objective_falls_back_to_halving():
+    """Where ``f`` is not finite at the cut step's point (here: at 0 itself) the line search
+    halves as before."""
+    prob = _Orthant([-0.7, 2.0])
+    inner = prob.fun
+
+    def fun(x, order):
+        if x[0] == 0.0:
+            return -np.inf if order == 0 else (-np.inf, None, None)
+        return inner(x, order)
+
+    prob.fun = fun
+    x, f, *_, info = prob.run([1.0, 1.0], to_boundary=True)
+    assert 0 < x[0] < 1e-9 and abs(x[1] - 2.0) < 1e-9

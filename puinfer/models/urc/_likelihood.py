@@ -49,8 +49,8 @@ from ...base.results import ConvergenceInfo, ReadOnlyArrays, readonly
 from ...inference.hypothesis import chisq_gof
 
 __all__ = ["Data", "Constraint", "Estimate", "FitOptions", "objective", "em_step", "grad_p",
-           "grad_hess", "tangent", "maximize", "ProfileLoglik", "profile_loglik", "approx_se",
-           "base_rate_cov", "gof_test", "group_fits", "BOUNDARY", "ROW_TOL"]
+           "grad_hess", "tangent", "maximize", "ModeCurvature", "ProfileLoglik", "profile_loglik",
+           "approx_se", "base_rate_cov", "gof_test", "group_fits", "BOUNDARY", "ROW_TOL"]
 
 ROW_TOL = 1e-6        # rows of class probabilities must sum to 1 within this
 BOUNDARY = 1e-6       # base rates closer than this to 0 or 1 are on the boundary
@@ -572,6 +572,23 @@ class _Problem:
             return True
         return bool(np.all(t[self.pos] > 0) and np.all(t >= 0))
 
+    def to_boundary(self, t, dx):
+        """Where the Newton step ``dx`` from ``t`` first sets a component to 0, and that
+        point with those components exactly 0 (Newton's line search tries it before halving:
+        see :func:`~puinfer.base.optimize.newton_maximize`); None if no component falls."""
+        down = (dx < 0) & (t > 0)
+        if not np.any(down):
+            return None
+        ratio = t[down] / -dx[down]
+        tb = float(np.min(ratio))
+        if not tb < 1.0:
+            return None
+        out = t + tb * dx
+        hit = np.zeros(t.shape, dtype=bool)
+        hit[np.flatnonzero(down)[ratio <= tb * (1.0 + 1e-12)]] = True
+        out[hit | (out < 0)] = 0.0
+        return tb, out
+
     def em_moved(self, t_old, t_new, change):
         self.track(t_new, self.threshold)
 
@@ -612,7 +629,7 @@ def _newton(P0, M0, prob: _Problem):
         prob.fun, t0, maxiter=_NEWTON_MAXITER, tol=1e-10, ftol_rel=1e-14, armijo=0.0,
         slack=1e-14, min_step=1e-10, modify=False, escape_saddles=False, polish=False,
         tangent=prob.tangent, feasible=prob.feasible, callback=prob.newton_moved,
-        method="Newton (active face)")
+        to_boundary=prob.to_boundary, method="Newton (active face)")
     ok = info.converged
     if not ok and info.message == "line search failed":
         ok = prob.decrement() < max(1e-6, 1e-11 * abs(f))
@@ -759,17 +776,71 @@ def _maximize_once(d: Data, con: Constraint, start, options: FitOptions, warm: b
 # ---------------------------------------------------------------------------------------------
 # Inference helpers
 # ---------------------------------------------------------------------------------------------
+class ModeCurvature:
+    """The objective's curvature at the unrestricted maximum, factorised once and shared by
+    the profiles of one fit: :meth:`direction` gives the first-order path of the constrained
+    maximum as one base rate moves away from its estimate.
+
+    Parameters
+    ----------
+    data : Data
+    estimate : Estimate
+        The unrestricted maximum of ``data``'s objective.
+    """
+
+    def __init__(self, data: Data, estimate: Estimate):
+        self.data, self.estimate = data, estimate
+        self._factor = None  # (T, Cholesky factor of the reduced negative Hessian) or False
+
+    def _factorised(self):
+        if self._factor is None:
+            P, M = self.estimate.P, self.estimate.M
+            grad, H = grad_hess(P, M, self.data)
+            T = tangent(P, M, self.data, Constraint(), grad)
+            self._factor = False
+            if T is not None and T.shape[1] > 0:
+                _, Hr = _reduced(T, grad, H)
+                try:
+                    self._factor = (T.tocsr(), linalg.cho_factor(Hr, lower=True))
+                except linalg.LinAlgError:
+                    pass
+        return self._factor
+
+    def direction(self, group: int, cls: int) -> np.ndarray | None:
+        """``d theta / d v`` of the maximum of the quadratic model at the estimate under
+        ``p_group[cls] = v`` (theta = (vec P, vec M)); None where the Hessian is not negative
+        definite on the tangent space or the rate is on the boundary."""
+        fac = self._factorised()
+        if not fac:
+            return None
+        T, chol = fac
+        s = group * self.estimate.P.shape[1] + cls
+        ts = T[s].toarray().ravel()
+        if not np.any(ts):  # the rate is on the boundary (no free direction moves it)
+            return None
+        a = linalg.cho_solve(chol, ts)
+        var = float(ts @ a)
+        if not (np.isfinite(var) and var > 0):
+            return None
+        return np.asarray(T @ a).ravel() / var
+
+    def __getstate__(self):
+        return {"data": self.data, "estimate": self.estimate, "_factor": None}
+
+
 class ProfileLoglik:
     """The profile log-likelihood of ``p_g[j]`` as a picklable callable
     (``ProfileLoglik(...).loglik_at`` is what :class:`~puinfer.inference.Profile` calls).
 
-    Each evaluation is a constrained fit started from the unrestricted maximum and from each
-    other local maximum that the fit's starts reached (``estimate.others``) whose
-    likelihood-ratio statistic against the maximum is at most :data:`_PROFILE_MODE_LR`; the
-    highest is kept. The value at a point is therefore the same whatever was evaluated before
-    (a warm start from the previous point could follow a lower ridge of the joint
-    likelihood). Under the fixed likelihood the groups are independent, so ``data`` may hold
-    group ``g`` alone and ``offset`` adds the other groups' maximised objective.
+    Each evaluation is a constrained fit started from the unrestricted maximum moved along the
+    first-order path of the constrained maximum (:meth:`ModeCurvature.direction`; nearer than
+    the maximum itself, so Newton needs fewer steps) and from each other local maximum that
+    the fit's starts reached (``estimate.others``) whose likelihood-ratio statistic against the
+    maximum is at most :data:`_PROFILE_MODE_LR`; the highest is kept. The starts depend on the
+    point alone, so its value is the same whatever was evaluated before (a warm start from
+    the previous point could follow a lower ridge of the joint likelihood). Under the fixed
+    likelihood the groups are independent, so ``data`` may hold group ``g`` alone and
+    ``offset`` adds the other groups' maximised objective.
 
     With a penalty on the base rates (``data.active_penalty``: its log is -inf where a rate
     is 0) a value within :data:`BOUNDARY` of 0 or 1 is evaluated at that distance from the
@@ -787,13 +858,16 @@ class ProfileLoglik:
     offset : float
         Added to every objective (the multinomial constants, the other groups).
     options : FitOptions
+    curvature : ModeCurvature, optional
+        Of ``data`` at ``estimate`` (shared by a fit's profiles); None: built here.
     """
 
     def __init__(self, data: Data, group: int, cls: int, estimate: Estimate, offset: float,
-                 options: FitOptions):
+                 options: FitOptions, curvature: ModeCurvature | None = None):
         self.data, self.group, self.cls, self.offset = data, group, cls, offset
         self.options = options
         self.mode = (estimate.P, estimate.M)
+        self.curvature = curvature if curvature is not None else ModeCurvature(data, estimate)
         # (a profile through a lower local maximum has R >= _PROFILE_MODE_LR near it: beyond
         # any cut-off in use)
         self.starts = (self.mode,) + tuple(
@@ -809,7 +883,7 @@ class ProfileLoglik:
             at = min(max(v, BOUNDARY), 1.0 - BOUNDARY)
         con = Constraint("entry", group=self.group, cls=self.cls, v=at)
         f = None
-        for start in self.starts:
+        for start in (self._predicted(at), *self.starts[1:]):
             e = maximize(self.data, con, start=start, options=self.options)
             if f is None or e.objective > f.objective:
                 f = e
@@ -819,6 +893,24 @@ class ProfileLoglik:
                 self.slopes[v] = self._envelope_slope(f, v)
             return f.objective + self.offset
         return -1e300  # the data are impossible at this value (R is "infinite")
+
+    def _predicted(self, v: float):
+        """The maximum moved to ``p_group[cls] = v`` along :meth:`ModeCurvature.direction`,
+        the step shortened where a component would fall below half its value (the start
+        must stay inside the simplices; :func:`_initial` then sets the rate to ``v``)."""
+        P, M = self.mode
+        if not hasattr(self, "_direction"):  # computed at the first evaluation
+            self._direction = self.curvature.direction(self.group, self.cls)
+        if self._direction is None:
+            return self.mode
+        theta = np.concatenate([P.ravel(), M.ravel()])
+        step = (v - P[self.group, self.cls]) * self._direction
+        down = step < 0
+        scale = min(1.0, 0.5 * float(np.min(theta[down] / -step[down], initial=np.inf)))
+        theta = np.maximum(theta + scale * step, 0.0)
+        G, k = P.shape
+        P1, M1 = theta[:G * k].reshape(G, k), theta[G * k:].reshape(M.shape)
+        return P1 / P1.sum(axis=1, keepdims=True), M1 / M1.sum(axis=1, keepdims=True)
 
     def _envelope_slope(self, f: Estimate, v: float) -> float:
         """``d profile / d v`` at the constrained maximum ``f`` (envelope theorem): the
@@ -843,11 +935,13 @@ class ProfileLoglik:
 
 
 def profile_loglik(d: Data, est: Estimate, g: int, j: int, llf_penalized: float,
-                   options: FitOptions) -> ProfileLoglik:
+                   options: FitOptions, curvature: ModeCurvature | None = None
+                   ) -> ProfileLoglik:
     """The :class:`ProfileLoglik` of ``p_g[j]`` (whole data under the joint likelihood; group
-    ``g`` alone under the fixed one, the others keeping their maximum)."""
+    ``g`` alone under the fixed one, the others keeping their maximum). ``curvature``: the
+    :class:`ModeCurvature` of ``d`` at ``est``, shared by the joint likelihood's profiles."""
     if d.joint:
-        return ProfileLoglik(d, g, j, est, d.const, options)
+        return ProfileLoglik(d, g, j, est, d.const, options, curvature)
     dg = d.group(g)
     # (maximize tries no further starts under the fixed likelihood)
     est_g = dataclasses.replace(est, P=est.P[g:g + 1], others=())

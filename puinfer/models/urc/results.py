@@ -283,10 +283,12 @@ class URCResults(URCTestsMixin, InformationCriteria, LikelihoodResults):
     def _profiles(self) -> dict:
         """A :class:`Profile` per (group, class) position (evaluated lazily, cached)."""
         rec, P, out = self._record, self._P, {}
+        # (the joint likelihood's profiles share one factorised Hessian at the maximum)
+        curvature = lik.ModeCurvature(self._d, rec.estimate) if self._d.joint else None
         for g in range(P.shape[0]):
             for j in range(P.shape[1]):
                 ll = lik.profile_loglik(self._d, rec.estimate, g, j, self.llf_penalized,
-                                        rec.options)
+                                        rec.options, curvature)
                 step = lik.approx_se(P[g], self._Mhat, self._d.F[g], j)
                 out[g, j] = Profile(f"p[{self._groups[g]}, {self.model.classes[j]}]", P[g, j],
                                     self.llf_penalized, ll.loglik_at, bounds=(0.0, 1.0),

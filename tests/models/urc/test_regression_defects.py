@@ -70,11 +70,11 @@ class _Direct:
         """``2 (l_max - l)`` at the best constrained point reached from the base rates
         ``starts`` (default the estimate; the estimate's M). Any point gives an upper bound on
         the profile statistic ``R(v)``; from a start in the right basin, ``R(v)`` itself. A
-        rate at 0 in a start stays 0 (its softmax parameter is -inf)."""
+        rate at 0 in a start (an estimate on the boundary) starts at 1e-10 instead (its
+        softmax parameter must be finite)."""
         best = np.inf
         for p0 in [np.asarray(self.r._P[0])] if starts is None else starts:
-            with np.errstate(divide="ignore"):
-                a0 = np.log(np.delete(p0, j))
+            a0 = np.log(np.maximum(np.delete(p0, j), 1e-10))
             th = np.concatenate([a0, np.log(np.asarray(self.r._Mhat)).ravel()])
             for _ in range(4):
                 res = optimize.minimize(self._negf, th, args=(j, v), jac=True,
