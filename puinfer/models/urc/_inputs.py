@@ -20,9 +20,19 @@ from ..._validation import refuse_dask
 from ._likelihood import ROW_TOL
 
 __all__ = ["PredInput", "as_pred", "check_pred", "check_rowwise", "rates_vector",
-           "labels_missing_hint"]
+           "labels_missing_hint", "label_array"]
 
 _DROP_HINT = " (missing='drop' drops those rows)"
+
+
+def label_array(labels) -> np.ndarray:
+    """Group labels as an array: a numeric, boolean or string array keeps its dtype (as in a
+    Series; as objects, the missing-value check and the factorisation of 1e7 labels took
+    0.6 s); any other sequence becomes objects (numpy would turn mixed labels into
+    strings)."""
+    if isinstance(labels, np.ndarray) and labels.dtype.kind in "biufUS":
+        return labels
+    return np.asarray(labels, dtype=object)
 
 
 def labels_missing_hint(name: str, n: int, can_drop: bool) -> str:

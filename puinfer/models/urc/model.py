@@ -19,7 +19,7 @@ from ...exceptions import (
     IllConditionedWarning,
 )
 from . import _likelihood as lik
-from ._inputs import as_pred, check_pred, check_rowwise, labels_missing_hint
+from ._inputs import as_pred, check_pred, check_rowwise, label_array, labels_missing_hint
 from .partition import Partition, build_partition
 from .results import URCFitRecord, URCResults
 
@@ -102,7 +102,7 @@ def _field_groups(groups, N, can_drop=False):
     if isinstance(groups, pd.Series):
         gser = groups.reset_index(drop=True)
     else:
-        garr = np.asarray(groups, dtype=object)
+        garr = label_array(groups)
         if garr.ndim == 2 and garr.shape[1] == 1:
             garr = garr[:, 0]
         if garr.ndim != 1:

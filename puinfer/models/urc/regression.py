@@ -41,6 +41,7 @@ from ...exceptions import BootstrapWarning, EmptyBinWarning
 from ...inference.hypothesis import HypothesisTestResult
 from ...summary import Summary
 from . import _likelihood as lik
+from ._inputs import label_array
 from ._null_bootstrap import UNUSABLE, null_statistics
 from ._smoothing import SmoothnessPenalty
 from .model import DEFAULT_LAB_PRIOR, DEFAULT_LAB_PSEUDOCOUNT, URC
@@ -442,7 +443,7 @@ class RegressionURC(URC):
         if groups is not None:
             gmiss = (groups.isna().to_numpy().reshape(len(groups), -1).any(axis=1)
                      if isinstance(groups, (pd.Series, pd.DataFrame))
-                     else pd.isna(np.asarray(groups, dtype=object)).reshape(len(groups), -1)
+                     else pd.isna(label_array(groups)).reshape(len(groups), -1)
                      .any(axis=1))
             miss = miss | gmiss
         n_dropped = 0
@@ -452,7 +453,7 @@ class RegressionURC(URC):
                                  "value (missing='drop' drops those rows)")
             pred, n_dropped = pred.take(~miss), int(miss.sum())
             groups = groups[~miss] if isinstance(groups, (pd.Series, pd.DataFrame)) else \
-                (None if groups is None else np.asarray(groups, dtype=object)[~miss])
+                (None if groups is None else label_array(groups)[~miss])
         if isinstance(groups, (pd.Series, pd.DataFrame)):
             groups = groups.reset_index(drop=True)  # already aligned: match by position
         probs = self._probs(pred, "field_pred")

@@ -24,7 +24,7 @@ from ...inference.profile import Profile
 from ...prior_shift import adjust_prior
 from ...summary import Summary
 from . import _likelihood as lik
-from ._inputs import check_rowwise, rates_vector
+from ._inputs import check_rowwise, label_array, rates_vector
 from .hypotheses import URCTestsMixin
 
 __all__ = ["URCResults", "URCFitRecord"]
@@ -479,7 +479,7 @@ class URCResults(URCTestsMixin, InformationCriteria, LikelihoodResults):
                                      f"{g.shape[1]} columns")
                 g = g.iloc[:, 0]
             gser = g.reset_index(drop=True) if isinstance(g, pd.Series) else \
-                pd.Series(np.asarray(g, dtype=object).ravel())
+                pd.Series(label_array(g).ravel())
             if len(gser) != n:
                 raise ValueError(f"groups has {len(gser)} entries; pred has {n} rows")
             if gser.isna().any():

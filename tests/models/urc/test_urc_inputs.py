@@ -101,6 +101,24 @@ def test_groups_matched_on_index(grouped):
         m.fit(fp, groups=g.reset_index(drop=True))
 
 
+def test_group_labels_of_an_array_are_those_of_a_series(grouped):
+    """An integer or string array of group labels gives the groups (labels and dtype) and fit
+    of the same labels as a Series (before, the array was converted to objects: an
+    object-dtype group index, and 0.6 s more for 1e7 labels); a list of mixed labels keeps
+    each label as it is (numpy would make them all strings)."""
+    m = pu.URC(grouped.lab_pred, grouped.lab_y)
+    codes = np.asarray(grouped.field_group)
+    for labels in (codes.astype(np.int64) + 7, np.where(codes == 0, "north", "south")):
+        res = m.fit(grouped.field_pred, groups=labels)
+        ref = m.fit(grouped.field_pred, groups=pd.Series(labels))
+        assert res.groups.equals(ref.groups) and res.groups.dtype == ref.groups.dtype
+        assert res.groups.dtype == (np.int64 if labels.dtype.kind == "i" else ref.groups.dtype)
+        assert_allclose(res.base_rate.to_numpy(), ref.base_rate.to_numpy(), rtol=0, atol=0)
+    mixed = [1 if c == 0 else "b" for c in codes]
+    res = m.fit(grouped.field_pred, groups=mixed)
+    assert sorted(map(repr, res.groups)) == ["'b'", "1"]
+
+
 def test_unused_categories_of_groups_are_said_not_dropped_silently(grouped):
     # a categorical groups column with categories that have no field rows: those groups are
     # not fitted (nothing to estimate), with a recorded EmptyBinWarning naming them (they
