@@ -7,6 +7,7 @@ rounding; 1e-9 relative is the bar of issue 16. Skipped when the ``dask`` extra 
 """
 
 import pickle
+from unittest import mock
 
 import numpy as np
 import pandas as pd
@@ -367,7 +368,13 @@ def detm_fits(client, detm_data):
     d, ddf = detm_data
     # in memory with the plain profile interval and information SE: what a Dask fit gives
     r0 = pu.DETM.from_formula("labeled ~ x1 + x2", data=d).fit(pi_interval="profile")
-    m1 = pu.DETM.from_formula("labeled ~ x1 + x2", data=ddf)
+    from puinfer.models.detm import _dask
+
+    # every pass on the partitions (on 900 rows they would be added in memory after the
+    # first: tests/models/detm/test_detm_dask_speed.py)
+    with mock.patch.object(_dask, "LOCAL_ROWS", 0):
+        m1 = pu.DETM.from_formula("labeled ~ x1 + x2", data=ddf)
+    assert m1.data._rows is None
     r1 = m1.fit()
     return r0, r1, m1
 
@@ -471,15 +478,16 @@ def test_detm_dask_refusals(detm_fits, detm_data):
         pu.DETM.from_formula("labeled ~ x1 + x2 + x3", data=ddf.assign(x3=ddf.x1 - ddf.x2))
 
 
-def test_detm_profile_log_el_block_sums(detm_data):
+def test_detm_profile_log_el_block_sums(detm_data, monkeypatch):
     """The profile log-EL (eq. 12) with its multipliers solved by passes equals the in-memory
     :func:`~puinfer.models.detm._el.profile_log_el` (value, gradient, Hessian) at points
     inside and far from the maximum, and both refuse the same points where eq. (11) has no
     solution (a tilt whose constraint no positive weights satisfy)."""
     import dask
 
-    from puinfer.models.detm import _el
+    from puinfer.models.detm import _dask, _el
 
+    monkeypatch.setattr(_dask, "LOCAL_ROWS", 0)  # the partitions' sums, not the rows'
     d, _ = detm_data
     m0 = pu.DETM.from_formula("labeled ~ x1 + x2", data=d)
     with dask.config.set(scheduler="sync"):  # not on the cluster: many single evaluations
@@ -509,7 +517,7 @@ def test_detm_profile_log_el_block_sums(detm_data):
     assert m1.data.passes > 1
 
 
-def test_detm_dask_profile_on_the_label_boundary():
+def test_detm_dask_profile_on_the_label_boundary(monkeypatch):
     """The labelled profile's maxima on the label boundary KL1 = KL2 (session 52) on Dask
     collections: the margin's block sums (value and gradient) equal the in-memory
     :func:`~puinfer.models.detm._el.label_gap`, and the profile and interval equal the
@@ -522,9 +530,10 @@ def test_detm_dask_profile_on_the_label_boundary():
 
     import dask
 
-    from puinfer.models.detm import _el
+    from puinfer.models.detm import _dask, _el
     from puinfer.simulate import sar_design
 
+    monkeypatch.setattr(_dask, "LOCAL_ROWS", 0)  # the partitions' sums, not the rows'
     df = sar_design(300, 300, 0.7, p=2, rng=np.random.default_rng(11))
     X = df[["x1", "x2"]].to_numpy()
     lab = df.labeled.to_numpy() == 1
@@ -672,15 +681,16 @@ def test_detm_predicts_a_1d_dask_array(client):
     pd.testing.assert_series_equal(p2, p0.sort_index(), rtol=1e-9)  # from_pandas sorts it
 
 
-def test_detm_dask_profile_where_a_tilt_overflows(detm_data):
+def test_detm_dask_profile_where_a_tilt_overflows(detm_data, monkeypatch):
     """A point whose tilts overflow (``exp`` of the linear predictor is inf on some rows, so
     ``D = 1 + lambda'z`` is nan even at ``lambda = 0``) has no profile value, on Dask as in
     memory. The Dask route used to reach the multipliers' Newton loop and fail with a
     KeyError (seen in a label-boundary search of a fit where pi is not identified)."""
     import dask
 
-    from puinfer.models.detm import _el
+    from puinfer.models.detm import _dask, _el
 
+    monkeypatch.setattr(_dask, "LOCAL_ROWS", 0)  # the partitions' sums, not the rows'
     d, _ = detm_data
     m0 = pu.DETM.from_formula("labeled ~ x1 + x2", data=d)
     # both tilts overflow on the same rows: 1 + inf * 0.5 - inf * 0.5 is nan at the start
