@@ -34,7 +34,7 @@ def gemm_rows(k: int) -> int:
     return rows
 
 
-def weighted_grams(X, weights, Xf=None) -> np.ndarray:
+def weighted_grams(X, weights, Xf=None, out=None) -> np.ndarray:
     """``X' diag(w) X`` for each ``w`` of ``weights``, as a ``(len(weights), k, k)`` array.
 
     Each chunk of :func:`gemm_rows` rows is weighted into one reused buffer in ``X``'s layout
@@ -54,9 +54,14 @@ def weighted_grams(X, weights, Xf=None) -> np.ndarray:
         ``X' W`` is the same product bit for bit (OpenBLAS packs either layout of ``W`` into
         the same panels; 282 shapes checked in session 58). Above one chunk it is not read:
         two copies of the rows no longer fit in cache (1.3x slower at 2e5 rows).
+    out : sequence of numpy.ndarray, optional
+        One ``(k, k)`` array per weight, zero on entry (e.g. blocks of a larger matrix), to
+        which each Gram is added as it would be to the new zero array (the same values bit
+        for bit); returned. Saves the copy from a new array into a larger one.
     """
     N, k = X.shape
-    out = np.zeros((len(weights), k, k))
+    if out is None:
+        out = np.zeros((len(weights), k, k))
     rows = gemm_rows(k)
     if Xf is not None and N <= rows:
         W = np.empty((N, k), order="F")

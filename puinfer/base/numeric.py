@@ -32,13 +32,19 @@ def logaddexp(a, b):
     finite or infinite ``a`` and ``b``: ``max(a, b) + log1p(exp(-|a - b|))``."""
     m = np.maximum(a, b)
     with np.errstate(invalid="ignore", over="ignore"):
-        d = np.asarray(np.subtract(a, b))  # NaN where a and b are the same infinity
-    np.abs(d, out=d)
-    np.negative(d, out=d)
+        # -|a - b| as min(a, b) - max(a, b): the same number (round to nearest is symmetric:
+        # fl(b - a) = -fl(a - b); a signed zero at a = b is lost in exp), one pass fewer;
+        # NaN where a and b are the same infinity
+        d = np.asarray(np.minimum(a, b))
+        np.subtract(d, m, out=d)
+        # d is NaN only where m is not finite (a NaN input, or a = b = +-inf): one sum
+        # decides (finite only if every m is) whether the rows need the look
+        finite = np.isfinite(m.sum())
     np.exp(d, out=d)
     np.log1p(d, out=d)
     d += m
-    nan = np.isnan(d)
-    if nan.any():  # a = b = +-inf: that infinity (NaN inputs stay NaN: m is NaN there)
-        d[nan] = m[nan]
+    if not finite:
+        nan = np.isnan(d)
+        if nan.any():  # a = b = +-inf: that infinity (NaN inputs stay NaN: m is NaN there)
+            d[nan] = m[nan]
     return d

@@ -94,23 +94,40 @@ def logistic_start(data) -> np.ndarray:
     return v[1:]
 
 
-def _with_shares(data, pi0: float, b1: np.ndarray, b2: np.ndarray) -> np.ndarray:
+def _log_mean_tilt(data, b: np.ndarray) -> float:
+    """``log mean_source exp(z'b)``: minus the intercept that normalises the tilt ``b`` on the
+    source rows."""
+    return np.log(np.mean(np.exp(data.Z[: data.n] @ b)))
+
+
+def _with_shares(data, pi0: float, b1: np.ndarray, b2: np.ndarray, lm=None) -> np.ndarray:
     """The start ``(s1, b1, s2, b2)`` whose intercepts give each component its share
-    ``pi_t m / n`` of the odds."""
-    Zs = data.Z[: data.n]
-    s1 = np.log(data.m * pi0 / data.n) - np.log(np.mean(np.exp(Zs @ b1)))
-    s2 = np.log(data.m * (1 - pi0) / data.n) - np.log(np.mean(np.exp(Zs @ b2)))
+    ``pi_t m / n`` of the odds; ``lm``: :func:`_log_mean_tilt` of ``b1`` and ``b2`` if known."""
+    lm1, lm2 = lm if lm is not None else (_log_mean_tilt(data, b1), _log_mean_tilt(data, b2))
+    s1 = np.log(data.m * pi0 / data.n) - lm1
+    s2 = np.log(data.m * (1 - pi0) / data.n) - lm2
     return np.r_[s1, b1, s2, b2]
 
 
-def grid_starts(data, restricted: bool, bL: np.ndarray) -> list:
-    """Deterministic starting points ``(s1, b1, s2, b2)``: shares pi0 on a grid."""
+#: the grid's tilts ``(b1, b2) = (k1 bL, k2 bL)``: SETM's, and DETM's
+GRID_CONFIGS = {True: ((0.0, 1.0),), False: ((0.0, 1.0), (0.3, 1.3), (-0.3, 1.0))}
+
+
+def grid_starts(data, restricted: bool, bL: np.ndarray, configs=None) -> list:
+    """Deterministic starting points ``(s1, b1, s2, b2)``: shares pi0 on a grid, for each
+    ``(k1, k2)`` of ``configs`` (default :data:`GRID_CONFIGS`). Each config's tilts and their
+    normalisers are computed once for the three shares (the same numbers as three times)."""
+    configs = GRID_CONFIGS[restricted] if configs is None else configs
+    tilt = {}
+    for k1, k2 in configs:
+        b1, b2 = k1 * bL, k2 * bL
+        tilt[k1, k2] = b1, b2, (_log_mean_tilt(data, b1), _log_mean_tilt(data, b2))
     out = []
-    configs = [(0.0, 1.0)] if restricted else [(0.0, 1.0), (0.3, 1.3), (-0.3, 1.0)]
     for pi0 in (0.2, 0.5, 0.8):
         for k1, k2 in configs:
+            b1, b2, lm = tilt[k1, k2]
             out.append((f"pi0={pi0:g}, b1={k1:g}*bL, b2={k2:g}*bL",
-                        _with_shares(data, pi0, k1 * bL, k2 * bL)))
+                        _with_shares(data, pi0, b1, b2, lm)))
     return out
 
 
@@ -475,24 +492,36 @@ def _newton_runs(fun, starts, maxiter, tol, method, pick=None, expand=None,
     (``((run, label), u, H)``), extended here, to carry them over to a later call."""
     out = []
     known = [] if known is None else known
-    for label, v0 in starts:
-        targets = _merge_targets(known)
-        edge = _boundary_targets(known) if boundary else []
-        count = [0]
+    # each known maximum's merge and boundary targets (or None), computed once per call
+    # rather than once per start (the eigenvalues of its Hessian; ``known`` only grows)
+    cache: dict = {"merge": [], "edge": []}
 
-        def fun_m(u, order, targets=targets, edge=edge, count=count):
+    def targets_of(kind, select):
+        done = cache[kind]
+        for entry in known[len(done):]:
+            t = select([entry])
+            done.append(t[0] if t else None)
+        return [t for t in done if t is not None]
+
+    for label, v0 in starts:
+        targets = targets_of("merge", _merge_targets)
+        edge = targets_of("edge", _boundary_targets) if boundary else []
+        count = [0]
+        t_k = [(r.f, u_k, A) for (r, _), u_k, A in targets]  # (f_k, x_k, A) of each
+        e_k = [(r.f, u_k, A) for (r, _), u_k, A in edge]
+
+        def fun_m(u, order, count=count, t_k=t_k, e_k=e_k):
             if order != 2:
                 return fun(u, order)
-            k = _merge_target(fun, u, [(r.f, u_k, A) for (r, _), u_k, A in targets])
+            k = _merge_target(fun, u, t_k)
             if k is not None:
                 raise _Merged(k)
             count[0] += 1
             out = fun(u, order)
-            if edge:
-                k = _boundary_target(u, out[0], out[1],
-                                     [(r.f, u_k, A) for (r, _), u_k, A in edge], fun, out[2])
+            if e_k:
+                k = _boundary_target(u, out[0], out[1], e_k, fun, out[2])
                 if k is not None:
-                    raise _Merged(len(targets) + k)
+                    raise _Merged(len(t_k) + k)
             return out
 
         try:
@@ -673,7 +702,7 @@ def run_starts(data, restricted: bool, c, maxiter, tol, extra_starts=(), setm_st
     if setm_start is None:
         starts = grid_starts(data, False, bL) + moment_starts(data, False)
     elif grid:
-        starts = [st for st in grid_starts(data, False, bL) if "b1=0.3" in st[0]]
+        starts = grid_starts(data, False, bL, configs=((0.3, 1.3),))  # the reduced grid
     else:
         starts = []
     starts = [("SETM solution", best_setm.v)] + starts + list(extra_starts)
