@@ -6,6 +6,9 @@ Each checker returns a new float (or bool) array and never modifies its input; e
 
 from __future__ import annotations
 
+import functools
+import os
+import sys
 import warnings
 
 import numpy as np
@@ -366,7 +369,33 @@ def check_rng(rng, name: str = "rng") -> np.random.Generator:
     return np.random.default_rng(seed)
 
 
-def warn_and_record(record: list, message: str, category, stacklevel: int = 3) -> None:
-    """Issue ``warnings.warn`` and append ``(category.__name__, message)`` to ``record``."""
+_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_STDLIB = os.path.dirname(os.path.abspath(functools.__file__)) + os.sep
+
+
+def user_stacklevel() -> int:
+    """The ``stacklevel`` that makes a ``warnings.warn`` in the calling function (a puinfer
+    function) point at the line that called into puinfer: the caller of the outermost puinfer
+    frame on the stack, past any standard-library frames that called it (a
+    ``functools.cached_property``), however deep in the package the warning arises."""
+    frames = []
+    frame = sys._getframe(1)
+    while frame is not None:
+        frames.append(frame.f_code.co_filename)
+        frame = frame.f_back
+    inside = [i for i, f in enumerate(frames) if f.startswith(_PACKAGE)]
+    i = (inside[-1] if inside else 0) + 1
+    while i < len(frames) and (frames[i].startswith(_STDLIB) or frames[i].startswith("<frozen")):
+        i += 1
+    return min(i, len(frames) - 1) + 1  # (stacklevel 1 is the calling function)
+
+
+def warn(message: str, category) -> None:
+    """``warnings.warn`` at the caller's line (:func:`user_stacklevel`)."""
+    warnings.warn(message, category, stacklevel=user_stacklevel())
+
+
+def warn_and_record(record: list, message: str, category) -> None:
+    """:func:`warn` and append ``(category.__name__, message)`` to ``record``."""
     record.append((category.__name__, message))
-    warnings.warn(message, category, stacklevel=stacklevel)
+    warnings.warn(message, category, stacklevel=user_stacklevel())

@@ -11,12 +11,11 @@ arrays or pandas objects and return the same kind, with the index and columns ke
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import pandas as pd
 
 from ._align import align_rows
+from ._validation import warn
 from .exceptions import BoundaryWarning
 
 __all__ = ["adjust_prior", "downsampling_correction"]
@@ -243,9 +242,9 @@ def adjust_prior(prob, old_prior, new_prior):
     with np.errstate(invalid="ignore", divide="ignore"):
         out = num / den
     if np.any(undefined):
-        warnings.warn(f"{int(np.sum(undefined))} row(s) put all their probability on classes "
-                      "with new prior 0; their recalibrated probability is undefined (NaN)",
-                      BoundaryWarning, stacklevel=2)
+        warn(f"{int(np.sum(undefined))} row(s) put all their probability on classes "
+             "with new prior 0; their recalibrated probability is undefined (NaN)",
+             BoundaryWarning)
     return wrap(out)
 
 

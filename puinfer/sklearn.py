@@ -46,7 +46,7 @@ except ImportError as exc:  # pragma: no cover - scikit-learn < 1.6
                       "pip install 'puinfer[sklearn]'") from exc
 
 from ._align import _is_pandas, align_rows
-from ._validation import check_alpha
+from ._validation import check_alpha, warn
 from .exceptions import AssumptionWarning
 from .models import calem as _calem
 from .models import detm as _detm
@@ -154,10 +154,10 @@ class _TiltClassifier(_BinaryProba):
             s = (s == hit[0]).astype(float)
         elif not (self.classes_.dtype.kind in "biuf" or set(self.classes_) <= {0, 1}):
             # e.g. "labeled" / "unlabeled": sorted, the larger is "unlabeled"
-            warnings.warn(f"{type(self).__name__}: y's labels {self.classes_.tolist()} are not "
-                          f"0/1 or False/True; the larger, {str(self.classes_[1])!r}, is taken to "
-                          "mark the labeled (source) rows (say which with pos_label=)",
-                          AssumptionWarning, stacklevel=2)
+            warn(f"{type(self).__name__}: y's labels {self.classes_.tolist()} are not "
+                 f"0/1 or False/True; the larger, {str(self.classes_[1])!r}, is taken to "
+                 "mark the labeled (source) rows (say which with pos_label=)",
+                 AssumptionWarning)
         # the column of predict_proba that is P(positive): classes_ stay sorted (as
         # scikit-learn's tools expect), and pos_label may be the smaller label
         self._pos_col = 1 if self.pos_label is None else hit[0]

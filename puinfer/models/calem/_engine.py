@@ -662,7 +662,7 @@ def _pooled_warnings(pooled, warns: list) -> None:
 
     for cat, msg in pooled.warnings:
         warn_and_record(warns, f"pooled fit (test_bias's null): {msg}",
-                        getattr(_exc, cat, _exc.PuinferWarning), stacklevel=4)
+                        getattr(_exc, cat, _exc.PuinferWarning))
 
 
 def pooled_start(Xc, y, biased):

@@ -26,7 +26,6 @@ log-likelihood ``sum_i w_i {y_i log g_i + (1 - y_i) log(1 - g_i)} - lam/2 theta'
 from __future__ import annotations
 
 import dataclasses
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,7 +34,7 @@ from scipy.interpolate import CubicSpline, PPoly
 from scipy.special import expit
 
 from ..._align import align_rows
-from ..._validation import as_float_vector, check_unit_interval
+from ..._validation import as_float_vector, check_unit_interval, warn
 from ...base.gram import weighted_grams
 from ...base.numeric import softplus
 from ...base.optimize import newton_maximize
@@ -421,7 +420,7 @@ class Calibrator:
         from ... import exceptions as _exc
 
         for cat, msg in fitted.warnings:  # already recorded on the fit; now issue them
-            warnings.warn(msg, getattr(_exc, cat, _exc.PuinferWarning), stacklevel=2)
+            warn(msg, getattr(_exc, cat, _exc.PuinferWarning))
         return fitted
 
     def _fit_design(self, basis, X, y, w, *, start=None, maxiter=100, tol=1e-10,

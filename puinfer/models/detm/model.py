@@ -23,7 +23,7 @@ import pandas as pd
 from ... import exceptions
 from ..._align import check_missing_option, drop_missing
 from ..._dask import any_dask
-from ..._validation import check_binary
+from ..._validation import check_binary, warn
 from ...base.model import Model
 from ...base.optimize import newton_maximize
 from ...formula import Design, _used_columns, build_design
@@ -437,7 +437,7 @@ class _TiltModel(Model):
         # the fit's own and its profile probe's (a profile point or interval limit whose
         # search did not converge): both are recorded in the results' ``warnings``
         for cat, msg in [*rec.warnings, *(profiler.warnings if profiler is not None else [])]:
-            warnings.warn(msg, getattr(exceptions, cat), stacklevel=2)
+            warn(msg, getattr(exceptions, cat))
         res = self._results(rec, profiler, pi_interval, null=null[0] if null else None)
         return res._with_fit_options(dict(
             penalty=penalty, label_rule=label_rule, maxiter=maxiter, tol=tol,

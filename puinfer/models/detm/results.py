@@ -10,7 +10,7 @@ import pandas as pd
 from scipy.special import expit
 from scipy.stats import chi2, norm
 
-from ..._validation import check_alpha, check_rng, level_label
+from ..._validation import check_alpha, check_rng, level_label, warn
 from ...base.results import LikelihoodResults
 from ...exceptions import ConfidenceSetWarning, ConvergenceWarning
 from ...inference.hypothesis import (
@@ -400,14 +400,14 @@ class TiltResults(LikelihoodResults):
         prof = self.profile_pi()
         known = len(self._profiler.warnings)
         ci = prof.conf_int(alpha, cutoff)
-        self._warn_convergence(known, stacklevel=4)  # the limit searches' (recorded there)
+        self._warn_convergence(known)  # the limit searches' (recorded there)
         extra = prof.outside_points(alpha, n=OUTSIDE_POINTS, cutoff=cutoff)
         known = len(self._profiler.warnings)
         if prof.deepen(ci.attrs["cutoff"], past_limits=True):
             # the set went on past a limit from a start further down the fit's list of local
             # maxima (PiProfiler.deep_starts): the limits found from there
             ci = prof.conf_int(alpha, cutoff)
-            self._warn_convergence(known, stacklevel=4)
+            self._warn_convergence(known)
             extra = prof.outside_points(alpha, n=OUTSIDE_POINTS, cutoff=cutoff)
         extra = sorted({*extra, *prof.known_outside(alpha, cutoff)})
         ci.attrs["interval"] = not extra
@@ -422,7 +422,7 @@ class TiltResults(LikelihoodResults):
                    "profile); the interval returned is the component around pi-hat")
             if (ConfidenceSetWarning.__name__, msg) not in self._profiler.warnings:
                 self._profiler.warnings.append((ConfidenceSetWarning.__name__, msg))
-            warnings.warn(msg, ConfidenceSetWarning, stacklevel=3)
+            warn(msg, ConfidenceSetWarning)
         lo_b, hi_b = prof.bounds
         # a limit at the end of the profiled range is that end: 0 or 1 (the range stops
         # PI_EPS short of them), or 0.5 under a label rule pi < 0.5 / pi > 0.5
@@ -439,15 +439,15 @@ class TiltResults(LikelihoodResults):
                    "distributed as the source, or too few rows)")
             if (ConfidenceSetWarning.__name__, msg) not in self._profiler.warnings:
                 self._profiler.warnings.append((ConfidenceSetWarning.__name__, msg))
-            warnings.warn(msg, ConfidenceSetWarning, stacklevel=3)
+            warn(msg, ConfidenceSetWarning)
         return ci
 
-    def _warn_convergence(self, known: int, stacklevel: int = 3) -> None:
+    def _warn_convergence(self, known: int) -> None:
         """Issue the ConvergenceWarnings the profiler recorded after its first ``known``
         warnings (a limit search's)."""
         for cat, msg in self._profiler.warnings[known:]:
             if cat == ConvergenceWarning.__name__:
-                warnings.warn(msg, ConvergenceWarning, stacklevel=stacklevel)
+                warn(msg, ConvergenceWarning)
 
     def _bootstrap_cutoff(self, alpha, n_boot, rng, smooth, n_jobs) -> tuple[float, dict]:
         """The ``1 - alpha`` quantile of the bootstrap draws of ``R*_b(pi-hat)`` and the

@@ -389,13 +389,13 @@ class URC(Model):
                             f"{self.condition_number:.3g}; lab test that the classes have the "
                             f"same prediction histogram: p = {p:.3g}): the predictions separate "
                             "the classes poorly, so the base rates are weakly identified and "
-                            "their intervals wide", IllConditionedWarning, stacklevel=4)
+                            "their intervals wide", IllConditionedWarning)
         elif alike:
             warn_and_record(record, f"the lab set does not show that the classes' prediction "
                             f"histograms differ (p = {p:.3g}; M_A's condition number "
                             f"{self.condition_number:.3g}): too few lab rows, or predictions "
                             "that separate the classes poorly; the base rates may be weakly "
-                            "identified", IllConditionedWarning, stacklevel=4)
+                            "identified", IllConditionedWarning)
 
     def _build_partition(self, pred, k, n_bins, binary, record) -> Partition:
         """The partition of the lab predictions (eq. (11)); a hook for subclasses that
@@ -626,7 +626,7 @@ class URC(Model):
             shown = ", ".join(map(str, unused[:5])) + (", ..." if len(unused) > 5 else "")
             warn_and_record(record, f"groups: {len(unused)} categories of the categorical groups "
                             f"have no field rows and are not fitted ({shown})",
-                            EmptyBinWarning, stacklevel=3)
+                            EmptyBinWarning)
         self._check_fit(est, gindex, record)
         return URCResults(URCFitRecord(self, d, est, gindex, naive, lik.Constraint(), options,
                                        tuple(record), n_dropped))
@@ -642,12 +642,11 @@ class URC(Model):
         return URCResults(dataclasses.replace(record, data=d, estimate=est, constraint=con,
                                               warnings=tuple(self.warnings)))
 
-    def _check_fit(self, est, gindex, record, stacklevel: int = 4):
-        """Warn about non-convergence and base rates on the boundary (``stacklevel``: of the
-        warnings, as from a public method that calls this directly)."""
+    def _check_fit(self, est, gindex, record):
+        """Warn about non-convergence and base rates on the boundary."""
         if not est.convergence.converged:
             warn_and_record(record, f"URC did not converge: {est.convergence.message}",
-                            ConvergenceWarning, stacklevel=stacklevel)
+                            ConvergenceWarning)
         at_b = (est.P < lik.BOUNDARY) | (est.P > 1 - lik.BOUNDARY)
         if np.any(at_b):
             gi, ci = np.nonzero(at_b)
@@ -655,8 +654,7 @@ class URC(Model):
                               for g, c in zip(gi[:4], ci[:4], strict=True))
             warn_and_record(record, f"base rate(s) at the boundary 0 or 1 (group/class: "
                             f"{which}): profile intervals are one-sided there and the chi-square "
-                            "approximations of the tests are unreliable", BoundaryWarning,
-                            stacklevel=stacklevel)
+                            "approximations of the tests are unreliable", BoundaryWarning)
 
     def __repr__(self):
         return (f"<URC: {self.n_classes} classes, |A| = {self.partition.n_cells} cells, "

@@ -151,6 +151,5 @@ def build_partition(pred: np.ndarray, k: int, n_bins: int, binary: bool,
                    for ne in nonempty)
     warn_and_record(record, f"{empty.size} of {n_raw} bins hold no lab predictions (ties or "
                     "an empty predicted class); they were merged into their nearest "
-                    f"neighbours, leaving |A| = {nonempty.size} cells", EmptyBinWarning,
-                    stacklevel=4)
+                    f"neighbours, leaving |A| = {nonempty.size} cells", EmptyBinWarning)
     return Partition(part.kind, n_bins, part.edges, cell_of_raw, labels)

@@ -106,11 +106,10 @@ class MeanPartition(Partition):
         return np.searchsorted(self.edges[0], predicted_value(pred, self.weights), side="right")
 
 
-def _build_mean_partition(pred, weights, n_cells, record, stacklevel: int = 6) -> MeanPartition:
+def _build_mean_partition(pred, weights, n_cells, record) -> MeanPartition:
     """The mean partition of the lab interval probabilities ``pred``: quantile cells of the
     predicted value, built and merged by URC's own binary quantile partition (the predicted
-    value in place of a score), relabelled. ``stacklevel``: of the warning, as seen from here.
-    """
+    value in place of a score), relabelled."""
     s = predicted_value(pred, weights)
     sub: list = []
     with warnings.catch_warnings():  # its message is about bins of scores: said again below
@@ -121,7 +120,7 @@ def _build_mean_partition(pred, weights, n_cells, record, stacklevel: int = 6) -
         warn_and_record(record, f"ties among the lab predicted values: {n_raw - part.n_cells} of "
                         f"{n_raw} cells of the predicted value held no lab row and were merged "
                         f"into their nearest neighbours, leaving |A| = {part.n_cells}",
-                        EmptyBinWarning, stacklevel=stacklevel)
+                        EmptyBinWarning)
     b = np.concatenate([[-np.inf], part.edges[0], [np.inf]])
     labels = []
     for c in range(part.n_cells):
@@ -289,7 +288,7 @@ class RegressionURC(URC):
         if uniq.size < edges.size:
             warn_and_record(record, f"ties in lab_y: {edges.size - uniq.size} interval(s) of "
                             f"the outcome were empty and dropped, leaving {uniq.size + 1}",
-                            EmptyBinWarning, stacklevel=3)
+                            EmptyBinWarning)
         self.edges = uniq
         K = uniq.size + 1
         self.n_intervals = K
@@ -514,11 +513,10 @@ class RegressionURCResults(URCResults):
     def warnings(self, value):  # (URCResults.__init__ sets the fit's)
         object.__setattr__(self, "_fit_warnings", tuple(value))
 
-    def _record_warning(self, category, message: str, stacklevel: int) -> None:
-        """Issue a warning and record it (once) with the results' warnings (``stacklevel`` as
-        the caller would give it to ``warnings.warn``)."""
+    def _record_warning(self, category, message: str) -> None:
+        """Issue a warning and record it (once) with the results' warnings."""
         rec: list = []
-        warn_and_record(rec, message, category, stacklevel=stacklevel + 2)
+        warn_and_record(rec, message, category)
         late = self.__dict__.get("_late_warnings", ())
         if rec[0] not in late:
             self.__dict__["_late_warnings"] = late + tuple(rec)
@@ -701,7 +699,7 @@ class RegressionURCResults(URCResults):
         self._record_warning(
             BootstrapWarning, f"no-shift test: {bad} of {why.size} bootstrap resamples could not be "
             f"used ({causes}); the p-value rests on the other {why.size - bad}, and unusable "
-            "resamples need not be a random subset", stacklevel=3)
+            "resamples need not be a random subset")
 
     @functools.cached_property
     def unpenalized(self) -> URCResults:
@@ -723,8 +721,7 @@ class RegressionURCResults(URCResults):
         est = lik.maximize(d0, lik.Constraint(), start=(rec.estimate.P, rec.estimate.M),
                            options=rec.options)
         record = list(self.model.warnings)
-        # (one frame more than from fit(): the cached property's own)
-        self.model._check_fit(est, rec.groups, record, stacklevel=5)
+        self.model._check_fit(est, rec.groups, record)
         return URCResults(dataclasses.replace(rec, data=d0, estimate=est,
                                               warnings=tuple(record)))
 
