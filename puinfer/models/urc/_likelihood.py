@@ -576,17 +576,18 @@ class _Problem:
         """Where the Newton step ``dx`` from ``t`` first sets a component to 0, and that
         point with those components exactly 0 (Newton's line search tries it before halving:
         see :func:`~puinfer.base.optimize.newton_maximize`); None if no component falls."""
-        down = (dx < 0) & (t > 0)
+        down = dx < 0
         if not np.any(down):
             return None
-        ratio = t[down] / -dx[down]
+        ratio = np.full(t.shape, np.inf)
+        ratio[down] = t[down] / -dx[down]
         tb = float(np.min(ratio))
-        if not tb < 1.0:
+        if not 0.0 < tb < 1.0:  # (a component at 0 moving down: no step leaves it >= 0)
             return None
         out = t + tb * dx
-        hit = np.zeros(t.shape, dtype=bool)
-        hit[np.flatnonzero(down)[ratio <= tb * (1.0 + 1e-12)]] = True
-        out[hit | (out < 0)] = 0.0
+        out[ratio <= tb * (1.0 + 1e-12)] = 0.0  # (within rounding of 0 already)
+        if np.any(out < 0):
+            return None  # (never set a component to 0 that is not there: that adds mass)
         return tb, out
 
     def em_moved(self, t_old, t_new, change):
