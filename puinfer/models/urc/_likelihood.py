@@ -900,6 +900,8 @@ class ProfileLoglik:
         the step shortened where a component would fall below half its value (the start
         must stay inside the simplices; :func:`_initial` then sets the rate to ``v``)."""
         P, M = self.mode
+        if not self.data.joint and P.shape[1] == 2:
+            return self.mode  # (one binary group, M fixed: nothing else moves)
         if not hasattr(self, "_direction"):  # computed at the first evaluation
             self._direction = self.curvature.direction(self.group, self.cls)
         if self._direction is None:
