@@ -6,9 +6,9 @@ Each checker returns a new float (or bool) array and never modifies its input; e
 
 from __future__ import annotations
 
-import functools
 import os
 import sys
+import sysconfig
 import warnings
 
 import numpy as np
@@ -370,24 +370,37 @@ def check_rng(rng, name: str = "rng") -> np.random.Generator:
 
 
 _PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
-_STDLIB = os.path.dirname(os.path.abspath(functools.__file__)) + os.sep
+# the standard library's own files (site-packages may lie inside its directory: not those)
+_STDLIB = tuple(os.path.abspath(p) + os.sep for p in
+                {sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"]})
+_SITE = tuple(os.path.abspath(p) + os.sep for p in
+              {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]})
+
+
+def _stdlib(filename: str) -> bool:
+    return filename.startswith("<frozen") or (
+        filename.startswith(_STDLIB) and not filename.startswith(_SITE))
 
 
 def user_stacklevel() -> int:
     """The ``stacklevel`` that makes a ``warnings.warn`` in the calling function (a puinfer
     function) point at the line that called into puinfer: the caller of the outermost puinfer
     frame on the stack, past any standard-library frames that called it (a
-    ``functools.cached_property``), however deep in the package the warning arises."""
+    ``functools.cached_property``; third-party frames, e.g. a scikit-learn pipeline calling
+    puinfer, are callers like any other), however deep in the package the warning arises.
+    Where no frame outside the standard library called puinfer (``python -m puinfer``, a
+    thread running a puinfer function), the outermost puinfer frame itself."""
     frames = []
     frame = sys._getframe(1)
     while frame is not None:
         frames.append(frame.f_code.co_filename)
         frame = frame.f_back
     inside = [i for i, f in enumerate(frames) if f.startswith(_PACKAGE)]
-    i = (inside[-1] if inside else 0) + 1
-    while i < len(frames) and (frames[i].startswith(_STDLIB) or frames[i].startswith("<frozen")):
+    outer = inside[-1] if inside else 0
+    i = outer + 1
+    while i < len(frames) and _stdlib(frames[i]):
         i += 1
-    return min(i, len(frames) - 1) + 1  # (stacklevel 1 is the calling function)
+    return (i if i < len(frames) else outer) + 1  # (stacklevel 1 is the calling function)
 
 
 def warn(message: str, category) -> None:

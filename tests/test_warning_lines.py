@@ -88,3 +88,41 @@ def test_detm_fit_and_interval():
     ws += _caught(lambda: r.conf_int_pi(0.01))
     assert "ConfidenceSetWarning" in {x.category.__name__ for x in ws}
     assert _all_here(ws) == []
+
+
+def test_third_party_callers_are_callers_and_the_standard_library_is_skipped():
+    """Only standard-library frames are skipped (site-packages may lie inside the standard
+    library's directory, as with pyenv: a scikit-learn pipeline then counted as standard
+    library in one layout and not in a venv); a thread running a puinfer function has no
+    caller outside the standard library, so its warning points at puinfer's outermost frame,
+    not at threading.py."""
+    import functools
+    import threading
+
+    import sklearn.pipeline
+
+    from puinfer._validation import _stdlib
+
+    assert _stdlib(functools.__file__) and _stdlib(threading.__file__)
+    assert not _stdlib(sklearn.pipeline.__file__) and not _stdlib(np.__file__)
+    assert not _stdlib(__file__)
+
+    caught = []
+
+    def run():
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            pu.adjust_prior(np.array([1.0, 0.5]), 0.5, 0.0)
+        caught.extend(w)
+
+    t = threading.Thread(target=run)
+    t.start()
+    t.join()
+    assert caught[0].filename == __file__          # run() is the caller
+    caught.clear()
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        t = threading.Thread(target=pu.adjust_prior, args=(np.array([1.0, 0.5]), 0.5, 0.0))
+        t.start()
+        t.join()
+    assert w and all("puinfer" in x.filename and not _stdlib(x.filename) for x in w)

@@ -138,7 +138,10 @@ def newton_maximize(fun: Callable, x0, *, maxiter: int = 200, tol: float = 1e-10
         meets the boundary of the feasible set (``0 < t < 1``) and that point, the components
         reaching the boundary set onto it (an active-set step: halving the step instead
         approaches a bound at a linear rate, one iteration per halving). The line search
-        tries ``x_b`` (without ``feasible``: the callable vouches for it) before halving.
+        tries ``x_b`` (without ``feasible``: the callable vouches for it, and the caller's
+        ``feasible`` must accept the new bound values at the next step, e.g. by re-tracking
+        its active set in ``callback``) before halving; ``x_b`` must pass the same
+        sufficient-increase test as any step.
 
     Returns
     -------

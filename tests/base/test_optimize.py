@@ -271,3 +271,31 @@ def test_to_boundary_point_refused_by_the_objective_falls_back_to_halving():
     prob.fun = fun
     x, f, *_, info = prob.run([1.0, 1.0], to_boundary=True)
     assert 0 < x[0] < 1e-9 and abs(x[1] - 2.0) < 1e-9
+
+
+def test_to_boundary_point_must_increase_f():
+    """The point on the bound passes the line search's test like any step: here the
+    quadratic model at the start (where the cubic term vanishes) points at x0 = -0.7, but at
+    the bound x0 = 0 the cubic term makes f lower than at the start, so the cut step is
+    refused and the search halves (accepting it would lower f from -2.89 to -5.49)."""
+    prob = _Orthant([-0.7, 2.0])
+    quad = prob.fun
+
+    def fun(x, order):
+        u = max(0.5 - x[0], 0.0)
+        f = -40.0 * u ** 3
+        if order == 0:
+            return quad(x, 0) + f
+        fq, g, H = quad(x, 2)
+        g, H = g.copy(), H.copy()
+        g[0] += 120.0 * u ** 2
+        H[0, 0] -= 240.0 * u
+        return fq + f, g, H
+
+    prob.fun = fun
+    x0 = np.array([1.0, 2.0])
+    x, f, *_, info = prob.run(x0, to_boundary=True)
+    assert np.all(np.diff(info.trace) >= 0)
+    assert info.trace[1] > fun(x0, 0) and x[0] > 0
+    g = fun(x, 2)[1]
+    assert info.converged and abs(g[0]) < 1e-4   # an interior maximum (decrement < 1e-10)

@@ -26,11 +26,11 @@ _DROP_HINT = " (missing='drop' drops those rows)"
 
 
 def label_array(labels) -> np.ndarray:
-    """Group labels as an array: a numeric, boolean or string array keeps its dtype (as in a
+    """Group labels as an array: a numeric, boolean or str array keeps its dtype (as in a
     Series; as objects, the missing-value check and the factorisation of 1e7 labels took
-    0.6 s); any other sequence becomes objects (numpy would turn mixed labels into
-    strings)."""
-    if isinstance(labels, np.ndarray) and labels.dtype.kind in "biufUS":
+    0.6 s); any other sequence becomes objects (numpy would turn mixed labels into strings;
+    pandas cannot look up bytes of a fixed-width ``S`` dtype in an index)."""
+    if isinstance(labels, np.ndarray) and labels.dtype.kind in "biufU":
         return labels
     return np.asarray(labels, dtype=object)
 

@@ -575,7 +575,9 @@ class _Problem:
     def to_boundary(self, t, dx):
         """Where the Newton step ``dx`` from ``t`` first sets a component to 0, and that
         point with those components exactly 0 (Newton's line search tries it before halving:
-        see :func:`~puinfer.base.optimize.newton_maximize`); None if no component falls."""
+        see :func:`~puinfer.base.optimize.newton_maximize`); None if no component falls. The
+        new zeros are then outside the positive set (:meth:`newton_moved` re-tracks it), so
+        :meth:`feasible` holds them at 0 unless the tangent space releases them."""
         down = dx < 0
         if not np.any(down):
             return None
@@ -835,7 +837,8 @@ class ProfileLoglik:
 
     Each evaluation is a constrained fit started from the unrestricted maximum moved along the
     first-order path of the constrained maximum (:meth:`ModeCurvature.direction`; nearer than
-    the maximum itself, so Newton needs fewer steps) and from each other local maximum that
+    the maximum itself, so Newton needs fewer steps; under the fixed likelihood with two
+    classes nothing else moves, and the start is the maximum) and from each other local maximum that
     the fit's starts reached (``estimate.others``) whose likelihood-ratio statistic against the
     maximum is at most :data:`_PROFILE_MODE_LR`; the highest is kept. The starts depend on the
     point alone, so its value is the same whatever was evaluated before (a warm start from
@@ -860,7 +863,8 @@ class ProfileLoglik:
         Added to every objective (the multinomial constants, the other groups).
     options : FitOptions
     curvature : ModeCurvature, optional
-        Of ``data`` at ``estimate`` (shared by a fit's profiles); None: built here.
+        Of ``data`` at ``estimate`` (shared by the joint likelihood's profiles of one fit);
+        None: built here (factorised at the first evaluation that needs it).
     """
 
     def __init__(self, data: Data, group: int, cls: int, estimate: Estimate, offset: float,
@@ -909,11 +913,18 @@ class ProfileLoglik:
         theta = np.concatenate([P.ravel(), M.ravel()])
         step = (v - P[self.group, self.cls]) * self._direction
         down = step < 0
+        down[self.group * P.shape[1] + self.cls] = False  # (set to v by _initial anyway)
         scale = min(1.0, 0.5 * float(np.min(theta[down] / -step[down], initial=np.inf)))
         theta = np.maximum(theta + scale * step, 0.0)
         G, k = P.shape
         P1, M1 = theta[:G * k].reshape(G, k), theta[G * k:].reshape(M.shape)
         return P1 / P1.sum(axis=1, keepdims=True), M1 / M1.sum(axis=1, keepdims=True)
+
+    def __setstate__(self, state):
+        # (results pickled before session 62 have no curvature: built on first use)
+        self.__dict__.update(state)
+        if "curvature" not in state:
+            self.curvature = ModeCurvature(self.data, Estimate(*self.mode, np.nan, None))
 
     def _envelope_slope(self, f: Estimate, v: float) -> float:
         """``d profile / d v`` at the constrained maximum ``f`` (envelope theorem): the

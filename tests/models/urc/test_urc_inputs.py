@@ -117,6 +117,14 @@ def test_group_labels_of_an_array_are_those_of_a_series(grouped):
     mixed = [1 if c == 0 else "b" for c in codes]
     res = m.fit(grouped.field_pred, groups=mixed)
     assert sorted(map(repr, res.groups)) == ["'b'", "1"]
+    # the labels the fit was given find their groups again in recalibrate (bytes failed
+    # there: a fixed-width S array kept as such cannot be looked up in a pandas index)
+    for labels in (codes.astype(np.int64) + 7, np.where(codes == 0, "north", "south"),
+                   np.where(codes == 0, b"north", b"south"), np.asarray(mixed, dtype=object)):
+        res = m.fit(grouped.field_pred, groups=labels)
+        out = res.recalibrate(grouped.field_pred, groups=labels)
+        ref = res.recalibrate(grouped.field_pred, groups=pd.Series(list(labels)))
+        assert_allclose(np.asarray(out), np.asarray(ref), rtol=0, atol=0)
 
 
 def test_unused_categories_of_groups_are_said_not_dropped_silently(grouped):

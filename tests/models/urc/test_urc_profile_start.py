@@ -140,3 +140,17 @@ def test_step_onto_the_bound_keeps_every_simplex(grouped):
     dx = np.zeros_like(t1)
     dx[[1, 0, 3, 2]] = [-0.1, 0.1, -0.5, 0.5]
     assert prob.to_boundary(t1, dx) is None
+
+
+def test_a_profile_pickled_without_its_curvature_evaluates(grouped):
+    """Results pickled before the predicted start (no ``curvature`` in a profile's state)
+    compute new profile points: the curvature is built on first use, the same values."""
+    d, est = grouped._d, grouped._record.estimate
+    ll = lik.profile_loglik(d, est, 3, 1, grouped.llf_penalized, grouped._record.options,
+                            lik.ModeCurvature(d, est))
+    state = {k: v for k, v in pickle.loads(pickle.dumps(ll)).__dict__.items()
+             if k != "curvature"}
+    old = lik.ProfileLoglik.__new__(lik.ProfileLoglik)
+    old.__setstate__(state)
+    for v in (0.12, 0.2):
+        assert old.loglik_at(v) == ll.loglik_at(v)
