@@ -34,8 +34,9 @@ in-memory fit on the same rows up to the order of the additions (tested to 1e-9 
 Small data: up to :data:`LOCAL_ROWS` rows (``2 * SUBSAMPLE_SIZE``) the first pass's sample *is*
 every row, already held in memory; every later pass then adds the same block sums over those
 rows in memory, not over the Dask partitions (:meth:`DaskTiltData.reduce`; no task reaches the
-scheduler or cluster): the same functions of the same rows, the same searches, only the order
-of the additions differs. A Dask computation costs milliseconds of scheduling whatever the
+scheduler or cluster): the same functions of the same rows and the same searches; only the
+order of the additions differs (so rounding can send a search down a slightly different path,
+to the same answer within 1e-9 in the tests). A Dask computation costs milliseconds of scheduling whatever the
 rows, and the profile's searches can make thousands of passes: on 800 rows where pi is not
 identified (pi-hat 0.80, the 95% interval all of [0, 1]; found in session 61) the fit made
 11,768 passes, 140 s on the synchronous scheduler (9,397 of them in the probe's label-boundary
