@@ -55,6 +55,8 @@ __all__ = ["Data", "Constraint", "Estimate", "FitOptions", "objective", "em_step
 ROW_TOL = 1e-6        # rows of class probabilities must sum to 1 within this
 BOUNDARY = 1e-6       # base rates closer than this to 0 or 1 are on the boundary
 _FREE_MIN = 1e-10     # components below this are treated as on the boundary by Newton
+_AT_BOUND = 1e-11     # where Newton's step onto a bound leaves a component (not 0: EM could
+                      # never raise it again)
 _NEWTON_MAX_DIM = 1500  # dense Newton up to this many free parameters
 _NEWTON_MAXITER = 50
 _EM_FIRST = 100       # EM cycles before Newton takes over
@@ -573,11 +575,17 @@ class _Problem:
         return bool(np.all(t[self.pos] > 0) and np.all(t >= 0))
 
     def to_boundary(self, t, dx):
-        """Where the Newton step ``dx`` from ``t`` first sets a component to 0, and that
-        point with those components exactly 0 (Newton's line search tries it before halving:
-        see :func:`~puinfer.base.optimize.newton_maximize`); None if no component falls. The
-        new zeros are then outside the positive set (:meth:`newton_moved` re-tracks it), so
-        :meth:`feasible` holds them at 0 unless the tangent space releases them."""
+        """Where the Newton step ``dx`` from ``t`` first brings a component to 0, and that
+        point (Newton's line search tries it before halving: see
+        :func:`~puinfer.base.optimize.newton_maximize`); None if no component falls.
+
+        The components reaching 0 are left at :data:`_AT_BOUND` (a tenth of
+        :data:`_FREE_MIN`), the mass taken from the largest other free component of their
+        simplex: below ``_FREE_MIN`` the active set treats them as 0 (:meth:`newton_moved`
+        re-tracks it, so :meth:`feasible` keeps them at or above 0 unless the tangent space
+        releases them), which is where halving the step used to leave them after 15-26
+        iterations; at exactly 0, EM (multiplicative) could never raise them again, and a
+        later fit that needed to got stuck below its maximum."""
         down = dx < 0
         if not np.any(down):
             return None
@@ -587,9 +595,25 @@ class _Problem:
         if not 0.0 < tb < 1.0:  # (a component at 0 moving down: no step leaves it >= 0)
             return None
         out = t + tb * dx
-        out[ratio <= tb * (1.0 + 1e-12)] = 0.0  # (within rounding of 0 already)
+        hit = np.flatnonzero(ratio <= tb * (1.0 + 1e-12))  # (within rounding of 0 already)
+        out[hit] = 0.0
         if np.any(out < 0):
             return None  # (never set a component to 0 that is not there: that adds mass)
+        Gk = self.G * self.k
+        fixed = np.zeros(t.shape, dtype=bool)
+        if self.con.kind == "entry":
+            fixed[self.con.group * self.k + self.con.cls] = True
+        elif self.con.kind == "rows":
+            fixed[:Gk] = True
+        for i in hit:
+            lo, n = (i - i % self.k, self.k) if i < Gk else \
+                (i - (i - Gk) % self.A, self.A)
+            block = np.arange(lo, lo + n)
+            donor = block[np.argmax(np.where(fixed[block], -np.inf, out[block]))]
+            if fixed[donor] or out[donor] <= 2 * _AT_BOUND:
+                continue  # (nothing to take from: stays 0)
+            out[i] += _AT_BOUND
+            out[donor] -= _AT_BOUND
         return tb, out
 
     def em_moved(self, t_old, t_new, change):
