@@ -752,24 +752,41 @@ def _same_point(P, M, e: Estimate) -> bool:
     return max(np.max(np.abs(P - e.P)), np.max(np.abs(M - e.M))) < _SAME_MAX
 
 
+def _start_values(d: Data, con: Constraint, start):
+    """:func:`_initial`, with ``M`` smoothed into the interior where its zeros (from the lab
+    counts) make the data impossible at the start (e.g. a base rate fixed at 0): EM cannot
+    leave a zero."""
+    P0, M0 = _initial(d, con, start)
+    if d.joint and not np.isfinite(objective(P0, M0, d)):
+        M0 = _smoothed_M(d)
+    return P0, M0
+
+
+def _warm_newton(d: Data, con: Constraint, P0, M0, prob: _Problem | None = None
+                 ) -> Estimate | None:
+    """Newton alone from the start values ``(P0, M0)``: the maximum it converged to, or None."""
+    prob = prob or _Problem(d, con, P0.shape[0], P0.shape[1], M0.shape[1])
+    f0 = objective(P0, M0, d)
+    if not np.isfinite(f0):
+        return None
+    P, M, f, ok, nit, ntrace, gnorm = _newton(P0, M0, prob)
+    if not ok:
+        return None
+    conv = ConvergenceInfo(True, nit, "Newton (warm start)", "", np.asarray([f0, *ntrace]),
+                           gnorm)
+    return Estimate(P, M, f, conv)
+
+
 def _maximize_once(d: Data, con: Constraint, start, options: FitOptions, warm: bool
                    ) -> Estimate:
     """One run of :func:`maximize` from ``start`` (None: the least-squares start); ``warm``:
     try Newton first."""
-    P0, M0 = _initial(d, con, start)
-    if d.joint and not np.isfinite(objective(P0, M0, d)):
-        # M's zeros (from the lab counts) make the data impossible at P0 (e.g. a base rate
-        # fixed at 0); EM cannot leave a zero, so start from M smoothed into the interior
-        M0 = _smoothed_M(d)
+    P0, M0 = _start_values(d, con, start)
     prob = _Problem(d, con, P0.shape[0], P0.shape[1], M0.shape[1])
     if warm:
-        f0 = objective(P0, M0, d)
-        if np.isfinite(f0):
-            P, M, f, ok, nit, ntrace, gnorm = _newton(P0, M0, prob)
-            if ok:
-                conv = ConvergenceInfo(True, nit, "Newton (warm start)", "",
-                                       np.asarray([f0, *ntrace]), gnorm)
-                return Estimate(P, M, f, conv)
+        est = _warm_newton(d, con, P0, M0, prob)
+        if est is not None:
+            return est
     # EM in rounds of _EM_FIRST cycles, each followed by a Newton attempt: Newton finishes as
     # soon as EM has reached its region of quadratic convergence (with a million field rows EM
     # alone can need thousands of cycles along the ridge of the joint likelihood)
@@ -862,7 +879,8 @@ class ProfileLoglik:
     Each evaluation is a constrained fit started from the unrestricted maximum moved along the
     first-order path of the constrained maximum (:meth:`ModeCurvature.direction`; nearer than
     the maximum itself, so Newton needs fewer steps; under the fixed likelihood with two
-    classes nothing else moves, and the start is the maximum) and from each other local maximum that
+    classes nothing else moves, and the start is the maximum) by Newton alone, or where that
+    does not converge, by :func:`maximize` from the maximum itself; and from each other local maximum that
     the fit's starts reached (``estimate.others``) whose likelihood-ratio statistic against the
     maximum is at most :data:`_PROFILE_MODE_LR`; the highest is kept. The starts depend on the
     point alone, so its value is the same whatever was evaluated before (a warm start from
@@ -911,10 +929,17 @@ class ProfileLoglik:
         if self.data.active_penalty is not None:
             at = min(max(v, BOUNDARY), 1.0 - BOUNDARY)
         con = Constraint("entry", group=self.group, cls=self.cls, v=at)
-        f = None
-        for start in (self._predicted(at), *self.starts[1:]):
+        # Newton from the predicted start; where it does not converge, the full search from
+        # the maximum itself (EM from a start predicted off the maximum's path could stop at a
+        # lower point: a zero of M it released)
+        pred = self._predicted(at)
+        f = None if pred is self.mode else \
+            _warm_newton(self.data, con, *_start_values(self.data, con, pred))
+        if f is None:
+            f = maximize(self.data, con, start=self.mode, options=self.options)
+        for start in self.starts[1:]:
             e = maximize(self.data, con, start=start, options=self.options)
-            if f is None or e.objective > f.objective:
+            if e.objective > f.objective:
                 f = e
         self.slopes.pop(v, None)  # only this evaluation's slope may stand
         if np.isfinite(f.objective):
