@@ -587,12 +587,14 @@ class _Problem:
         iterations; at exactly 0, EM (multiplicative) could never raise them again, and a
         later fit that needed to got stuck below its maximum."""
         down = dx < 0
+        if self.pos is not None and np.any(down & ~self.pos):
+            return None  # (a component already on the bound moving down: halving, as before)
         if not np.any(down):
             return None
         ratio = np.full(t.shape, np.inf)
         ratio[down] = t[down] / -dx[down]
         tb = float(np.min(ratio))
-        if not 0.0 < tb < 1.0:  # (a component at 0 moving down: no step leaves it >= 0)
+        if not 0.0 < tb < 1.0:
             return None
         out = t + tb * dx
         hit = np.flatnonzero(ratio <= tb * (1.0 + 1e-12))  # (within rounding of 0 already)
