@@ -43,6 +43,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy import linalg, sparse, special, stats
+from scipy.linalg import lapack
 
 from ...base.optimize import newton_maximize, squarem
 from ...base.results import ConvergenceInfo, ReadOnlyArrays, readonly
@@ -463,30 +464,34 @@ class _PairBasisT:
         return self
 
 
-def tangent(P, M, d: Data, con: Constraint, grad, *, pairs: bool = False):
+def tangent(P, M, d: Data, con: Constraint, grad, *, pairs: bool = False, hold=None):
     """Basis of the feasible directions (simplex constraints, fixed entries, the active set),
     as a sparse matrix ``T`` (n_theta x n_free), or None when there are too many free
     parameters for the dense Newton step. ``pairs``: a :class:`PairBasis` instead where every
     column moves mass between two components (no simplex shared by several rows of ``P``, as
-    under equal or pooled base rates): the same basis, faster products."""
+    under equal or pooled base rates): the same basis, faster products. ``hold``: a boolean
+    mask over ``theta`` of components at the bound that are not released whatever their
+    gradient (see :meth:`_Problem.tangent`)."""
     G, k = P.shape
     A = M.shape[1]
     n = G * k + k * A
     parts = []
     gP = grad[:G * k].reshape(G, k)
+    hold_P = np.zeros((G, k), dtype=bool) if hold is None else hold[:G * k].reshape(G, k)
     if con.kind in ("free", "entry"):
-        allowed = np.ones((G, k), dtype=bool)
+        allowed = ~hold_P
         if con.kind == "entry":
             allowed[con.group, con.cls] = False
         parts.append(_simplex_columns(P, gP, allowed, (np.arange(G) * k)[:, None]))
     elif con.kind in ("equal", "pooled"):
         parts.append(_simplex_columns(P[:1], gP.sum(axis=0, keepdims=True),
-                                      np.ones((1, k), dtype=bool),
+                                      ~hold_P.any(axis=0, keepdims=True),
                                       (np.arange(G) * k)[None, :]))
     if d.joint:
         gM = grad[G * k:].reshape(k, A)
-        parts.append(_simplex_columns(M, gM, np.ones((k, A), dtype=bool),
-                                      (G * k + np.arange(k) * A)[:, None]))
+        allowed = np.ones((k, A), dtype=bool) if hold is None else \
+            ~hold[G * k:].reshape(k, A)
+        parts.append(_simplex_columns(M, gM, allowed, (G * k + np.arange(k) * A)[:, None]))
     rows, cols, vals, ncol = [], [], [], 0
     for r, c, v, nc in parts:
         rows.append(r)
@@ -554,7 +559,30 @@ class _Problem:
         return f, g, H
 
     def tangent(self, t, g):
-        T = tangent(*self.unpack(t), self.d, self.con, g, pairs=True)
+        """:func:`tangent` at ``t``, holding at the bound every component there whose release
+        (its KKT condition fails: :func:`_simplex_columns`) the Newton step on the face would
+        not honour: a released component that the step moves down makes every step
+        infeasible, and the search stopped there, below the maximum (two components at 0
+        released together where only one may rise; an active-set method's usual rule). The
+        step is computed as :func:`~puinfer.base.optimize.newton_maximize` computes it, from
+        the Hessian :meth:`fun` evaluated at ``t``; only where some component is released."""
+        P, M = self.unpack(t)
+        T = tangent(P, M, self.d, self.con, g, pairs=True)
+        low = t <= _FREE_MIN
+        hold = None
+        while T is not None and T.shape[1] and np.any(low) and self.last_gH is not None:
+            gr, Hr = _reduced(T, g, self.last_gH[1])
+            c, info = lapack.dpotrf(Hr, lower=1, clean=0)
+            if info != 0:
+                break
+            step, info = lapack.dpotrs(c, gr, lower=1)
+            if info != 0:
+                break
+            down = low & (np.asarray(T @ step).ravel() < 0)
+            if not np.any(down):
+                break
+            hold = down if hold is None else hold | down
+            T = tangent(P, M, self.d, self.con, g, pairs=True, hold=hold)
         if T is not None:
             self.last_T = T
             self.gnorm = float(np.max(np.abs(T.T @ g))) if T.shape[1] else 0.0

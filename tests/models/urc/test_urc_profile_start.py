@@ -214,3 +214,41 @@ def test_fixed_likelihood_profile_at_zero_after_a_bound_step():
     ci = prof.conf_int(0.05)
     assert ci["lower"] == 0.0 and ci.attrs["lower_at_bound"]
     assert np.isfinite(prof.loglik(0.0)) and 0 < prof.statistic(0.0) < 3.84
+
+
+def test_two_rates_at_zero_released_where_only_one_may_rise():
+    """Fixed likelihood (concave: one maximum), k = 4, a group whose second and fourth rates
+    are 0 at the maximum. Held at p[2, 2] = 0.6733, both rates' gradients exceed the simplex's
+    multiplier, but the Newton step with both released moves the second one below 0: every
+    step was infeasible, EM declared convergence (its gains from 1e-19 are negligible) and
+    the profile stopped 4.5 log-lik units below the constrained maximum (R = 17.40 instead
+    of 8.30; the randomised comparison's problem 231). Reference: the same objective
+    maximised over the group's two free rates by scipy's SLSQP from interior starts."""
+    from scipy.optimize import minimize
+
+    rates = [[0.024032, 0.416591, 0.229165, 0.330212], [0.268732, 0.450768, 0.179368, 0.101132],
+             [0.000216, 0.000141, 0.999493, 0.000150], [0.082822, 0.099626, 0.273335, 0.544217]]
+    rates = np.asarray(rates) / np.sum(rates, axis=1, keepdims=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sim = simulate_urc(38, [2673, 394, 374, 1019], [0.27748, 0.28291, 0.22513, 0.21448],
+                           rates, separation=1.0312, rng=1771016182, lab_design="random")
+        res = URC(sim.lab_pred, sim.lab_y, 1, lab_design="random").fit(
+            sim.field_pred, sim.field_group, likelihood="fixed", lab_pseudocount=0.0)
+    est = res._record.estimate
+    assert est.P[2, 1] < lik._FREE_MIN and est.P[2, 3] < lik._FREE_MIN
+    d, v = res._d, 0.6733
+    prof = res.profile(2, 2)
+    got = prof.loglik(v) - d.const
+
+    def negll(x):  # the group's rates (x0, x1, v, 1 - v - x0 - x1); other groups at est.P
+        P = est.P.copy()
+        P[2] = [x[0], x[1], v, 1.0 - v - x[0] - x[1]]
+        return -lik.objective(P, est.M, d) if np.all(P[2] >= 0) else np.inf
+
+    ref = min((minimize(negll, x0, method="SLSQP", bounds=[(0, 1 - v)] * 2,
+                        constraints={"type": "ineq", "fun": lambda x: 1 - v - x.sum()},
+                        options={"ftol": 1e-12, "maxiter": 500})
+               for x0 in ([0.1, 0.1], [0.25, 0.02], [0.02, 0.25])), key=lambda r: r.fun)
+    assert got == pytest.approx(-ref.fun, abs=1e-6)
+    assert prof.statistic(v) == pytest.approx(2 * (prof.llf_max - d.const + ref.fun), abs=1e-5)
