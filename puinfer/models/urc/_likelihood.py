@@ -629,13 +629,49 @@ class _Problem:
         out[hit] = 0.0
         if np.any(out < 0):
             return None  # (never set a component to 0 that is not there: that adds mass)
+        self._lift(out, hit)
+        return tb, out
+
+    def lift_zeros(self, t):
+        """``t`` with its components at exactly 0 that the fit may move (not a fixed base
+        rate, not ``M`` of the fixed likelihood) lifted to :data:`_AT_BOUND`, as
+        :meth:`to_boundary` leaves them: EM multiplies a component by a factor per cycle, so it
+        can never raise an exact 0 (SQUAREM's extrapolations and the clipped EM map produce
+        them), and a search that then needs it (a profile whose Newton steps cannot start: an
+        indefinite Hessian on the face) stopped below its maximum."""
+        zero = np.flatnonzero(t[:self._n_free] == 0.0)
+        if zero.size == 0:
+            return t
+        out = t.copy()
+        self._lift(out, zero)
+        return out
+
+    @functools.cached_property
+    def _n_free(self) -> int:
+        """The leading components of ``theta`` that the fit moves (``M`` only jointly)."""
+        return self.G * self.k + (self.k * self.A if self.d.joint else 0)
+
+    @functools.cached_property
+    def _fixed(self) -> np.ndarray:
+        """Which components of ``theta`` the constraint fixes."""
         Gk = self.G * self.k
-        fixed = np.zeros(t.shape, dtype=bool)
+        fixed = np.zeros(Gk + self.k * self.A, dtype=bool)
         if self.con.kind == "entry":
             fixed[self.con.group * self.k + self.con.cls] = True
         elif self.con.kind == "rows":
             fixed[:Gk] = True
-        for i in hit:
+        if not self.d.joint:
+            fixed[Gk:] = True
+        return fixed
+
+    def _lift(self, out, idx):
+        """Set the components ``idx`` of ``out`` (at 0, not fixed) to :data:`_AT_BOUND`, the
+        mass from the largest free component of each one's simplex (in place); a simplex with
+        nothing to take from keeps its 0."""
+        Gk, fixed = self.G * self.k, self._fixed
+        for i in idx:
+            if fixed[i]:
+                continue
             lo, n = (i - i % self.k, self.k) if i < Gk else \
                 (i - (i - Gk) % self.A, self.A)
             block = np.arange(lo, lo + n)
@@ -644,7 +680,6 @@ class _Problem:
                 continue  # (nothing to take from: stays 0)
             out[i] += _AT_BOUND
             out[donor] -= _AT_BOUND
-        return tb, out
 
     def em_moved(self, t_old, t_new, change):
         self.track(t_new, self.threshold)
@@ -664,7 +699,7 @@ class _Problem:
 
 def _em(P0, M0, prob: _Problem, maxiter, tol):
     """SQUAREM-accelerated EM from ``(P0, M0)``. Returns P, M, objective, ConvergenceInfo."""
-    t0 = prob.pack(P0, M0)
+    t0 = prob.lift_zeros(prob.pack(P0, M0))
     prob.track(t0, 0.0)
     t, info = squarem(prob.emap, t0, objective=prob.objective, maxiter=maxiter, tol=tol,
                       feasible=prob.feasible, callback=prob.em_moved)
