@@ -252,3 +252,33 @@ def test_two_rates_at_zero_released_where_only_one_may_rise():
                for x0 in ([0.1, 0.1], [0.25, 0.02], [0.02, 0.25])), key=lambda r: r.fun)
     assert got == pytest.approx(-ref.fun, abs=1e-6)
     assert prof.statistic(v) == pytest.approx(2 * (prof.llf_max - d.const + ref.fun), abs=1e-5)
+
+
+def test_profile_raises_a_component_the_fit_left_at_exactly_zero():
+    """k = 3, joint likelihood, stratified lab set of 143 without pseudo-counts: EM leaves
+    components of M at exactly 0 (SQUAREM's extrapolations, the clipped map), and the
+    maximum keeps them at or near 0 (their KKT conditions hold). Held at p[0, 2] = 0.0018, the constrained
+    maximum needs M[0, 8] at about 0.04; Newton cannot start there (the Hessian on the face is
+    indefinite) and EM, which multiplies, could never raise an exact 0: R came out 4201
+    instead of 9.92 (the randomised comparison's problem 173). Reference: the fit's own
+    search from interior starts drawn at random."""
+    rates = [[0.410268, 0.535083, 0.054649], [0.013787, 0.096768, 0.889445],
+             [0.000526, 0.999294, 0.00018], [0.212066, 0.230582, 0.557353]]
+    rates = np.asarray(rates) / np.sum(rates, axis=1, keepdims=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sim = simulate_urc(143, [43901, 14634, 1786, 14503], [0.35491, 0.18274, 0.46235],
+                           rates, separation=1.8963, rng=1272525720, lab_design="stratified")
+        res = URC(sim.lab_pred, sim.lab_y, 3, lab_design="stratified").fit(
+            sim.field_pred, sim.field_group, likelihood="joint", prior_strength=2.0,
+            lab_pseudocount=0.0)
+    d, est, v = res._d, res._record.estimate, 0.0018
+    assert est.M[0, 8] < 1e-20
+    con = lik.Constraint("entry", group=0, cls=2, v=v)
+    rng = np.random.default_rng(3)
+    best = max(lik.maximize(d, con, start=(rng.dirichlet(np.ones(3), 4),
+                                           rng.dirichlet(np.ones(9), 3))).objective
+               for _ in range(4))
+    prof = res.profile(0, 2)
+    assert prof.loglik(v) - d.const >= best - 1e-6
+    assert prof.statistic(v) < 20  # (4201 when stuck)
