@@ -178,7 +178,9 @@ def test_profiles_from_an_estimate_on_the_bound_reach_their_maxima():
         res = URC(sim.lab_pred, sim.lab_y, 3, lab_design="random").fit(
             sim.field_pred, sim.field_group, likelihood="joint", lab_pseudocount=0.0)
     est = res._record.estimate
-    assert est.P[0, 2] < lik._FREE_MIN and np.all(est.P > 0) and np.all(est.M > 0)
+    # (the rate left near 0 by the bound step, not at 0; M may hold zeros from EM, which
+    # are lifted where their KKT condition fails: _Problem.lift_zeros)
+    assert est.P[0, 2] < lik._FREE_MIN and np.all(est.P > 0)
     prof = res.profile(0, 3)
     ci = prof.conf_int(0.05)
     assert ci["upper"] == 1.0 and ci.attrs["upper_at_bound"]
