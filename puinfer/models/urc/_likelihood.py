@@ -43,9 +43,8 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy import linalg, sparse, special, stats
-from scipy.linalg import lapack
 
-from ...base.optimize import newton_maximize, squarem
+from ...base.optimize import _ascent_direction, newton_maximize, squarem
 from ...base.results import ConvergenceInfo, ReadOnlyArrays, readonly
 from ...inference.hypothesis import chisq_gof
 
@@ -539,6 +538,7 @@ class _Problem:
         self.last_gH = None
         self.last_map = None
         self.gnorm = np.nan
+        self.modify = False  # Newton's direction where the Hessian is indefinite (see _newton)
 
     def unpack(self, t):
         Gk = self.G * self.k
@@ -578,11 +578,8 @@ class _Problem:
         hold = None
         while T is not None and T.shape[1] and np.any(low) and self.last_gH is not None:
             gr, Hr = _reduced(T, g, self.last_gH[1])
-            c, info = lapack.dpotrf(Hr, lower=1, clean=0)
-            if info != 0:
-                break
-            step, info = lapack.dpotrs(c, gr, lower=1)
-            if info != 0:
+            step, _ = _ascent_direction(gr, -Hr, self.modify)
+            if step is None:
                 break
             down = low & (np.asarray(T @ step).ravel() < 0)
             if not np.any(down):
@@ -747,6 +744,7 @@ def _newton(P0, M0, prob: _Problem, modify: bool = False):
     t0 = prob.pack(P0, M0)
     prob.track(t0, _FREE_MIN)
     prob.gnorm = np.nan
+    prob.modify = modify
     t, f, _, _, info = newton_maximize(
         prob.fun, t0, maxiter=_NEWTON_MAXITER, tol=1e-10, ftol_rel=1e-14, armijo=0.0,
         slack=1e-14, min_step=1e-10, modify=modify, escape_saddles=False, polish=False,
