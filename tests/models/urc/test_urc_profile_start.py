@@ -284,3 +284,32 @@ def test_profile_raises_a_component_the_fit_left_at_exactly_zero():
     prof = res.profile(0, 2)
     assert prof.loglik(v) - d.const >= best - 1e-6
     assert prof.statistic(v) < 20  # (4201 when stuck)
+
+
+def test_profile_point_where_em_stops_on_a_ridge():
+    """RegressionURC, joint likelihood, 60 lab items, 2 groups of 353, 3 intervals: at
+    p[1, 1] = 0.0011758 the constrained search from the estimate ran EM until its change was
+    small and Newton could not start (indefinite Hessian on the face): R = 21.37 at dc9a855.
+    Modified Newton finishes from there: R = 6.356, the value that the fit's own search
+    reaches from every one of six interior starts drawn at random (the randomised
+    comparison's problem 6)."""
+    from puinfer import RegressionURC
+    from puinfer.simulate.urc_regression import simulate_urc_regression
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sim = simulate_urc_regression(60, 353, [-0.058504, 1.091706], [1.338138, 1.099227],
+                                      0.353362, rng=2093396696)
+        res = RegressionURC(sim.lab_pred, sim.lab_y, 3, lab_design="random").fit(
+            sim.field_pred, sim.field_group, likelihood="joint", lab_pseudocount=0.0,
+            smoothing=0.0)
+    d, est, v = res._d, res._record.estimate, 0.0011758
+    con = lik.Constraint("entry", group=1, cls=1, v=v)
+    rng = np.random.default_rng(3)
+    k, A = est.M.shape
+    refs = [lik.maximize(d, con, start=(rng.dirichlet(np.ones(k), 2),
+                                        rng.dirichlet(np.ones(A), k))).objective
+            for _ in range(6)]
+    assert max(refs) - min(refs) < 1e-6  # (one maximum reached from everywhere)
+    prof = res.profile(1, res.model.classes[1])
+    assert prof.loglik(v) - d.const == pytest.approx(max(refs), abs=1e-6)
