@@ -1032,12 +1032,14 @@ class ProfileLoglik:
         if self.data.active_penalty is not None:
             at = min(max(v, BOUNDARY), 1.0 - BOUNDARY)
         con = Constraint("entry", group=self.group, cls=self.cls, v=at)
-        # the full search (Newton first) from the predicted start; session 62 fell back to a
-        # search from the maximum itself where Newton alone did not converge (EM from the
-        # predicted start could stop at a lower point), which the release of zeros whose KKT
-        # condition fails (_Problem.lift_zeros) and modified Newton after EM made unnecessary
+        # Newton from the predicted start; where it does not converge, the full search from
+        # the maximum itself (EM from a start predicted off the maximum's path could stop at a
+        # lower point: a zero of M it released)
         pred = self._predicted(at)
-        f = maximize(self.data, con, start=pred, options=self.options)
+        f = None if pred is self.mode else \
+            _warm_newton(self.data, con, *_start_values(self.data, con, pred))
+        if f is None:
+            f = maximize(self.data, con, start=self.mode, options=self.options)
         for start in self.starts[1:]:
             e = maximize(self.data, con, start=start, options=self.options)
             if e.objective > f.objective:
