@@ -855,15 +855,14 @@ def _start_values(d: Data, con: Constraint, start):
     return P0, M0
 
 
-def _warm_newton(d: Data, con: Constraint, P0, M0, prob: _Problem | None = None,
-                 modify: bool = False) -> Estimate | None:
-    """Newton alone from the start values ``(P0, M0)``: the maximum it converged to, or None
-    (``modify``: see :func:`_newton`)."""
+def _warm_newton(d: Data, con: Constraint, P0, M0, prob: _Problem | None = None
+                 ) -> Estimate | None:
+    """Newton alone from the start values ``(P0, M0)``: the maximum it converged to, or None."""
     prob = prob or _Problem(d, con, P0.shape[0], P0.shape[1], M0.shape[1])
     f0 = objective(P0, M0, d)
     if not np.isfinite(f0):
         return None
-    P, M, f, ok, nit, ntrace, gnorm = _newton(P0, M0, prob, modify)
+    P, M, f, ok, nit, ntrace, gnorm = _newton(P0, M0, prob)
     if not ok:
         return None
     conv = ConvergenceInfo(True, nit, "Newton (warm start)", "", np.asarray([f0, *ntrace]),
@@ -1038,7 +1037,7 @@ class ProfileLoglik:
         # lower point: a zero of M it released)
         pred = self._predicted(at)
         f = None if pred is self.mode else \
-            _warm_newton(self.data, con, *_start_values(self.data, con, pred), modify=True)
+            _warm_newton(self.data, con, *_start_values(self.data, con, pred))
         if f is None:
             f = maximize(self.data, con, start=self.mode, options=self.options)
         for start in self.starts[1:]:
