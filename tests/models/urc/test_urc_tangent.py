@@ -81,3 +81,54 @@ def test_shared_simplices_keep_the_sparse_basis():
     g, _ = lik.grad_hess(P, rec.estimate.M, d)
     T = lik.tangent(P, rec.estimate.M, d, lik.Constraint("equal"), g, pairs=True)
     assert sparse.issparse(T)
+
+
+@pytest.mark.parametrize("likelihood", ["joint", "fixed"])
+def test_lift_zeros_lifts_the_zeros_whose_kkt_condition_fails(likelihood):
+    """``_Problem.lift_zeros`` (session 63): a component at exactly 0 goes to ``_AT_BOUND``
+    where its gradient exceeds its simplex's multiplier (the largest gradient among the free
+    components), its mass taken from the simplex's largest free component; a fixed entry at
+    0, and M under the fixed likelihood (not a parameter), never move. Reference: the KKT
+    condition checked here from :func:`grad_hess`'s gradient."""
+    rec = _record(3, likelihood)
+    d = rec.data
+    P, M = rec.estimate.P.copy(), rec.estimate.M.copy()
+    P[0, :2] = 0.0  # rate 0 (estimate 0.6) at 0, and rate 1 held at 0 by the constraint
+    P[0] /= P[0].sum()
+    M[:, -1] = 0.0  # the last cell of M
+    M /= M.sum(axis=1, keepdims=True)
+    con = lik.Constraint("entry", group=0, cls=1, v=0.0)
+    prob = lik._Problem(d, con, *P.shape, M.shape[1])
+    t = prob.pack(P, M)
+    out = prob.lift_zeros(t)
+    assert out is not t and np.all(t == prob.pack(P, M))  # (input not modified)
+    g, _ = lik.grad_hess(P, M, d)
+    gP, gM = g[:P.size].reshape(P.shape), g[P.size:].reshape(M.shape)
+    Po, Mo = prob.unpack(out)
+    # row 0 of P: p[0, 2] is the only free rate; p[0, 0]'s condition fails
+    assert gP[0, 0] > gP[0, 2] + 1e-9 * (1 + abs(gP[0, 2]))
+    assert Po[0, 0] == lik._AT_BOUND and Po[0, 1] == 0.0
+    assert Po[0, 2] == P[0, 2] - lik._AT_BOUND
+    lifted = Mo[:, -1] == lik._AT_BOUND
+    violated = gM[:, -1] > gM[:, :-1].max(axis=1) + 1e-9 * (1 + np.abs(gM[:, :-1].max(axis=1)))
+    assert np.all(lifted == (violated & (likelihood == "joint")))
+    assert np.any(violated) == (likelihood == "joint")  # (no M gradient when M is fixed)
+    rows = np.concatenate([Po.sum(axis=1), Mo.sum(axis=1)])
+    np.testing.assert_allclose(rows, 1.0, rtol=0, atol=1e-15)
+    changed = out != t
+    assert np.count_nonzero(changed) == 2 + (2 * np.count_nonzero(lifted))
+
+
+def test_kkt_release_rule():
+    """:func:`_kkt_release` on rows built by hand: a component at the bound is released iff
+    it may move and its gradient exceeds the largest free gradient of its row (by more than
+    1e-9 relative); a row without free components releases nothing."""
+    free = np.array([[True, True, False, False], [True, False, False, False],
+                     [False, False, False, False]])
+    Gr = np.array([[1.0, 2.0, 2.5, 1.5], [3.0, 3.0 + 1e-12, 5.0, 4.0], [9.0, 9.0, 9.0, 9.0]])
+    allowed = np.array([[True, True, True, True], [True, True, True, False],
+                        [True, True, True, True]])
+    got = lik._kkt_release(free, Gr, allowed)
+    expect = np.array([[False, False, True, False], [False, False, True, False],
+                       [False, False, False, False]])
+    np.testing.assert_array_equal(got, expect)
