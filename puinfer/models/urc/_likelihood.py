@@ -574,7 +574,7 @@ class _Problem:
         the Hessian :meth:`fun` evaluated at ``t``; only where some component is released."""
         P, M = self.unpack(t)
         T = tangent(P, M, self.d, self.con, g, pairs=True)
-        low = t <= _FREE_MIN
+        low = (t <= _FREE_MIN) & ~self._fixed  # (what the tangent may release)
         hold = None
         while T is not None and T.shape[1] and np.any(low) and self.last_gH is not None:
             gr, Hr = _reduced(T, g, self.last_gH[1])
