@@ -29,10 +29,13 @@ For a stratified lab set (class counts fixed by design) the term is absent.
 (:func:`puinfer.base.optimize.squarem`, scheme S3, with the monotonicity safeguard and
 backtracking of the extrapolation into the positive orthant), then Newton's method on the
 active face of the simplices (:func:`puinfer.base.optimize.newton_maximize` with a sparse
-tangent basis; a component at 0 is released when its KKT condition fails). EM alone crawls
-along the ridge of the joint likelihood when the lab sample is small (its rate is then close
-to 1); Newton converges quadratically from EM's neighbourhood of the maximum. Warm-started
-fits (profiles, restricted fits) try Newton first.
+tangent basis; a component at 0 is released when its KKT condition fails, unless the Newton
+step would move it down). EM alone crawls along the ridge of the joint likelihood when the lab
+sample is small (its rate is then close to 1); Newton converges quadratically from EM's
+neighbourhood of the maximum. Warm-started fits (profiles, restricted fits) try Newton first.
+EM cannot raise a component at exactly 0, so each EM run starts with the zeros whose KKT
+condition fails lifted off the bound; where EM stops (its change is small) and Newton cannot
+start (an indefinite Hessian on the face), modified Newton finishes.
 """
 
 from __future__ import annotations
