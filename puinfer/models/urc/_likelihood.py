@@ -1021,6 +1021,7 @@ class ProfileLoglik:
         self.data, self.group, self.cls, self.offset = data, group, cls, offset
         self.options = options
         self.mode = (estimate.P, estimate.M)
+        self.mode_objective = objective(*self.mode, data)  # (on ``data``: one group's alone)
         self.curvature = curvature if curvature is not None else ModeCurvature(data, estimate)
         # (a profile through a lower local maximum has R >= _PROFILE_MODE_LR near it: beyond
         # any cut-off in use)
@@ -1044,7 +1045,21 @@ class ProfileLoglik:
             _warm_newton(self.data, con, *_start_values(self.data, con, pred))
         if f is None:
             f = maximize(self.data, con, start=self.mode, options=self.options)
-        for start in self.starts[1:]:
+        starts = list(self.starts[1:])
+        if self.data.active_penalty is not None and (
+                at != v or np.min(f.P[self.group]) < BOUNDARY
+                or 2.0 * (self.mode_objective - f.objective) > _PROFILE_MODE_LR):
+            # a penalised rate held near 0 (its log-penalty is -inf at 0) pushes the other
+            # rates of its row towards 0, far from the fit's maximum along a path whose
+            # endpoint EM's route decides; the search from there stopped at lower points than
+            # the fit's interior start reaches (session 63's randomised comparison, problem
+            # 92: R(0) 18.3 and 177 instead of 1.77 and 1.79; R(5e-5) 15.6 instead of 1.76;
+            # R 51-215 instead of 1.79 from 1e-4 to 0.0058, a lower limit 0.0058 instead of
+            # 0): that start too, where the point is near 0 or the profile from the maximum
+            # beyond any cut-off in use (the start costs a search from afar: tried at every
+            # point, RegressionURC's intervals took 5x as long)
+            starts.append(_extra_starts(self.data, con, None)[0])
+        for start in starts:
             e = maximize(self.data, con, start=start, options=self.options)
             if e.objective > f.objective:
                 f = e
@@ -1079,6 +1094,8 @@ class ProfileLoglik:
     def __setstate__(self, state):
         # (results pickled before session 62 have no curvature: built on first use)
         self.__dict__.update(state)
+        if "mode_objective" not in state:  # (pickled before session 63)
+            self.mode_objective = objective(*self.mode, self.data)
         if "curvature" not in state:
             self.curvature = ModeCurvature(self.data, Estimate(*self.mode, np.nan, None))
 
