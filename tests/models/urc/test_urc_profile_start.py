@@ -35,6 +35,19 @@ def _theta(e):
     return np.concatenate([e.P.ravel(), e.M.ravel()])
 
 
+def _regression_fit(n_lab, n_field, shift, scale, noise_sd, seed, n_intervals, **fit):
+    """A RegressionURC fit of ``simulate_urc_regression`` data with a random lab set (the
+    randomised comparison's regression problems)."""
+    from puinfer import RegressionURC
+    from puinfer.simulate.urc_regression import simulate_urc_regression
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sim = simulate_urc_regression(n_lab, n_field, shift, scale, noise_sd, rng=seed)
+        return RegressionURC(sim.lab_pred, sim.lab_y, n_intervals, lab_design="random").fit(
+            sim.field_pred, sim.field_group, **fit)
+
+
 def test_direction_is_the_derivative_of_the_constrained_maximum(grouped):
     """The start's direction against a central difference of the constrained maxima, each
     found by ``maximize`` from the estimate."""
@@ -296,16 +309,9 @@ def test_profile_point_where_em_stops_on_a_ridge():
     Modified Newton finishes from there: R = 6.356, the value that the fit's own search
     reaches from every one of six interior starts drawn at random (the randomised
     comparison's problem 6)."""
-    from puinfer import RegressionURC
-    from puinfer.simulate.urc_regression import simulate_urc_regression
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        sim = simulate_urc_regression(60, 353, [-0.058504, 1.091706], [1.338138, 1.099227],
-                                      0.353362, rng=2093396696)
-        res = RegressionURC(sim.lab_pred, sim.lab_y, 3, lab_design="random").fit(
-            sim.field_pred, sim.field_group, likelihood="joint", lab_pseudocount=0.0,
-            smoothing=0.0)
+    res = _regression_fit(60, 353, [-0.058504, 1.091706], [1.338138, 1.099227], 0.353362,
+                          2093396696, 3, likelihood="joint", lab_pseudocount=0.0,
+                          smoothing=0.0)
     d, est, v = res._d, res._record.estimate, 0.0011758
     con = lik.Constraint("entry", group=1, cls=1, v=v)
     rng = np.random.default_rng(3)
@@ -329,15 +335,8 @@ def test_penalised_regression_profile_below_its_estimate():
     from scipy.optimize import minimize
     from scipy.special import expit, softmax
 
-    from puinfer import RegressionURC
-    from puinfer.simulate.urc_regression import simulate_urc_regression
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        sim = simulate_urc_regression(60, 29982, [0.655917], [0.801711], 1.231671,
-                                      rng=1923694792)
-        res = RegressionURC(sim.lab_pred, sim.lab_y, 3, lab_design="random").fit(
-            sim.field_pred, sim.field_group, likelihood="joint", lab_pseudocount=0.0)
+    res = _regression_fit(60, 29982, [0.655917], [0.801711], 1.231671, 1923694792, 3,
+                          likelihood="joint", lab_pseudocount=0.0)
     d, est, v = res._d, res._record.estimate, 0.06
     k, A = est.M.shape
 
@@ -362,15 +361,8 @@ def test_penalised_profile_far_below_its_estimate_is_not_stuck():
     landscape has many local maxima there (random interior starts and BFGS in softmax
     parameters stop 33-66 units lower). Reference: the best of the unrestricted fit's own
     set of starts (lab rates and each vertex, smoothed M), each searched to its end."""
-    from puinfer import RegressionURC
-    from puinfer.simulate.urc_regression import simulate_urc_regression
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        sim = simulate_urc_regression(60, 19451, [1.666625], [1.059299], 0.724602,
-                                      rng=353117301)
-        res = RegressionURC(sim.lab_pred, sim.lab_y, 7, lab_design="random").fit(
-            sim.field_pred, sim.field_group, likelihood="joint", lab_pseudocount=0.0)
+    res = _regression_fit(60, 19451, [1.666625], [1.059299], 0.724602, 353117301, 7,
+                          likelihood="joint", lab_pseudocount=0.0)
     d, v = res._d, 0.003
     con = lik.Constraint("entry", group=0, cls=5, v=v)
     ref = max(lik.maximize(d, con, start=st).objective
