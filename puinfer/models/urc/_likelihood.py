@@ -989,7 +989,9 @@ class ProfileLoglik:
     classes nothing else moves, and the start is the maximum) by Newton alone, or where that
     does not converge, by :func:`maximize` from the maximum itself; and from each other local maximum that
     the fit's starts reached (``estimate.others``) whose likelihood-ratio statistic against the
-    maximum is at most :data:`_PROFILE_MODE_LR`; the highest is kept. The starts depend on the
+    maximum is at most :data:`_PROFILE_MODE_LR`; under a penalty, where the point is near 0
+    or the profile from these beyond :data:`_PROFILE_MODE_LR`, also from the fit's interior
+    start (:func:`_extra_starts`' first); the highest is kept. The starts depend on the
     point alone, so its value is the same whatever was evaluated before (a warm start from
     the previous point could follow a lower ridge of the joint likelihood). Under the fixed
     likelihood the groups are independent, so ``data`` may hold group ``g`` alone and
