@@ -1040,8 +1040,8 @@ class ProfileLoglik:
             at = min(max(v, BOUNDARY), 1.0 - BOUNDARY)
         con = Constraint("entry", group=self.group, cls=self.cls, v=at)
         # Newton from the predicted start; where it does not converge, the full search from
-        # the maximum itself (EM from a start predicted off the maximum's path could stop at a
-        # lower point: a zero of M it released)
+        # the maximum itself (session 63's comparison: the full search from the predicted
+        # start, or modified Newton from it, reached lower points of the joint likelihood)
         pred = self._predicted(at)
         f = None if pred is self.mode else \
             _warm_newton(self.data, con, *_start_values(self.data, con, pred))
