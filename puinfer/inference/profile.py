@@ -71,7 +71,8 @@ class Profile:
         evaluations per limit instead of about eight); without it by bracketing and
         ``brentq``. Both locate the root to about 1e-12 (Newton stops earlier, with ``R``
         within ``1e-6 max(1, cut-off)`` of the cut-off, where the rounding of ``R`` stops
-        its progress).
+        its progress). Where Newton's steps shrink quadratically, the limit is its last step,
+        not evaluated (see :attr:`settle_limits`).
 
     Raises
     ------
@@ -87,6 +88,13 @@ class Profile:
     The statistic is ``R(v) = 2 {llf_max - loglik_at(v)}`` (Liu et al., eq. of Theorem 3b), and
     the level-``L`` interval is ``{v : R(v) <= chi2_{1, L}}``.
     """
+
+    #: With ``derivative``: a limit is Newton's last step once the steps shrink quadratically
+    #: (a step at most a hundredth of the one before, and the next one predicted below 1e-12
+    #: relative, ``|dv|^3 / |dv_prev|^2``), without the profile evaluation that would confirm
+    #: it (a constrained fit, repeated only to show a change below 1e-12). False: every limit
+    #: is an evaluated point (a subclass that tests the profile at its limits).
+    settle_limits: bool = True
 
     def __init__(self, name: str, estimate: float, llf_max: float,
                  loglik_at: Callable[[float], float], bounds=(0.0, 1.0), step: float = 0.01,
@@ -204,7 +212,7 @@ class Profile:
         target = np.sqrt(cutoff)
         inner, outer = est, None
         v = est + direction * target * self.step  # the quadratic approximation
-        prev = np.inf
+        prev, dv_prev = np.inf, None  # (the last step, if it was Newton's)
         for _ in range(60):
             far = outer if outer is not None else edge
             if not (min(inner, far) < v < max(inner, far)):
@@ -224,10 +232,22 @@ class Profile:
                 return float(v), False
             ds = -float(self._derivative(v)) / np.sqrt(r) if r > 0 else np.nan
             usable = np.isfinite(ds) and ds * direction > 0
+            dv = None
             if usable and abs(res) <= 0.5 * prev:
                 v_new = v - res / ds
-                if abs(v_new - v) <= 1e-12 * max(1.0, abs(v)):
+                dv, scale = v_new - v, max(1.0, abs(v))
+                if abs(dv) <= 1e-12 * scale:
                     return float(v), False
+                far = outer if outer is not None else edge
+                if self.settle_limits and dv_prev is not None and \
+                        abs(dv) <= 0.01 * abs(dv_prev) and \
+                        abs(dv) ** 3 <= 1e-12 * scale * dv_prev ** 2 and \
+                        min(inner, far) < v_new < max(inner, far):
+                    # quadratic convergence (the step a hundredth of the last one or less)
+                    # puts v_new within 1e-12 of the root, |dv|^3 / |dv_prev|^2: returned
+                    # without the evaluation that would confirm it, as
+                    # scipy.optimize.newton returns its last step
+                    return float(v_new), False
             elif usable and abs(r - cutoff) <= _R_NOISE * max(1.0, cutoff):
                 # the residual stopped halving at the rounding of R (each value a maximised
                 # log-likelihood, a sum over many rows): v is the limit to that precision
@@ -236,7 +256,7 @@ class Profile:
                 v_new = (inner + outer) / 2
             else:
                 v_new = est + 2 * (inner - est)
-            prev = abs(res)
+            prev, dv_prev = abs(res), dv
             v = v_new
         return None
 

@@ -81,3 +81,37 @@ def test_newton_stops_at_the_rounding_of_the_profile():
         assert abs(prof.statistic(lim) - cut) <= 1e-6 * max(1.0, cut)
         assert lim == pytest.approx(0.5 + np.sign(lim - 0.5) * se * np.sqrt(cut), abs=1e-8)
     assert len(calls) <= 14
+
+
+class _EveryLimitEvaluated(Profile):
+    settle_limits = False
+
+
+@pytest.mark.parametrize("k,n", [(30, 100), (3, 200), (195, 200), (1, 50), (500, 1000)])
+def test_settled_limits_are_the_roots_without_the_confirming_evaluation(k, n):
+    """``settle_limits`` (the default): a limit is Newton's last step once the steps shrink
+    quadratically, not evaluated; it is the root to 1e-12 (exact roots by brentq on the
+    binomial R at 1e-15), as the limit that is evaluated, one evaluation fewer per limit."""
+    from scipy import optimize, stats
+
+    p_hat, llf, ll, dll = _binomial(k, n)
+    bounds = (1e-9, 1 - 1e-9)
+    se = np.sqrt(p_hat * (1 - p_hat) / n)
+    settled = Profile("p", p_hat, llf, ll, bounds=bounds, step=se, derivative=dll)
+    evaluated = _EveryLimitEvaluated("p", p_hat, llf, ll, bounds=bounds, step=se,
+                                     derivative=dll)
+    a, b = settled.conf_int(0.05), evaluated.conf_int(0.05)
+    n_settled, n_evaluated = len(settled._cache), len(evaluated._cache)
+    cut = stats.chi2.ppf(0.95, 1)
+
+    def r_minus_cut(p):
+        return 2 * (llf - ll(p)) - cut
+
+    for side, lo, hi in (("lower", bounds[0], p_hat), ("upper", p_hat, bounds[1])):
+        if a.attrs[f"{side}_at_bound"]:
+            continue
+        root = optimize.brentq(r_minus_cut, lo, hi, xtol=1e-15, rtol=1e-15)
+        assert a[side] == pytest.approx(root, abs=1e-12, rel=1e-12)
+        assert b[side] == pytest.approx(root, abs=1e-12, rel=1e-12)
+        assert a[side] not in settled._cache  # (returned without being evaluated)
+    assert n_settled < n_evaluated

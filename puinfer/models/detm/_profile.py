@@ -665,6 +665,10 @@ class _PiProfile(Profile):
     points beyond the last one inside are forgotten but that one, and the search goes on from
     its solution. Limits are cached per side and cut-off."""
 
+    # every limit an evaluated point: the search tests R* there for a crossing (and the
+    # fit's probe path, the studies of its misses, rest on the points it evaluates)
+    settle_limits = False
+
     def _limit(self, direction: int, cutoff: float) -> tuple[float, bool]:
         limits = self.__dict__.setdefault("_limits", {})
         key = (direction, cutoff)

@@ -289,7 +289,14 @@ class URCResults(URCTestsMixin, InformationCriteria, LikelihoodResults):
             for j in range(P.shape[1]):
                 ll = lik.profile_loglik(self._d, rec.estimate, g, j, self.llf_penalized,
                                         rec.options, curvature)
-                step = lik.approx_se(P[g], self._Mhat, self._d.F[g], j)
+                # the first step of the limit search: under the joint likelihood the
+                # standard error with M profiled out (the fixed-M one, from the field
+                # counts alone, can be a tenth of it: with 100 groups of 1e5 rows every
+                # search began at R = 0.05, and the 200 limits took 1,171 evaluations, 578
+                # with this step and Profile.settle_limits; issue 17)
+                step = curvature.se(g, j) if curvature is not None else np.nan
+                if not step > 0:
+                    step = lik.approx_se(P[g], self._Mhat, self._d.F[g], j)
                 out[g, j] = Profile(f"p[{self._groups[g]}, {self.model.classes[j]}]", P[g, j],
                                     self.llf_penalized, ll.loglik_at, bounds=(0.0, 1.0),
                                     step=step, derivative=ll.slope)

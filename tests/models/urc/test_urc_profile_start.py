@@ -370,3 +370,24 @@ def test_penalised_profile_far_below_its_estimate_is_not_stuck():
     prof = res.profile(res.groups[0], res.model.classes[5])
     assert prof.loglik(v) - d.const >= ref - 1e-6
     assert prof.statistic(v) < 3.841  # (81.6 when stuck)
+
+
+def test_limit_search_steps_by_the_standard_error_with_m_profiled_out(grouped):
+    """Under the joint likelihood each limit search's first step is the base rate's standard
+    error with ``M`` profiled out (the results' covariance, ``base_rate_cov``), not the
+    fixed-``M`` one from the field counts alone (``approx_se``: 0.37-0.62 of it here; with
+    100 groups of 1e5 rows a tenth, and the search's first point then fell at R = 0.05).
+    The limits are the roots brentq finds on the same profile without the slope."""
+    from puinfer.inference import Profile
+
+    cov = grouped._cov
+    for g in (0, 4, 9):
+        prof = grouped.profile(g)
+        se = np.sqrt(cov.loc[(g, 1), (g, 1)])
+        assert prof.step == pytest.approx(se, rel=1e-12)
+        assert lik.approx_se(grouped._P[g], grouped._Mhat, grouped._d.F[g], 1) < 0.7 * se
+        ci = prof.conf_int(0.05)
+        plain = Profile("p", prof.estimate, prof.llf_max, prof._loglik_at, bounds=(0.0, 1.0),
+                        step=se).conf_int(0.05)
+        assert ci.attrs == plain.attrs
+        assert_allclose(ci.to_numpy(), plain.to_numpy(), atol=1e-8)
