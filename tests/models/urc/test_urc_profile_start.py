@@ -391,3 +391,69 @@ def test_limit_search_steps_by_the_standard_error_with_m_profiled_out(grouped):
                         step=se).conf_int(0.05)
         assert ci.attrs == plain.attrs
         assert_allclose(ci.to_numpy(), plain.to_numpy(), atol=1e-8)
+
+
+@pytest.fixture(scope="module")
+def ridge():
+    """50 groups of 100,000 field rows, 2,000 lab items, 4 cells: ``M`` rests on the lab set
+    alone, so the joint likelihood's ridge (every rate and ``M`` moving together) is nearly
+    flat at the maximum, and curved the other way a few standard errors away."""
+    rng = np.random.default_rng(2026)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        lab = simulate_urc(n_lab=2000, n_field=1, separation=1.5, rng=rng)
+        G, m = 50, 100_000
+        y = rng.random(G * m) < np.repeat(np.linspace(0.05, 0.6, G), m)
+        x = special.expit(1.5 * ((2 * y - 1) * 0.75 + rng.standard_normal(G * m)))
+        return URC(lab.lab_pred, lab.lab_y).fit(x, groups=np.repeat(np.arange(G), m),
+                                                 likelihood="joint")
+
+
+def test_modified_newton_from_the_predicted_start_where_the_hessian_is_indefinite(ridge):
+    """At the predicted start of group 0's upper limit the Hessian on the face is indefinite
+    (along the ridge): Newton stopped at once and the search from the maximum ran (EM along
+    the ridge; with 100 groups of 1e5 rows 147 of the intervals' 578 evaluations, half their
+    time). Modified Newton from the predicted start reaches a strict maximum inside the
+    simplices, kept: the value the search from the maximum reaches."""
+    d, est = ridge._d, ridge._record.estimate
+    v = ridge.conf_int(0.05).iloc[0, 1]
+    con = lik.Constraint("entry", group=0, cls=1, v=v)
+    ll = ridge.profile(0)._loglik_at.__self__
+    P0, M0 = lik._start_values(d, con, ll._predicted(v))
+    assert lik._warm_newton(d, con, P0, M0) is None  # plain Newton: indefinite at once
+    prob = lik._Problem(d, con, *P0.shape, M0.shape[1])
+    e = lik._warm_newton(d, con, P0, M0, prob, modify=True)
+    assert e is not None and prob.n_modified >= 1
+    assert prob.strict_interior_maximum(_theta(e))
+    ref = lik.maximize(d, con, start=(est.P, est.M), options=ridge._record.options)
+    assert e.objective == pytest.approx(ref.objective, abs=1e-7)
+    # (along the ridge, curvature ~50, Newton's stop at a decrement of 1e-10 leaves about
+    # sqrt(1e-10 / 50) = 1.4e-6 of slack in either run)
+    assert_allclose(_theta(e), _theta(ref), atol=1e-5)
+
+
+def test_a_modified_newton_run_is_abandoned_at_the_bound(grouped):
+    """A run from a start inside the simplices that took a modified step stops where a free
+    component reaches the bound (it could only be kept back inside); plain Newton steps, and
+    starts with a component at the bound, are not affected."""
+    d, est = grouped._d, grouped._record.estimate
+    con = lik.Constraint("entry", group=4, cls=1, v=est.P[4, 1])
+    prob = lik._Problem(d, con, *est.P.shape, est.M.shape[1])
+    t = _theta(est).copy()
+    t[2 * 7] = lik._AT_BOUND  # group 7's first rate at the bound
+    t[2 * 7 + 1] = 1.0 - lik._AT_BOUND
+    from puinfer.base.optimize import _Step
+
+    prob.interior_only, prob.n_modified = True, 0
+    prob.newton_moved(t, 0.0, _Step("newton", 1.0, 0.0, 0.0))  # no modified step yet
+    with pytest.raises(lik._LeftInterior):
+        prob.newton_moved(t, 0.0, _Step("modified", 1.0, 0.0, 0.0))
+    prob.interior_only, prob.n_modified = False, 0
+    prob.newton_moved(t, 0.0, _Step("modified", 1.0, 0.0, 0.0))  # plain runs: no check
+    # from a start with a free component at the bound modified steps are not used (the run
+    # is the plain one)
+    P0, M0 = lik._start_values(d, con, (est.P, est.M))
+    P0[7] = t[14:16]
+    prob = lik._Problem(d, con, *P0.shape, M0.shape[1])
+    lik._warm_newton(d, con, P0, M0, prob, modify=True)
+    assert prob.modify is False
