@@ -988,11 +988,10 @@ class ModeCurvature:
                     pass
         return self._factor
 
-    def _solve(self, group: int, cls: int):
-        """``(T a, var)``: ``a = (-H_T)^{-1} t_s`` for the tangent row ``t_s`` of
-        ``p_group[cls]``, and ``var = t_s' a``, its variance (every other parameter profiled
-        out); None where the Hessian is not negative definite on the tangent space or the
-        rate is on the boundary."""
+    def direction(self, group: int, cls: int) -> np.ndarray | None:
+        """``d theta / d v`` of the maximum of the quadratic model at the estimate under
+        ``p_group[cls] = v`` (theta = (vec P, vec M)); None where the Hessian is not negative
+        definite on the tangent space or the rate is on the boundary."""
         fac = self._factorised()
         if not fac:
             return None
@@ -1005,23 +1004,7 @@ class ModeCurvature:
         var = float(ts @ a)
         if not (np.isfinite(var) and var > 0):
             return None
-        return T, a, var
-
-    def direction(self, group: int, cls: int) -> np.ndarray | None:
-        """``d theta / d v`` of the maximum of the quadratic model at the estimate under
-        ``p_group[cls] = v`` (theta = (vec P, vec M)); None where the Hessian is not negative
-        definite on the tangent space or the rate is on the boundary."""
-        out = self._solve(group, cls)
-        if out is None:
-            return None
-        T, a, var = out
         return np.asarray(T @ a).ravel() / var
-
-    def se(self, group: int, cls: int) -> float:
-        """Standard error of ``p_group[cls]`` from the observed information (``M`` profiled
-        out, as in :func:`base_rate_cov`); NaN where :meth:`direction` is None."""
-        out = self._solve(group, cls)
-        return float(np.sqrt(out[2])) if out is not None else float("nan")
 
     def __getstate__(self):
         return {"data": self.data, "estimate": self.estimate, "_factor": None}

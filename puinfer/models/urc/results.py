@@ -285,16 +285,19 @@ class URCResults(URCTestsMixin, InformationCriteria, LikelihoodResults):
         rec, P, out = self._record, self._P, {}
         # (the joint likelihood's profiles share one factorised Hessian at the maximum)
         curvature = lik.ModeCurvature(self._d, rec.estimate) if self._d.joint else None
+        # the first step of each limit search: under the joint likelihood the standard error
+        # with M profiled out (the fixed-M one, from the field counts alone, can be a tenth of
+        # it: with 100 groups of 1e5 rows every search began at R = 0.05, and the 200 limits
+        # took 1,171 evaluations, 578 with this step and Profile.settle_limits; issue 17)
+        cov = self._cov if self._d.joint else None
+        var = {} if cov is None else dict(zip(self._free_index, np.diag(cov.to_numpy()),
+                                              strict=True))
         for g in range(P.shape[0]):
             for j in range(P.shape[1]):
                 ll = lik.profile_loglik(self._d, rec.estimate, g, j, self.llf_penalized,
                                         rec.options, curvature)
-                # the first step of the limit search: under the joint likelihood the
-                # standard error with M profiled out (the fixed-M one, from the field
-                # counts alone, can be a tenth of it: with 100 groups of 1e5 rows every
-                # search began at R = 0.05, and the 200 limits took 1,171 evaluations, 578
-                # with this step and Profile.settle_limits; issue 17)
-                step = curvature.se(g, j) if curvature is not None else np.nan
+                # (binary: class 0's rate is one minus class 1's, the same error)
+                step = np.sqrt(var.get((g, j if P.shape[1] > 2 else 1), np.nan))
                 if not step > 0:
                     step = lik.approx_se(P[g], self._Mhat, self._d.F[g], j)
                 out[g, j] = Profile(f"p[{self._groups[g]}, {self.model.classes[j]}]", P[g, j],
