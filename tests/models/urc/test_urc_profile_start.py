@@ -16,19 +16,24 @@ from puinfer.models.urc import _likelihood as lik
 from puinfer.simulate.urc import simulate_urc
 
 
+def _grouped_fit(seed, n_lab, G, m, lowest):
+    """The joint fit of ``G`` groups of ``m`` field rows with base rates from ``lowest`` to
+    0.6 (a lab set of ``n_lab`` items, separation 1.5)."""
+    rng = np.random.default_rng(seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        lab = simulate_urc(n_lab=n_lab, n_field=1, separation=1.5, rng=rng)
+        y = rng.random(G * m) < np.repeat(np.linspace(lowest, 0.6, G), m)
+        x = special.expit(1.5 * ((2 * y - 1) * 0.75 + rng.standard_normal(G * m)))
+        return URC(lab.lab_pred, lab.lab_y).fit(x, groups=np.repeat(np.arange(G), m),
+                                                 likelihood="joint")
+
+
 @pytest.fixture(scope="module")
 def grouped():
     """12 groups of 3,000 field rows, base rates 0.03-0.6; the lowest group's estimate
     (0.005) falls to 0 when another group's rate is held at its lower limit."""
-    rng = np.random.default_rng(5)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        lab = simulate_urc(n_lab=1000, n_field=1, separation=1.5, rng=rng)
-        G, m = 12, 3000
-        y = rng.random(G * m) < np.repeat(np.linspace(0.03, 0.6, G), m)
-        x = special.expit(1.5 * ((2 * y - 1) * 0.75 + rng.standard_normal(G * m)))
-        return URC(lab.lab_pred, lab.lab_y).fit(x, groups=np.repeat(np.arange(G), m),
-                                                 likelihood="joint")
+    return _grouped_fit(5, 1000, 12, 3000, 0.03)
 
 
 def _theta(e):
@@ -398,15 +403,7 @@ def ridge():
     """50 groups of 100,000 field rows, 2,000 lab items, 4 cells: ``M`` rests on the lab set
     alone, so the joint likelihood's ridge (every rate and ``M`` moving together) is nearly
     flat at the maximum, and curved the other way a few standard errors away."""
-    rng = np.random.default_rng(2026)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        lab = simulate_urc(n_lab=2000, n_field=1, separation=1.5, rng=rng)
-        G, m = 50, 100_000
-        y = rng.random(G * m) < np.repeat(np.linspace(0.05, 0.6, G), m)
-        x = special.expit(1.5 * ((2 * y - 1) * 0.75 + rng.standard_normal(G * m)))
-        return URC(lab.lab_pred, lab.lab_y).fit(x, groups=np.repeat(np.arange(G), m),
-                                                 likelihood="joint")
+    return _grouped_fit(2026, 2000, 50, 100_000, 0.05)
 
 
 def test_modified_newton_from_the_predicted_start_where_the_hessian_is_indefinite(ridge):
