@@ -72,7 +72,7 @@ class Profile:
         ``brentq``. Both locate the root to about 1e-12 (Newton stops earlier, with ``R``
         within ``1e-6 max(1, cut-off)`` of the cut-off, where the rounding of ``R`` stops
         its progress). Where Newton's steps shrink quadratically, the limit is its last step,
-        not evaluated (see :attr:`settle_limits`).
+        not evaluated (see :attr:`newton_shortcuts`).
 
     Raises
     ------
@@ -89,12 +89,16 @@ class Profile:
     the level-``L`` interval is ``{v : R(v) <= chi2_{1, L}}``.
     """
 
-    #: With ``derivative``: a limit is Newton's last step once the steps shrink quadratically
-    #: (a step at most a hundredth of the one before, and the next one predicted below 1e-12
-    #: relative, ``|dv|^3 / |dv_prev|^2``), without the profile evaluation that would confirm
-    #: it (a constrained fit, repeated only to show a change below 1e-12). False: every limit
-    #: is an evaluated point (a subclass that tests the profile at its limits).
-    settle_limits: bool = True
+    #: With ``derivative``, two evaluations saved where Newton's steps vouch for them (each
+    #: evaluation a constrained fit): a limit is Newton's last step once the steps shrink
+    #: quadratically (a step at most a hundredth of the one before, and the next one
+    #: predicted below 1e-12 relative, ``|dv|^3 / |dv_prev|^2``), without the evaluation that
+    #: would only confirm it; and where a Newton step from inside the set leaves through the
+    #: bound, the bound is evaluated next (unless the profile is not computable there), not
+    #: the points halfway towards it. False: every limit is an evaluated point, and the
+    #: search approaches the bound by halving (a subclass that tests the profile at its
+    #: limits and between them and the bound).
+    newton_shortcuts: bool = True
 
     def __init__(self, name: str, estimate: float, llf_max: float,
                  loglik_at: Callable[[float], float], bounds=(0.0, 1.0), step: float = 0.01,
@@ -212,12 +216,21 @@ class Profile:
         target = np.sqrt(cutoff)
         inner, outer = est, None
         v = est + direction * target * self.step  # the quadratic approximation
-        prev, dv_prev = np.inf, None  # (the last step, if it was Newton's)
+        prev, dv_prev = np.inf, None  # (the last step taken, if it was Newton's)
         for _ in range(60):
             far = outer if outer is not None else edge
             if not (min(inner, far) < v < max(inner, far)):
-                v = (inner + outer) / 2 if outer is not None else \
-                    self._toward_edge(inner, edge, self.step)
+                newton, dv_prev = dv_prev is not None, None  # (the step taken is not it)
+                if outer is not None:
+                    v = (inner + outer) / 2
+                elif self.newton_shortcuts and newton and not np.isnan(self.loglik(edge)):
+                    # Newton's step from inside the set puts the crossing beyond the bound:
+                    # the bound itself (halving towards it took up to ten evaluations; the
+                    # randomised comparison of session 64: 11% of URC's evaluations saved,
+                    # every limit and one-sided flag the same)
+                    v = edge
+                else:
+                    v = self._toward_edge(inner, edge, self.step)
             r = self.statistic(v)
             if r < cutoff:
                 if v == edge:
@@ -239,7 +252,7 @@ class Profile:
                 if abs(dv) <= 1e-12 * scale:
                     return float(v), False
                 far = outer if outer is not None else edge
-                if self.settle_limits and dv_prev is not None and \
+                if self.newton_shortcuts and dv_prev is not None and \
                         abs(dv) <= 0.01 * abs(dv_prev) and \
                         abs(dv) ** 3 <= 1e-12 * scale * dv_prev ** 2 and \
                         min(inner, far) < v_new < max(inner, far):

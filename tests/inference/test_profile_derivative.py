@@ -84,12 +84,12 @@ def test_newton_stops_at_the_rounding_of_the_profile():
 
 
 class _EveryLimitEvaluated(Profile):
-    settle_limits = False
+    newton_shortcuts = False
 
 
 @pytest.mark.parametrize("k,n", [(30, 100), (3, 200), (195, 200), (1, 50), (500, 1000)])
 def test_settled_limits_are_the_roots_without_the_confirming_evaluation(k, n):
-    """``settle_limits`` (the default): a limit is Newton's last step once the steps shrink
+    """``newton_shortcuts`` (the default): a limit is Newton's last step once the steps shrink
     quadratically, not evaluated; it is the root to 1e-12 (exact roots by brentq on the
     binomial R at 1e-15), as the limit that is evaluated, one evaluation fewer per limit."""
     from scipy import optimize, stats
@@ -115,3 +115,49 @@ def test_settled_limits_are_the_roots_without_the_confirming_evaluation(k, n):
         assert b[side] == pytest.approx(root, abs=1e-12, rel=1e-12)
         assert a[side] not in settled._cache  # (returned without being evaluated)
     assert n_settled < n_evaluated
+
+
+def test_newton_step_through_the_bound_evaluates_the_bound():
+    """Where a Newton step from inside the set leaves through the bound, the bound is
+    evaluated next: one-sided at once where R there is below the cut-off (halving towards it
+    took up to ten evaluations), and where it is not, the bound closes the bracket and the
+    limit is the root (brentq on the same R); a bound where the profile is not computable
+    (NaN) is approached by halving, as before."""
+    from scipy import optimize, stats
+
+    cut = stats.chi2.ppf(0.95, 1)
+    # one-sided: a quadratic profile (se 0.05, estimate 0.02), R(0) = 0.16
+    def ll1(v):
+        return -0.5 * ((v - 0.02) / 0.05) ** 2
+
+    kw = dict(bounds=(0.0, 1.0), step=0.05, derivative=lambda v: -(v - 0.02) / 0.05 ** 2)
+    short, halving = Profile("p", 0.02, 0.0, ll1, **kw), _EveryLimitEvaluated("p", 0.02, 0.0,
+                                                                             ll1, **kw)
+    a, b = short.conf_int(), halving.conf_int()
+    assert a.attrs["lower_at_bound"] and b.attrs["lower_at_bound"] and a["lower"] == b["lower"]
+    assert len(short._cache) < len(halving._cache)
+
+    # the crossing just inside the bound, which Newton's slope put beyond it: a quadratic
+    # profile (se 0.3, estimate 0.5: R(1) would be 2.78) with a barrier in the last 1e-3
+    def ll2(v):
+        return -0.5 * ((v - 0.5) / 0.3) ** 2 - 1e3 * max(0.0, v - 0.999) ** 2 / 1e-6
+
+    def dll2(v):
+        return -(v - 0.5) / 0.09 - 2e3 * max(0.0, v - 0.999) / 1e-6
+
+    prof = Profile("v", 0.5, 0.0, ll2, bounds=(0.0, 1.0), step=0.05, derivative=dll2)
+    root = optimize.brentq(lambda v: -2 * ll2(v) - cut, 0.5, 1.0, xtol=1e-15, rtol=1e-15)
+    ci = prof.conf_int()
+    assert not ci.attrs["upper_at_bound"] and 0.999 < root < 1.0
+    assert ci["upper"] == pytest.approx(root, abs=1e-12)
+    assert 1.0 in prof._cache  # (the bound was evaluated)
+
+    # a bound where the profile is not computable: halving, as without the shortcuts
+    def ll3(v):
+        return np.nan if v >= 1.0 else ll2(v)
+
+    a = Profile("v", 0.5, 0.0, ll3, bounds=(0.0, 1.0), step=0.05, derivative=dll2).conf_int()
+    b = _EveryLimitEvaluated("v", 0.5, 0.0, ll3, bounds=(0.0, 1.0), step=0.05,
+                             derivative=dll2).conf_int()
+    assert a["upper"] == pytest.approx(root, abs=1e-12)
+    assert a["upper"] == pytest.approx(b["upper"], abs=1e-12)

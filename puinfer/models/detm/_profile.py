@@ -667,7 +667,7 @@ class _PiProfile(Profile):
 
     # every limit an evaluated point: the search tests R* there for a crossing (and the
     # fit's probe path, the studies of its misses, rest on the points it evaluates)
-    settle_limits = False
+    newton_shortcuts = False
 
     def _limit(self, direction: int, cutoff: float) -> tuple[float, bool]:
         limits = self.__dict__.setdefault("_limits", {})

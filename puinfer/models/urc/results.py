@@ -288,7 +288,7 @@ class URCResults(URCTestsMixin, InformationCriteria, LikelihoodResults):
         # the first step of each limit search: under the joint likelihood the standard error
         # with M profiled out (the fixed-M one, from the field counts alone, can be a tenth of
         # it: with 100 groups of 1e5 rows every search began at R = 0.05, and the 200 limits
-        # took 1,171 evaluations, 578 with this step and Profile.settle_limits; issue 17)
+        # took 1,171 evaluations, 578 with this step and Profile.newton_shortcuts; issue 17)
         cov = self._cov if self._d.joint else None
         var = {} if cov is None else dict(zip(self._free_index, np.diag(cov.to_numpy()),
                                               strict=True))
