@@ -92,7 +92,7 @@ class Profile:
     #: With ``derivative``, two evaluations saved where Newton's steps vouch for them (each
     #: evaluation a constrained fit): a limit is Newton's last step once the steps shrink
     #: quadratically (a step at most a hundredth of the one before, and the next one
-    #: predicted below 1e-12 relative, ``|dv|^3 / |dv_prev|^2``), without the evaluation that
+    #: predicted below 1e-14 relative, ``|dv|^3 / |dv_prev|^2``), without the evaluation that
     #: would only confirm it; and where a Newton step from inside the set leaves through the
     #: bound, the bound is evaluated next (unless the profile is not computable there), not
     #: the points halfway towards it. False: every limit is an evaluated point, and the
@@ -254,12 +254,16 @@ class Profile:
                 far = outer if outer is not None else edge
                 if self.newton_shortcuts and dv_prev is not None and \
                         abs(dv) <= 0.01 * abs(dv_prev) and \
-                        abs(dv) ** 3 <= 1e-12 * scale * dv_prev ** 2 and \
+                        abs(dv) ** 3 <= 1e-14 * scale * dv_prev ** 2 and \
                         min(inner, far) < v_new < max(inner, far):
                     # quadratic convergence (the step a hundredth of the last one or less)
-                    # puts v_new within 1e-12 of the root, |dv|^3 / |dv_prev|^2: returned
-                    # without the evaluation that would confirm it, as
-                    # scipy.optimize.newton returns its last step
+                    # puts v_new about |dv|^3 / |dv_prev|^2 from the root: returned without
+                    # the evaluation that would confirm it, as scipy.optimize.newton returns
+                    # its last step. (1e-14, not 1e-12: where the last step was not yet
+                    # quadratic the estimate is short; 20,000 random binomial and
+                    # exponential profiles, session 64's review: errors up to 1.8e-11 with
+                    # 1e-12, none above 1e-12 with 1e-14, at 11% fewer evaluations than
+                    # evaluating every limit)
                     return float(v_new), False
             elif usable and abs(r - cutoff) <= _R_NOISE * max(1.0, cutoff):
                 # the residual stopped halving at the rounding of R (each value a maximised

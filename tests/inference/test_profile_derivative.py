@@ -87,34 +87,49 @@ class _EveryLimitEvaluated(Profile):
     newton_shortcuts = False
 
 
-@pytest.mark.parametrize("k,n", [(30, 100), (3, 200), (195, 200), (1, 50), (500, 1000)])
-def test_settled_limits_are_the_roots_without_the_confirming_evaluation(k, n):
-    """``newton_shortcuts`` (the default): a limit is Newton's last step once the steps shrink
+_SETTLE_CASES = [(30, 100), (3, 200), (195, 200), (1, 50), (500, 1000)]
+
+
+def _settled_and_evaluated(k, n):
+    """The 95% interval of a binomial proportion with ``newton_shortcuts`` (the default) and
+    without; both profiles."""
+    p_hat, llf, ll, dll = _binomial(k, n)
+    kw = dict(bounds=(1e-9, 1 - 1e-9), step=np.sqrt(p_hat * (1 - p_hat) / n), derivative=dll)
+    settled = Profile("p", p_hat, llf, ll, **kw)
+    evaluated = _EveryLimitEvaluated("p", p_hat, llf, ll, **kw)
+    return settled, settled.conf_int(0.05), evaluated, evaluated.conf_int(0.05)
+
+
+@pytest.mark.parametrize("k,n", _SETTLE_CASES)
+def test_settled_limits_are_the_roots(k, n):
+    """``newton_shortcuts``: a limit is Newton's last step once the steps shrink
     quadratically, not evaluated; it is the root to 1e-12 (exact roots by brentq on the
-    binomial R at 1e-15), as the limit that is evaluated, one evaluation fewer per limit."""
+    binomial R at 1e-15), as the limit that is evaluated."""
     from scipy import optimize, stats
 
-    p_hat, llf, ll, dll = _binomial(k, n)
-    bounds = (1e-9, 1 - 1e-9)
-    se = np.sqrt(p_hat * (1 - p_hat) / n)
-    settled = Profile("p", p_hat, llf, ll, bounds=bounds, step=se, derivative=dll)
-    evaluated = _EveryLimitEvaluated("p", p_hat, llf, ll, bounds=bounds, step=se,
-                                     derivative=dll)
-    a, b = settled.conf_int(0.05), evaluated.conf_int(0.05)
-    n_settled, n_evaluated = len(settled._cache), len(evaluated._cache)
+    p_hat, llf, ll, _ = _binomial(k, n)
+    settled, a, evaluated, b = _settled_and_evaluated(k, n)
     cut = stats.chi2.ppf(0.95, 1)
-
-    def r_minus_cut(p):
-        return 2 * (llf - ll(p)) - cut
-
-    for side, lo, hi in (("lower", bounds[0], p_hat), ("upper", p_hat, bounds[1])):
+    for side, lo, hi in (("lower", 1e-9, p_hat), ("upper", p_hat, 1 - 1e-9)):
+        assert a.attrs[f"{side}_at_bound"] == b.attrs[f"{side}_at_bound"]
         if a.attrs[f"{side}_at_bound"]:
             continue
-        root = optimize.brentq(r_minus_cut, lo, hi, xtol=1e-15, rtol=1e-15)
+        root = optimize.brentq(lambda p: 2 * (llf - ll(p)) - cut, lo, hi, xtol=1e-15,
+                               rtol=1e-15)
         assert a[side] == pytest.approx(root, abs=1e-12, rel=1e-12)
         assert b[side] == pytest.approx(root, abs=1e-12, rel=1e-12)
-        assert a[side] not in settled._cache  # (returned without being evaluated)
-    assert n_settled < n_evaluated
+    assert len(settled._cache) <= len(evaluated._cache)
+
+
+def test_settled_limits_save_evaluations():
+    """Over the cases above, most limits are returned without being evaluated, and the
+    searches take fewer evaluations than with every limit evaluated."""
+    n_settled = n_fewer = 0
+    for k, n in _SETTLE_CASES:
+        settled, a, evaluated, _ = _settled_and_evaluated(k, n)
+        n_settled += sum(a[s] not in settled._cache for s in ("lower", "upper"))
+        n_fewer += len(evaluated._cache) - len(settled._cache)
+    assert n_settled >= 5 and n_fewer >= 5
 
 
 def test_newton_step_through_the_bound_evaluates_the_bound():

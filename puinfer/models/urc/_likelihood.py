@@ -726,6 +726,15 @@ class _Problem:
         the constraint leaves free at the bound."""
         return self._interior(t) and np.isfinite(self.decrement())
 
+    def keeps_modified_run(self, t) -> bool:
+        """Whether a converged run that was allowed modified steps ends at ``t`` where it is
+        kept: the Hessian on the face negative definite there (where it is not, modified
+        Newton also stops at a stationary point without a step, which plain Newton refused:
+        session 64's review), and inside the simplices if it took a modified step."""
+        if self.n_modified:
+            return self.strict_interior_maximum(t)
+        return bool(np.isfinite(self.decrement()))
+
     def _interior(self, t) -> bool:
         """Whether no component of ``t`` that the constraint leaves free is at the bound."""
         return bool(np.all(t[~self._fixed[: t.size]] > _FREE_MIN))
@@ -883,7 +892,7 @@ def _warm_newton(d: Data, con: Constraint, P0, M0, prob: _Problem | None = None,
     """Newton alone from the start values ``(P0, M0)``: the maximum it converged to, or None.
     ``modify``: modified Newton steps where the Hessian on the face is indefinite (the same
     run where it never is); a run that took any is kept only if it ends at a strict local
-    maximum inside the simplices (:meth:`_Problem.strict_interior_maximum`)."""
+    maximum inside the simplices (:meth:`_Problem.keeps_modified_run`)."""
     prob = prob or _Problem(d, con, P0.shape[0], P0.shape[1], M0.shape[1])
     f0 = objective(P0, M0, d)
     if not np.isfinite(f0):
@@ -897,7 +906,7 @@ def _warm_newton(d: Data, con: Constraint, P0, M0, prob: _Problem | None = None,
         return None
     finally:
         prob.interior_only = False
-    if not ok or (prob.n_modified and not prob.strict_interior_maximum(prob.pack(P, M))):
+    if not ok or (modify and not prob.keeps_modified_run(prob.pack(P, M))):
         return None
     conv = ConvergenceInfo(True, nit, "Newton (warm start)", "", np.asarray([f0, *ntrace]),
                            gnorm)

@@ -390,6 +390,7 @@ def test_limit_search_steps_by_the_standard_error_with_m_profiled_out(grouped):
         prof = grouped.profile(g)
         se = np.sqrt(cov.loc[(g, 1), (g, 1)])
         assert prof.step == pytest.approx(se, rel=1e-12)
+        assert grouped.profile(g, 0).step == prof.step  # (class 0: one minus class 1)
         assert lik.approx_se(grouped._P[g], grouped._Mhat, grouped._d.F[g], 1) < 0.7 * se
         ci = prof.conf_int(0.05)
         plain = Profile("p", prof.estimate, prof.llf_max, prof._loglik_at, bounds=(0.0, 1.0),
@@ -424,6 +425,16 @@ def test_modified_newton_from_the_predicted_start_where_the_hessian_is_indefinit
     assert prob.strict_interior_maximum(_theta(e))
     ref = lik.maximize(d, con, start=(est.P, est.M), options=ridge._record.options)
     assert e.objective == pytest.approx(ref.objective, abs=1e-7)
+    # the profile itself takes it: no search from the maximum at that point
+    fresh = pickle.loads(pickle.dumps(ridge)).profile(0)
+    calls = []
+    real = lik.maximize
+    try:
+        lik.maximize = lambda *a, **k: calls.append(1) or real(*a, **k)
+        assert fresh.loglik(v) == pytest.approx(e.objective + d.const, abs=1e-7)
+    finally:
+        lik.maximize = real
+    assert calls == []
     # (along the ridge, curvature ~50, Newton's stop at a decrement of 1e-10 leaves about
     # sqrt(1e-10 / 50) = 1.4e-6 of slack in either run)
     assert_allclose(_theta(e), _theta(ref), atol=1e-5)
@@ -454,3 +465,26 @@ def test_a_modified_newton_run_is_abandoned_at_the_bound(grouped):
     prob = lik._Problem(d, con, *P0.shape, M0.shape[1])
     lik._warm_newton(d, con, P0, M0, prob, modify=True)
     assert prob.modify is False
+
+
+def test_a_run_allowed_modified_steps_is_kept_only_at_a_negative_definite_hessian(grouped):
+    """Modified Newton also reports convergence at a stationary point where the Hessian on
+    the face is not negative definite (no step taken, so no modified step counted), which
+    plain Newton refused: such an end is not kept (session 64's review). At the estimate
+    (negative definite) a run without modified steps is kept; with the Hessian's sign
+    flipped it is not, and a run with a modified step needs the point inside the
+    simplices too."""
+    d, est = grouped._d, grouped._record.estimate
+    prob = lik._Problem(d, lik.Constraint(), *est.P.shape, est.M.shape[1])
+    t = _theta(est)
+    f, g, H = prob.fun(t, 2)
+    prob.track(t, lik._FREE_MIN)
+    prob.tangent(t, g)
+    prob.n_modified = 0
+    assert prob.keeps_modified_run(t)
+    prob.n_modified = 1
+    assert prob.keeps_modified_run(t) == prob._interior(t)
+    prob.last_gH = (g, -H)
+    for n in (0, 1):
+        prob.n_modified = n
+        assert not prob.keeps_modified_run(t)
