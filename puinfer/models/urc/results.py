@@ -288,7 +288,7 @@ class URCResults(URCTestsMixin, InformationCriteria, LikelihoodResults):
         # the first step of each limit search: under the joint likelihood the standard error
         # with M profiled out (the fixed-M one, from the field counts alone, can be a tenth of
         # it: with 100 groups of 1e5 rows every search began at R = 0.05, and the 200 limits
-        # took 1,171 evaluations, 578 with this step and Profile.newton_shortcuts; issue 17)
+        # took 1,171 evaluations, 611 with this step and Profile.newton_shortcuts; issue 17)
         cov = self._cov if self._d.joint else None
         var = {} if cov is None else dict(zip(self._free_index, np.diag(cov.to_numpy()),
                                               strict=True))
@@ -297,9 +297,9 @@ class URCResults(URCTestsMixin, InformationCriteria, LikelihoodResults):
                 ll = lik.profile_loglik(self._d, rec.estimate, g, j, self.llf_penalized,
                                         rec.options, curvature)
                 # (binary: class 0's rate is one minus class 1's, the same error)
-                step = np.sqrt(var.get((g, j if P.shape[1] > 2 else 1), np.nan))
-                if not step > 0:
-                    step = lik.approx_se(P[g], self._Mhat, self._d.F[g], j)
+                v_gj = var.get((g, j if P.shape[1] > 2 else 1), np.nan)
+                step = np.sqrt(v_gj) if v_gj > 0 else \
+                    lik.approx_se(P[g], self._Mhat, self._d.F[g], j)
                 out[g, j] = Profile(f"p[{self._groups[g]}, {self.model.classes[j]}]", P[g, j],
                                     self.llf_penalized, ll.loglik_at, bounds=(0.0, 1.0),
                                     step=step, derivative=ll.slope)
