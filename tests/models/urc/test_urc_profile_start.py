@@ -407,7 +407,8 @@ def ridge():
     return _grouped_fit(2026, 2000, 50, 100_000, 0.05)
 
 
-def test_modified_newton_from_the_predicted_start_where_the_hessian_is_indefinite(ridge):
+def test_modified_newton_from_the_predicted_start_where_the_hessian_is_indefinite(ridge,
+                                                                                  monkeypatch):
     """At the predicted start of group 0's upper limit the Hessian on the face is indefinite
     (along the ridge): Newton stopped at once and the search from the maximum ran (EM along
     the ridge; with 100 groups of 1e5 rows 147 of the intervals' 578 evaluations, half their
@@ -429,11 +430,8 @@ def test_modified_newton_from_the_predicted_start_where_the_hessian_is_indefinit
     fresh = pickle.loads(pickle.dumps(ridge)).profile(0)
     calls = []
     real = lik.maximize
-    try:
-        lik.maximize = lambda *a, **k: calls.append(1) or real(*a, **k)
-        assert fresh.loglik(v) == pytest.approx(e.objective + d.const, abs=1e-7)
-    finally:
-        lik.maximize = real
+    monkeypatch.setattr(lik, "maximize", lambda *a, **k: calls.append(1) or real(*a, **k))
+    assert fresh.loglik(v) == pytest.approx(e.objective + d.const, abs=1e-7)
     assert calls == []
     # (along the ridge, curvature ~50, Newton's stop at a decrement of 1e-10 leaves about
     # sqrt(1e-10 / 50) = 1.4e-6 of slack in either run)
