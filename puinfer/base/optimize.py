@@ -22,7 +22,10 @@ __all__ = ["newton_maximize", "squarem"]
 def _ascent_direction(g: np.ndarray, H: np.ndarray, modify: bool = True):
     """Newton direction ``-H^{-1} g`` if ``H`` is negative definite, else (``modify``) a
     modified Newton direction with the eigenvalues of ``H`` replaced by ``-max(|ev|, eps)``
-    (always ascent), or None."""
+    (always ascent), or None. A structured ``H`` (not an array: see :func:`newton_maximize`'s
+    ``fun``) computes the same itself."""
+    if not isinstance(H, np.ndarray):
+        return H.ascent_direction(g, modify)
     if not H.size:
         return np.zeros_like(g, dtype=float), True
     # LAPACK potrf + potrs, as scipy.linalg.cho_factor / cho_solve call them (the same
@@ -80,7 +83,11 @@ def newton_maximize(fun: Callable, x0, *, maxiter: int = 200, tol: float = 1e-10
     ----------
     fun : callable
         ``fun(x, order)`` returns ``f`` for ``order=0`` and ``(f, g, H)`` for ``order=2``
-        (value, gradient, Hessian). ``f = -inf`` marks an infeasible point.
+        (value, gradient, Hessian). ``f = -inf`` marks an infeasible point. With ``tangent``
+        the Hessian may be a structured object instead of an array (URC's arrow matrix,
+        :class:`puinfer.models.urc._face.BlockHessian`): ``H.reduce(T)`` returns ``T' H T``
+        as an array or as an object whose ``ascent_direction(g, modify)`` returns what
+        ``_ascent_direction`` returns for the array (the Newton or modified direction).
     x0 : array_like
         Start.
     maxiter : int
@@ -252,7 +259,10 @@ def _reduce(tangent, x, g, H):
     if T.shape[1] == 0:
         return None, None, None, (True, "no free parameters")
     Tt = T.T
-    return T, np.asarray(Tt @ g).ravel(), np.asarray(Tt @ np.asarray(Tt @ H).T), None
+    gr = np.asarray(Tt @ g).ravel()
+    if not isinstance(H, np.ndarray):  # a structured Hessian reduces itself (see fun)
+        return T, gr, H.reduce(T), None
+    return T, gr, np.asarray(Tt @ np.asarray(Tt @ H).T), None
 
 
 def _line_search(fun, x, f, dx, dec, feasible, armijo, slack, shrink, min_step,

@@ -50,10 +50,12 @@ from scipy import linalg, sparse, special, stats
 from ...base.optimize import _ascent_direction, newton_maximize, squarem
 from ...base.results import ConvergenceInfo, ReadOnlyArrays, readonly
 from ...inference.hypothesis import chisq_gof
+from ._face import BlockHessian, PairBasis, face_hessian
 
 __all__ = ["Data", "Constraint", "Estimate", "FitOptions", "objective", "em_step", "grad_p",
-           "grad_hess", "tangent", "maximize", "ModeCurvature", "ProfileLoglik", "profile_loglik",
-           "approx_se", "base_rate_cov", "gof_test", "group_fits", "BOUNDARY", "ROW_TOL"]
+           "grad_hess", "grad_hess_blocks", "tangent", "maximize", "ModeCurvature",
+           "ProfileLoglik", "profile_loglik", "approx_se", "base_rate_cov", "gof_test",
+           "group_fits", "BOUNDARY", "ROW_TOL"]
 
 ROW_TOL = 1e-6        # rows of class probabilities must sum to 1 within this
 BOUNDARY = 1e-6       # base rates closer than this to 0 or 1 are on the boundary
@@ -339,6 +341,13 @@ def _grad_p(W, P, M, d: Data) -> np.ndarray:
 
 def grad_hess(P, M, d: Data):
     """Gradient and Hessian of the objective in ``theta = (vec P, vec M)`` (unconstrained)."""
+    g, H = grad_hess_blocks(P, M, d)
+    return g, H.dense()
+
+
+def grad_hess_blocks(P, M, d: Data):
+    """:func:`grad_hess` with the Hessian by blocks (a :class:`~._face.BlockHessian`: no
+    ``P`` block outside the groups' diagonal ones is nonzero)."""
     G, k = P.shape
     A = M.shape[1]
     Q = P @ M
@@ -354,36 +363,21 @@ def grad_hess(P, M, d: Data):
             HPP[:, np.arange(k), np.arange(k)] -= np.where(sp > 0, sp / P ** 2, 0.0)
     if d.active_penalty is not None:
         HPP = HPP + d.active_penalty.grad_hess(P)[1]
-    n = G * k + k * A
-    H = np.zeros((n, n))
-    H[_block_diagonal(G, k)] = HPP
-    if d.joint:
-        with np.errstate(divide="ignore", invalid="ignore"):
-            Ll = d.L_lik
-            gM = P.T @ W + np.where(Ll > 0, Ll / M, 0.0)
-            lab2 = np.where(Ll > 0, Ll / M ** 2, 0.0)
-        HPM = (np.eye(k)[None, :, :, None] * W[:, None, None, :]
-               - M[None, :, None, :] * P[:, None, :, None] * W2[:, None, None, :])
-        T1 = -np.einsum("gi,gj,ga->iaj", P, P, W2)
-        HMM = np.einsum("iaj,ab->iajb", T1, np.eye(A))
-        HMM[np.arange(k)[:, None], np.arange(A)[None, :], np.arange(k)[:, None],
-            np.arange(A)[None, :]] -= lab2
-        H[:G * k, G * k:] = HPM.reshape(G * k, k * A)
-        H[G * k:, :G * k] = H[:G * k, G * k:].T
-        H[G * k:, G * k:] = HMM.reshape(k * A, k * A)
-    else:
-        gM = np.zeros_like(M)
-    return np.concatenate([gP.ravel(), gM.ravel()]), H
-
-
-@functools.lru_cache(maxsize=32)
-def _block_diagonal(G: int, k: int) -> tuple:
-    """Row and column indices of the ``G`` diagonal ``k x k`` blocks of ``P``'s Hessian (built
-    once per shape: every Newton iteration assembles the Hessian)."""
-    r = np.arange(G)[:, None, None] * k + np.arange(k)[None, :, None]
-    c = np.arange(G)[:, None, None] * k + np.arange(k)[None, None, :]
-    r.flags.writeable = c.flags.writeable = False
-    return r, c
+    if not d.joint:
+        return np.concatenate([gP.ravel(), np.zeros(k * A)]), BlockHessian(HPP, None, None,
+                                                                           k * A)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        Ll = d.L_lik
+        gM = P.T @ W + np.where(Ll > 0, Ll / M, 0.0)
+        lab2 = np.where(Ll > 0, Ll / M ** 2, 0.0)
+    HPM = (np.eye(k)[None, :, :, None] * W[:, None, None, :]
+           - M[None, :, None, :] * P[:, None, :, None] * W2[:, None, None, :])
+    T1 = -np.einsum("gi,gj,ga->iaj", P, P, W2)
+    HMM = np.einsum("iaj,ab->iajb", T1, np.eye(A))
+    HMM[np.arange(k)[:, None], np.arange(A)[None, :], np.arange(k)[:, None],
+        np.arange(A)[None, :]] -= lab2
+    return (np.concatenate([gP.ravel(), gM.ravel()]),
+            BlockHessian(HPP, HPM.reshape(G, k, k * A), HMM.reshape(k * A, k * A), k * A))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -427,49 +421,6 @@ def _simplex_columns(V, Gr, allowed, offsets):
     cols = np.concatenate([np.repeat(col, ncopy), np.repeat(col, ncopy)])
     vals = np.concatenate([np.ones(ncol * ncopy), -np.ones(ncol * ncopy)])
     return rows, cols, vals, ncol
-
-
-class PairBasis:
-    """A tangent basis ``T`` (n_theta x n_free) whose column ``c`` is ``e[plus[c]] -
-    e[minus[c]]`` (mass moved between two components of one simplex): :func:`tangent`'s basis
-    where no simplex block is shared by several rows of ``theta``. ``T' x`` is ``x[plus] -
-    x[minus]`` and ``T d`` two ``bincount`` sums, the same terms in the same order as the
-    sparse products (issue 17: building and multiplying the ``scipy.sparse`` basis was 40%
-    of the time of the URC profile intervals); ``.T`` is the transpose (:class:`_PairBasisT`).
-    """
-
-    def __init__(self, n: int, plus: np.ndarray, minus: np.ndarray):
-        self.plus, self.minus = plus, minus
-        self.shape = (n, plus.size)
-
-    @property
-    def T(self):
-        return _PairBasisT(self)
-
-    def __matmul__(self, d):
-        n = self.shape[0]
-        return np.bincount(self.plus, d, n) - np.bincount(self.minus, d, n)
-
-    def toarray(self) -> np.ndarray:
-        out = np.zeros(self.shape)
-        col = np.arange(self.shape[1])
-        out[self.plus, col] = 1.0
-        out[self.minus, col] = -1.0
-        return out
-
-
-class _PairBasisT:
-    """The transpose of a :class:`PairBasis`: ``T' x = x[plus] - x[minus]`` (rows of ``x``)."""
-
-    def __init__(self, basis: PairBasis):
-        self.basis = basis
-        self.shape = basis.shape[::-1]
-
-    def __matmul__(self, x):
-        return x[self.basis.plus] - x[self.basis.minus]
-
-    def tocsr(self):
-        return self
 
 
 def tangent(P, M, d: Data, con: Constraint, grad, *, pairs: bool = False, hold=None):
@@ -565,7 +516,7 @@ class _Problem:
         f = objective(P, M, self.d)
         if order == 0:
             return f
-        g, H = grad_hess(P, M, self.d)
+        g, H = grad_hess_blocks(P, M, self.d)
         self.last_gH = (g, H)
         return f, g, H
 
@@ -582,8 +533,8 @@ class _Problem:
         low = (t <= _FREE_MIN) & ~self._fixed  # (what the tangent may release)
         hold = None
         while T is not None and T.shape[1] and np.any(low) and self.last_gH is not None:
-            gr, Hr = _reduced(T, g, self.last_gH[1])
-            step, _ = _ascent_direction(gr, -Hr, self.modify)
+            step, _ = _ascent_direction(T.T @ g, face_hessian(T, self.last_gH[1]),
+                                        self.modify)
             if step is None:
                 break
             down = low & (np.asarray(T @ step).ravel() < 0)
@@ -742,11 +693,9 @@ class _Problem:
     def decrement(self):
         """Newton decrement at the last point where the Hessian was evaluated."""
         (g, H), T = self.last_gH, self.last_T
-        gr, Hr = _reduced(T, g, H)
-        try:
-            return float(gr @ linalg.cho_solve(linalg.cho_factor(Hr, lower=True), gr))
-        except linalg.LinAlgError:
-            return np.inf
+        gr = T.T @ g
+        step, newton = _ascent_direction(gr, face_hessian(T, H), modify=False)
+        return float(gr @ step) if newton else np.inf
 
 
 class _LeftInterior(Exception):

@@ -482,7 +482,7 @@ def test_a_run_allowed_modified_steps_is_kept_only_at_a_negative_definite_hessia
     assert prob.keeps_modified_run(t)
     prob.n_modified = 1
     assert prob.keeps_modified_run(t) == prob._interior(t)
-    prob.last_gH = (g, -H)
+    prob.last_gH = (g, -H)  # (the Hessian by blocks: BlockHessian.__neg__)
     for n in (0, 1):
         prob.n_modified = n
         assert not prob.keeps_modified_run(t)
