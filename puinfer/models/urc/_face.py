@@ -18,7 +18,9 @@ from scipy.linalg import lapack
 
 from ...base.optimize import _ascent_direction
 
-__all__ = ["PairBasis", "BlockHessian", "FaceHessian", "face_hessian"]
+__all__ = ["PairBasis", "BlockHessian", "FaceHessian", "face_hessian", "DENSE_MAX_DIM"]
+
+DENSE_MAX_DIM = 1500  # dense Newton steps (another basis, a modified step) up to this size
 
 
 class PairBasis:
@@ -175,14 +177,14 @@ class FaceHessian:
     def ascent_direction(self, g, modify: bool = True):
         """The Newton direction ``-(T'HT)^{-1} g`` and True where ``T'HT`` is negative
         definite; else (``modify``) the modified direction of the dense matrix and False, or
-        (None, False)."""
+        (None, False) (also where the dense matrix would exceed :data:`DENSE_MAX_DIM`)."""
         g = np.asarray(g, dtype=float)
         if self._last is None or not np.array_equal(self._last[0], g):
             self._last = (g, self._newton(g))  # (the active set's check asks first)
         d = self._last[1]
         if d is not None:
             return d, True
-        if not modify:
+        if not modify or self.shape[0] > DENSE_MAX_DIM:
             return None, False
         return _ascent_direction(g, self.dense(), True)
 

@@ -50,7 +50,7 @@ from scipy import linalg, sparse, special, stats
 from ...base.optimize import _ascent_direction, newton_maximize, squarem
 from ...base.results import ConvergenceInfo, ReadOnlyArrays, readonly
 from ...inference.hypothesis import chisq_gof
-from ._face import BlockHessian, PairBasis, face_hessian
+from ._face import DENSE_MAX_DIM, BlockHessian, PairBasis, face_hessian
 
 __all__ = ["Data", "Constraint", "Estimate", "FitOptions", "objective", "em_step", "grad_p",
            "grad_hess", "grad_hess_blocks", "tangent", "maximize", "ModeCurvature",
@@ -62,7 +62,6 @@ BOUNDARY = 1e-6       # base rates closer than this to 0 or 1 are on the boundar
 _FREE_MIN = 1e-10     # components below this are treated as on the boundary by Newton
 _AT_BOUND = 1e-11     # where Newton's step onto a bound leaves a component (not 0: EM could
                       # never raise it again)
-_NEWTON_MAX_DIM = 1500  # dense Newton up to this many free parameters
 _NEWTON_MAXITER = 50
 _EM_FIRST = 100       # EM cycles before Newton takes over
 _EM_WARM = 10         # ... after a warm start that Newton alone could not finish
@@ -425,10 +424,11 @@ def _simplex_columns(V, Gr, allowed, offsets):
 
 def tangent(P, M, d: Data, con: Constraint, grad, *, pairs: bool = False, hold=None):
     """Basis of the feasible directions (simplex constraints, fixed entries, the active set),
-    as a sparse matrix ``T`` (n_theta x n_free), or None when there are too many free
-    parameters for the dense Newton step. ``pairs``: a :class:`PairBasis` instead where every
-    column moves mass between two components (no simplex shared by several rows of ``P``, as
-    under equal or pooled base rates): the same basis, faster products. ``hold``: a boolean
+    as a sparse matrix ``T`` (n_theta x n_free), or None when there are more than
+    :data:`~._face.DENSE_MAX_DIM` free parameters for the dense Newton step. ``pairs``: a
+    :class:`PairBasis` instead where every column moves mass between two components (unless
+    a simplex is shared by several rows of ``P``, as under equal or pooled base rates): the
+    same basis, faster products, and Newton's step on it by blocks at any size. ``hold``: a boolean
     mask over ``theta`` of components at the bound that are not released whatever their
     gradient (see :meth:`_Problem.tangent`)."""
     G, k = P.shape
@@ -457,14 +457,15 @@ def tangent(P, M, d: Data, con: Constraint, grad, *, pairs: bool = False, hold=N
         cols.append(c + ncol)
         vals.append(v)
         ncol += nc
-    if ncol > _NEWTON_MAX_DIM:
-        return None
     if ncol == 0:
         return sparse.csr_matrix((n, 0))
     if pairs and all(r.size == 2 * nc for r, _, _, nc in parts):  # one copy of each block
+        # (no limit: Newton's step on this basis costs O(G), see _face)
         plus = np.concatenate([r[:nc] for r, _, _, nc in parts])
         minus = np.concatenate([r[nc:] for r, _, _, nc in parts])
         return PairBasis(n, plus, minus)
+    if ncol > DENSE_MAX_DIM:
+        return None
     return sparse.csr_matrix((np.concatenate(vals), (np.concatenate(rows),
                                                      np.concatenate(cols))), shape=(n, ncol))
 

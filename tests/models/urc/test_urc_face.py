@@ -1,0 +1,202 @@
+"""URC's Newton step on the face by blocks (:mod:`puinfer.models.urc._face`, issue 17, session
+65): the arrow matrix's reduction is the dense ``T' H T``, its Schur-complement step the dense
+Cholesky step, its verdict on negative definiteness the dense one, and fits and profiles never
+assemble the dense Hessian where the step exists."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import puinfer as pu
+from puinfer.base.optimize import _ascent_direction
+from puinfer.models.urc import _likelihood as lik
+from puinfer.models.urc._face import BlockHessian, FaceHessian, PairBasis
+from puinfer.simulate.urc import simulate_urc
+
+
+def _problems(n, seed=1):
+    """Random histograms, points (some with a base rate at 0) and constraints, with the
+    gradient and both Hessians there and the pair basis of the face."""
+    rng = np.random.default_rng(seed)
+    out = []
+    while len(out) < n:
+        G, k, A = (int(v) for v in rng.integers([1, 2, 2], [7, 5, 5]))
+        P = rng.dirichlet(np.ones(k), size=G)
+        M = rng.dirichlet(np.ones(A), size=k)
+        if rng.random() < 0.5:
+            P[rng.integers(G), rng.integers(k)] = 0.0
+            P /= P.sum(axis=1, keepdims=True)
+        L = rng.integers(1, 30, size=(k, A)).astype(float)
+        d = lik.Data(L=L, F=rng.integers(0, 50, size=(G, A)).astype(float),
+                     pi_lab=L.sum(axis=1) / L.sum(), joint=bool(rng.integers(2)),
+                     strength=float(rng.choice([0.0, 1.0])))
+        con = lik.Constraint() if rng.random() < 0.5 else lik.Constraint(
+            "entry", group=int(rng.integers(G)), cls=int(rng.integers(k)), v=0.3)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            g, Hb = lik.grad_hess_blocks(P, M, d)
+            H = Hb.dense()
+        T = lik.tangent(P, M, d, con, g, pairs=True)
+        if T is None or T.shape[1] == 0 or not np.all(np.isfinite(H)):
+            continue
+        out.append((g, Hb, H, T))
+    return out
+
+
+PROBLEMS = _problems(400)
+
+
+def _dense_face(T, H):
+    Tt = T.T
+    return np.asarray(Tt @ np.asarray(Tt @ H).T)
+
+
+def test_block_hessian_is_grad_hess():
+    """The blocks assembled are :func:`grad_hess`'s Hessian, and the gradient the same."""
+    rec = _record()
+    d, est = rec.data, rec.estimate
+    g, Hb = lik.grad_hess_blocks(est.P, est.M, d)
+    g2, H = lik.grad_hess(est.P, est.M, d)
+    assert np.array_equal(g, g2) and np.array_equal(Hb.dense(), H)
+    # (the P rows of different groups do not interact: the dense matrix's only P blocks are
+    # the diagonal ones the blocks hold)
+    G, k = est.P.shape
+    HPP = H[:G * k, :G * k].reshape(G, k, G, k)
+    off = ~np.eye(G, dtype=bool)
+    assert np.all(HPP.transpose(0, 2, 1, 3)[off] == 0.0)
+
+
+def test_face_hessian_is_the_dense_reduction():
+    """On 400 random faces (k up to 4, joint and fixed, free and entry constraints, groups
+    with different numbers of free columns), the arrow matrix is ``T' H T``."""
+    nb = set()
+    for _, Hb, H, T in PROBLEMS:
+        assert isinstance(T, PairBasis)
+        face = Hb.reduce(T)
+        assert isinstance(face, FaceHessian)
+        ref = _dense_face(T, H)
+        np.testing.assert_allclose(face.dense(), ref, rtol=1e-13,
+                                   atol=1e-13 * np.abs(ref).max())
+        nb.add(face.D.shape[1])
+    assert nb >= {0, 1, 2, 3}  # (no free P column, and padded blocks of every size)
+
+
+def test_schur_step_is_the_dense_step():
+    """The Schur-complement step and verdict are the dense Cholesky step's (and for the
+    Hessian's negative, the dense modified step), where the reduced Hessian is not singular
+    to rounding (condition number below 1e8; the verdict on a singular matrix is rounding)."""
+    counts = {True: 0, False: 0}
+    for g, Hb, H, T in PROBLEMS:
+        gr = T.T @ g
+        for sign in (1.0, -1.0):
+            ref_H = sign * _dense_face(T, H)
+            ev = np.abs(np.linalg.eigvalsh(ref_H))
+            if ev.max() > 1e8 * ev.min():
+                continue
+            face = (Hb if sign > 0 else -Hb).reduce(T)
+            for modify in (False, True):
+                d0, ok0 = _ascent_direction(gr, ref_H, modify)
+                d1, ok1 = _ascent_direction(gr, face, modify)
+                assert ok0 == ok1
+                assert (d0 is None) == (d1 is None)
+                if d0 is not None:
+                    np.testing.assert_allclose(d1, d0, rtol=0,
+                                               atol=1e-8 * np.abs(d0).max())
+            counts[ok0] += 1
+    assert counts[True] > 100 and counts[False] > 100
+
+
+def test_reduce_of_another_basis_is_the_dense_product():
+    """A basis that is not a pair basis (equal base rates: the groups share one simplex) gets
+    the dense product."""
+    rec = _record()
+    d, est = rec.data, rec.estimate
+    g, Hb = lik.grad_hess_blocks(est.P, est.M, d)
+    T = lik.tangent(est.P, est.M, d, lik.Constraint("equal"), g, pairs=True)
+    assert not isinstance(T, PairBasis)
+    out = Hb.reduce(T)
+    assert isinstance(out, np.ndarray)
+    np.testing.assert_array_equal(out, _dense_face(T, Hb.dense()))
+
+
+def _record(G=6):
+    rng = np.random.default_rng(11)
+    sim = simulate_urc(n_lab=300, n_field=[700] * G, lab_base_rates=0.5,
+                       field_base_rate=list(np.linspace(0.1, 0.8, G)), separation=1.5, rng=rng)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = pu.URC(sim.lab_pred, sim.lab_y).fit(sim.field_pred, groups=sim.field_group)
+    return res._record
+
+
+def test_fits_and_intervals_take_newton_steps_by_blocks(monkeypatch):
+    """A joint fit of 30 groups and its 30 profile intervals (the fixed likelihood's are the
+    groups' own one-group problems) assemble the dense Hessian only for
+    :func:`grad_hess` (the joint likelihood's covariance and profile paths: once per fit),
+    never for
+    a Newton step (its Hessian on the face is negative definite throughout, so no modified
+    step needs the dense matrix either); and the dense steps (as before session 65) give the
+    same intervals."""
+    rng = np.random.default_rng(5)
+    G = 30
+    sim = simulate_urc(n_lab=2000, n_field=[2000] * G, lab_base_rates=0.5,
+                       field_base_rate=list(np.linspace(0.1, 0.7, G)), separation=1.5,
+                       rng=rng)
+    model = pu.URC(sim.lab_pred, sim.lab_y)
+    calls = {"dense": 0, "grad_hess": 0, "reduce": 0}
+    dense, grad_hess, reduce = BlockHessian.dense, lik.grad_hess, BlockHessian.reduce
+
+    def counted_reduce(self, T):
+        calls["reduce"] += isinstance(T, PairBasis)
+        return reduce(self, T)
+
+    def counted_dense(self):
+        calls["dense"] += 1
+        return dense(self)
+
+    def counted_grad_hess(*args):
+        calls["grad_hess"] += 1
+        return grad_hess(*args)
+
+    def fail(self):
+        raise AssertionError("a modified step")
+
+    monkeypatch.setattr(BlockHessian, "dense", counted_dense)
+    monkeypatch.setattr(BlockHessian, "reduce", counted_reduce)
+    monkeypatch.setattr(lik, "grad_hess", counted_grad_hess)
+    monkeypatch.setattr(FaceHessian, "dense", fail)
+    got = model.fit(sim.field_pred, groups=sim.field_group, likelihood="joint").conf_int()
+    assert calls["dense"] == calls["grad_hess"] and calls["reduce"] > 10 * G
+    monkeypatch.undo()
+    monkeypatch.setattr(BlockHessian, "reduce", lambda self, T: _dense_face(T, self.dense()))
+    ref = model.fit(sim.field_pred, groups=sim.field_group, likelihood="joint").conf_int()
+    np.testing.assert_allclose(got.to_numpy(), ref.to_numpy(), rtol=0, atol=1e-8)
+
+
+@pytest.mark.parametrize("likelihood", ["fixed", "joint"])
+def test_newton_at_more_free_parameters_than_a_dense_step_takes(likelihood):
+    """1,600 groups (more free parameters than ``DENSE_MAX_DIM``): Newton by blocks finishes
+    the fit (before session 65 it was refused there and EM ran alone), and under the fixed
+    likelihood, where the groups are separate problems, each group's base rate is that
+    group's own maximum."""
+    from puinfer.models.urc._face import DENSE_MAX_DIM
+
+    rng = np.random.default_rng(3)
+    G, m = 1600, 200
+    rates = rng.uniform(0.1, 0.7, G)
+    y = rng.random(G * m) < np.repeat(rates, m)
+    x = 1.0 / (1.0 + np.exp(-1.5 * ((2 * y - 1) * 0.75 + rng.standard_normal(G * m))))
+    sim = simulate_urc(n_lab=1000, n_field=1, separation=1.5, rng=rng)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = pu.URC(sim.lab_pred, sim.lab_y).fit(x, groups=np.repeat(np.arange(G), m),
+                                                  likelihood=likelihood)
+    rec = res._record
+    assert G > DENSE_MAX_DIM
+    assert rec.estimate.convergence.converged
+    assert "Newton" in rec.estimate.convergence.method
+    if likelihood == "fixed":
+        d = rec.data
+        for g in rng.choice(G, 20, replace=False):
+            own = lik.maximize(d.group(int(g)))
+            np.testing.assert_allclose(rec.estimate.P[g], own.P[0], rtol=0, atol=1e-9)
