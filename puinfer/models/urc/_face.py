@@ -21,6 +21,9 @@ from ...base.optimize import _ascent_direction
 __all__ = ["PairBasis", "BlockHessian", "FaceHessian", "face_hessian", "DENSE_MAX_DIM"]
 
 DENSE_MAX_DIM = 1500  # dense Newton steps (another basis, a modified step) up to this size
+FACE_MIN_DIM = 128    # ... and the dense step below this size: assembling the arrow matrix costs
+#                       more than the dense product and Cholesky factor there (about 60 against
+#                       15 us on a few groups; the same near 128 free parameters, k = 2, 3, 4)
 
 
 class PairBasis:
@@ -116,9 +119,10 @@ class BlockHessian:
         return H
 
     def reduce(self, T):
-        """``T' H T``: a :class:`FaceHessian` for a :class:`PairBasis` ``T``, else an array
-        (the product :func:`~puinfer.base.optimize.newton_maximize` forms)."""
-        if not isinstance(T, PairBasis):
+        """``T' H T``: a :class:`FaceHessian` for a :class:`PairBasis` ``T`` with more than
+        :data:`FACE_MIN_DIM` columns, else an array (the product
+        :func:`~puinfer.base.optimize.newton_maximize` forms)."""
+        if not isinstance(T, PairBasis) or T.shape[1] <= FACE_MIN_DIM:
             Tt = T.T.tocsr()
             return np.asarray(Tt @ np.asarray(Tt @ self.dense()).T)
         if self._face[0] is not T:

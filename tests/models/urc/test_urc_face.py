@@ -10,6 +10,7 @@ import pytest
 
 import puinfer as pu
 from puinfer.base.optimize import _ascent_direction
+from puinfer.models.urc import _face
 from puinfer.models.urc import _likelihood as lik
 from puinfer.models.urc._face import BlockHessian, FaceHessian, PairBasis
 from puinfer.simulate.urc import simulate_urc
@@ -72,8 +73,7 @@ def test_face_hessian_is_the_dense_reduction():
     nb = set()
     for _, Hb, H, T in PROBLEMS:
         assert isinstance(T, PairBasis)
-        face = Hb.reduce(T)
-        assert isinstance(face, FaceHessian)
+        face = FaceHessian(Hb, T)
         ref = _dense_face(T, H)
         np.testing.assert_allclose(face.dense(), ref, rtol=1e-13,
                                    atol=1e-13 * np.abs(ref).max())
@@ -93,7 +93,7 @@ def test_schur_step_is_the_dense_step():
             ev = np.abs(np.linalg.eigvalsh(ref_H))
             if ev.max() > 1e8 * ev.min():
                 continue
-            face = (Hb if sign > 0 else -Hb).reduce(T)
+            face = FaceHessian(Hb if sign > 0 else -Hb, T)
             for modify in (False, True):
                 d0, ok0 = _ascent_direction(gr, ref_H, modify)
                 d1, ok1 = _ascent_direction(gr, face, modify)
@@ -104,6 +104,18 @@ def test_schur_step_is_the_dense_step():
                                                atol=1e-8 * np.abs(d0).max())
             counts[ok0] += 1
     assert counts[True] > 100 and counts[False] > 100
+
+
+def test_reduce_takes_the_arrow_matrix_above_its_minimum_size(monkeypatch):
+    """``reduce`` gives the dense product (the same bits as before session 65) up to
+    ``FACE_MIN_DIM`` free parameters and the arrow matrix above."""
+    g, Hb, H, T = next(p for p in PROBLEMS if p[3].shape[1] > 3)
+    out = Hb.reduce(T)
+    assert isinstance(out, np.ndarray)
+    np.testing.assert_array_equal(out, _dense_face(T, H))
+    monkeypatch.setattr(_face, "FACE_MIN_DIM", T.shape[1] - 1)
+    Hb = BlockHessian(Hb.HPP, Hb.HPM, Hb.HMM, Hb.nM)  # (reductions are cached)
+    assert isinstance(Hb.reduce(T), FaceHessian)
 
 
 def test_reduce_of_another_basis_is_the_dense_product():
@@ -161,6 +173,7 @@ def test_fits_and_intervals_take_newton_steps_by_blocks(monkeypatch):
     def fail(self):
         raise AssertionError("a modified step")
 
+    monkeypatch.setattr(_face, "FACE_MIN_DIM", 0)  # (30 groups: below it, dense steps)
     monkeypatch.setattr(BlockHessian, "dense", counted_dense)
     monkeypatch.setattr(BlockHessian, "reduce", counted_reduce)
     monkeypatch.setattr(lik, "grad_hess", counted_grad_hess)
