@@ -176,7 +176,6 @@ class FaceHessian:
         self.grp, self.slot, self.nP = grp, slot, nP
         self.shape = (nP + mp.size, nP + mp.size)
         self._last = None
-        self.size = self.shape[0] ** 2
 
     def ascent_direction(self, g, modify: bool = True):
         """The Newton direction ``-(T'HT)^{-1} g`` and True where ``T'HT`` is negative
