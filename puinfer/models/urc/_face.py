@@ -38,6 +38,7 @@ class PairBasis:
     def __init__(self, n: int, plus: np.ndarray, minus: np.ndarray):
         self.plus, self.minus = plus, minus
         self.shape = (n, plus.size)
+        self._layout = None
 
     @property
     def T(self):
@@ -46,6 +47,38 @@ class PairBasis:
     def __matmul__(self, d):
         n = self.shape[0]
         return np.bincount(self.plus, d, n) - np.bincount(self.minus, d, n)
+
+    def layout(self, G: int, k: int) -> dict:
+        """Where the columns sit in the blocks of :class:`FaceHessian` for ``G`` groups of
+        ``k`` classes (computed once per basis: Newton's iterations on one face reuse the
+        basis, see ``_Problem.tangent``)."""
+        if getattr(self, "_layout", None) is None:
+            Gk = G * k
+            plus, minus = self.plus, self.minus
+            nP = int(np.count_nonzero(plus < Gk))  # (the P columns come first: see tangent)
+            grp, ip, im = plus[:nP] // k, plus[:nP] % k, minus[:nP] % k
+            # each P column's slot within its group (the columns are ordered by group)
+            slot = np.arange(nP) - np.searchsorted(grp, grp)
+            b = int(slot.max()) + 1 if nP else 0
+            pad = np.ones((G, b), dtype=bool)
+            pad[grp, slot] = False
+            IP = np.zeros((G, b), dtype=np.intp)
+            IM = np.zeros((G, b), dtype=np.intp)
+            IP[grp, slot], IM[grp, slot] = ip, im
+            pg, ps = np.nonzero(pad)
+            gi = np.arange(G)[:, None]
+            self._layout = dict(
+                grp=grp, slot=slot, IP=IP, IM=IM, pad=pad,
+                pad2=pad[:, :, None] | pad[:, None, :], pad_diag=(pg, ps, ps),
+                mp=plus[nP:] - Gk, mm=minus[nP:] - Gk,
+                gi=gi, gi3=gi[:, :, None], si3=np.arange(b)[None, :, None])
+        return self._layout
+
+    def same_as(self, other) -> bool:
+        """Whether ``other`` is a :class:`PairBasis` with the same columns."""
+        return (isinstance(other, PairBasis) and other.shape == self.shape
+                and np.array_equal(other.plus, self.plus)
+                and np.array_equal(other.minus, self.minus))
 
     def toarray(self) -> np.ndarray:
         out = np.zeros(self.shape)
@@ -140,30 +173,17 @@ class FaceHessian:
     every group's block and the Schur complement are."""
 
     def __init__(self, H: BlockHessian, T: PairBasis):
-        HPP = H.HPP
-        G, k, _ = HPP.shape
-        Gk = G * k
-        plus, minus = T.plus, T.minus
-        nP = int(np.count_nonzero(plus < Gk))  # (the P columns come first: see tangent)
-        grp, ip, im = plus[:nP] // k, plus[:nP] % k, minus[:nP] % k
-        # each P column's slot within its group (the columns are ordered by group)
-        slot = np.arange(nP) - np.searchsorted(grp, grp)
-        b = int(slot.max()) + 1 if nP else 0
-        valid = np.zeros((G, b), dtype=bool)
-        valid[grp, slot] = True
-        IP = np.zeros((G, b), dtype=np.intp)
-        IM = np.zeros((G, b), dtype=np.intp)
-        IP[grp, slot], IM[grp, slot] = ip, im
+        G, k, _ = H.HPP.shape
+        lay = T.layout(G, k)
+        grp, slot, IP, IM, pad, mp, mm = (lay[key] for key in (
+            "grp", "slot", "IP", "IM", "pad", "mp", "mm"))
+        gi, gi3, si3 = lay["gi"], lay["gi3"], lay["si3"]
         # rows (e[plus] - e[minus])' H of each group's columns, then their columns
-        gi = np.arange(G)[:, None]
-        R = HPP[gi, IP] - HPP[gi, IM]
-        gi3, si3 = gi[:, :, None], np.arange(b)[None, :, None]
+        R = H.HPP[gi, IP] - H.HPP[gi, IM]
         D = R[gi3, si3, IP[:, None, :]] - R[gi3, si3, IM[:, None, :]]
-        pad = ~valid
-        D[pad[:, :, None] | pad[:, None, :]] = 0.0
-        pg, ps = np.nonzero(pad)
-        D[pg, ps, ps] = -1.0
-        mp, mm = plus[nP:] - Gk, minus[nP:] - Gk
+        D[lay["pad2"]] = 0.0
+        D[lay["pad_diag"]] = -1.0
+        b = IP.shape[1]
         if mp.size:
             RB = H.HPM[gi, IP] - H.HPM[gi, IM]
             B = RB[:, :, mp] - RB[:, :, mm]
@@ -173,8 +193,8 @@ class FaceHessian:
         else:
             B, C = np.zeros((G, b, 0)), np.zeros((0, 0))
         self.D, self.B, self.C = D, B, C
-        self.grp, self.slot, self.nP = grp, slot, nP
-        self.shape = (nP + mp.size, nP + mp.size)
+        self.grp, self.slot, self.nP = grp, slot, grp.size
+        self.shape = (grp.size + mp.size, grp.size + mp.size)
         self._last = None
 
     def ascent_direction(self, g, modify: bool = True):

@@ -536,7 +536,7 @@ class _Problem:
         step is computed as :func:`~puinfer.base.optimize.newton_maximize` computes it, from
         the Hessian :meth:`fun` evaluated at ``t``; only where some component is released."""
         P, M = self.unpack(t)
-        T = tangent(P, M, self.d, self.con, g, pairs=True)
+        T = self._same_face(tangent(P, M, self.d, self.con, g, pairs=True))
         low = (t <= _FREE_MIN) & ~self._fixed  # (what the tangent may release)
         hold = None
         while T is not None and T.shape[1] and np.any(low) and self.last_gH is not None:
@@ -548,10 +548,17 @@ class _Problem:
             if not np.any(down):
                 break
             hold = down if hold is None else hold | down
-            T = tangent(P, M, self.d, self.con, g, pairs=True, hold=hold)
+            T = self._same_face(tangent(P, M, self.d, self.con, g, pairs=True, hold=hold))
         if T is not None:
             self.last_T = T
             self.gnorm = float(np.max(np.abs(T.T @ g))) if T.shape[1] else 0.0
+        return T
+
+    def _same_face(self, T):
+        """``T``, or the last basis where it has the same columns (its block layout is kept:
+        Newton's iterations mostly stay on one face, see :meth:`._face.PairBasis.layout`)."""
+        if isinstance(T, PairBasis) and T.same_as(self.last_T):
+            return self.last_T
         return T
 
     def track(self, t, threshold):
