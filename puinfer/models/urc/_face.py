@@ -6,7 +6,7 @@ The objective's Hessian in ``theta = (vec P, vec M)`` is block diagonal in the g
 its blocks, and its reduction to the face of a :class:`PairBasis` (:class:`FaceHessian`)
 solves the Newton system by the Schur complement of ``M``'s block, in ``O(G)`` operations.
 Assembling and factorising the dense matrix costs ``O(G^2)`` and ``O(G^3)`` instead: with 300
-groups the dense Newton steps took 90% of the time of the profile intervals (issue 17).
+groups the dense Newton steps took 70% of the time of the profile intervals (issue 17).
 """
 
 from __future__ import annotations
