@@ -52,7 +52,7 @@ class PairBasis:
         """Where the columns sit in the blocks of :class:`FaceHessian` for ``G`` groups of
         ``k`` classes (computed once per basis: Newton's iterations on one face reuse the
         basis, see ``_Problem.tangent``)."""
-        if getattr(self, "_layout", None) is None:
+        if self._layout is None:
             Gk = G * k
             plus, minus = self.plus, self.minus
             nP = int(np.count_nonzero(plus < Gk))  # (the P columns come first: see tangent)
@@ -156,8 +156,7 @@ class BlockHessian:
         :data:`FACE_MIN_DIM` columns, else an array (the product
         :func:`~puinfer.base.optimize.newton_maximize` forms)."""
         if not isinstance(T, PairBasis) or T.shape[1] <= FACE_MIN_DIM:
-            Tt = T.T.tocsr()
-            return np.asarray(Tt @ np.asarray(Tt @ self.dense()).T)
+            return _dense_face(T, self.dense())
         if self._face[0] is not T:
             self._face = (T, FaceHessian(self, T))
         return self._face[1]
@@ -270,5 +269,11 @@ def face_hessian(T, H):
     """``T' H T`` for a :class:`BlockHessian` (see :meth:`BlockHessian.reduce`) or an array."""
     if isinstance(H, BlockHessian):
         return H.reduce(T)
+    return _dense_face(T, H)
+
+
+def _dense_face(T, H) -> np.ndarray:
+    """``T' H T`` for an array ``H``, as :func:`~puinfer.base.optimize.newton_maximize` forms
+    it."""
     Tt = T.T.tocsr()
     return np.asarray(Tt @ np.asarray(Tt @ H).T)
