@@ -52,19 +52,51 @@ def _dense_face(T, H):
     return np.asarray(Tt @ np.asarray(Tt @ H).T)
 
 
-def test_block_hessian_is_grad_hess():
-    """The blocks assembled are :func:`grad_hess`'s Hessian, and the gradient the same."""
+def _einsum_hessian(P, M, d):
+    """The joint likelihood's Hessian as :func:`grad_hess` formed it before session 65
+    (three-operand einsums, one broadcast for the cross block; no prior or penalty)."""
+    G, k = P.shape
+    A = M.shape[1]
+    Q = P @ M
+    W, W2 = d.F / Q, d.F / Q ** 2
+    n = G * k + k * A
+    H = np.zeros((n, n))
+    HPP = -np.einsum("ia,ga,ja->gij", M, W2, M)
+    for g in range(G):
+        H[g * k:(g + 1) * k, g * k:(g + 1) * k] = HPP[g]
+    HPM = (np.eye(k)[None, :, :, None] * W[:, None, None, :]
+           - M[None, :, None, :] * P[:, None, :, None] * W2[:, None, None, :])
+    HMM = np.einsum("iaj,ab->iajb", -np.einsum("gi,gj,ga->iaj", P, P, W2), np.eye(A))
+    HMM = HMM.reshape(k * A, k * A) - np.diag((d.L_lik / M ** 2).ravel())
+    H[:G * k, G * k:] = HPM.reshape(G * k, k * A)
+    H[G * k:, :G * k] = H[:G * k, G * k:].T
+    H[G * k:, G * k:] = HMM
+    return H
+
+
+def test_block_hessian_is_the_einsum_hessian_and_the_gradient_s_derivative():
+    """The blocks (matrix products over the cells) assemble the Hessian of the einsum
+    formulas to rounding, and that is the derivative of the gradient (central differences)."""
     rec = _record()
     d, est = rec.data, rec.estimate
-    g, Hb = lik.grad_hess_blocks(est.P, est.M, d)
-    g2, H = lik.grad_hess(est.P, est.M, d)
+    P, M = est.P, est.M
+    g, Hb = lik.grad_hess_blocks(P, M, d)
+    g2, H = lik.grad_hess(P, M, d)
     assert np.array_equal(g, g2) and np.array_equal(Hb.dense(), H)
-    # (the P rows of different groups do not interact: the dense matrix's only P blocks are
-    # the diagonal ones the blocks hold)
-    G, k = est.P.shape
-    HPP = H[:G * k, :G * k].reshape(G, k, G, k)
-    off = ~np.eye(G, dtype=bool)
-    assert np.all(HPP.transpose(0, 2, 1, 3)[off] == 0.0)
+    ref = _einsum_hessian(P, M, d)
+    np.testing.assert_allclose(H, ref, rtol=0, atol=1e-13 * np.abs(ref).max())
+    theta, h = np.concatenate([P.ravel(), M.ravel()]), 1e-6
+    G, k = P.shape
+    num = np.empty_like(H)
+    for j in range(theta.size):
+        e = np.zeros(theta.size)
+        e[j] = h
+        hi, lo = theta + e, theta - e
+        num[:, j] = (lik.grad_hess_blocks(hi[:G * k].reshape(G, k), hi[G * k:].reshape(M.shape),
+                                          d)[0]
+                     - lik.grad_hess_blocks(lo[:G * k].reshape(G, k),
+                                            lo[G * k:].reshape(M.shape), d)[0]) / (2 * h)
+    np.testing.assert_allclose(num, H, rtol=0, atol=1e-5 * np.abs(H).max())
 
 
 def test_face_hessian_is_the_dense_reduction():
