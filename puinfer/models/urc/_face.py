@@ -21,9 +21,10 @@ from ...base.optimize import _ascent_direction
 __all__ = ["PairBasis", "BlockHessian", "FaceHessian", "face_hessian", "DENSE_MAX_DIM"]
 
 DENSE_MAX_DIM = 1500  # dense Newton steps (another basis, a modified step) up to this size
-FACE_MIN_DIM = 128    # ... and the dense step below this size: assembling the arrow matrix costs
-#                       more than the dense product and Cholesky factor there (about 60 against
-#                       15 us on a few groups; the same near 128 free parameters, k = 2, 3, 4)
+FACE_MIN_GROUPS = 64  # ... and dense steps with fewer groups: the arrow matrix's assembly costs
+#                       more than the dense product and factor there (45-60 against 15 us on a
+#                       few groups); from 64 groups it is as fast or faster, k = 2 to 4
+#                       (session 65, /tmp/s65/micro.py)
 
 
 class PairBasis:
@@ -152,10 +153,10 @@ class BlockHessian:
         return H
 
     def reduce(self, T):
-        """``T' H T``: a :class:`FaceHessian` for a :class:`PairBasis` ``T`` with more than
-        :data:`FACE_MIN_DIM` columns, else an array (the product
+        """``T' H T``: a :class:`FaceHessian` for a :class:`PairBasis` ``T`` and at least
+        :data:`FACE_MIN_GROUPS` groups, else an array (the product
         :func:`~puinfer.base.optimize.newton_maximize` forms)."""
-        if not isinstance(T, PairBasis) or T.shape[1] <= FACE_MIN_DIM:
+        if not isinstance(T, PairBasis) or self.HPP.shape[0] < FACE_MIN_GROUPS:
             return _dense_face(T, self.dense())
         if self._face[0] is not T:
             self._face = (T, FaceHessian(self, T))

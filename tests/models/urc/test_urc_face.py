@@ -138,14 +138,14 @@ def test_schur_step_is_the_dense_step():
     assert counts[True] > 100 and counts[False] > 100
 
 
-def test_reduce_takes_the_arrow_matrix_above_its_minimum_size(monkeypatch):
-    """``reduce`` gives the dense product (the same bits as before session 65) up to
-    ``FACE_MIN_DIM`` free parameters and the arrow matrix above."""
-    g, Hb, H, T = next(p for p in PROBLEMS if p[3].shape[1] > 3)
+def test_reduce_takes_the_arrow_matrix_from_its_minimum_number_of_groups(monkeypatch):
+    """``reduce`` gives the dense product (the same bits as before session 65) below
+    ``FACE_MIN_GROUPS`` groups and the arrow matrix from there."""
+    g, Hb, H, T = next(p for p in PROBLEMS if p[1].HPP.shape[0] > 3)
     out = Hb.reduce(T)
     assert isinstance(out, np.ndarray)
     np.testing.assert_array_equal(out, _dense_face(T, H))
-    monkeypatch.setattr(_face, "FACE_MIN_DIM", T.shape[1] - 1)
+    monkeypatch.setattr(_face, "FACE_MIN_GROUPS", Hb.HPP.shape[0])
     Hb = BlockHessian(Hb.HPP, Hb.HPM, Hb.HMM, Hb.nM)  # (reductions are cached)
     assert isinstance(Hb.reduce(T), FaceHessian)
 
@@ -205,7 +205,7 @@ def test_fits_and_intervals_take_newton_steps_by_blocks(monkeypatch):
     def fail(self):
         raise AssertionError("a modified step")
 
-    monkeypatch.setattr(_face, "FACE_MIN_DIM", 0)  # (30 groups: below it, dense steps)
+    monkeypatch.setattr(_face, "FACE_MIN_GROUPS", 0)  # (30 groups: dense steps otherwise)
     monkeypatch.setattr(BlockHessian, "dense", counted_dense)
     monkeypatch.setattr(BlockHessian, "reduce", counted_reduce)
     monkeypatch.setattr(lik, "grad_hess", counted_grad_hess)
