@@ -154,9 +154,10 @@ class BlockHessian:
 
     def reduce(self, T):
         """``T' H T``: a :class:`FaceHessian` for a :class:`PairBasis` ``T`` and at least
-        :data:`FACE_MIN_GROUPS` groups, else an array (the product
-        :func:`~puinfer.base.optimize.newton_maximize` forms)."""
-        if not isinstance(T, PairBasis) or self.HPP.shape[0] < FACE_MIN_GROUPS:
+        :data:`FACE_MIN_GROUPS` groups (or more than :data:`DENSE_MAX_DIM` columns), else an
+        array (the product :func:`~puinfer.base.optimize.newton_maximize` forms)."""
+        if not isinstance(T, PairBasis) or (self.HPP.shape[0] < FACE_MIN_GROUPS
+                                            and T.shape[1] <= DENSE_MAX_DIM):
             return _dense_face(T, self.dense())
         if self._face[0] is not T:
             self._face = (T, FaceHessian(self, T))

@@ -150,6 +150,15 @@ def test_reduce_takes_the_arrow_matrix_from_its_minimum_number_of_groups(monkeyp
     assert isinstance(Hb.reduce(T), FaceHessian)
 
 
+def test_reduce_never_gives_a_dense_matrix_beyond_the_dense_limit(monkeypatch):
+    """Few groups but more free parameters than ``DENSE_MAX_DIM`` (many classes): the arrow
+    matrix, not a dense step that size (until session 65 such fits were refused Newton)."""
+    g, Hb, H, T = next(p for p in PROBLEMS if p[3].shape[1] > 3)
+    monkeypatch.setattr(_face, "DENSE_MAX_DIM", T.shape[1] - 1)
+    assert Hb.HPP.shape[0] < _face.FACE_MIN_GROUPS
+    assert isinstance(Hb.reduce(T), FaceHessian)
+
+
 def test_reduce_of_another_basis_is_the_dense_product():
     """A basis that is not a pair basis (equal base rates: the groups share one simplex) gets
     the dense product."""
