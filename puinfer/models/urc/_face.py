@@ -223,7 +223,7 @@ class FaceHessian:
         gm = g[nP:]
         if b == 1:
             a = A[:, 0, 0]
-            if not np.all(a > 0):
+            if not (a > 0).all():
                 return None
             Ainv = (1.0 / a)[:, None, None]
         elif b:
@@ -248,7 +248,7 @@ class FaceHessian:
             y = y - Y @ z
         else:
             z = gm
-        if not (np.all(np.isfinite(y)) and np.all(np.isfinite(z))):
+        if not (np.isfinite(y).all() and np.isfinite(z).all()):
             return None
         return np.concatenate([y[self.grp, self.slot], z])
 

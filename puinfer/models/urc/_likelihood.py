@@ -162,6 +162,17 @@ class Data(ReadOnlyArrays):
         return readonly(self.L + c * self.L.shape[1] * (self.L.sum(axis=0) / self.L.sum()))
 
     @functools.cached_property
+    def F_positive(self) -> tuple:
+        """The positive field counts and their flat positions (:func:`_positive`; the
+        objective's sum runs over them)."""
+        return _positive(self.F)
+
+    @functools.cached_property
+    def L_lik_positive(self) -> tuple:
+        """:attr:`L_lik`'s positive entries and their flat positions (:func:`_positive`)."""
+        return _positive(self.L_lik)
+
+    @functools.cached_property
     def M_lab(self) -> np.ndarray:
         """The lab estimate of ``M_A`` (eq. (9))."""
         return readonly(self.L / self.L.sum(axis=1, keepdims=True))
@@ -231,18 +242,30 @@ class Estimate:
 # ---------------------------------------------------------------------------------------------
 def _xlogy_sum(x, y):
     """sum x log y with 0 log 0 = 0 and -inf where x > 0 = y."""
-    pos = x > 0
-    yy = y[pos]
-    if np.any(yy <= 0):
+    return _xlogy_at(_positive(x), y)
+
+
+def _positive(x):
+    """``(i, x_i)`` for the positive entries of ``x`` (flat positions, in C order)."""
+    idx = np.flatnonzero(x > 0)
+    return idx, np.asarray(x).ravel()[idx]
+
+
+def _xlogy_at(pos, y):
+    """:func:`_xlogy_sum` with ``x``'s positive entries ``pos`` given (:func:`_positive`; the
+    counts' are cached on :class:`Data`): the same terms in the same order."""
+    idx, xv = pos
+    yy = y.ravel()[idx]
+    if (yy <= 0).any():
         return -np.inf
-    return float(np.sum(x[pos] * np.log(yy)))
+    return float(np.sum(xv * np.log(yy)))
 
 
 def objective(P, M, d: Data) -> float:
     """Log-likelihood (without the multinomial constants) plus the log Dirichlet prior."""
-    val = _xlogy_sum(d.F, P @ M)
+    val = _xlogy_at(d.F_positive, P @ M)
     if d.joint:
-        val += _xlogy_sum(d.L_lik, M)
+        val += _xlogy_at(d.L_lik_positive, M)
     W = _pseudo(d, P.shape)
     if W is not None:
         val += _xlogy_sum(W, P)
@@ -352,9 +375,13 @@ def grad_hess_blocks(P, M, d: Data):
     A = M.shape[1]
     Q = P @ M
     ok = (d.F > 0) & (Q > 0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        W = np.where(ok, d.F / Q, 0.0)
-        W2 = np.where(ok, d.F / Q ** 2, 0.0)
+    # F / Q and F / Q^2 where both are positive, 0 elsewhere (the quotients computed only
+    # there: the same values as np.where of the full quotients, in fewer passes)
+    W = np.zeros_like(Q)
+    W2 = np.zeros_like(Q)
+    with np.errstate(divide="ignore", invalid="ignore"):  # (Q^2 may underflow to 0)
+        np.divide(d.F, Q, out=W, where=ok)
+        np.divide(d.F, Q * Q, out=W2, where=ok)
     gP = _grad_p(W, P, M, d)
     # (products summed over the cells by one matrix product each: the three-operand einsums
     # took 10x longer with 100 groups and more, session 65)
@@ -373,13 +400,21 @@ def grad_hess_blocks(P, M, d: Data):
         Ll = d.L_lik
         gM = P.T @ W + np.where(Ll > 0, Ll / M, 0.0)
         lab2 = np.where(Ll > 0, Ll / M ** 2, 0.0)
-    HPM = (np.eye(k)[None, :, :, None] * W[:, None, None, :]
-           - M[None, :, None, :] * P[:, None, :, None] * W2[:, None, None, :])
+    # HPM[g, i, j, a] = [i = j] W[g, a] - M[i, a] P[g, j] W2[g, a]: the products once, then
+    # 0 - x off the diagonal and W - x on it (the values of the broadcast formula
+    # eye * W - x, in two passes over the (G, k, k, A) array instead of five)
+    X = M[None, :, None, :] * P[:, None, :, None]
+    X *= W2[:, None, None, :]
+    HPM = np.subtract(0.0, X)
+    di = np.arange(k)
+    HPM[:, di, di, :] = W[:, None, :] - X[:, di, di, :]
     PP = (P[:, :, None] * P[:, None, :]).reshape(G, k * k)
     T1 = -(PP.T @ W2).reshape(k, k, A).transpose(0, 2, 1)
-    HMM = np.einsum("iaj,ab->iajb", T1, np.eye(A))
-    HMM[np.arange(k)[:, None], np.arange(A)[None, :], np.arange(k)[:, None],
-        np.arange(A)[None, :]] -= lab2
+    # HMM[i, a, j, b] = [a = b] T1[i, a, j] - [i = j, a = b] lab2[i, a]
+    HMM = np.zeros((k, A, k, A))
+    ai = np.arange(A)
+    HMM[:, ai, :, ai] = T1.transpose(1, 0, 2)
+    HMM[di[:, None], ai[None, :], di[:, None], ai[None, :]] -= lab2
     return (np.concatenate([gP.ravel(), gM.ravel()]),
             BlockHessian(HPP, HPM.reshape(G, k, k * A), HMM.reshape(k * A, k * A), k * A))
 
@@ -408,24 +443,21 @@ def _simplex_columns(V, Gr, allowed, offsets):
     released only if its gradient exceeds the Lagrange multiplier of its simplex (the largest
     gradient among the free components): the KKT condition. Each column moves mass from the
     largest free component of its block to one other free component.
-    Returns (rows, cols, vals) of the nonzeros and the number of columns."""
+    Returns ``(plus, minus)``, each ``(n_columns, n_copies)``: the rows of theta where each
+    column is +1 and -1."""
     nb, m = V.shape
     free = allowed & (V > _FREE_MIN)
-    if not np.all(free | ~allowed):  # (only components at the bound can be released)
+    # (only components at the bound can be released: free is within allowed)
+    if np.count_nonzero(free) != np.count_nonzero(allowed):
         free = free | _kkt_release(free, Gr, allowed)
     last = np.argmax(np.where(free, V, -np.inf), axis=1)
     move = free.copy()
-    move[np.arange(nb), last] = False
-    move &= free.sum(axis=1, keepdims=True) >= 2
+    rows = np.arange(nb)
+    move[rows, last] = False
+    move[free.sum(axis=1) < 2] = False
     b, i = np.nonzero(move)
-    ncol = b.size
-    col = np.arange(ncol)
-    ncopy = offsets.shape[1]
-    rows = np.concatenate([(offsets[b] + i[:, None]).ravel(),
-                           (offsets[b] + last[b][:, None]).ravel()])
-    cols = np.concatenate([np.repeat(col, ncopy), np.repeat(col, ncopy)])
-    vals = np.concatenate([np.ones(ncol * ncopy), -np.ones(ncol * ncopy)])
-    return rows, cols, vals, ncol
+    ob = offsets[b]
+    return ob + i[:, None], ob + last[b][:, None]
 
 
 def tangent(P, M, d: Data, con: Constraint, grad, *, pairs: bool = False, hold=None):
@@ -458,21 +490,23 @@ def tangent(P, M, d: Data, con: Constraint, grad, *, pairs: bool = False, hold=N
         allowed = np.ones((k, A), dtype=bool) if hold is None else \
             ~hold[G * k:].reshape(k, A)
         parts.append(_simplex_columns(M, gM, allowed, (G * k + np.arange(k) * A)[:, None]))
-    rows, cols, vals, ncol = [], [], [], 0
-    for r, c, v, nc in parts:
-        rows.append(r)
-        cols.append(c + ncol)
-        vals.append(v)
-        ncol += nc
+    ncol = sum(plus.shape[0] for plus, _ in parts)
     if ncol == 0:
         return sparse.csr_matrix((n, 0))
-    if pairs and all(r.size == 2 * nc for r, _, _, nc in parts):  # one copy of each block
+    if pairs and all(plus.size == plus.shape[0] for plus, _ in parts):  # one copy each
         # (no limit: Newton's step on this basis costs O(G), see _face)
-        plus = np.concatenate([r[:nc] for r, _, _, nc in parts])
-        minus = np.concatenate([r[nc:] for r, _, _, nc in parts])
-        return PairBasis(n, plus, minus)
+        return PairBasis(n, np.concatenate([plus.ravel() for plus, _ in parts]),
+                         np.concatenate([minus.ravel() for _, minus in parts]))
     if ncol > DENSE_MAX_DIM:
         return None
+    rows, cols, vals, c0 = [], [], [], 0
+    for plus, minus in parts:
+        nc, ncopy = plus.shape
+        col = np.repeat(np.arange(c0, c0 + nc), ncopy)
+        rows += [plus.ravel(), minus.ravel()]
+        cols += [col, col]
+        vals += [np.ones(nc * ncopy), -np.ones(nc * ncopy)]
+        c0 += nc
     return sparse.csr_matrix((np.concatenate(vals), (np.concatenate(rows),
                                                      np.concatenate(cols))), shape=(n, ncol))
 
@@ -540,13 +574,13 @@ class _Problem:
         T = self._same_face(tangent(P, M, self.d, self.con, g, pairs=True))
         low = (t <= _FREE_MIN) & ~self._fixed  # (what the tangent may release)
         hold = None
-        while T is not None and T.shape[1] and np.any(low) and self.last_gH is not None:
+        while T is not None and T.shape[1] and low.any() and self.last_gH is not None:
             step, _ = _ascent_direction(T.T @ g, face_hessian(T, self.last_gH[1]),
                                         self.modify)
             if step is None:
                 break
             down = low & (np.asarray(T @ step).ravel() < 0)
-            if not np.any(down):
+            if not down.any():
                 break
             hold = down if hold is None else hold | down
             T = self._same_face(tangent(P, M, self.d, self.con, g, pairs=True, hold=hold))
@@ -574,7 +608,7 @@ class _Problem:
         if self.last_map is not None and t.shape == self.last_map.shape and \
                 np.max(np.abs(t - self.last_map)) <= 1e-12:
             return True
-        return bool(np.all(t[self.pos] > 0) and np.all(t >= 0))
+        return bool((t[self.pos] > 0).all() and (t >= 0).all())
 
     def to_boundary(self, t, dx):
         """Where the Newton step ``dx`` from ``t`` first brings a component to 0, and that
@@ -589,7 +623,7 @@ class _Problem:
         iterations; at exactly 0, EM (multiplicative) could never raise them again, and a
         later fit that needed to got stuck below its maximum."""
         down = dx < 0
-        if self.pos is not None and np.any(down & ~self.pos):
+        if self.pos is not None and (down & ~self.pos).any():
             return None  # (a component already on the bound moving down: halving, as before)
         if not np.any(down):
             return None
