@@ -258,7 +258,7 @@ def _xlogy_at(pos, y):
     yy = y.ravel()[idx]
     if (yy <= 0).any():
         return -np.inf
-    return float(np.sum(xv * np.log(yy)))
+    return float((xv * np.log(yy)).sum())
 
 
 def objective(P, M, d: Data) -> float:
@@ -452,9 +452,8 @@ def _simplex_columns(V, Gr, allowed, offsets):
         free = free | _kkt_release(free, Gr, allowed)
     last = np.argmax(np.where(free, V, -np.inf), axis=1)
     move = free.copy()
-    rows = np.arange(nb)
-    move[rows, last] = False
-    move[free.sum(axis=1) < 2] = False
+    # (a block with one free component has it as its largest: no column, as none is wanted)
+    move[np.arange(nb), last] = False
     b, i = np.nonzero(move)
     ob = offsets[b]
     return ob + i[:, None], ob + last[b][:, None]
