@@ -445,7 +445,7 @@ def _simplex_columns(V, Gr, allowed, offsets):
     largest free component of its block to one other free component.
     Returns ``(plus, minus)``, each ``(n_columns, n_copies)``: the rows of theta where each
     column is +1 and -1."""
-    nb, m = V.shape
+    nb = V.shape[0]
     free = allowed & (V > _FREE_MIN)
     # (only components at the bound can be released: free is within allowed)
     if np.count_nonzero(free) != np.count_nonzero(allowed):
