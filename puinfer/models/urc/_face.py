@@ -67,12 +67,17 @@ class PairBasis:
             IM = np.zeros((G, b), dtype=np.intp)
             IP[grp, slot], IM[grp, slot] = ip, im
             pg, ps = np.nonzero(pad)
-            gi = np.arange(G)[:, None]
+            # flat positions for the gathers (numpy's take on a flat axis is several times
+            # faster than indexing with broadcast index arrays): the rows (g, IP[g, s]) of
+            # P's blocks reshaped (G k, .), and the entries (g, s, IP[g, t]) of (G, b, k)
+            rows = np.arange(G)[:, None] * k
+            cell = ((np.arange(G)[:, None, None] * b + np.arange(b)[None, :, None]) * k)
             self._layout = dict(
                 grp=grp, slot=slot, IP=IP, IM=IM, pad=pad,
                 pad2=pad[:, :, None] | pad[:, None, :], pad_diag=(pg, ps, ps),
                 mp=plus[nP:] - Gk, mm=minus[nP:] - Gk,
-                gi=gi, gi3=gi[:, :, None], si3=np.arange(b)[None, :, None])
+                rowP=(rows + IP).ravel(), rowM=(rows + IM).ravel(),
+                cellP=cell + IP[:, None, :], cellM=cell + IM[:, None, :])
         return self._layout
 
     def same_as(self, other) -> bool:
@@ -176,18 +181,21 @@ class FaceHessian:
     def __init__(self, H: BlockHessian, T: PairBasis):
         G, k, _ = H.HPP.shape
         lay = T.layout(G, k)
-        grp, slot, IP, IM, pad, mp, mm = (lay[key] for key in (
-            "grp", "slot", "IP", "IM", "pad", "mp", "mm"))
-        gi, gi3, si3 = lay["gi"], lay["gi3"], lay["si3"]
+        grp, slot, pad, mp, mm, rowP, rowM = (lay[key] for key in (
+            "grp", "slot", "pad", "mp", "mm", "rowP", "rowM"))
+        b = pad.shape[1]
         # rows (e[plus] - e[minus])' H of each group's columns, then their columns
-        R = H.HPP[gi, IP] - H.HPP[gi, IM]
-        D = R[gi3, si3, IP[:, None, :]] - R[gi3, si3, IM[:, None, :]]
+        HPP = H.HPP.reshape(G * k, k)
+        R = (HPP.take(rowP, axis=0) - HPP.take(rowM, axis=0)).ravel()
+        D = R.take(lay["cellP"]) - R.take(lay["cellM"])
         D[lay["pad2"]] = 0.0
         D[lay["pad_diag"]] = -1.0
-        b = IP.shape[1]
         if mp.size:
-            RB = H.HPM[gi, IP] - H.HPM[gi, IM]
-            B = RB[:, :, mp] - RB[:, :, mm]
+            HPM = H.HPM.reshape(G * k, H.nM)
+            RB = (HPM.take(rowP, axis=0) - HPM.take(rowM, axis=0)).T
+            # (laid out with M's columns outermost, as indexing RB[:, :, mp] lays it out: the
+            # Schur complement's products B' Y then round as they did)
+            B = (RB.take(mp, axis=0) - RB.take(mm, axis=0)).T.reshape(G, b, mp.size)
             B[pad] = 0.0
             RC = H.HMM[mp] - H.HMM[mm]
             C = RC[:, mp] - RC[:, mm]
