@@ -434,10 +434,10 @@ def _kkt_release(free, Gr, allowed):
     # (the maximum over each row as one over the columns of the transposed copy: numpy reduces
     # a short inner axis a row at a time, 10x slower with 1,000 rows of two)
     lam = np.ascontiguousarray(np.where(free, Gr, -np.inf).T).max(axis=0, initial=-np.inf)
-    # a block with no free component (a fixed entry at 1) has nothing to release into
-    thr = np.full(lam.shape, np.inf)
-    fin = np.isfinite(lam)
-    thr[fin] = lam[fin] + 1e-9 * (1.0 + np.abs(lam[fin]))
+    # a block with no free component (a fixed entry at 1) has nothing to release into: its
+    # threshold is NaN (-inf + inf), which no gradient exceeds
+    with np.errstate(invalid="ignore"):
+        thr = lam + 1e-9 * (1.0 + np.abs(lam))
     return allowed & ~free & (Gr > thr[:, None])
 
 
@@ -539,7 +539,7 @@ class _Problem:
         self.last_T = None
         self.last_gH = None
         self.last_map = None
-        self.gnorm = np.nan
+        self._gnorm_at = None  # (T, g) at the last tangent (see gnorm)
         self.modify = False  # Newton's direction where the Hessian is indefinite (see _newton)
         self.n_modified = 0  # modified Newton steps taken (counted by newton_moved)
         self.interior_only = False  # a run with modified steps stops at the bound (_warm_newton)
@@ -592,8 +592,17 @@ class _Problem:
             T = self._same_face(tangent(P, M, self.d, self.con, g, pairs=True, hold=hold))
         if T is not None:
             self.last_T = T
-            self.gnorm = float(np.max(np.abs(T.T @ g))) if T.shape[1] else 0.0
+            self._gnorm_at = (T, g)
         return T
+
+    @property
+    def gnorm(self) -> float:
+        """Max-norm of the reduced gradient where :meth:`tangent` was last taken (NaN before
+        any; computed when asked: only a run's last one is reported)."""
+        if self._gnorm_at is None:
+            return np.nan
+        T, g = self._gnorm_at
+        return float(np.max(np.abs(T.T @ g))) if T.shape[1] else 0.0
 
     def _same_face(self, T):
         """``T``, or the last basis where it has the same columns (its block layout is kept:
@@ -778,7 +787,7 @@ def _newton(P0, M0, prob: _Problem, modify: bool = False):
     iterations, trace (without the start), the max-norm of the reduced gradient."""
     t0 = prob.pack(P0, M0)
     prob.track(t0, _FREE_MIN)
-    prob.gnorm = np.nan
+    prob._gnorm_at = None
     prob.modify = modify
     prob.n_modified = 0
     t, f, _, _, info = newton_maximize(
