@@ -132,3 +132,27 @@ def test_kkt_release_rule():
     expect = np.array([[False, False, True, False], [False, False, True, False],
                        [False, False, False, False]])
     np.testing.assert_array_equal(got, expect)
+
+
+def test_kkt_release_rule_with_infinite_gradients():
+    """A gradient of +inf (a rate at 0 where the field counts need it) is released where its
+    row has a free component with a finite gradient, never where the row has none (its
+    threshold is undefined: nothing to release into), nor where a free gradient is +inf too."""
+    free = np.array([[True, False], [False, False], [True, False]])
+    Gr = np.array([[1.0, np.inf], [0.0, np.inf], [np.inf, np.inf]])
+    allowed = np.ones((3, 2), dtype=bool)
+    got = lik._kkt_release(free, Gr, allowed)
+    np.testing.assert_array_equal(got, [[False, True], [False, False], [False, False]])
+
+
+def test_xlogy_sum_conventions():
+    """``sum x log y`` with ``0 log 0 = 0`` and ``-inf`` where ``x > 0 = y``: the objective's
+    sums over the counts (the cached positive entries give the same sum)."""
+    x = np.array([[2.0, 0.0, 1.0], [0.0, 3.0, 0.0]])
+    y = np.array([[0.5, 0.0, 0.25], [0.0, 0.1, 0.7]])
+    expect = 2 * np.log(0.5) + np.log(0.25) + 3 * np.log(0.1)
+    assert lik._xlogy_sum(x, y) == pytest.approx(expect, rel=1e-15)
+    assert lik._xlogy_at(lik._positive(x), y) == lik._xlogy_sum(x, y)
+    y0 = y.copy()
+    y0[1, 1] = 0.0
+    assert lik._xlogy_sum(x, y0) == -np.inf
