@@ -57,9 +57,12 @@ class PairBasis:
             Gk = G * k
             plus, minus = self.plus, self.minus
             nP = int(np.count_nonzero(plus < Gk))  # (the P columns come first: see tangent)
-            grp, ip, im = plus[:nP] // k, plus[:nP] % k, minus[:nP] % k
-            # each P column's slot within its group (the columns are ordered by group)
-            slot = np.arange(nP) - np.searchsorted(grp, grp)
+            grp, ip = np.divmod(plus[:nP], k)
+            im = minus[:nP] - grp * k  # (a column moves mass within its group's row)
+            # each P column's slot within its group (the columns are ordered by group; one
+            # column per group, as with two classes, is slot 0 throughout)
+            slot = np.zeros(nP, dtype=np.intp) if (np.diff(grp) > 0).all() else \
+                np.arange(nP) - np.searchsorted(grp, grp)
             b = int(slot.max()) + 1 if nP else 0
             pad = np.ones((G, b), dtype=bool)
             pad[grp, slot] = False
@@ -242,9 +245,13 @@ class FaceHessian:
             Ainv = np.swapaxes(Linv, 1, 2) @ Linv
         else:
             Ainv = A
-        y = np.einsum("gst,gt->gs", Ainv, gp)                # A^{-1} g_P per group
+        if b == 1:  # (one column per group: each product below is a single product)
+            y = Ainv[:, 0] * gp
+            Y = np.multiply(Ainv, B, out=np.empty(B.shape)) if gm.size else None
+        else:
+            y = np.einsum("gst,gt->gs", Ainv, gp)            # A^{-1} g_P per group
+            Y = Ainv @ B if gm.size else None                # A^{-1} B per group
         if gm.size:
-            Y = Ainv @ B                                     # A^{-1} B per group
             Bf = B.reshape(G * b, gm.size)
             S = C - Bf.T @ Y.reshape(G * b, gm.size)         # the Schur complement
             c, info = lapack.dpotrf(S, lower=1, clean=0)
