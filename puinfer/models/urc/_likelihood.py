@@ -539,6 +539,7 @@ class _Problem:
         self.last_T = None
         self.last_gH = None
         self.last_map = None
+        self.last_value = None  # (theta, objective) of the last fun call
         self._gnorm_at = None  # (T, g) at the last tangent (see gnorm)
         self.modify = False  # Newton's direction where the Hessian is indefinite (see _newton)
         self.n_modified = 0  # modified Newton steps taken (counted by newton_moved)
@@ -561,7 +562,12 @@ class _Problem:
 
     def fun(self, t, order):
         P, M = self.unpack(t)
-        f = objective(P, M, self.d)
+        last = self.last_value
+        if last is not None and np.array_equal(last[0], t):
+            f = last[1]  # (Newton's derivatives at the point its line search just valued)
+        else:
+            f = objective(P, M, self.d)
+            self.last_value = (t.copy(), f)
         if order == 0:
             return f
         g, H = grad_hess_blocks(P, M, self.d)
