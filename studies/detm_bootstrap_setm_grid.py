@@ -118,8 +118,11 @@ def compare(old: str, new: str) -> None:
           f"largest difference {worst:.3g}")
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def parser(doc: str):
+    """The command line of a study that runs worlds into a pickle and compares two of them:
+    ``run OUT [--reps R]`` and ``compare OLD NEW``; returns the parser and ``run``'s subparser
+    (for a study's own options)."""
+    ap = argparse.ArgumentParser(description=doc.split("\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("run")
     r.add_argument("out")
@@ -127,7 +130,11 @@ def main():
     c = sub.add_parser("compare")
     c.add_argument("old")
     c.add_argument("new")
-    args = ap.parse_args()
+    return ap, r
+
+
+def main():
+    args = parser(__doc__)[0].parse_args()
     if args.cmd == "run":
         run(args.out, args.reps)
     else:

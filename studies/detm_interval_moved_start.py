@@ -22,7 +22,6 @@ their CPU seconds.
 
 from __future__ import annotations
 
-import argparse
 import os
 import pickle
 import time
@@ -32,7 +31,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
-from detm_bootstrap_setm_grid import DESIGNS, world  # noqa: E402
+from detm_bootstrap_setm_grid import DESIGNS, parser, world  # noqa: E402
 
 import puinfer as pu  # noqa: E402
 from puinfer.models.detm import _el, _starts  # noqa: E402
@@ -120,16 +119,9 @@ def compare(old: str, new: str) -> None:
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    r = sub.add_parser("run")
-    r.add_argument("out")
-    r.add_argument("--reps", type=int, default=2)
+    ap, r = parser(__doc__)
     r.add_argument("--designs", type=int, nargs="+", default=[0, 1, 2])
     r.add_argument("--moved", action="store_true")
-    c = sub.add_parser("compare")
-    c.add_argument("old")
-    c.add_argument("new")
     args = ap.parse_args()
     if args.cmd == "run":
         run(args.out, args.reps, args.designs, args.moved)
