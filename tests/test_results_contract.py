@@ -171,6 +171,35 @@ def test_immutable(case):
     assert r.params.iloc[0] != 1e9
 
 
+def test_model_read_only_once_fitted(case):
+    # session 67's audit: results read their model's data, design and options when they
+    # compute intervals, tests and predictions; rebinding them after the fit changed existing
+    # results (a DETM's SCAR statistic 0.82 -> 177 after model.data = other data, a CalEM's
+    # predictions after model.label = ..., RegressionURC's cdf after model.edges = ...)
+    _, r, *_ = case
+    for model in (r.model, pickle.loads(pickle.dumps(r)).model):
+        public = [k for k in vars(model) if not k.startswith("_")]
+        assert public
+        for name in public:
+            with pytest.raises(AttributeError, match=f"has been fitted.*cannot set '{name}'"):
+                setattr(model, name, None)
+            with pytest.raises(AttributeError, match=f"cannot delete '{name}'"):
+                delattr(model, name)
+        with pytest.raises(AttributeError, match="has been fitted"):
+            model.new_attribute = 1
+
+
+def test_model_settable_before_its_first_fit():
+    # (read-only from the first fit on, not before: nothing reads the model until then)
+    sim = simulate_urc(200, 500, rng=np.random.default_rng(1))
+    m = pu.URC(sim.lab_pred, sim.lab_y)
+    m.note = "mine"
+    r = _quiet(lambda: m.fit(sim.field_pred))
+    assert r.model is m and m.note == "mine"
+    with pytest.raises(AttributeError, match="has been fitted"):
+        m.note = "other"
+
+
 def _writable_arrays(obj, path="r", seen=None, depth=0):
     """Paths of the writable numpy arrays reachable from a result through the public
     attributes of the package's own objects (its model, the model's data, partitions, bases),

@@ -164,3 +164,28 @@ class Model(ReadOnlyArrays):
     def __repr__(self):
         what = f"formula={self.formula!r}" if self.formula else f"features={self.exog_names}"
         return f"<{type(self).__name__}: {what}>"
+
+    # -- read-only once fitted ---------------------------------------------------------------
+    # Results keep a reference to their model and read its data, design and options when they
+    # compute intervals, tests, predictions and summaries; rebinding one of those after a fit
+    # would change results already built (a fitted DETM's SCAR statistic 0.82 -> 177 after
+    # ``model.data = other``, session 67's audit). The first results built from a model make
+    # its public attributes read-only (Results.__init_subclass__ calls _freeze).
+    def _freeze(self) -> None:
+        object.__setattr__(self, "_fitted", True)
+
+    def __setattr__(self, name, value):
+        self._check_unfrozen(name, "set")
+        object.__setattr__(self, name, value)
+
+    def __delattr__(self, name):
+        self._check_unfrozen(name, "delete")
+        object.__delattr__(self, name)
+
+    def _check_unfrozen(self, name: str, what: str) -> None:
+        if not name.startswith("_") and self.__dict__.get("_fitted", False):
+            raise AttributeError(
+                f"{type(self).__name__} has been fitted: its attributes are read-only so that "
+                f"its results stay as fitted (cannot {what} {name!r}); build a new model "
+                "instead (for a model built from a formula, update() changes its formula or "
+                "arguments)")

@@ -148,6 +148,10 @@ class Results(ReadOnlyArrays):
             if depth == 0:
                 object.__delattr__(self, "_init_depth")
                 object.__setattr__(self, "_frozen", True)
+                # the model the results read must not change under them
+                freeze = getattr(self.__dict__.get("model"), "_freeze", None)
+                if callable(freeze):
+                    freeze()
 
         cls.__init__ = __init__
 
