@@ -187,10 +187,18 @@ def logistic_fit_rows(rows, *, penalty=None, start=None, maxiter: int = 100,
     P = np.zeros((k, k)) if penalty is None else penalty
     beta = np.zeros(k) if start is None else np.array(start, dtype=float)
     wsum = max(rows.weight_sum, 1.0)
-    theta, f, _, H, info = newton_maximize(
-        rows.objective(P), beta, maxiter=maxiter, tol=1e-24 * wsum, xtol=tol,
-        armijo=0.0, slack=1e-12, shrink=0.5, min_step=1e-10, escape_saddles=False,
-        predict_xtol=1e-2 * tol, method="Newton (weighted logistic likelihood)")
+    opts = dict(maxiter=maxiter, tol=1e-24 * wsum, xtol=tol, armijo=0.0, slack=1e-12,
+                shrink=0.5, min_step=1e-10, escape_saddles=False, predict_xtol=1e-2 * tol,
+                method="Newton (weighted logistic likelihood)")
+    theta, f, _, H, info = newton_maximize(rows.objective(P), beta, **opts)
+    if start is not None and not info.converged:
+        # a warm start is a shortcut only: where Newton could not finish from it (CalEM's
+        # biased fit started from a control-only fit that diverged on separated control
+        # labels stopped at llf -842,900, not converged; from zero it converges to -290.58,
+        # statsmodels' maximum: session 67's audit), the fit from zero, if higher
+        cold = newton_maximize(rows.objective(P), np.zeros(k), **opts)
+        if cold[1] > f or (cold[1] == f and cold[4].converged):
+            theta, f, _, H, info = cold
     separated = bool(np.max(np.abs(theta), initial=0.0) > 1e3 or rows.max_abs_eta(theta) > 30)
     return theta, f, -H, info, separated
 

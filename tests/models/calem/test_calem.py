@@ -684,6 +684,28 @@ def test_pooled_fit_starts_one_newton_step_from_the_biased_fit(sim, fits, cal):
     assert_allclose(r.pooled.llf, ref.llf, rtol=1e-12)
 
 
+def test_biased_and_pooled_fits_when_the_control_fit_diverges():
+    # session 67's audit: control labels separated by the score (y = 1 exactly where s > 0.5)
+    # send the control-only fit off to (-51.7, 6233); the biased fit warm-started there stopped
+    # at llf -842,900 (not converged) and the pooled fit with it, while the treated rows have
+    # an ordinary maximum. Each is its likelihood's maximum (statsmodels).
+    rng = np.random.default_rng(0)
+    s = rng.uniform(0.02, 0.98, 800)
+    tr = np.r_[np.zeros(300, bool), np.ones(500, bool)]
+    y = rng.binomial(1, 0.8 * s)
+    lab = np.where(tr, np.where(y == 1, 1, rng.binomial(1, 0.3 * s)), s > 0.5).astype(int)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = CalEM(s, lab, tr.astype(int), calibrator="logistic").fit()
+    assert abs(r.baseline.params.iloc[1]) > 100  # the control fit has diverged
+    X = sm.add_constant(np.log(s / (1 - s)))
+    for fit, rows in ((r.biased, tr), (r.pooled, np.ones(s.size, bool))):
+        ref = sm.GLM(lab[rows], X[rows], family=sm.families.Binomial()).fit(tol=1e-13)
+        assert fit.converged
+        assert_allclose(fit.params.to_numpy(), ref.params, rtol=1e-8, atol=1e-10)
+        assert_allclose(fit.llf, ref.llf, rtol=1e-12)
+
+
 def test_edf_of_a_penalised_spline_is_the_trace_of_the_smoother(make_toy):
     """``edf = tr((H + P)^-1 H)`` with ``H`` the negative Hessian of the unpenalised surrogate
     ``F`` at the fit, here by central differences of ``F``'s values (it was the number of
