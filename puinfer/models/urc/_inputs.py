@@ -58,8 +58,9 @@ class PredInput:
     columns : list or None
         The caller's column labels (DataFrame input), in the caller's order.
     order : numpy.ndarray or None
-        Positions of the caller's columns in ``arr`` (to put outputs back in the caller's
-        order).
+        Positions of the caller's columns among the classes (to put outputs back in the
+        caller's order; a binary model's one named column: ``arr`` is then ``P(Y = 1)``,
+        computed from the column where it names the first class).
     """
 
     def __init__(self, arr, columns=None, order=None):
@@ -71,6 +72,8 @@ def as_pred(pred, name: str, classes=None, named: bool = False) -> PredInput:
     when ``named`` (the lab predictions named the classes)."""
     refuse_dask(pred, name)
     if isinstance(pred, pd.Series):
+        if pd.api.types.is_bool_dtype(pred):
+            raise ValueError(_hard_labels(name))
         try:
             return PredInput(pred.to_numpy(dtype=float, na_value=np.nan, copy=True))
         except (TypeError, ValueError):
@@ -81,12 +84,26 @@ def as_pred(pred, name: str, classes=None, named: bool = False) -> PredInput:
         if pred.columns.has_duplicates:
             dup = pred.columns[pred.columns.duplicated()].unique().tolist()
             raise ValueError(f"{name}: duplicate column name(s) {dup}")
-        nonnum = [c for c in cols if not pd.api.types.is_numeric_dtype(pred[c])
-                  or pd.api.types.is_bool_dtype(pred[c])]
+        hard = [c for c in cols if pd.api.types.is_bool_dtype(pred[c])]
+        if hard:
+            raise ValueError(_hard_labels(f"{name}: column(s) {hard}"))
+        nonnum = [c for c in cols if not pd.api.types.is_numeric_dtype(pred[c])]
         if nonnum:
             raise ValueError(f"{name}: non-numeric column(s) {nonnum}; predictions must be "
                              "probabilities")
         order = None
+        if named and classes is not None and len(classes) == 2 and len(cols) == 1:
+            # one column of a binary model whose lab predictions named the classes: matched
+            # by its name too, never taken as P(second class) by position (session 67's
+            # audit: a "ham" column read as P(spam) flipped the base rates)
+            if cols[0] not in classes:
+                raise ValueError(
+                    f"{name}: the column {cols[0]!r} is not a class; with one column it must "
+                    f"be named one of the classes {list(classes)} (named by the columns of "
+                    "lab_pred), and holds that class's probability")
+            first = cols[0] == classes[0]
+            arr = pred.to_numpy(dtype=float, na_value=np.nan, copy=True)[:, 0]
+            return PredInput(1.0 - arr if first else arr, cols, np.array([0 if first else 1]))
         if named and classes is not None and len(cols) >= 2:
             missing = [c for c in classes if c not in cols]
             extra = [c for c in cols if c not in classes]
@@ -99,11 +116,21 @@ def as_pred(pred, name: str, classes=None, named: bool = False) -> PredInput:
             pred = pred[list(classes)]
         arr = pred.to_numpy(dtype=float, na_value=np.nan, copy=True)
         return PredInput(arr, cols, order)
+    if np.asarray(pred).dtype == bool:
+        raise ValueError(_hard_labels(name))
     try:
         arr = np.array(pred, dtype=float, copy=True)
     except (TypeError, ValueError):
         raise ValueError(f"{name} must be numeric predicted probabilities") from None
     return PredInput(arr)
+
+
+def _hard_labels(what: str) -> str:
+    """The refusal of boolean predictions: hard class decisions (``clf.predict``) taken as
+    probabilities of 0 and 1 fall in the partition's two end cells only (session 67's audit:
+    a field base rate of 9e-13 where it was 0.3, with only a BoundaryWarning)."""
+    return (f"{what} holds booleans (hard class decisions, e.g. clf.predict); URC needs "
+            "predicted probabilities (e.g. clf.predict_proba) for the lab and the field alike")
 
 
 def check_pred(arr: np.ndarray, name: str, *, k=None, binary=None, can_drop=False):

@@ -950,6 +950,8 @@ class RegressionURCResults(URCResults):
             s.add_note("The smoothness penalty is part of the objective: the estimates are "
                        "penalised (MAP) ones and the intervals profile penalised-likelihood "
                        "ones.")
+        if self.constraint.kind != "free":  # (a restricted fit: no tests of its own)
+            return s
         with warnings.catch_warnings():  # (issued and recorded by URC's summary above)
             warnings.simplefilter("ignore")
             t = self.test_no_shift()
@@ -961,5 +963,6 @@ class RegressionURCResults(URCResults):
         return s
 
     def __repr__(self):
+        kind = "" if self.constraint.kind == "free" else f", restricted: {self._restriction}"
         return (f"<RegressionURCResults: {len(self._groups)} group(s), {self.model.n_intervals}"
-                f" intervals, smoothing={self.smoothing:g}, llf={self.llf:.4f}>")
+                f" intervals, smoothing={self.smoothing:g}, llf={self.llf:.4f}{kind}>")

@@ -77,7 +77,9 @@ def _tests_table(tests, several_groups, random_lab) -> pd.DataFrame:
     if not several_groups:
         index.pop(1)
     return pd.DataFrame({"statistic": [t.statistic for t in tests],
-                         "df": [int(t.df) if np.isfinite(t.df) else t.df for t in tests],
+                         # (an effective df, RegressionURC's goodness of fit, kept as it is)
+                         "df": [int(t.df) if float(t.df).is_integer() else t.df
+                                for t in tests],
                          "p-value": [t.pvalue for t in tests],
                          "reference": [t.distribution for t in tests]}, index=index)
 
@@ -514,10 +516,10 @@ class URCResults(URCTestsMixin, InformationCriteria, LikelihoodResults):
     def _wrap_recalibrated(self, out, inp, pred, index, binary_vector):
         """Put the recalibrated ``(n, k)`` matrix in ``pred``'s shape, columns and index."""
         if inp.columns is not None:  # a DataFrame: its columns in its order
-            if len(inp.columns) == 1:
-                vals = out[:, 1:2]
-            elif inp.order is not None:
+            if inp.order is not None:  # (matched by name: the classes the columns name)
                 vals = out[:, inp.order]
+            elif len(inp.columns) == 1:
+                vals = out[:, 1:2]
             else:
                 vals = out
             return pd.DataFrame(vals, index=index, columns=inp.columns)
@@ -537,13 +539,14 @@ class URCResults(URCTestsMixin, InformationCriteria, LikelihoodResults):
 
     # -- presentation ---------------------------------------------------------------------------
     def _table(self, alpha=0.05) -> pd.DataFrame:
-        ci = self.conf_int(alpha)
         pidx = self._params.index
+        cols = {"estimate": self.params}
+        if self.constraint.kind == "free":  # (a restricted fit has no intervals)
+            ci = self.conf_int(alpha)
+            cols.update({"std err": self.bse, f"[{alpha / 2:.3g}": ci["lower"],
+                         f"{1 - alpha / 2:.3g}]": ci["upper"]})
         return pd.DataFrame({
-            "estimate": self.params,
-            "std err": self.bse,
-            f"[{alpha / 2:.3g}": ci["lower"],
-            f"{1 - alpha / 2:.3g}]": ci["upper"],
+            **cols,
             "naive": self.naive.stack().reindex(pidx).to_numpy(),
             "lab sample": self.lab_base_rates.reindex(
                 pidx.get_level_values("class")).to_numpy(),
@@ -563,7 +566,11 @@ class URCResults(URCTestsMixin, InformationCriteria, LikelihoodResults):
         """
         alpha = check_alpha(alpha)
         m = self.model
-        s = Summary("Unsupervised recalibration (URC): field base rates")
+        free = self.constraint.kind == "free"
+        s = Summary("Unsupervised recalibration (URC): field base rates" if free else
+                    "Unsupervised recalibration (URC): restricted fit (a test's null)")
+        if not free:
+            s.add_info("Restriction", self._restriction)
         for key, value in [
                 ("Likelihood", "joint (lab + field)" if self._d.joint else "fixed M_A (paper)"),
                 ("Lab design", _DESIGN_TEXT[self.lab_design]),
@@ -583,13 +590,22 @@ class URCResults(URCTestsMixin, InformationCriteria, LikelihoodResults):
             s.add_info("Penalised log-likelihood", self.llf_penalized)
         s.add_info("cond(M_A)", m.condition_number)
         s.add_info("Converged", self.converged)
-        s.add_table(f"Base rates ({level_label(1 - alpha)} profile-likelihood intervals)",
-                    self._table(alpha))
-        several = len(self._groups) > 1
-        tests = [self.test_no_shift()] + ([self.test_equal_base_rates()] if several else [])
-        s.add_table("Likelihood-ratio and chi-square tests (reference: the p-value's "
-                    "distribution)",
-                    _tests_table(tests + [self.gof()], several, self._d.random_lab))
+        if not free:
+            # (the restricted fit's own profiles and tests are not offered: it is the null of a
+            # test of the free fit, compared with it by lr_test)
+            s.add_table("Base rates under the restriction", self._table(alpha))
+            s.add_note("A restricted fit: no intervals or tests of its own; compare it with "
+                       "the free fit by puinfer.lr_test(restricted, free) (the free fit's "
+                       "test_no_shift / test_equal_base_rates).")
+        else:
+            s.add_table(f"Base rates ({level_label(1 - alpha)} profile-likelihood intervals)",
+                        self._table(alpha))
+            several = len(self._groups) > 1
+            tests = [self.test_no_shift()] + ([self.test_equal_base_rates()] if several
+                                              else [])
+            s.add_table("Likelihood-ratio and chi-square tests (reference: the p-value's "
+                        "distribution)",
+                        _tests_table(tests + [self.gof()], several, self._d.random_lab))
         s.add_note(self.convergence.line())
         if self.prior_strength > 0:
             s.add_note("With a prior the estimates are MAP; intervals and tests use the "
@@ -646,6 +662,23 @@ class URCResults(URCTestsMixin, InformationCriteria, LikelihoodResults):
         """
         return self.profile(group, cls).plot(ax=ax, alpha=alpha, true_value=true_value)
 
+    @property
+    def _restriction(self) -> str:
+        """What a restricted fit holds fixed, in words."""
+        con = self.constraint
+        if con.kind == "pooled":
+            return ("every group's base rates equal to the lab population's (estimated from "
+                    "the lab class counts and the field histograms together)")
+        if con.kind == "equal":
+            return "one set of base rates shared by all groups"
+        if con.kind == "rows":
+            # (the value is one k-vector, broadcast to every group)
+            rates = ", ".join(f"{c}: {v:.4g}" for c, v in
+                              zip(self.model.classes, np.ravel(con.value), strict=True))
+            return f"every group's base rates fixed at ({rates})"
+        return con.kind
+
     def __repr__(self):
+        kind = "" if self.constraint.kind == "free" else f", restricted: {self._restriction}"
         return (f"<URCResults: {len(self._groups)} group(s), {self.model.n_classes} classes, "
-                f"likelihood={self.likelihood}, llf={self.llf:.4f}>")
+                f"likelihood={self.likelihood}, llf={self.llf:.4f}{kind}>")

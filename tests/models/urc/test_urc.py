@@ -750,6 +750,28 @@ def test_conf_int_served_from_cache(sim):
     assert res.fit_no_shift() is res.fit_no_shift()
 
 
+def test_restricted_fits_summarised():
+    # session 67's audit: summary() and _repr_html_() of fit_no_shift() and
+    # fit_equal_base_rates() raised "profiles are available for the unrestricted fit only"
+    sim = simulate_urc(n_lab=400, n_field=[500, 500], field_base_rate=[0.2, 0.4],
+                       rng=np.random.default_rng(1))
+    for design, words in (("random", "equal to the lab population's"),
+                          ("stratified", "fixed at (0: 0.5, 1: 0.5)")):
+        res = pu.URC(sim.lab_pred, sim.lab_y, lab_design=design).fit(sim.field_pred,
+                                                                      sim.field_group)
+        for null, what in ((res.fit_no_shift(), words),
+                           (res.fit_no_shift(0.3), "fixed at (0: 0.7, 1: 0.3)"),
+                           (res.fit_equal_base_rates(), "shared by all groups")):
+            s = null.summary()
+            assert what in repr(null) and what in dict(s.info)["Restriction"]
+            (tbl,) = [t for cap, t in s.tables if cap.startswith("Base rates")]
+            assert_allclose(tbl["estimate"].to_numpy(), null.params.to_numpy(), rtol=0,
+                            atol=0)
+            assert "std err" not in tbl.columns
+            assert "restricted fit" in null._repr_html_()
+        assert "restricted" not in repr(res) and "Restriction" not in dict(res.summary().info)
+
+
 def test_conf_int_refuses_confidence_level(fits):
     with pytest.raises(ValueError, match="alpha"):
         fits["joint"].conf_int(0.95)

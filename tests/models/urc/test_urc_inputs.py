@@ -2,6 +2,7 @@
 classes by name, validation naming the URC argument, missing="raise"|"drop", tiny samples
 against a direct optimisation of the same likelihood, and edge inputs without RuntimeWarning."""
 
+import re
 import signal
 import warnings
 
@@ -178,6 +179,27 @@ def test_field_columns_matched_by_name(named):
         model.fit(field.assign(x=0.0))
 
 
+def test_binary_one_column_matched_by_name(binary):
+    # session 67's audit: with named binary classes a one-column frame was taken as P(second
+    # class) whatever its name: a "ham" column flipped the base rates and recalibrate()
+    # returned P(spam) under the name "ham"
+    lab = pd.DataFrame({"ham": 1 - binary.lab_pred, "spam": binary.lab_pred})
+    model = pu.URC(lab, np.where(binary.lab_y == 1, "spam", "ham"))
+    both = pd.DataFrame({"ham": 1 - binary.field_pred, "spam": binary.field_pred})
+    ref = _quiet(model.fit, both)
+    for col in ("spam", "ham"):
+        res = _quiet(model.fit, both[[col]])
+        assert_allclose(res.base_rates.to_numpy(), ref.base_rates.to_numpy(), rtol=0,
+                        atol=1e-9)
+        out = res.recalibrate(both[[col]].iloc[:20])
+        assert list(out.columns) == [col]
+        assert_allclose(out[col], ref.recalibrate(both.iloc[:20])[col], rtol=0, atol=1e-12)
+        np.testing.assert_array_equal(model.assign(both[[col]]), model.assign(both))
+    with pytest.raises(ValueError, match=r"field_pred: the column 'eggs' is not a class; .*"
+                       r"\['ham', 'spam'\]"):
+        model.fit(both[["spam"]].rename(columns={"spam": "eggs"}))
+
+
 def test_recalibrate_columns_matched_by_name(named):
     model, field, res = named
     ref = res.recalibrate(field)
@@ -309,6 +331,25 @@ def test_scalars_refused_naming_the_argument(binary):
         m.fit(0.3)
     with pytest.raises(ValueError, match="groups must have one entry per row"):
         m.fit(binary.field_pred, groups="a")
+
+
+def test_boolean_predictions_refused(binary):
+    # session 67's audit: hard decisions (clf.predict) as an array or Series were taken as
+    # probabilities 0 and 1: a field base rate of 9e-13 where it was 0.3
+    hard = binary.field_pred > 0.5
+    m = pu.URC(binary.lab_pred, binary.lab_y)
+    res = _quiet(m.fit, binary.field_pred)
+    msg = "holds booleans (hard class decisions"
+    for call, name in ((lambda: m.fit(hard), "field_pred"),
+                       (lambda: m.fit(pd.Series(hard)), "field_pred"),
+                       (lambda: m.fit(list(hard)), "field_pred"),
+                       (lambda: m.fit(pd.DataFrame({"p": hard})),
+                        re.escape("field_pred: column(s) ['p']")),
+                       (lambda: pu.URC(binary.lab_pred > 0.5, binary.lab_y), "lab_pred"),
+                       (lambda: res.recalibrate(hard[:5]), "pred"),
+                       (lambda: m.assign(hard[:5]), "pred")):
+        with pytest.raises(ValueError, match=rf"^{name} {re.escape(msg)}"):
+            call()
 
 
 def test_simulate_urc_validates():
