@@ -349,9 +349,11 @@ class Profile:
         out.attrs.update(level=level, lower_at_bound=lo_b, upper_at_bound=hi_b, cutoff=cutoff)
         return out
 
-    def to_frame(self, n: int = 41, alpha: float = 0.05) -> pd.DataFrame:
-        """The curve on a grid spanning the interval plus a margin: columns ``value``, ``R``."""
-        ci = self.conf_int(alpha)
+    def to_frame(self, n: int = 41, alpha: float = 0.05, interval: pd.Series | None = None
+                 ) -> pd.DataFrame:
+        """The curve on a grid spanning the interval plus a margin: columns ``value``, ``R``
+        (``interval``: span this interval instead of the chi-square one at ``alpha``)."""
+        ci = self.conf_int(alpha) if interval is None else interval
         width = max(ci["upper"] - ci["lower"], 1e-6)
         lo = max(self.bounds[0], ci["lower"] - 0.3 * width)
         hi = min(self.bounds[1], ci["upper"] + 0.3 * width)
@@ -361,8 +363,16 @@ class Profile:
         values = {g: self.statistic(g) for g in grid[order]}
         return pd.DataFrame({"value": grid, "R": [values[g] for g in grid]})
 
-    def plot(self, ax=None, alpha: float = 0.05, true_value: float | None = None, n: int = 41):
+    def plot(self, ax=None, alpha: float = 0.05, true_value: float | None = None, n: int = 41,
+             interval: pd.Series | None = None):
         """Plot ``R(value)`` with the chi-square cut-off and the interval (as Liu et al., Fig. 5).
+
+        Parameters
+        ----------
+        interval : pandas.Series, optional
+            An interval for this parameter to draw instead of the chi-square one at ``alpha``
+            (e.g. DETM's bootstrap-calibrated ``conf_int_pi()``): its limits, and its cut-off
+            and level from its ``attrs``.
 
         Returns
         -------
@@ -371,12 +381,16 @@ class Profile:
         from ..plotting import get_ax
 
         ax = get_ax(ax)
-        df = self.to_frame(n=n, alpha=alpha)
-        ci = self.conf_int(alpha)
-        level = ci.attrs["level"]
+        ci = self.conf_int(alpha) if interval is None else interval
+        df = self.to_frame(n=n, alpha=alpha, interval=ci)
+        level, cutoff = ci.attrs["level"], ci.attrs["cutoff"]
+        # (which cut-off, said in the legend and the title: session 67's audit found a
+        # default bootstrap-calibrated DETM interval beside a plot of the chi-square one)
+        how = "chi-square" if interval is None else ci.attrs.get("method", "given")
         ax.plot(df["value"], df["R"], color="black", lw=1.5, label=f"R*({self.name})")
-        ax.axhline(ci.attrs["cutoff"], color="red", lw=1,
-                   label=rf"$\chi^2_{{1,{level:g}}}$ = {ci.attrs['cutoff']:.3f}")
+        ax.axhline(cutoff, color="red", lw=1,
+                   label=(rf"$\chi^2_{{1,{level:g}}}$ = {cutoff:.3f}" if interval is None else
+                          f"{how} cut-off = {cutoff:.3f}"))
         for v in (ci["lower"], ci["upper"]):
             ax.axvline(v, color="grey", ls="--", lw=1)
         ax.axvline(self.estimate, color="black", ls=":", lw=1, label=f"estimate {self.estimate:.4f}")
@@ -384,7 +398,8 @@ class Profile:
             ax.axvline(true_value, color="tab:blue", lw=1.5, label=f"true {true_value:g}")
         ax.set_xlabel(self.name)
         ax.set_ylabel("profile likelihood-ratio statistic")
-        ax.set_title(f"{level_label(level)} CI for {self.name}: [{ci['lower']:.4f}, {ci['upper']:.4f}]")
+        ax.set_title(f"{level_label(level)} CI for {self.name} ({how} cut-off): "
+                     f"[{ci['lower']:.4f}, {ci['upper']:.4f}]")
         ax.legend(fontsize="small")
         return ax
 

@@ -317,7 +317,9 @@ class TiltResults(LikelihoodResults):
         :mod:`puinfer.models.detm._profile`). After a default fit the 95% interval is already
         computed (the fit's probe) and cached here. The returned
         :class:`~puinfer.inference.Profile` gives ``.conf_int(alpha)``, ``.statistic(pi)``,
-        ``.to_frame()`` and ``.plot(ax=None)`` (as Liu et al., Figure 5). With the ridge
+        ``.to_frame()`` and ``.plot(ax=None)`` (as Liu et al., Figure 5: the chi-square
+        cut-off; ``.plot(interval=res.conf_int_pi())`` draws the default interval and its
+        cut-off instead). With the ridge
         penalty the penalised log-EL is profiled (the objective maximised). Where no start
         converges at a pi (e.g. where pi is not identified), the best value reached there, a
         lower bound of the profile, stands in (with a ``ConvergenceWarning``, recorded): a

@@ -104,6 +104,25 @@ class TestProfileInterval:
         out = sar_fit.profile_pi().plot(ax=ax, true_value=0.3)
         assert out is ax
         assert len(ax.lines) >= 4
+        assert "(chi-square cut-off)" in ax.get_title()
+        plt.close(fig)
+
+    def test_plot_draws_a_given_interval(self, sar_fit):
+        # session 67's audit: beside a default (bootstrap-calibrated) interval the plot showed
+        # the chi-square one under the title "95% CI for pi"; interval= draws the one given
+        prof = sar_fit.profile_pi()
+        ci = prof.conf_int(0.05, cutoff=6.0)
+        ci.attrs["method"] = "bootstrap"
+        fig, ax = plt.subplots()
+        prof.plot(ax=ax, interval=ci)
+        title = ax.get_title()
+        assert "(bootstrap cut-off)" in title
+        assert f"[{ci['lower']:.4f}, {ci['upper']:.4f}]" in title
+        assert 6.0 in [ln.get_ydata()[0] for ln in ax.lines]  # the cut-off's line
+        xs = {ln.get_xdata()[0] for ln in ax.lines}
+        assert ci["lower"] in xs and ci["upper"] in xs  # the limits' lines
+        plain = prof.conf_int(0.05)
+        assert plain["upper"] < ci["upper"] and plain["upper"] not in xs
         plt.close(fig)
 
 
