@@ -163,7 +163,8 @@ class Design:
         needed for every row asked for.
         """
         newdata = _as_frame(newdata, "newdata")
-        newdata, _ = _clean(newdata, _used_columns(self.rhs, newdata), "newdata", "raise")
+        newdata, _ = _clean(newdata, _used_columns(self.rhs, newdata), "newdata", "raise",
+                            can_drop=False)
         try:
             with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # see build_design
                 (X,) = patsy.build_design_matrices([self._info()], newdata,
@@ -201,7 +202,7 @@ def _used_columns(formula: str, data: pd.DataFrame) -> list:
     return [c for c in data.columns if c in words]
 
 
-def _clean(data: pd.DataFrame, used: list, what: str, missing: str
+def _clean(data: pd.DataFrame, used: list, what: str, missing: str, can_drop: bool = True
            ) -> tuple[pd.DataFrame, np.ndarray | None]:
     """Check the columns a formula uses and apply ``missing``.
 
@@ -221,9 +222,11 @@ def _clean(data: pd.DataFrame, used: list, what: str, missing: str
         if missing == "raise":
             cols = [str(c) for c in used if miss[c].any()]
             counts = [int(miss[c].sum()) for c in used if miss[c].any()]
+            hint = ("rows are never dropped silently: fill them, or pass missing='drop' to "
+                    "drop those rows" if can_drop else
+                    "a prediction is made for every row: fill them, or leave those rows out")
             raise ValueError(f"{what}: missing values in column(s) {cols} ({counts} row(s)); "
-                             "rows are never dropped silently: fill them, or pass "
-                             "missing='drop' to drop those rows")
+                             + hint)
         keep = ~miss.any(axis=1).to_numpy()
         data = data[keep]
     conv = {}

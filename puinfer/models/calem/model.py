@@ -383,6 +383,14 @@ class CalEM(Model):
             score = cols[0]
         if score not in data.columns:
             raise ValueError(f"score column {score!r} is not in data")
+        used = _used_columns(design.rhs, data)
+        if used != [score]:
+            # (the calibrator evaluates the formula on the score alone: session 67's audit,
+            # score="score2" with "~ logit(score)" failed at fit() with "name 'score' is not
+            # defined")
+            raise ValueError(f"score={score!r}: the formula's right-hand side "
+                             f"{design.rhs.strip()!r} uses the column(s) {used}; the "
+                             "calibrator must be a function of the score column alone")
         if isinstance(treated, str) and treated not in data.columns:
             raise ValueError(f"treated column {treated!r} is not in data")
         tr = data[treated] if isinstance(treated, str) else treated

@@ -382,6 +382,15 @@ def test_from_formula_errors(sim):
         CalEM.from_formula("label ~ logit(score)", data=sim, treated="nope")
     with pytest.raises(ValueError, match="cannot tell which column is the score"):
         CalEM.from_formula("label ~ logit(score) + p", data=sim, treated="treated")
+    # a score= the formula does not use, or a formula using more than the score, is refused
+    # when the model is built (session 67's audit: fit() raised "name 'score' is not defined")
+    twice = sim.assign(score2=sim["score"] ** 2)
+    with pytest.raises(ValueError, match=r"score='score2': .* uses the column\(s\) \['score'\]"):
+        CalEM.from_formula("label ~ logit(score)", data=twice, treated="treated",
+                           score="score2")
+    with pytest.raises(ValueError, match=r"uses the column\(s\) \['score', 'p'\]"):
+        CalEM.from_formula("label ~ logit(score) + p", data=sim, treated="treated",
+                           score="score")
 
 
 def test_expit_consistency(fits, sim):

@@ -81,6 +81,11 @@ class TestProfileInterval:
         assert t.pvalue == pytest.approx(stats.chi2.sf(t.statistic, 1))
         with pytest.raises(ValueError):
             sar_fit.test_pi(1.5)
+        assert "note" not in t.extra
+        # a value nearer 0 than the profiled range is tested at its end, and the test says so
+        t0 = sar_fit.test_pi(1e-12)
+        assert t0.statistic == sar_fit.profile_pi().statistic(1e-6) and t0.null == "pi = 1e-06"
+        assert "the value 1e-12 lies outside [1e-06, 1 - 1e-06]" in t0.extra["note"]
 
     def test_profile_error_when_fit_not_at_maximum(self, sar_fit):
         prof = sar_fit.profile_pi()
