@@ -76,17 +76,20 @@ def align_rows(args: Mapping[str, object]) -> tuple[dict[str, object], pd.Index 
     pandas_args = [k for k, v in present.items() if _is_pandas(v)]
     ref_name = pandas_args[0] if pandas_args else None
     ref_index = present[ref_name].index if ref_name is not None else None
-    if ref_index is not None and ref_index.has_duplicates:
-        dup = ref_index[ref_index.duplicated()].unique()[:3].tolist()
-        raise ValueError(f"{ref_name}: duplicate index labels (e.g. {dup}); rows cannot be "
-                         "matched on the index (reset it, or pass arrays to match by position)")
     out = dict(args)
     n = len(ref_index) if ref_index is not None else None
     for k, v in present.items():
         if _is_pandas(v) and k != ref_name:
             idx = v.index
+            # (the same labels in the same order match row for row, duplicates or not: e.g.
+            # two columns of one frame after pd.concat, session 67's audit)
             if idx.equals(ref_index):
                 continue
+            if ref_index.has_duplicates:
+                dup = ref_index[ref_index.duplicated()].unique()[:3].tolist()
+                raise ValueError(f"{ref_name}: duplicate index labels (e.g. {dup}); {k} cannot "
+                                 "be matched to it on the index (reset both indexes, or give "
+                                 f"{k} the same index in the same order)")
             if idx.has_duplicates:
                 dup = idx[idx.duplicated()].unique()[:3].tolist()
                 raise ValueError(f"{k}: duplicate index labels (e.g. {dup}); it cannot be "

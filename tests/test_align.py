@@ -34,6 +34,21 @@ def test_refused_when_labels_differ_or_repeat():
         align_rows({"a": a, "b": pd.Series([1.0, 2.0, 3.0], index=[0, 1, 2])})
 
 
+def test_duplicate_labels_in_the_same_order_match_row_for_row():
+    # session 67's audit: two columns of one frame after pd.concat (repeated labels) were
+    # refused although nothing needs matching; the same labels in the same order match
+    idx = pd.Index([0, 1, 0, 1])
+    a, b = pd.Series([1.0, 2.0, 3.0, 4.0], index=idx), pd.Series(list("pqrs"), index=idx)
+    out, ref = align_rows({"a": a, "b": b, "arr": np.arange(4)})
+    assert ref.equals(idx) and out["b"].tolist() == list("pqrs")
+    out, ref = align_rows({"a": a})
+    assert ref.equals(idx) and out["a"] is a
+    # in another order they cannot be matched
+    with pytest.raises(ValueError, match=r"a: duplicate index labels \(e.g. \[0, 1\]\); b "
+                       "cannot be matched to it"):
+        align_rows({"a": a, "b": b.iloc[[1, 0, 3, 2]]})
+
+
 def test_no_pandas_means_positions():
     out, idx = align_rows({"a": [1, 2], "b": np.zeros(2), "c": None})
     assert idx is None and out["c"] is None

@@ -174,6 +174,12 @@ def lr_test(restricted, full, *, tol: float = 1e-6) -> HypothesisTestResult:
     restricted, full = _comparable(restricted, "restricted"), _comparable(full, "full")
     reason = restricted._nesting(full)
     if reason is not None:
+        if full._nesting(restricted) is None:
+            # (the reasons given from the wrong side were misleading, e.g. "not fitted to the
+            # same data" for URC fits with and without groups: session 67's audit)
+            raise ValueError("lr_test: the arguments are the wrong way round: the first "
+                             "(restricted) must be nested in the second (full), and here the "
+                             "second is nested in the first; call lr_test(second, first)")
         raise ValueError(f"lr_test: {reason}")
     df = full.df_model - restricted.df_model
     if df <= 0:

@@ -367,7 +367,7 @@ def test_lr_test_generic_agrees(fits):
     t = res.test_no_shift()
     restricted = res.fit_no_shift(0.5)
     assert pu.lr_test(restricted, res).statistic == pytest.approx(t.statistic, rel=1e-12)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="the arguments are the wrong way round"):
         pu.lr_test(res, restricted)
 
 

@@ -86,6 +86,24 @@ def test_lab_index_mismatch_refused(binary):
         pu.URC(pred, binary.lab_y[:299])
 
 
+def test_repeated_labels_of_one_frame(grouped):
+    # session 67's audit: predictions and groups from one frame built by pd.concat (its
+    # labels repeated) were refused; in the same order they match row for row
+    n = len(grouped.field_pred)
+    idx = pd.Index(np.arange(n) % 7)
+    field = pd.DataFrame({"pred": grouped.field_pred, "box": grouped.field_group}, index=idx)
+    m = pu.URC(grouped.lab_pred, grouped.lab_y)
+    ref = _quiet(m.fit, grouped.field_pred, groups=grouped.field_group)
+    res = _quiet(m.fit, field["pred"], groups=field["box"])
+    assert_allclose(res.base_rates.to_numpy(), ref.base_rates.to_numpy(), rtol=0, atol=0)
+    out = res.recalibrate(field["pred"], groups=field["box"])
+    assert out.index.equals(idx)
+    assert_allclose(out.to_numpy(), ref.recalibrate(grouped.field_pred,
+                                                    groups=grouped.field_group), rtol=0, atol=0)
+    with pytest.raises(ValueError, match="field_pred: duplicate index labels"):
+        m.fit(field["pred"], groups=field["box"].iloc[::-1])
+
+
 def test_groups_matched_on_index(grouped):
     m = pu.URC(grouped.lab_pred, grouped.lab_y)
     idx = pd.Index(np.arange(2000) + 5000)
