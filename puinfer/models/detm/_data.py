@@ -18,7 +18,8 @@ __all__ = ["TiltData", "prepare"]
 class TiltData(ReadOnlyArrays):
     """The pooled sample: ``X`` (N, p) features without intercept, source rows first; ``y``
     (N,) 1 = target, 0 = source; the pooled mean and sd used to standardise; ``target_index``
-    the caller's index of the target rows (None for arrays)."""
+    and ``source_index`` the caller's index of the target and source rows (None for
+    arrays)."""
 
     X: np.ndarray
     y: np.ndarray
@@ -28,6 +29,7 @@ class TiltData(ReadOnlyArrays):
     n: int
     m: int
     target_index: object = None
+    source_index: object = None
 
     #: the cached arrays derived from ``X`` alone, left out of pickles and computed again on
     #: first use (the same arithmetic: bit for bit the same arrays); each is as large as ``X``
@@ -106,7 +108,7 @@ def dropped_by_sample(indicator) -> tuple[int, int] | None:
     return int((indicator == 1).sum()), int((indicator == 0).sum())
 
 
-def prepare(source, target, names=None, target_index=None) -> TiltData:
+def prepare(source, target, names=None, target_index=None, source_index=None) -> TiltData:
     """Validate the two samples and pool them (source first)."""
     import pandas as pd
 
@@ -123,6 +125,8 @@ def prepare(source, target, names=None, target_index=None) -> TiltData:
         Xt = Xt[:, [nt.index(c) for c in ns]]  # matched by name: target's in source's order
     if target_index is None and isinstance(target, (pd.DataFrame, pd.Series)):
         target_index = target.index
+    if source_index is None and isinstance(source, (pd.DataFrame, pd.Series)):
+        source_index = source.index
     # one layout for every input (a DataFrame's values come in Fortran order, arrays in C):
     # the column means and sds below, and all that follows, round alike for both
     X = np.asfortranarray(np.vstack([Xs, Xt]))
@@ -132,4 +136,5 @@ def prepare(source, target, names=None, target_index=None) -> TiltData:
     if len(X) <= n_par:
         raise ValueError(f"{len(X)} rows for {n_par} DETM parameters; need more rows")
     # check_full_rank refused extreme scales (check_scale), so the sd cannot under/overflow
-    return TiltData(X, y, names, X.mean(axis=0), X.std(axis=0), len(Xs), len(Xt), target_index)
+    return TiltData(X, y, names, X.mean(axis=0), X.std(axis=0), len(Xs), len(Xt), target_index,
+                    source_index)

@@ -68,7 +68,8 @@ def bandwidth_for(N: int, p: int, smooth) -> float:
 def world(data, setm) -> BootstrapWorld:
     """The resampling world of the fitted SETM ``setm`` (a fit record or results)."""
     p = data.p
-    ps = setm.el_weights / setm.el_weights.sum()
+    ps = np.asarray(setm.el_weights, dtype=float)  # (a results object's is labelled)
+    ps = ps / ps.sum()
     a2, b2 = setm.theta[p + 1], setm.theta[p + 2:]
     pn = ps * np.exp(a2 + data.Z @ b2)
     pn = pn / pn.sum()

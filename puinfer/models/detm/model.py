@@ -277,7 +277,8 @@ class _TiltModel(Model):
         for nm, part in (("source", src), ("target", tgt)):
             if len(part) == 0:
                 raise ValueError(f"no {nm} rows left after dropping rows with missing values")
-        model = cls._from_parts(prepare(src, tgt, target_index=target.index[kt]), design,
+        model = cls._from_parts(prepare(src, tgt, target_index=target.index[kt],
+                                        source_index=source.index[ks]), design,
                                 missing, int((~ks).sum()), int((~kt).sum()))
         model._formula_call = {"source": source, "target": target, "missing": missing}
         return model

@@ -109,9 +109,34 @@ class TiltResults(LikelihoodResults):
         self.pi_interval = pi_interval
         for name in ("label_rule", "labels_swapped", "kl_divergences", "label_check",
                      "llf_method",
-                     "lagrange_multipliers", "el_weights", "n_starts_at_best",
+                     "lagrange_multipliers", "n_starts_at_best",
                      "separated_points", "ridge_binding", "seed"):
             setattr(self, name, getattr(fit, name))
+
+    @property
+    def el_weights(self) -> pd.Series | np.ndarray | None:
+        """The empirical-likelihood weights ``p_i`` of the pooled rows (the estimate of the
+        source distribution; they sum to 1): the source rows, then the target rows, each in
+        the order given. A Series on the rows' index where the rows have one: the caller's
+        index for a model built by ``from_formula(data=...)`` (so ``df["w"] =
+        res.el_weights`` matches rows by label; rows dropped by ``missing="drop"`` are
+        absent), a ``(sample, label)`` index where source and target came as two pandas
+        objects (``res.el_weights["target"]``); an array for arrays. None on Dask data."""
+        w = self._fit.el_weights
+        d = self.model.data
+        src, tgt = getattr(d, "source_index", None), getattr(d, "target_index", None)
+        if w is None or src is None or tgt is None:
+            return w
+        # (positions, not labels, split the pooled rows: session 67's audit found a bare
+        # array in pooled order misassigned by df["w"] = res.el_weights on interleaved rows)
+        if "data" in self.model.__dict__.get("_formula_call", {}):
+            index = src.append(tgt)
+        else:
+            index = pd.MultiIndex.from_arrays(
+                [np.repeat(["source", "target"], [len(src), len(tgt)]),
+                 np.concatenate([np.asarray(src, dtype=object), np.asarray(tgt, dtype=object)])],
+                names=["sample", None])
+        return pd.Series(np.array(w), index=index, name="el_weight")
 
     @property
     def starts(self) -> pd.DataFrame:

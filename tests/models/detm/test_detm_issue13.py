@@ -60,6 +60,34 @@ def test_frames_keep_their_indexes(samples):
     np.testing.assert_allclose(s.predict().loc[tgt.index], r.predict(), rtol=1e-7, atol=1e-9)
 
 
+def test_el_weights_carry_the_rows_index(samples):
+    # session 67's audit: el_weights was a bare array in pooled order (source rows first), so
+    # df["w"] = res.el_weights gave rows of an interleaved frame other rows' weights
+    src, tgt = samples
+    df = pd.concat([src.assign(labeled=1), tgt.assign(labeled=0)]).reset_index(drop=True)
+    shuffled = df.sample(frac=1.0, random_state=3)
+    r = _quiet(pu.SETM.from_formula("labeled ~ x1 + x2", data=shuffled).fit,
+               pi_interval="profile")
+    w = r.el_weights
+    assert isinstance(w, pd.Series) and w.sum() == pytest.approx(1.0, rel=1e-10)
+    assert w.index.equals(shuffled.index[shuffled.labeled == 1].append(
+        shuffled.index[shuffled.labeled == 0]))
+    ordered = _quiet(pu.SETM.from_formula("labeled ~ x1 + x2", data=df).fit,
+                     pi_interval="profile")
+    out = shuffled.assign(w=r.el_weights)  # matched by label
+    np.testing.assert_allclose(out["w"].sort_index(), ordered.el_weights.sort_index(),
+                               rtol=1e-8)
+    # two frames (their indexes overlap): labelled by (sample, label)
+    r2 = _quiet(pu.SETM(src, tgt).fit, pi_interval="profile")
+    w2 = r2.el_weights
+    assert w2["source"].index.equals(src.index) and w2["target"].index.equals(tgt.index)
+    np.testing.assert_allclose(w2["source"].to_numpy(), ordered.el_weights.loc[:119], rtol=1e-8)
+    # arrays: an array in pooled order
+    r3 = _quiet(pu.SETM(src.to_numpy(), tgt.to_numpy()).fit, pi_interval="profile")
+    assert isinstance(r3.el_weights, np.ndarray)
+    np.testing.assert_array_equal(r3.el_weights, w2.to_numpy())
+
+
 def test_formula_with_source_and_target_frames_keeps_the_target_index(samples):
     src, tgt = samples
     r = _quiet(pu.SETM.from_formula("~ x1 + x2", source=src, target=tgt).fit)
@@ -262,6 +290,8 @@ def test_missing_drop_with_formulas(samples):
     assert (m2.n_dropped, m2.n_dropped_source, m2.n_dropped_target) == (3, 1, 2)
     r2 = _quiet(m2.fit)
     assert r2.predict().index.equals(t2.dropna().index)
+    assert r2.el_weights["source"].index.equals(s2.dropna().index)
+    assert r2.el_weights["target"].index.equals(t2.dropna().index)
     # a column the formula uses missing from one sample is named (it read as missing values)
     with pytest.raises(ValueError, match=r"source has no column\(s\) \['x2'\], which the "
                                          "formula uses"):
