@@ -68,6 +68,8 @@ class Model(ReadOnlyArrays):
     exog_names: list = []
     missing: str = "raise"
     n_dropped: int = 0
+    #: whether ``exog_names`` came from the caller's pandas columns (not generated for arrays)
+    _named_features: bool = False
 
     @property
     def formula(self) -> str | None:
@@ -155,6 +157,13 @@ class Model(ReadOnlyArrays):
             newdata = newdata.rename(columns=str)[names]
         elif isinstance(newdata, pd.Series):
             index = newdata.index
+            if self._named_features and newdata.name is not None and \
+                    str(newdata.name) not in names:
+                # (a named Series is a column like a DataFrame's: matched by name, never by
+                # position; session 67's audit found a Series x2 predicted as feature x1)
+                raise ValueError(f"newdata: the Series is named {newdata.name!r}, not a "
+                                 f"feature of the model ({names}); a named Series is matched "
+                                 "by name (rename it, or pass its values)")
         X, _ = as_float_matrix(newdata, "newdata")
         if X.shape[1] != len(names):
             raise ValueError(f"newdata has {X.shape[1]} columns; the model has {len(names)} "

@@ -290,9 +290,11 @@ class LikelihoodResults(Results):
 
         ``self.model.update(formula)`` (see :meth:`puinfer.base.model.Model.update`), then
         ``fit()`` with the options this fit was made with (e.g. the penalty, the interval
-        method, the solver), those given here replacing them.
+        method, the solver), those given here replacing them. Without ``formula`` the same
+        model is fitted again with the changed options (a model built from arrays too).
         """
-        return self.model.update(formula).fit(**{**self._fit_options, **fit_kwargs})
+        model = self.model if formula is None else self.model.update(formula)
+        return model.fit(**{**self._fit_options, **fit_kwargs})
 
     # -- presentation ---------------------------------------------------------------------
     def summary(self, alpha: float = 0.05):

@@ -167,6 +167,15 @@ def test_update_refits_with_the_fits_own_options(pu_frame):
         k = pu.CalEM.from_formula("y ~ logit(p)", d, treated="t").fit(h=lambda s: 0.1 * s)
     assert pickle.loads(pickle.dumps(k))._fit_options == dict(method="auto", maxiter=None,
                                                               tol=1e-8)
+    # without a formula: the same model again with the options changed, a model built from
+    # arrays too (session 67's audit: refused as "needs a CalEM built by from_formula")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        a = pu.CalEM(sim.score, sim.label, sim.treated).fit(tol=1e-9)
+        e = a.update(method="em")
+        ref = a.model.fit(method="em", tol=1e-9)
+    assert e.method == "em" and e.model is a.model
+    assert_allclose(e.params, ref.params, rtol=0, atol=0)
 
 
 # ---------------------------------------------------------------------------------------------

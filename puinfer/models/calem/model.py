@@ -204,6 +204,8 @@ class CalEM(Model):
         for name, v in (("score", score), ("label", label), ("treated", treated)):
             if _is_scalar(v):
                 raise ValueError(f"{name} must hold one value per row; got {v!r}")
+        # a named score Series names the score column of later DataFrames (predict)
+        self._score_label = score.name if isinstance(score, pd.Series) else None
         args, index = align_rows({"score": score, "label": label, "treated": treated})
         args, index, self.n_dropped = drop_missing(args, index, missing)
         self.index = index

@@ -90,12 +90,18 @@ class _CurvesMixin:
         if not (in_memory or isinstance(getattr(score, "_meta", None), pd.DataFrame)):
             return score
         name = self.model.score_name
-        if name in score.columns:
-            return score[name]
-        if in_memory and score.shape[1] == 1 and \
+        # (the name of the Series the model was given its scores as, if any: a one-column
+        # frame of another name is not taken for the scores, session 67's audit found the
+        # labels, df[["y"]], predicted as scores)
+        label = self.model.__dict__.get("_score_label")
+        for nm in (name, label):
+            if nm is not None and nm in score.columns:
+                return score[nm]
+        if in_memory and score.shape[1] == 1 and label is None and \
                 not isinstance(self.model.calibrator, FormulaCalibrator):
             return score
-        raise ValueError(f"score: the DataFrame has no column {name!r} (the model's score); "
+        names = repr(name) if label is None or label == name else f"{name!r} or {label!r}"
+        raise ValueError(f"score: the DataFrame has no column {names} (the model's score); "
                          f"its columns are {list(score.columns)[:10]}")
 
     @staticmethod

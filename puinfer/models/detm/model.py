@@ -184,6 +184,7 @@ class _TiltModel(Model):
             return
         # source and target are two samples, not columns of one: their rows are never matched
         # to each other (each keeps its own index; predict() uses the target's)
+        self._named_features = isinstance(source, (pd.Series, pd.DataFrame))
         source, ks = _drop_rows(source, "source", missing)
         target, kt = _drop_rows(target, "target", missing)
         self.design = None

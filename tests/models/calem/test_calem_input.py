@@ -101,6 +101,13 @@ def test_formula_model_predicts_from_a_frame_by_column_name(toy):
     assert_array_equal(m.predict(one).to_numpy(), m.predict(toy["s"][:4]))
     with pytest.raises(ValueError, match="the DataFrame has no column 'score'"):
         m.predict(pd.DataFrame({"a": toy["s"][:4], "b": toy["s"][:4]}))
+    # ... unless the vector was a named Series: then its name is the frame's score column
+    # (session 67's audit: the labels' one-column frame df[["y"]] was predicted as scores)
+    named = CalEM(toy["S"].rename("p"), toy["L"], toy["T"], calibrator="logistic").fit()
+    frame = pd.DataFrame({"y": toy["lab"][:4], "p": toy["s"][:4]}, index=toy["idx"][:4])
+    assert_array_equal(named.predict(frame).to_numpy(), m.predict(toy["s"][:4]))
+    with pytest.raises(ValueError, match="the DataFrame has no column 'score' or 'p'"):
+        named.predict(frame[["y"]])
 
 
 def test_from_formula_clips_scores_of_zero_and_one_as_the_constructor_does(toy):

@@ -319,6 +319,20 @@ class TestResults:
         with pytest.raises(ValueError, match="x2"):
             r.predict(tgt[["x1", "x3"]])
 
+    def test_predict_matches_a_named_series_by_name(self, fit):
+        # session 67's audit: a one-feature model of Series x1 predicted a Series x2 as x1
+        df, _ = fit
+        src, tgt = df.loc[df.labeled == 1, "x1"], df.loc[df.labeled == 0, "x1"]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            r = pu.SETM(src, tgt).fit(pi_interval="profile", probe=False)
+            a = pu.SETM(src.to_numpy(), tgt.to_numpy()).fit(pi_interval="profile", probe=False)
+        np.testing.assert_array_equal(r.predict(tgt.head()), r.predict(tgt.head().to_numpy()))
+        with pytest.raises(ValueError, match="newdata: the Series is named 'x2', not a feature"):
+            r.predict(df["x2"])
+        # a model of arrays has no names to match: a Series is its one column
+        np.testing.assert_array_equal(a.predict(df["x2"]), a.predict(df["x2"].to_numpy()))
+
     def test_label_rules(self, fit):
         df, _ = fit
         m = pu.DETM.from_formula("labeled ~ x1 + x2 + x3", data=df)
