@@ -97,8 +97,10 @@ def _prior(value, name, k, *, n=None, open_=False, per_row=True):
                                  "leaves no negatives to reweight); got 1.0")
             return arr
         if arr.ndim != 1 or arr.shape[0] != n:
+            hint = (" (for class priors [P(Y = 0), P(Y = 1)] pass the second, P(Y = 1), as one "
+                    "number)" if arr.shape == (2,) else "")
             raise ValueError(f"{name} must be a scalar or a vector of length {n} (one per row); "
-                             f"got shape {arr.shape}")
+                             f"got shape {arr.shape}" + hint)
         if open_ and np.any(arr >= 1):
             raise ValueError(f"{name} must be strictly between 0 and 1")
         return arr
@@ -161,9 +163,10 @@ def adjust_prior(prob, old_prior, new_prior):
         number strictly inside (0, 1) (a vector is refused). Multiclass: a length-``k`` vector
         on the simplex with strictly positive entries.
     new_prior : float or array_like
-        The class prior to recalibrate to. Binary: a float in [0, 1] or a length-``n`` vector
-        (one prior per row, e.g. per subpopulation). Multiclass: a length-``k`` vector or an
-        ``(n, k)`` matrix on the simplex.
+        The class prior to recalibrate to. Binary: ``P_new(Y = 1)``, a float in [0, 1] or a
+        length-``n`` vector (one prior per row, e.g. per subpopulation; so with two rows
+        ``[0.8, 0.2]`` is one prior per row, not the class priors ``[P(Y = 0), P(Y = 1)]``).
+        Multiclass: a length-``k`` vector or an ``(n, k)`` matrix on the simplex.
 
         pandas inputs are matched, never taken by position: per-row priors (a Series, or a
         DataFrame) on ``prob``'s index, class priors (a Series, or a DataFrame's columns) on

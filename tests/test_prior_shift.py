@@ -133,6 +133,9 @@ def test_downsampling_w1_is_identity(probs):
     (dict(prob=[0.2], old_prior=1.0, new_prior=0.2), "old_prior"),
     (dict(prob=[0.2], old_prior=0.5, new_prior=1.5), "new_prior"),
     (dict(prob=[0.2, 0.3], old_prior=0.5, new_prior=[0.1, 0.2, 0.3]), "new_prior"),
+    # class priors given for a binary vector: said (session 67's audit)
+    (dict(prob=[0.2, 0.3, 0.7], old_prior=0.5, new_prior=[0.8, 0.2]),
+     r"got shape \(2,\) \(for class priors \[P\(Y = 0\), P\(Y = 1\)\] pass the second"),
     (dict(prob=[[0.2, 0.8]], old_prior=[0.5, 0.6], new_prior=[0.5, 0.5]), "old_prior must sum"),
     (dict(prob=[[0.2, 0.9]], old_prior=[0.5, 0.5], new_prior=[0.5, 0.5]), "rows must sum"),
     (dict(prob=[[0.2, 0.8]], old_prior=[0.5, 0.5], new_prior=[0.3, 0.3, 0.4]), "new_prior"),

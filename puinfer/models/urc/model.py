@@ -627,6 +627,19 @@ class URC(Model):
             warn_and_record(record, f"groups: {len(unused)} categories of the categorical groups "
                             f"have no field rows and are not fitted ({shown})",
                             EmptyBinWarning)
+        n_g = F.sum(axis=1)
+        few = np.flatnonzero(n_g < F.shape[1])
+        if few.size:
+            # (fitted as any other, but said: session 67's audit found a one-row group fitted
+            # silently, its interval [0, 0.99], its cells still counted by gof())
+            shown = ", ".join(f"{gindex[g]}: {int(n_g[g])}" for g in few[:5]) + (
+                ", ..." if few.size > 5 else "")
+            what = (f"groups: {few.size} group(s) have" if len(gindex) > 1 else
+                    "field_pred: the field sample has")
+            warn_and_record(record, f"{what} fewer field rows than the partition has cells "
+                            f"({F.shape[1]}) ({shown}): their base "
+                            "rates are barely determined, and the chi-square references of "
+                            "gof() and the tests are poor there", EmptyBinWarning)
         self._check_fit(est, gindex, record)
         return URCResults(URCFitRecord(self, d, est, gindex, naive, lik.Constraint(), options,
                                        tuple(record), n_dropped))

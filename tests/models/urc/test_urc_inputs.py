@@ -104,6 +104,21 @@ def test_repeated_labels_of_one_frame(grouped):
         m.fit(field["pred"], groups=field["box"].iloc[::-1])
 
 
+def test_groups_with_fewer_rows_than_cells_are_named(grouped):
+    # session 67's audit: a one-row group was fitted silently (interval [0, 0.99])
+    m = pu.URC(grouped.lab_pred, grouped.lab_y)
+    g = np.r_[grouped.field_group[:-1], 7]
+    with pytest.warns(EmptyBinWarning, match=r"groups: 1 group\(s\) have fewer field rows "
+                      r"than the partition has cells \(4\) \(7: 1\)"):
+        res = m.fit(grouped.field_pred, groups=g)
+    assert any("fewer field rows" in msg for _, msg in res.warnings)
+    with pytest.warns(EmptyBinWarning, match="field_pred: the field sample has fewer"):
+        m.fit(grouped.field_pred[:3])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", EmptyBinWarning)
+        m.fit(grouped.field_pred, groups=grouped.field_group)
+
+
 def test_groups_matched_on_index(grouped):
     m = pu.URC(grouped.lab_pred, grouped.lab_y)
     idx = pd.Index(np.arange(2000) + 5000)
