@@ -35,6 +35,7 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
 import warnings
 
 import numpy as np
+import pandas as pd
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted
@@ -422,7 +423,8 @@ class CalEMClassifier(_BinaryProba):
     """CalEM calibration (:class:`puinfer.CalEM`) as an estimator.
 
     ``X`` has two columns: the score in [0, 1] and the 0/1 treated indicator (1: the row's
-    label is biased); ``y`` is the label. ``predict_proba`` gives the calibrated clean
+    label is biased), in that order (a DataFrame with the columns ``treated, score`` is put
+    in that order by their names); ``y`` is the label. ``predict_proba`` gives the calibrated clean
     probability ``g_theta(score)`` and ignores the treated column (present so that the
     columns stay the same through a Pipeline and cross-validation).
 
@@ -449,6 +451,16 @@ class CalEMClassifier(_BinaryProba):
         self.tol = tol
         self.eps = eps
 
+    @staticmethod
+    def _by_name(X):
+        """A DataFrame whose columns are named ``score`` and ``treated`` in another order, put
+        in the order ``(score, treated)``: matched by name, not taken by position (session
+        67's audit: ``["treated", "score"]`` was refused as "treated must be 0/1")."""
+        if isinstance(X, pd.DataFrame) and X.shape[1] == 2 and \
+                [str(c) for c in X.columns] == ["treated", "score"]:
+            return X[X.columns[::-1]]
+        return X
+
     def _columns(self, X):
         """``(score, treated)`` from the validated ``X``."""
         if X.shape[1] != 2:
@@ -463,7 +475,7 @@ class CalEMClassifier(_BinaryProba):
         -------
         self
         """
-        X, y = _aligned(X=X, y=y)
+        X, y = _aligned(X=self._by_name(X), y=y)
         X, y = validate_data(self, X, y, dtype=float)
         self.classes_, y01 = _binary_target(self, y)
         s, treated = self._columns(X)
@@ -479,7 +491,7 @@ class CalEMClassifier(_BinaryProba):
     def predict_proba(self, X):
         """``[1 - g(score), g(score)]`` with ``g`` the CalEM calibration map."""
         check_is_fitted(self)
-        X = validate_data(self, X, dtype=float, reset=False)
+        X = validate_data(self, self._by_name(X), dtype=float, reset=False)
         return _proba_columns(self.results_.predict(self._columns(X)[0]))
 
 

@@ -287,6 +287,20 @@ def test_calem_classifier_equals_calem(calem_data):
     assert c.get_params()["calibrator"] == "logistic" and not hasattr(c, "results_")
 
 
+def test_calem_classifier_matches_named_columns(calem_data):
+    # session 67's audit: a frame with columns ["treated", "score"] was taken by position and
+    # refused as "treated must be 0/1"
+    d = calem_data
+    X = d[["score", "treated"]]
+    ref = ps.CalEMClassifier(calibrator="logistic").fit(X, d["label"])
+    est = ps.CalEMClassifier(calibrator="logistic").fit(X[["treated", "score"]], d["label"])
+    assert_allclose(est.results_.params.to_numpy(), ref.results_.params.to_numpy(), rtol=0,
+                    atol=0)
+    assert_allclose(est.predict_proba(X[["treated", "score"]]), ref.predict_proba(X), rtol=0,
+                    atol=0)
+    assert_allclose(est.predict_proba(X), ref.predict_proba(X), rtol=0, atol=0)
+
+
 def test_calem_classifier_cross_val_predict(calem_data):
     d = calem_data
     X = d[["score", "treated"]].to_numpy(dtype=float)
