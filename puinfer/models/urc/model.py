@@ -400,7 +400,7 @@ class URC(Model):
     def _build_partition(self, pred, k, n_bins, binary, record) -> Partition:
         """The partition of the lab predictions (eq. (11)); a hook for subclasses that
         partition differently (``RegressionURC``: quantiles of the predicted value)."""
-        return build_partition(pred, k, n_bins, binary, record)
+        return build_partition(pred, k, n_bins, binary, record, self.classes)
 
     @classmethod
     def _from_design(cls, design, data, **kwargs):

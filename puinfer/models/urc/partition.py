@@ -89,8 +89,10 @@ def _quantile_edges(sorted_vals: np.ndarray, m: int) -> np.ndarray:
     return sorted_vals[idx]
 
 
-def _raw_partition(pred: np.ndarray, k: int, n_bins: int, binary: bool) -> Partition:
-    """The partition before merging empty bins."""
+def _raw_partition(pred: np.ndarray, k: int, n_bins: int, binary: bool,
+                   class_names=None) -> Partition:
+    """The partition before merging empty bins (multiclass cells labelled by
+    ``class_names``, else by the classes' positions)."""
     if binary:
         edges = (_quantile_edges(np.sort(pred), n_bins),)
         kind = "quantile"
@@ -106,13 +108,14 @@ def _raw_partition(pred: np.ndarray, k: int, n_bins: int, binary: bool) -> Parti
         for j in range(k):
             b = np.concatenate([[0.0], edges[j], [1.0]])
             for a in range(n_bins):
-                raw_labels.append(f"argmax={j}, [{b[a]:.3g}, {b[a + 1]:.3g}"
+                name = j if class_names is None else class_names[j]
+                raw_labels.append(f"argmax={name}, [{b[a]:.3g}, {b[a + 1]:.3g}"
                                   + ("]" if a == n_bins - 1 else ")"))
     return Partition(kind, n_bins, edges, np.arange(len(raw_labels)), tuple(raw_labels))
 
 
 def build_partition(pred: np.ndarray, k: int, n_bins: int, binary: bool,
-                    record: list) -> Partition:
+                    record: list, class_names=None) -> Partition:
     """Build the partition from the (validated) lab predictions.
 
     Parameters
@@ -126,12 +129,14 @@ def build_partition(pred: np.ndarray, k: int, n_bins: int, binary: bool,
     binary : bool
     record : list
         Receives ``(category, message)`` of an :class:`EmptyBinWarning` (also issued).
+    class_names : sequence, optional
+        The classes, in order, for the multiclass cells' labels (``argmax=<class>``).
 
     Returns
     -------
     Partition
     """
-    part = _raw_partition(pred, k, n_bins, binary)
+    part = _raw_partition(pred, k, n_bins, binary, class_names)
     raw_labels = part.labels
     n_raw = len(raw_labels)
     lab_tot = np.bincount(part.raw_bins(pred), minlength=n_raw)

@@ -173,6 +173,13 @@ def _points(y) -> np.ndarray:
     return yy
 
 
+def _whole(value) -> bool:
+    """An integer, or a float with an integer value (not a bool)."""
+    return (not isinstance(value, (bool, np.bool_))
+            and isinstance(value, (int, np.integer, float, np.floating))
+            and bool(np.isfinite(value)) and float(value).is_integer())
+
+
 class RegressionURC(URC):
     """Unsupervised recalibration of a regression model's predictive distributions.
 
@@ -251,9 +258,10 @@ class RegressionURC(URC):
         check_missing_option(missing)
         if partition not in ("mean", "argmax"):
             raise ValueError(f"partition must be 'mean' or 'argmax'; got {partition!r}")
-        if isinstance(n_intervals, bool) or not isinstance(n_intervals, (int, np.integer)) \
-                or n_intervals < 2:
+        # (an integral float accepted, as URC's n_bins: session 67's audit)
+        if not _whole(n_intervals) or n_intervals < 2:
             raise ValueError(f"n_intervals must be an integer >= 2; got {n_intervals!r}")
+        n_intervals = int(n_intervals)
         pred = as_predictive(lab_pred, "lab_pred")
         if lab_y is None or (not isinstance(lab_y, pd.Series) and np.ndim(lab_y) == 0):
             raise ValueError("lab_y must be one outcome per lab row")
@@ -304,11 +312,11 @@ class RegressionURC(URC):
         self.penalty_positions = self.interval_means / max(float(np.std(y)), 1e-300)
         self._partition_kind = partition
         probs = self._probs(pred, "lab_pred")
-        if partition == "mean" and n_cells is not None and (
-                isinstance(n_cells, bool) or not isinstance(n_cells, (int, np.integer))
-                or n_cells < K):
+        if partition == "mean" and n_cells is not None and (not _whole(n_cells) or n_cells < K):
             raise ValueError(f"n_cells must be an integer >= n_intervals ({K}) for the mean "
                              f"partition; got {n_cells!r}")
+        if n_cells is not None and _whole(n_cells):
+            n_cells = int(n_cells)
         default_cells = n_cells is None
         if default_cells:
             n_cells = 2 * K if partition == "mean" else 2

@@ -201,6 +201,10 @@ def test_recalibrate_groups_matched_on_index(grouped):
 # ---- 2. columns matched to the classes by name ----------------------------------------------
 def test_field_columns_matched_by_name(named):
     model, field, ref = named
+    # the cells are labelled by the classes' names (session 67's audit: "argmax=0")
+    assert model.partition.labels[0].startswith("argmax=cat, [")
+    assert {lab.split(",")[0] for lab in model.partition.labels} == {
+        f"argmax={c}" for c in CLASSES}
     assert_allclose(ref.base_rates.to_numpy()[0], [0.6, 0.3, 0.1], atol=0.04)
     res = _quiet(model.fit, field[["eel", "cat", "dog"]])
     assert list(res.base_rates.columns) == CLASSES

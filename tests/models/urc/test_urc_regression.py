@@ -50,6 +50,13 @@ def test_bad_inputs(sim):
         pu.RegressionURC(lp, ly[:5])
     with pytest.raises(ValueError, match="n_intervals must be an integer >= 2"):
         pu.RegressionURC(lp, ly, 1)
+    with pytest.raises(ValueError, match="n_intervals must be an integer >= 2"):
+        pu.RegressionURC(lp, ly, 4.5)
+    # an integral float is that integer, as URC's n_bins (session 67's audit)
+    a, b = quiet(lambda: pu.RegressionURC(lp, ly, 4.0, n_cells=8.0)), \
+        quiet(lambda: pu.RegressionURC(lp, ly, 4, n_cells=8))
+    assert a.n_intervals == 4 and isinstance(a.n_intervals, int)
+    assert a.partition.labels == b.partition.labels
     with pytest.raises(ValueError, match="partition must be"):
         pu.RegressionURC(lp, ly, partition="median")
     with pytest.raises(ValueError, match="n_cells must be an integer >= n_intervals"):
