@@ -163,6 +163,12 @@ class _TiltClassifier(_BinaryProba):
         # scikit-learn's tools expect), and pos_label may be the smaller label
         self._pos_col = 1 if self.pos_label is None else hit[0]
         src, tgt = X[s == 1], X[s == 0]
+        names = getattr(self, "feature_names_in_", None)
+        if names is not None:
+            # (the model's features named as X's columns: from the validated array they were
+            # x1..xp by position, and results_.predict(X) then matched X's columns to the
+            # wrong coefficients: session 67's audit)
+            src, tgt = pd.DataFrame(src, columns=names), pd.DataFrame(tgt, columns=names)
         model = self._model(src, tgt)
         self.results_ = model.fit(penalty=self.penalty, label_rule=self.label_rule,
                                   maxiter=self.maxiter, tol=self.tol, probe=self.probe,

@@ -897,3 +897,60 @@ def test_the_rows_in_memory_give_the_partitions_block_sums(identified, monkeypat
         close(local.kl_difference_se(v, 0.01), parts.kl_difference_se(v, 0.01))
     assert compared.count("log-EL") >= 5 and compared.count("gap") >= 5
     assert local.dask_passes == 1 < parts.dask_passes
+
+
+def test_named_inputs_matched_by_name_on_dask_as_in_memory(client, calem_data, detm_data):
+    # session 67's audit: a CalEM of a named Dask score Series took any one-column frame (the
+    # labels) for its scores and refused frames holding its score column; a DETM of named Dask
+    # features predicted a Series of another column; an (n, 1) Dask array of scores crashed
+    d, _ = calem_data
+    dd_ = dd.from_pandas(d.rename(columns={"score": "sc"}), npartitions=2)
+    r1 = CalEM(dd_["sc"], dd_["label"], dd_["treated"], calibrator="logistic").fit()
+    r0 = CalEM(d["score"].rename("sc"), d["label"], d["treated"], calibrator="logistic").fit()
+    frame = d.rename(columns={"score": "sc"}).head(5)
+    close(r0.predict(frame), r1.predict(frame), rtol=1e-10)
+    close(r0.predict(frame), r1.predict(dd.from_pandas(frame, npartitions=1)).compute(),
+          rtol=1e-10)
+    for r in (r0, r1):
+        with pytest.raises(ValueError, match="no column 'score' or 'sc'"):
+            r.predict(frame[["label"]])
+    col = da.from_array(d[["score"]].to_numpy(), chunks=(1700, 1))
+    close(r1.predict(col).compute(), r1.predict(d["score"].to_numpy()), rtol=0)
+    t, _ = detm_data
+    src, tgt = t.loc[t.labeled == 1, "x1"], t.loc[t.labeled == 0, "x1"]
+    s1 = pu.SETM(dd.from_pandas(src, npartitions=2), dd.from_pandas(tgt, npartitions=2)).fit(
+        probe=False)
+    s2 = pu.SETM.from_formula("labeled ~ x1", data=dd.from_pandas(t, npartitions=2)).fit(
+        probe=False)
+    for r in (s1, s2):
+        for x in (t["x2"], dd.from_pandas(t["x2"], npartitions=2)):
+            with pytest.raises(ValueError, match="the Series is named 'x2', not a feature"):
+                out = r.predict(x)
+                out.compute() if hasattr(out, "compute") else out
+
+
+def test_dask_categories_unknown_and_regression_urc_refusal(client):
+    # session 67's audit: unknown Dask categories were reported as an unused category
+    # "__UNKNOWN_CATEGORIES__"; RegressionURC called a Dask frame "not a DataFrame with mean
+    # and sd"
+    sim = simulate_urc(n_lab=400, n_field=[800, 800], field_base_rate=[0.2, 0.5],
+                       rng=np.random.default_rng(4))
+    df = pd.DataFrame({"p": sim.field_pred, "g": pd.Categorical(np.array(["a", "b"])[
+        sim.field_group])})
+    ddf = dd.from_pandas(df, npartitions=2)
+    g = ddf.g.cat.as_unknown()
+    assert not g.cat.known
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", pu.exceptions.EmptyBinWarning)
+        r1 = pu.URC(sim.lab_pred, sim.lab_y).fit(ddf.p, groups=g)
+    assert not any("UNKNOWN" in msg for _, msg in r1.warnings)
+    close(r1.base_rates, pu.URC(sim.lab_pred, sim.lab_y).fit(df.p, groups=df.g).base_rates)
+    from puinfer.simulate.urc_regression import simulate_urc_regression
+
+    s = simulate_urc_regression(300, 500, rng=np.random.default_rng(1))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = pu.RegressionURC(s.lab_pred, s.lab_y)
+    frame = pd.DataFrame({"mean": s.field_pred.mean, "sd": s.field_pred.sd})
+    with pytest.raises(TypeError, match="field_pred: a Dask collection"):
+        m.fit(dd.from_pandas(frame, npartitions=2))

@@ -349,6 +349,22 @@ def test_detm_classifier_equals_detm(pu_data, detm_fit):
     assert isinstance(est.results_, pu.DETMResults)
 
 
+def test_tilt_classifier_names_its_coefficients_by_column(pu_data):
+    # session 67's audit: fitted on columns (x2, x1), results_ named the coefficients x1, x2 by
+    # position, and results_.predict(X) matched X's columns to the wrong ones (off by 0.37)
+    X, s = pu_data
+    Xr = X[["x2", "x1"]]
+    est = ps.SETMClassifier(probe=False, pi_interval="profile").fit(Xr, s)
+    ref = pu.SETM(Xr[s == 1], Xr[s == 0]).fit(probe=False, pi_interval="profile")
+    assert list(est.results_.params.index) == list(ref.params.index) == [
+        "alpha2", "beta2[x2]", "beta2[x1]", "pi"]
+    assert_allclose(est.results_.params, ref.params, rtol=1e-10)
+    assert_allclose(est.results_.predict(Xr).to_numpy(), est.predict_proba(Xr)[:, 1],
+                    rtol=1e-12)
+    assert_allclose(est.results_.predict(X).to_numpy(), est.predict_proba(Xr)[:, 1],
+                    rtol=1e-12)  # (X's columns matched by name)
+
+
 def test_setm_classifier_and_alpha(pu_data):
     X, s = pu_data
     est = ps.SETMClassifier(alpha=0.1).fit(X, s)

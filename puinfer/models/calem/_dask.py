@@ -480,6 +480,9 @@ def init_dask(model, score, label, treated):
     model.n_control, model.n_treated = int(data.s_c.size), int(data.n_treated)
     model._check_groups(data.y.sum(), data.pos_treated, data.hist_treated)
     model.score_name = "score"
+    # a named score Series names the score column of later frames, as in memory
+    meta = getattr(score, "_meta", None)
+    model._score_label = meta.name if isinstance(meta, pd.Series) else None
 
 
 def from_formula_dask(cls, formula, data, *, treated, score=None, eps=1e-6, missing="raise"):
@@ -654,6 +657,9 @@ def predict_dask(fitted, score, name):
             else out
 
     if isinstance(score, da.Array):
+        if score.ndim == 2 and score.shape[1] == 1:  # an (n, 1) column: as in memory
+            return score.map_blocks(lambda b: fitted.predict(b[:, 0]), dtype=float,
+                                    drop_axis=1)
         return score.map_blocks(lambda b: fitted.predict(b), dtype=float)
     if is_dask(score) and hasattr(score, "map_partitions"):
         return score.map_partitions(f, meta=pd.Series(dtype=float, name=name))

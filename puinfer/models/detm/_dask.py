@@ -871,6 +871,8 @@ def init_dask(model, source, target, missing):
     blocks = [(b[0], None) for b in row_blocks({"source": source})] + \
         [(None, b[0]) for b in row_blocks({"target": target})]
     spec = (tuple(ns), None, missing)
+    # (names from the caller's columns, as in memory: a named Series is then matched by name)
+    model._named_features = _is_frame(source) or hasattr(source, "to_frame")
     _init(model, blocks, spec, dask.base.tokenize(source, target, spec), indicator=False)
 
 
@@ -940,6 +942,7 @@ def from_formula_dask(cls, formula, data, missing, source=None, target=None):
     _check_numeric(data, "data", names)
     spec = (tuple(names), lhs, missing)
     blocks = [(b[0], None) for b in row_blocks({"data": data[[lhs, *names]]})]
+    model._named_features = True  # (the formula's columns)
     _init(model, blocks, spec, dask.base.tokenize(data, spec), indicator=True)
     return model
 

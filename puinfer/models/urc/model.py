@@ -619,6 +619,8 @@ class URC(Model):
         cats = getattr(getattr(groups, "dtype", None), "categories", None)
         if isinstance(groups, pd.DataFrame) and groups.shape[1] == 1:
             cats = getattr(groups.dtypes.iloc[0], "categories", None)
+        if not getattr(getattr(groups, "cat", None), "known", True):
+            cats = None  # (a Dask categorical whose categories are not known: nothing to say)
         unused = [] if cats is None else [c for c in cats if c not in set(gindex)]
         if unused:
             # a category without field rows has no base rate to estimate: said, not dropped

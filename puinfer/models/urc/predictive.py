@@ -23,6 +23,7 @@ import pandas as pd
 from scipy import stats
 
 from ..._align import align_rows
+from ..._validation import refuse_dask
 
 __all__ = ["NormalPredictive", "GridPredictive", "QuantilePredictive", "as_predictive"]
 
@@ -348,6 +349,7 @@ def as_predictive(value, name: str):
     """Accept a predictive object, or a DataFrame with columns ``mean`` and ``sd``."""
     if isinstance(value, _Predictive):
         return value
+    refuse_dask(value, name)  # (named as such, not as "a DataFrame without mean and sd")
     if isinstance(value, pd.DataFrame) and {"mean", "sd"} <= set(value.columns):
         return NormalPredictive(value["mean"], value["sd"])
     raise ValueError(f"{name} must be predictive distributions: a NormalPredictive, "
