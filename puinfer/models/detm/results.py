@@ -186,7 +186,9 @@ class TiltResults(LikelihoodResults):
         ``df.loc[df.labeled == 0, "post"] = res.predict()`` fills exactly the target rows;
         rows dropped by ``missing="drop"`` are absent). A DataFrame ``newdata`` gives a Series
         on its index and in its order (columns matched by name, or through the formula), a
-        Series (one feature) a Series on its index, an array an array. Missing values in
+        Series (one feature; named as the feature where the model's features were named) a
+        Series on its index, an array an array (for a model built from arrays or frames; a
+        formula model needs a DataFrame). Missing values in
         ``newdata`` are refused, naming the column.
 
         Classifying: ``predict(...) > 0.5`` is the approximate Bayes rule for accuracy (the
