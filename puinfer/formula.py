@@ -188,8 +188,13 @@ def _used_columns(formula: str, data: pd.DataFrame) -> list:
 
     words = set()
     prev: list = []  # the two tokens before this one
-    for tok in tokenize.generate_tokens(io.StringIO(formula).readline):
-        if tok.type == tokenize.NAME:
+    toks = list(tokenize.generate_tokens(io.StringIO(formula).readline))
+    for i, tok in enumerate(toks):
+        after = toks[i + 1].string if i + 1 < len(toks) else ""
+        before = prev[-1].string if prev else ""
+        if tok.type == tokenize.NAME and after not in ("(", "=", ".") and before != ".":
+            # (a function called, a keyword argument, a module or an attribute is not a column,
+            # even where a column has its name: bs(x, df=4) on data with a column "df")
             words.add(tok.string)
         elif tok.type == tokenize.STRING and [t.string for t in prev] == ["Q", "("]:
             # a column quoted as Q("name with spaces"); other strings (a reference level,

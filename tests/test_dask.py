@@ -914,6 +914,9 @@ def test_named_inputs_matched_by_name_on_dask_as_in_memory(client, calem_data, d
     for r in (r0, r1):
         with pytest.raises(ValueError, match="no column 'score' or 'sc'"):
             r.predict(frame[["label"]])
+    with pytest.raises(ValueError, match=r"score='label': .* uses the column\(s\) \['score'\]"):
+        CalEM.from_formula("y ~ logit(score)", dd.from_pandas(d, npartitions=2),
+                           treated="treated", score="label")
     col = da.from_array(d[["score"]].to_numpy(), chunks=(1700, 1))
     close(r1.predict(col).compute(), r1.predict(d["score"].to_numpy()), rtol=0)
     t, _ = detm_data

@@ -189,6 +189,41 @@ def test_model_read_only_once_fitted(case):
             model.new_attribute = 1
 
 
+def test_results_pickled_before_models_were_frozen_still_load(case):
+    # the state of results pickled before session 67: the model without its "fitted" mark,
+    # DETM/SETM's el_weights in the results' own dictionary (now a property: review found
+    # such pickles refused with "property 'el_weights' ... has no setter")
+    import copy
+
+    name, r, *_ = case
+    state = r.__getstate__()
+    state["model"] = copy.copy(r.model)  # (a copy is not marked fitted)
+    assert "_fitted" not in state["model"].__dict__
+    if name in ("DETM", "SETM"):
+        state["el_weights"] = np.asarray(r._fit.el_weights)
+    old = type(r).__new__(type(r))
+    old.__setstate__(state)
+    assert old.summary().as_text() == r.summary().as_text()
+    with pytest.raises(AttributeError, match="has been fitted"):
+        old.model.note = 1
+    if name in ("DETM", "SETM"):
+        np.testing.assert_array_equal(np.asarray(old.el_weights), np.asarray(r.el_weights))
+
+
+def test_a_copy_of_a_fitted_model_is_a_new_model(case):
+    # (studies/urc_labdesign.py refits a copy of a fitted URC with another partition)
+    import copy
+
+    _, r, _, _, refit = case
+    c = copy.copy(r.model)
+    c.note = "settable"
+    with pytest.raises(AttributeError, match="has been fitted"):
+        r.model.note = "not"
+    _quiet(lambda: refit(c))
+    with pytest.raises(AttributeError, match="has been fitted"):
+        c.note = "now fitted"
+
+
 def test_model_settable_before_its_first_fit():
     # (read-only from the first fit on, not before: nothing reads the model until then)
     sim = simulate_urc(200, 500, rng=np.random.default_rng(1))

@@ -183,6 +183,13 @@ class Model(ReadOnlyArrays):
     def _freeze(self) -> None:
         object.__setattr__(self, "_fitted", True)
 
+    def __copy__(self):
+        # a copy has no results yet: its attributes may be set until it is fitted
+        # (studies/urc_labdesign.py refits a copy with another partition)
+        new = type(self).__new__(type(self))
+        new.__dict__.update({k: v for k, v in self.__dict__.items() if k != "_fitted"})
+        return new
+
     def __setattr__(self, name, value):
         self._check_unfrozen(name, "set")
         object.__setattr__(self, name, value)

@@ -122,6 +122,13 @@ class ConvergenceInfo(ReadOnlyArrays):
             f" ({self.message})" if self.message else "")
 
 
+def _freeze_model(results) -> None:
+    """Make the model that ``results`` read read-only: it must not change under them."""
+    freeze = getattr(results.__dict__.get("model"), "_freeze", None)
+    if callable(freeze):
+        freeze()
+
+
 class Results(ReadOnlyArrays):
     """Base of every puinfer results object: immutable once its ``__init__`` has run.
 
@@ -148,12 +155,13 @@ class Results(ReadOnlyArrays):
             if depth == 0:
                 object.__delattr__(self, "_init_depth")
                 object.__setattr__(self, "_frozen", True)
-                # the model the results read must not change under them
-                freeze = getattr(self.__dict__.get("model"), "_freeze", None)
-                if callable(freeze):
-                    freeze()
+                _freeze_model(self)
 
         cls.__init__ = __init__
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        _freeze_model(self)  # (results pickled before models were frozen by their fits)
 
     def __setattr__(self, name, value):
         if self.__dict__.get("_frozen", False):

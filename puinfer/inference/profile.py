@@ -382,6 +382,9 @@ class Profile:
 
         ax = get_ax(ax)
         ci = self.conf_int(alpha) if interval is None else interval
+        if not {"level", "cutoff"} <= set(ci.attrs):
+            raise ValueError("interval: a Series from conf_int_pi() or Profile.conf_int(), whose "
+                             "attrs give its level and cut-off")
         df = self.to_frame(n=n, alpha=alpha, interval=ci)
         level, cutoff = ci.attrs["level"], ci.attrs["cutoff"]
         # (which cut-off, said in the legend and the title: session 67's audit found a

@@ -62,7 +62,7 @@ from ._engine import (
     solve_squarem,
 )
 from .calibrators import FittedCalibrator, FormulaCalibrator, logistic_derivs, weighted_loglik
-from .model import checked_columns, score_histogram
+from .model import checked_columns, formula_score, score_histogram
 
 #: sample positions per block for the exact-quantile brackets (see :func:`exact_quantiles`)
 _SKETCH = 4097
@@ -488,8 +488,6 @@ def init_dask(model, score, label, treated):
 def from_formula_dask(cls, formula, data, *, treated, score=None, eps=1e-6, missing="raise"):
     """``CalEM.from_formula`` on a Dask DataFrame: the left-hand side is the label column,
     ``treated`` a column name, the right-hand side a formula calibrator in the score column."""
-    from ...formula import _used_columns
-
     if not isinstance(formula, str) or "~" not in formula:
         raise ValueError(f"formula must be a string like 'y ~ logit(score)'; got {formula!r}")
     lhs, rhs = (p.strip() for p in formula.split("~", 1))
@@ -500,14 +498,7 @@ def from_formula_dask(cls, formula, data, *, treated, score=None, eps=1e-6, miss
     if not isinstance(treated, str) or treated not in cols:
         raise ValueError(f"treated: with a Dask DataFrame give the treated column's name; got "
                          f"{treated!r}")
-    if score is None:
-        used = [c for c in _used_columns(rhs, data._meta) if c != lhs]
-        if len(used) != 1:
-            raise ValueError(f"formula: cannot tell which column is the score (found {used}); "
-                             "pass score='column'")
-        score = used[0]
-    if score not in cols:
-        raise ValueError(f"score column {score!r} is not in data")
+    score = formula_score(rhs, data._meta, score, exclude=(lhs,))
     cal = FormulaCalibrator("~" + rhs, score_name=score)
     model = cls(data[score], data[lhs], data[treated], calibrator=cal, eps=eps,
                 missing=missing)

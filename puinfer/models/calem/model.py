@@ -108,6 +108,28 @@ def checked_columns(args: dict, where: str = "") -> tuple:
     return s, lab, tr
 
 
+def formula_score(rhs: str, data: pd.DataFrame, score=None, exclude=()) -> str:
+    """The score column of a formula calibrator's right-hand side ``rhs`` on ``data`` (a
+    frame, or a Dask frame's ``_meta``): the one column it uses, which ``score``, if given,
+    must be (``exclude``: columns not counted, e.g. the label)."""
+    used = [c for c in _used_columns(rhs, data) if c not in exclude]
+    if score is None:
+        if len(used) != 1:
+            raise ValueError(f"formula: cannot tell which column is the score (found "
+                             f"{used}); pass score='column'")
+        return used[0]
+    if score not in data.columns:
+        raise ValueError(f"score column {score!r} is not in data")
+    if used != [score]:
+        # (the calibrator evaluates the formula on the score alone: session 67's audit,
+        # score="score2" with "~ logit(score)" failed at fit() with "name 'score' is not
+        # defined")
+        raise ValueError(f"score={score!r}: the formula's right-hand side {rhs.strip()!r} "
+                         f"uses the column(s) {used}; the calibrator must be a function of the "
+                         "score column alone")
+    return score
+
+
 class CalEM(Model):
     """Calibration with a small clean (control) set and a large biased (treated) set.
 
@@ -377,22 +399,7 @@ class CalEM(Model):
     @classmethod
     def _from_design(cls, design: Design, data: pd.DataFrame, *, treated, score=None,
                      eps=1e-6):
-        if score is None:
-            cols = _used_columns(design.rhs, data)
-            if len(cols) != 1:
-                raise ValueError(f"formula: cannot tell which column is the score (found "
-                                 f"{cols}); pass score='column'")
-            score = cols[0]
-        if score not in data.columns:
-            raise ValueError(f"score column {score!r} is not in data")
-        used = _used_columns(design.rhs, data)
-        if used != [score]:
-            # (the calibrator evaluates the formula on the score alone: session 67's audit,
-            # score="score2" with "~ logit(score)" failed at fit() with "name 'score' is not
-            # defined")
-            raise ValueError(f"score={score!r}: the formula's right-hand side "
-                             f"{design.rhs.strip()!r} uses the column(s) {used}; the "
-                             "calibrator must be a function of the score column alone")
+        score = formula_score(design.rhs, data, score)
         if isinstance(treated, str) and treated not in data.columns:
             raise ValueError(f"treated column {treated!r} is not in data")
         tr = data[treated] if isinstance(treated, str) else treated

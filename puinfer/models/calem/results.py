@@ -94,7 +94,7 @@ class _CurvesMixin:
         # frame of another name is not taken for the scores, session 67's audit found the
         # labels, df[["y"]], predicted as scores)
         label = self.model.__dict__.get("_score_label")
-        for nm in (name, label):
+        for nm in (label, name):  # (the caller's own name first)
             if nm is not None and nm in score.columns:
                 return score[nm]
         if in_memory and score.shape[1] == 1 and label is None and \

@@ -307,6 +307,7 @@ class _TiltModel(Model):
         out = SETM._from_parts(self.data, self.design, self.missing)
         out.n_dropped_source, out.n_dropped_target = self.n_dropped_source, self.n_dropped_target
         out.n_dropped = self.n_dropped
+        out._named_features = self._named_features
         if "_formula_call" in self.__dict__:  # update() builds SETM from the same call
             out._formula_call = self._formula_call
         return out

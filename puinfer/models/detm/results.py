@@ -113,6 +113,11 @@ class TiltResults(LikelihoodResults):
                      "separated_points", "ridge_binding", "seed"):
             setattr(self, name, getattr(fit, name))
 
+    def __setstate__(self, state):
+        # (results pickled before session 67 hold el_weights, now a property of the fit's)
+        state = {k: v for k, v in state.items() if k != "el_weights"}
+        super().__setstate__(state)
+
     @property
     def el_weights(self) -> pd.Series | np.ndarray | None:
         """The empirical-likelihood weights ``p_i`` of the pooled rows (the estimate of the

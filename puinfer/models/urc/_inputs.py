@@ -75,10 +75,16 @@ def as_pred(pred, name: str, classes=None, named: bool = False) -> PredInput:
         if pd.api.types.is_bool_dtype(pred):
             raise ValueError(_hard_labels(name))
         try:
-            return PredInput(pred.to_numpy(dtype=float, na_value=np.nan, copy=True))
+            arr = pred.to_numpy(dtype=float, na_value=np.nan, copy=True)
         except (TypeError, ValueError):
             raise ValueError(f"{name} must be numeric predicted probabilities; the Series has "
                              f"dtype {pred.dtype}") from None
+        if named and classes is not None and len(classes) == 2 and pred.name in classes:
+            # a Series named as a class holds that class's probability, as a one-column frame
+            # (a Series of another name is P(second class), by the binary convention)
+            first = pred.name == classes[0]
+            return PredInput(1.0 - arr if first else arr, None, np.array([0 if first else 1]))
+        return PredInput(arr)
     if isinstance(pred, pd.DataFrame):
         cols = list(pred.columns)
         if pred.columns.has_duplicates:

@@ -525,7 +525,8 @@ class URCResults(URCTestsMixin, InformationCriteria, LikelihoodResults):
             return pd.DataFrame(vals, index=index, columns=inp.columns)
         raw_ndim = inp.arr.ndim
         if binary_vector and raw_ndim == 1:
-            res = out[:, 1]
+            # (a Series named as a class: that class's probability)
+            res = out[:, 1 if inp.order is None else int(inp.order[0])]
             if index is None:
                 return res
             return pd.Series(res, index=index,

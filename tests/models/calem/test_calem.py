@@ -391,6 +391,12 @@ def test_from_formula_errors(sim):
     with pytest.raises(ValueError, match=r"uses the column\(s\) \['score', 'p'\]"):
         CalEM.from_formula("label ~ logit(score) + p", data=sim, treated="treated",
                            score="score")
+    # a keyword argument is not a column, even where a column has its name
+    # (review: a "df" column made bs(logit(score), df=4) "use" it)
+    with_df = sim.assign(df=1.0)
+    m = CalEM.from_formula("label ~ bs(logit(score), df=4)", data=with_df, treated="treated",
+                           score="score")
+    assert m.score_name == "score"
 
 
 def test_expit_consistency(fits, sim):

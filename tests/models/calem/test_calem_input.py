@@ -108,6 +108,9 @@ def test_formula_model_predicts_from_a_frame_by_column_name(toy):
     assert_array_equal(named.predict(frame).to_numpy(), m.predict(toy["s"][:4]))
     with pytest.raises(ValueError, match="the DataFrame has no column 'score' or 'p'"):
         named.predict(frame[["y"]])
+    # the caller's name before the generic "score" (review)
+    both = frame.assign(score=0.5)
+    assert_array_equal(named.predict(both).to_numpy(), named.predict(frame).to_numpy())
 
 
 def test_from_formula_clips_scores_of_zero_and_one_as_the_constructor_does(toy):

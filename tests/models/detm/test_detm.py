@@ -330,6 +330,12 @@ class TestResults:
         np.testing.assert_array_equal(r.predict(tgt.head()), r.predict(tgt.head().to_numpy()))
         with pytest.raises(ValueError, match="newdata: the Series is named 'x2', not a feature"):
             r.predict(df["x2"])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            d = pu.DETM(src, tgt).fit(pi_interval="profile", probe=False)
+        for res in (d, d.null_fit):  # (review: the null fit matched it by position)
+            with pytest.raises(ValueError, match="the Series is named 'x2'"):
+                res.predict(df["x2"])
         # a model of arrays has no names to match: a Series is its one column
         np.testing.assert_array_equal(a.predict(df["x2"]), a.predict(df["x2"].to_numpy()))
 

@@ -4,6 +4,7 @@ import warnings
 
 import matplotlib.pyplot as plt
 import numpy as np
+import pandas as pd
 import pytest
 from scipy import integrate, stats
 
@@ -128,6 +129,8 @@ class TestProfileInterval:
         assert ci["lower"] in xs and ci["upper"] in xs  # the limits' lines
         plain = prof.conf_int(0.05)
         assert plain["upper"] < ci["upper"] and plain["upper"] not in xs
+        with pytest.raises(ValueError, match="interval: a Series from conf_int_pi"):
+            prof.plot(ax=ax, interval=pd.Series({"lower": 0.2, "upper": 0.4}))
         plt.close(fig)
 
 

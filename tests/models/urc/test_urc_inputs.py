@@ -232,6 +232,16 @@ def test_binary_one_column_matched_by_name(binary):
         assert list(out.columns) == [col]
         assert_allclose(out[col], ref.recalibrate(both.iloc[:20])[col], rtol=0, atol=1e-12)
         np.testing.assert_array_equal(model.assign(both[[col]]), model.assign(both))
+        # a Series named as a class too (review: "ham" was read as P(spam))
+        res = _quiet(model.fit, both[col])
+        assert_allclose(res.base_rates.to_numpy(), ref.base_rates.to_numpy(), rtol=0,
+                        atol=1e-9)
+        out = res.recalibrate(both[col].iloc[:20])
+        assert out.name == col
+        assert_allclose(out, ref.recalibrate(both.iloc[:20])[col], rtol=0, atol=1e-12)
+    # a Series of another name: P(second class), by the binary convention
+    res = _quiet(model.fit, both["spam"].rename("pred"))
+    assert_allclose(res.base_rates.to_numpy(), ref.base_rates.to_numpy(), rtol=0, atol=1e-12)
     with pytest.raises(ValueError, match=r"field_pred: the column 'eggs' is not a class; .*"
                        r"\['ham', 'spam'\]"):
         model.fit(both[["spam"]].rename(columns={"spam": "eggs"}))
