@@ -186,7 +186,9 @@ def logistic_fit_rows(rows, *, penalty=None, start=None, maxiter: int = 100,
     k = rows.k
     P = np.zeros((k, k)) if penalty is None else penalty
     beta = np.zeros(k) if start is None else np.array(start, dtype=float)
-    wsum = max(rows.weight_sum, 1.0)
+    # the gradient's stopping level scales with the weights (with a floor of 1 it stopped
+    # after one step where all weights were 1e-30: session 67's audit)
+    wsum = rows.weight_sum if rows.weight_sum > 0 else 1.0
     opts = dict(maxiter=maxiter, tol=1e-24 * wsum, xtol=tol, armijo=0.0, slack=1e-12,
                 shrink=0.5, min_step=1e-10, escape_saddles=False, predict_xtol=1e-2 * tol,
                 method="Newton (weighted logistic likelihood)")

@@ -116,8 +116,14 @@ def prepare(source, target, names=None, target_index=None, source_index=None) ->
     Xt, nt = as_float_matrix(target, "target")
     if Xs.shape[1] != Xt.shape[1]:
         raise ValueError(f"source has {Xs.shape[1]} columns but target has {Xt.shape[1]}")
+    if Xs.shape[1] == 0:  # (DETM crashed in its starts, SETM "fitted" pi = 0.5)
+        raise ValueError("source and target have no feature columns")
     names = list(names) if names is not None else ns
-    if isinstance(target, pd.DataFrame) and isinstance(source, pd.DataFrame) and ns != nt:
+
+    def named(x):  # (a named Series is a named column, as a DataFrame's)
+        return isinstance(x, pd.DataFrame) or (isinstance(x, pd.Series) and x.name is not None)
+
+    if named(source) and named(target) and ns != nt:
         if sorted(ns) != sorted(nt):
             raise ValueError(f"source and target columns differ: only in source "
                              f"{[c for c in ns if c not in nt]}, only in target "

@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 
 from ..._align import align_rows, check_missing_option
-from ..._validation import check_rng, warn_and_record
+from ..._validation import check_int, check_rng, warn_and_record
 from ...base.results import FrozenDict, freeze_arrays, readonly
 from ...exceptions import BootstrapWarning, EmptyBinWarning
 from ...inference.hypothesis import HypothesisTestResult
@@ -73,6 +73,8 @@ def predicted_value(C: np.ndarray, weights) -> np.ndarray:
     and the field histograms.
     """
     C = np.asarray(C, dtype=float)
+    if C.ndim == 1:  # two intervals, as URC keeps binary input: P(second interval)
+        C = np.column_stack([1.0 - C, C])
     w = np.asarray(weights, dtype=float)
     s = C[:, 0] * w[0]
     for j in range(1, w.size):
@@ -905,6 +907,8 @@ class RegressionURCResults(URCResults):
             raise ValueError("y must be one outcome per row of pred")
         # y is matched to pred's (and groups') rows by the package's rule: on the index when
         # it is a pandas object (never by position), by position when it is an array
+        # (one point or none integrates the CRPS to 0: session 67's audit)
+        n_points = check_int(n_points, "n_points", minimum=2)
         p, C, Pt, w, _, al = self._weights(pred, groups, None, {"y": y})
         yv = al["y"]
         if isinstance(yv, pd.DataFrame):

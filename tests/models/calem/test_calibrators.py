@@ -70,6 +70,18 @@ def test_integer_weights_equal_replicated_rows(data, name, with_zeros):
     assert_allclose(a.predict(grid), b.predict(grid), rtol=1e-9, atol=1e-12)
 
 
+@pytest.mark.parametrize("name", ["logistic", "beta"])
+def test_tiny_weights_are_weights(data, name):
+    # the fit does not change when every weight is scaled (session 67's audit: at 1e-30 the
+    # Newton fits stopped after one step and reported convergence; a penalised spline's
+    # penalty is not scaled with the weights, so its fit moves, as it should)
+    s, y, w = data
+    cal = make_calibrator(name)
+    a, b = cal.fit(s, y, w), cal.fit(s, y, w * 1e-30)
+    assert b.converged
+    assert_allclose(b.params.to_numpy(), a.params.to_numpy(), rtol=1e-7, atol=1e-9)
+
+
 @pytest.mark.parametrize("name", ["logistic", "spline", "isotonic"])
 def test_soft_label_equals_split_rows(data, name):
     """A soft label a with weight w is the pair (1, w a) + (0, w (1 - a)): CalEM's D* identity."""

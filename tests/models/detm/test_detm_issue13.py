@@ -120,6 +120,15 @@ def test_frame_columns_are_matched_by_name(samples):
     pd.testing.assert_series_equal(b.predict(), a.predict())
     with pytest.raises(ValueError, match=r"only in source \['x2'\], only in target \['x3'\]"):
         pu.SETM(src, tgt.rename(columns={"x2": "x3"}))
+    # a named Series is a named column: another name is refused too (session 67's audit: a
+    # Series "b" was paired with a column "a"); unnamed Series have no names to compare
+    with pytest.raises(ValueError, match=r"only in source \['x1'\], only in target \['x2'\]"):
+        pu.SETM(src[["x1"]], tgt["x2"])
+    with pytest.raises(ValueError, match=r"only in source \['x1'\], only in target \['x2'\]"):
+        pu.SETM(src["x1"], tgt["x2"])
+    _quiet(pu.SETM(src["x1"], tgt["x2"].rename(None)).fit, probe=False)
+    with pytest.raises(ValueError, match="source and target have no feature columns"):
+        pu.SETM(src[[]], tgt[[]])
     # names that coincide as text (1 and "1") would label two parameters alike
     with pytest.raises(ValueError, match=r"column names \['1'\] occur more than once as text"):
         pu.SETM(src.set_axis([1, "1"], axis=1), tgt.set_axis([1, "1"], axis=1))

@@ -82,6 +82,26 @@ def test_bad_inputs(sim):
         pu.GridPredictive([0.0, 1.0, 2.0], np.zeros((2, 2)))
 
 
+def test_two_intervals_and_the_crps_points(sim):
+    # session 67's audit: n_intervals=2 crashed (URC keeps a two-column input as one vector);
+    # a CRPS on fewer than 2 points was silently 0
+    m = quiet(lambda: pu.RegressionURC(sim.lab_pred, sim.lab_y, n_intervals=2))
+    r = quiet(lambda: m.fit(sim.field_pred))
+    assert r.base_rates.shape == (1, 2) and r.base_rates.to_numpy().sum() == pytest.approx(1.0)
+    ci = r.conf_int()
+    est = r.params.to_numpy()
+    assert np.all(ci["lower"].to_numpy() < est) and np.all(est < ci["upper"].to_numpy())
+    # a two-interval row's predicted value as from its two-column matrix
+    from puinfer.models.urc.regression import predicted_value
+
+    c = np.array([0.2, 0.7])
+    np.testing.assert_array_equal(predicted_value(c, [1.0, 3.0]),
+                                  predicted_value(np.column_stack([1 - c, c]), [1.0, 3.0]))
+    for bad in (1, 0, True):
+        with pytest.raises((ValueError, TypeError), match="n_points"):
+            r.score(sim.field_pred, sim.field_y, n_points=bad)
+
+
 def test_bad_fit_inputs(model, sim):
     fp = sim.field_pred
     with pytest.raises(ValueError, match="smoothing must be a non-negative"):
