@@ -72,7 +72,8 @@ def check_feature_columns(df: pd.DataFrame, name: str, columns=None, *,
     ------
     ValueError
         Naming the column: duplicate column names, datetime/timedelta/period columns, numbers
-        stored as text, or (``numeric=True``) other non-numeric columns.
+        stored as text or in an object column, or (``numeric=True``) other non-numeric
+        columns.
     """
     cols = list(df.columns) if columns is None else list(columns)
     dup = sorted({str(c) for c in df.columns[df.columns.duplicated()] if c in cols})
@@ -91,6 +92,13 @@ def check_feature_columns(df: pd.DataFrame, name: str, columns=None, *,
                 and not isinstance(dt, pd.CategoricalDtype) and _numbers_as_text(col):
             raise ValueError(f"{name}: column {str(c)!r} holds numbers stored as text; convert "
                              "with pd.to_numeric (or to a pandas Categorical if they are labels)")
+        if pd.api.types.is_object_dtype(dt) and pd.api.types.infer_dtype(col, skipna=True) in (
+                "integer", "floating", "mixed-integer-float", "decimal"):
+            # (a formula made such a column categorical dummies, one per distinct number:
+            # session 67's audit)
+            raise ValueError(f"{name}: column {str(c)!r} holds numbers in an object column; "
+                             "convert with pd.to_numeric (or to a pandas Categorical if they "
+                             "are labels)")
         if numeric and not pd.api.types.is_numeric_dtype(dt) and not pd.api.types.is_bool_dtype(dt):
             raise ValueError(f"{name}: non-numeric column {str(c)!r} ({dt}); encode it or use a "
                              "formula")

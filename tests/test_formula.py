@@ -93,6 +93,12 @@ def test_numbers_stored_as_text_refused():
     assert d.exog_names == ["Intercept", "g[T.b]", "g[T.c]", "x"]
     d = build_design("y ~ x + g", df.assign(g=pd.Categorical(["1", "2"] * 6)))
     assert d.exog_names == ["Intercept", "g[T.2]", "x"]
+    # numbers in an object column (session 67's audit: one dummy per distinct number)
+    for vals in ([1, 2, 3] * 4, list(df.x), [1, 2.5, None] * 4):
+        with pytest.raises(ValueError, match="column 'k' holds numbers in an object column"):
+            build_design("y ~ x + k", df.assign(k=np.array(vals, dtype=object)))
+    d = build_design("y ~ x + k", df.assign(k=pd.Categorical([1, 2, 3] * 4)))
+    assert d.exog_names == ["Intercept", "k[T.2]", "k[T.3]", "x"]
 
 
 def test_nullable_dtypes_are_numeric_and_pd_na_is_missing():
