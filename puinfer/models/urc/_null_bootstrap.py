@@ -110,7 +110,9 @@ def _statistic(model, d: lik.Data, wl, wf, options: lik.FitOptions) -> tuple[flo
         # the model cut the lab outcomes (a resample may then have another number of
         # intervals: everything below is rebuilt with it)
         K0 = getattr(model, "_n_intervals_requested", model.n_intervals)
-        edges = np.unique(np.quantile(np.repeat(y, wl), np.arange(1, K0) / K0))
+        from .regression import outcome_edges  # (regression imports this module)
+
+        edges = outcome_edges(np.repeat(y, wl), K0)
     K = edges.size + 1
     codes = np.searchsorted(edges, y, side="left")
     cnt = np.bincount(codes, weights=wl, minlength=K)

@@ -175,6 +175,19 @@ def _points(y) -> np.ndarray:
     return yy
 
 
+def outcome_edges(y: np.ndarray, K: int) -> np.ndarray:
+    """The cut points of ``K`` outcome intervals ``(-inf, e_1], ..., (e_{K-1}, inf)`` at the
+    quantiles of ``y``, those leaving an interval without an outcome dropped: tied
+    quantiles, and the top ones where many outcomes sit at their maximum (a capped outcome:
+    session 67's audit found it refused as "an interval holds no lab outcome")."""
+    edges = np.quantile(y, np.arange(1, K) / K)
+    below = np.searchsorted(np.sort(y), edges, side="right")  # outcomes <= each cut
+    # an interval is empty where a cut leaves as many outcomes below it as the one before;
+    # the top one where all are below
+    keep = (below > np.concatenate([[0], below[:-1]])) & (below < y.size)
+    return np.unique(edges[keep])
+
+
 def _whole(value) -> bool:
     """An integer, or a float with an integer value (not a bool)."""
     return (not isinstance(value, (bool, np.bool_))
@@ -293,18 +306,20 @@ class RegressionURC(URC):
         if y.size < K:
             raise ValueError(f"n_intervals = {K} exceeds the number of lab rows ({y.size})")
         record: list = []
-        edges = np.quantile(y, np.arange(1, K) / K)
-        uniq = np.unique(edges)
-        if uniq.size < edges.size:
-            warn_and_record(record, f"ties in lab_y: {edges.size - uniq.size} interval(s) of "
+        uniq = outcome_edges(y, K)
+        if uniq.size < K - 1:
+            warn_and_record(record, f"ties in lab_y: {K - 1 - uniq.size} interval(s) of "
                             f"the outcome were empty and dropped, leaving {uniq.size + 1}",
                             EmptyBinWarning)
         self.edges = uniq
         K = uniq.size + 1
         self.n_intervals = K
-        b = np.concatenate([[-np.inf], uniq, [np.inf]])
-        labels = [f"({b[j]:.4g}, {b[j + 1]:.4g}]" if j < K - 1 else f"({b[j]:.4g}, inf)"
-                  for j in range(K)]
+        b = np.concatenate([[-np.inf], uniq, [np.inf]]) + 0.0  # (+ 0.0: no "-0")
+        for digits in (4, 6, 8, 12, 17):  # as many digits as tell the intervals apart
+            labels = [f"({b[j]:.{digits}g}, {b[j + 1]:.{digits}g}]" if j < K - 1 else
+                      f"({b[j]:.{digits}g}, inf)" for j in range(K)]
+            if len(set(labels)) == K:
+                break
         codes = np.searchsorted(uniq, y, side="left")
         if np.any(np.bincount(codes, minlength=K) == 0):  # cannot happen with quantile cuts
             raise ValueError("lab_y: an interval holds no lab outcome")

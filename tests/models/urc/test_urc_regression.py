@@ -102,6 +102,31 @@ def test_two_intervals_and_the_crps_points(sim):
             r.score(sim.field_pred, sim.field_y, n_points=bad)
 
 
+def test_capped_outcomes_and_close_cut_points():
+    # session 67's audit: an outcome capped at its maximum (17% at the cap) was refused ("an
+    # interval holds no lab outcome"); cut points equal to 4 digits gave duplicate labels
+    from puinfer.models.urc.regression import outcome_edges
+
+    rng = np.random.default_rng(0)
+    y = np.minimum(rng.normal(85, 15, 500), 100.0)
+    edges = outcome_edges(y, 10)
+    counts = np.bincount(np.searchsorted(edges, y, side="left"), minlength=edges.size + 1)
+    assert edges.size == 8 and edges.max() < 100 and np.all(counts > 0)
+    assert counts[-1] == np.sum(y > edges[-1]) >= np.sum(y == 100)
+    lab = pu.NormalPredictive(y + rng.normal(0, 10, 500), 10.0)
+    with pytest.warns(pu.exceptions.EmptyBinWarning, match="1 interval\\(s\\) of the outcome were empty"):
+        m = pu.RegressionURC(lab, y)
+    assert m.n_intervals == 9
+    r = quiet(lambda: m.fit(lab))
+    assert quiet(lambda: r.test_no_shift(n_boot=19)).pvalue > 0  # (its resamples cut alike)
+    # edges are unchanged where every interval holds outcomes
+    z = rng.normal(size=300)
+    np.testing.assert_array_equal(outcome_edges(z, 10), np.quantile(z, np.arange(1, 10) / 10))
+    y2 = 310.15 + rng.normal(0, 0.02, 400)
+    m2 = quiet(lambda: pu.RegressionURC(pu.NormalPredictive(y2, 0.05), y2))
+    assert len(set(m2.classes)) == m2.n_intervals == 10
+
+
 def test_bad_fit_inputs(model, sim):
     fp = sim.field_pred
     with pytest.raises(ValueError, match="smoothing must be a non-negative"):
