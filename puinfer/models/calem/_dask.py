@@ -54,12 +54,10 @@ from ._engine import (
     check_fit_options,
     known_h_values,
     pooled_start,
+    run_solver,
     sandwich_block,
     sandwich_from_sums,
     soft_labels,
-    solve_em,
-    solve_newton,
-    solve_squarem,
 )
 from .calibrators import FittedCalibrator, FormulaCalibrator, logistic_derivs, weighted_loglik
 from .model import checked_columns, formula_score, score_histogram
@@ -605,9 +603,7 @@ def fit_calem_dask(model, *, method, maxiter, tol, h) -> CalEMFit:
         theta, trace, conv = _known_h_fit(eng, eng.theta_of(st.baseline), KnownH(h))
         method = "known h"
     else:
-        solver = {"newton": solve_newton, "em": solve_em, "squarem": solve_squarem}[method]
-        theta, trace, conv = solver(eng, eng.theta_of(st.baseline),
-                                    maxiter or (100 if method == "newton" else 5000), tol)
+        theta, trace, conv = run_solver(method, eng, eng.theta_of(st.baseline), maxiter, tol)
         if not conv.converged:
             warn_and_record(warns, f"CalEM ({method}) did not converge: {conv.message}",
                             ConvergenceWarning)

@@ -831,9 +831,10 @@ def solve_squarem(engine, theta0, maxiter, tol):
     return theta, trace, info
 
 
-def solve_newton(engine, theta0, maxiter, tol):
+def solve_newton(engine, theta0, maxiter, tol, polish=2000):
     """Newton ascent on ``F`` with CalEM's safeguards, certified as a fixed point of
-    Algorithm 3 (and finished by SQUAREM if it stalls on a kink of ``F``'s gradient)."""
+    Algorithm 3 (and finished by at most ``polish`` SQUAREM iterations if it stalls on a kink
+    of ``F``'s gradient)."""
     cache = {}
 
     def fun(theta, order):
@@ -872,7 +873,18 @@ def solve_newton(engine, theta0, maxiter, tol):
         predict_xtol=1e-2 * tol, method="Newton ascent on F (fixed point of Algorithm 3)")
     trace = pd.DataFrame(rows, columns=["objective", "surrogate_llf", "step", "score_norm",
                                         "step_kind"])
-    return _certify_fixed_point(engine, theta, trace, info, tol, len(n_em))
+    return _certify_fixed_point(engine, theta, trace, info, tol, len(n_em), polish)
+
+
+def run_solver(method, engine, theta0, maxiter, tol):
+    """The solver of ``method`` with the iteration limit ``maxiter`` (None: its default); a
+    limit given also bounds Newton's SQUAREM polishing (session 67's audit: ``maxiter=1`` ran
+    up to 2000 polishing steps and reported convergence)."""
+    if method == "newton":
+        return solve_newton(engine, theta0, maxiter or 100, tol,
+                            polish=2000 if maxiter is None else maxiter)
+    solver = {"em": solve_em, "squarem": solve_squarem}[method]
+    return solver(engine, theta0, maxiter or 5000, tol)
 
 
 def _fallback_step(engine, theta, f, ev):
@@ -892,7 +904,7 @@ def _fallback_step(engine, theta, f, ev):
     return engine.mstep(theta)[0], "em"
 
 
-def _certify_fixed_point(engine, theta, trace, info, tol, n_em):
+def _certify_fixed_point(engine, theta, trace, info, tol, n_em, polish=2000):
     """The EM map must leave the solution in place: ``|M(theta) - theta| ~ |H_Q^{-1} G|``. A
     solution on a kink of ``G`` (a treated row with ``g = g_eta`` exactly) stalls Newton: it
     is then finished by the EM map itself, SQUAREM-accelerated."""
@@ -902,7 +914,7 @@ def _certify_fixed_point(engine, theta, trace, info, tol, n_em):
         msg += f"; {n_em} safeguarding EM steps"
     converged, it = info.converged, info.iterations
     if fp > 10 * tol * _scale(theta):
-        theta, tr2, c2 = solve_squarem(engine, theta, 2000, tol)
+        theta, tr2, c2 = solve_squarem(engine, theta, polish, tol)
         tr2 = tr2.iloc[:-1].assign(step_kind="squarem")[["objective", "surrogate_llf", "step",
                                                         "step_kind"]]
         trace = pd.concat([trace, tr2], ignore_index=True)
@@ -977,9 +989,7 @@ def fit_calem(model, *, method, maxiter, tol, h) -> CalEMFit:
         theta, trace, conv = _known_h_fit(eng, theta0, a_known)
         method = "known h"
     else:
-        solver = {"newton": solve_newton, "em": solve_em, "squarem": solve_squarem}[method]
-        theta, trace, conv = solver(eng, theta0, maxiter or (100 if method == "newton"
-                                                             else 5000), tol)
+        theta, trace, conv = run_solver(method, eng, theta0, maxiter, tol)
         if not conv.converged:
             warn_and_record(warns, f"CalEM ({method}) did not converge: {conv.message}",
                             ConvergenceWarning)

@@ -423,7 +423,9 @@ class CalEM(Model):
             Newton for parametric calibrators, SQUAREM for isotonic. All reach the same fixed
             point (tested).
         maxiter : int, optional
-            Iteration limit: Newton iterations (default 100); EM steps (``"em"``) or EM-map
+            Iteration limit: Newton iterations (default 100; a limit given also bounds the
+            SQUAREM steps that finish a Newton run stalled on a kink, default 2000); EM steps
+            (``"em"``) or EM-map
             evaluations (``"squarem"``, up to three per iteration; a run that has not converged
             within them is continued once more as far, each extrapolation then kept only where
             the surrogate ``F`` does not decrease); default 5000.

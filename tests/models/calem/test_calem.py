@@ -59,6 +59,12 @@ def test_mstep_equals_glm_on_tripled_data(sim, fits, cal):
     with pytest.warns(pu.exceptions.ConvergenceWarning, match="did not converge"):
         em1 = m.fit(method="em", maxiter=1)
     assert not em1.converged
+    # Newton's limit bounds its SQUAREM polishing too (session 67's audit: maxiter=1 ran up
+    # to 2000 polishing steps and reported convergence)
+    with pytest.warns(pu.exceptions.ConvergenceWarning, match="did not converge"):
+        n1 = m.fit(method="newton", maxiter=1)
+    # (1 Newton step, then SQUAREM within the limit: its run is continued once as far)
+    assert not n1.converged and n1.convergence.iterations <= 3
     X = m.calibrator.design(res.basis, s)
     lab = sim["label"].to_numpy()
     Xs = np.vstack([X[~tr], X[tr], X[tr]])
