@@ -210,8 +210,14 @@ def check_unit_interval(p, name: str, *, open_: bool = False) -> np.ndarray:
 
 def level_label(level: float) -> str:
     """A confidence level as printed in labels: ``0.95`` -> ``"95%"``, ``0.999`` ->
-    ``"99.9%"`` (not rounded to ``"100%"``), ``0.975`` -> ``"97.5%"``."""
-    return f"{100 * float(level):.6g}%"
+    ``"99.9%"`` (not rounded to ``"100%"``), ``0.975`` -> ``"97.5%"``; a level below 1 is never
+    shown as 100% (``1 - 1e-10`` -> ``"99.99999999%"``)."""
+    pct = 100 * float(level)
+    for digits in (6, 9, 12, 17):
+        text = f"{pct:.{digits}g}"
+        if float(text) < 100 or pct >= 100:
+            break
+    return f"{text}%"
 
 
 def check_alpha(alpha: float, name: str = "alpha") -> float:

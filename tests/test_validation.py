@@ -74,6 +74,8 @@ def test_level_label_keeps_the_levels_digits():
 
     assert [level_label(v) for v in (0.95, 0.9, 0.975, 0.999, 1 - 1e-4)] == \
         ["95%", "90%", "97.5%", "99.9%", "99.99%"]
+    # a level below 1 is never "100%" (session 67's audit: alpha = 1e-10)
+    assert level_label(1 - 1e-10) == "99.99999999%" and level_label(1.0) == "100%"
 
 
 def test_coefficient_table_interval_columns_keep_the_levels_digits():
