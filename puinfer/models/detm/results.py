@@ -519,6 +519,8 @@ class TiltResults(LikelihoodResults):
         bootstrap draws of :meth:`conf_int_pi` (``p = (1 + #{R*_b >= R*}) / (B + 1)``, so
         the test rejects at level alpha about when ``value`` is outside the calibrated
         interval) or ``chi2_1`` (``pi_interval="profile"``)."""
+        if isinstance(value, (bool, np.bool_)) or np.ndim(value) != 0:
+            raise TypeError(f"value must be one number in (0, 1); got {value!r}")
         value = given = float(value)
         if not 0 < value < 1:
             raise ValueError(f"value must be strictly inside (0, 1); got {value}")

@@ -117,6 +117,13 @@ def _field_groups(groups, N, can_drop=False):
         codes, uniq = pd.factorize(gser, sort=True)
     except TypeError:  # labels of mixed types cannot be sorted
         codes, uniq = pd.factorize(gser, sort=False)
+    text = pd.Series([str(u) for u in uniq])  # (the distinct groups, not the rows)
+    if text.duplicated().any():
+        # two groups that print alike would be told apart nowhere in the results (session
+        # 67's audit: groups 1 and "1")
+        same = sorted(set(text[text.duplicated()]))[:3]
+        raise ValueError(f"groups: labels of different types print alike ({same}: e.g. 1 and "
+                         "'1'); give the groups labels of one type")
     return codes.astype(np.intp), pd.Index(uniq, name=gser.name if gser.name is not None
                                            else "group")
 

@@ -82,6 +82,8 @@ class TestProfileInterval:
         assert t.pvalue == pytest.approx(stats.chi2.sf(t.statistic, 1))
         with pytest.raises(ValueError):
             sar_fit.test_pi(1.5)
+        with pytest.raises(TypeError, match=r"value must be one number in \(0, 1\); got \[0.3\]"):
+            sar_fit.test_pi([0.3])
         assert "note" not in t.extra
         # a value nearer 0 than the profiled range is tested at its end, and the test says so
         t0 = sar_fit.test_pi(1e-12)

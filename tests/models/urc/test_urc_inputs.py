@@ -119,6 +119,15 @@ def test_groups_with_fewer_rows_than_cells_are_named(grouped):
         m.fit(grouped.field_pred, groups=grouped.field_group)
 
 
+def test_groups_that_print_alike_refused(grouped):
+    # session 67's audit: groups 1 and "1" were fitted as two groups both shown as "1"
+    m = pu.URC(grouped.lab_pred, grouped.lab_y)
+    g = np.full(grouped.field_group.size, "1", dtype=object)
+    g[grouped.field_group == 0] = 1
+    with pytest.raises(ValueError, match="groups: labels of different types print alike"):
+        m.fit(grouped.field_pred, groups=g)
+
+
 def test_groups_matched_on_index(grouped):
     m = pu.URC(grouped.lab_pred, grouped.lab_y)
     idx = pd.Index(np.arange(2000) + 5000)
