@@ -107,8 +107,11 @@ def _raw_partition(pred: np.ndarray, k: int, n_bins: int, binary: bool,
         raw_labels = []
         for j in range(k):
             b = np.concatenate([[0.0], edges[j], [1.0]])
+            name = j if class_names is None else class_names[j]
+            if not np.any(am == j):  # (no lab item has it: its bins are merged away)
+                raw_labels += [f"argmax={name} (no lab item)"] * n_bins
+                continue
             for a in range(n_bins):
-                name = j if class_names is None else class_names[j]
                 raw_labels.append(f"argmax={name}, [{b[a]:.3g}, {b[a + 1]:.3g}"
                                   + ("]" if a == n_bins - 1 else ")"))
     return Partition(kind, n_bins, edges, np.arange(len(raw_labels)), tuple(raw_labels))
@@ -152,7 +155,7 @@ def build_partition(pred: np.ndarray, k: int, n_bins: int, binary: bool,
     full = np.arange(n_raw)
     full[empty] = target
     cell_of_raw = np.searchsorted(nonempty, full)
-    labels = tuple(" + ".join(raw_labels[r] for r in np.flatnonzero(full == ne))
+    labels = tuple(" + ".join(dict.fromkeys(raw_labels[r] for r in np.flatnonzero(full == ne)))
                    for ne in nonempty)
     warn_and_record(record, f"{empty.size} of {n_raw} bins hold no lab predictions (ties or "
                     "an empty predicted class); they were merged into their nearest "

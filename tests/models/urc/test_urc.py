@@ -116,6 +116,20 @@ def test_partition_is_eq11(sim):
     assert m.lab_counts.sum(axis=0).tolist() == [75.0] * 4  # equal lab probability
 
 
+def test_multiclass_cells_of_a_class_never_predicted():
+    # session 67's audit: a class that no lab item predicts (arg-max) labelled its merged
+    # cells "argmax=2, [0, inf) + argmax=2, [inf, 1]"
+    from puinfer.models.urc.partition import build_partition
+
+    rng = np.random.default_rng(0)
+    p = rng.dirichlet([5, 5, 1], 300)
+    p = p[np.argmax(p, axis=1) != 2]
+    with pytest.warns(pu.exceptions.EmptyBinWarning, match="merged"):
+        part = build_partition(p, 3, 2, False, [])
+    assert part.labels[-1].endswith("+ argmax=2 (no lab item)")
+    assert not any("inf" in lab for lab in part.labels)
+
+
 def test_lab_counts_and_M(sim):
     m = pu.URC(sim.lab_pred, sim.lab_y)
     cells = m.assign(sim.lab_pred)
