@@ -5,13 +5,24 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .._validation import check_rng
+from .._validation import check_int, check_rng
 
 __all__ = ["pu_normal", "scar_design", "sar_design", "gamma_design"]
 
 
 def _rng(rng):
     return check_rng(rng)
+
+
+def _sizes(n, m, p=None, n_shift=None):
+    """The sample sizes (and dimension, shifted coordinates) as ints, checked with their
+    names (a float 5.0 or a string failed inside numpy: session 67's audit)."""
+    out = [check_int(n, "n", minimum=1), check_int(m, "m", minimum=1)]
+    if p is not None:
+        out.append(check_int(p, "p", minimum=1))
+    if n_shift is not None:
+        out.append(check_int(n_shift, "n_shift", minimum=0))
+    return out
 
 
 def pu_normal(n: int, m: int, pi: float, mu_source, mu_target_pos, mu_target_neg, *,
@@ -25,8 +36,7 @@ def pu_normal(n: int, m: int, pi: float, mu_source, mu_target_pos, mu_target_neg
     """
     if not 0 <= pi <= 1:
         raise ValueError(f"pi must be in [0, 1]; got {pi}")
-    if n < 1 or m < 1:
-        raise ValueError("n and m must be positive")
+    n, m = _sizes(n, m)
     rng = _rng(rng)
     mu_s = np.asarray(mu_source, dtype=float)
     mu_1 = np.asarray(mu_target_pos, dtype=float)
@@ -34,6 +44,8 @@ def pu_normal(n: int, m: int, pi: float, mu_source, mu_target_pos, mu_target_neg
     p = mu_s.size
     if not (mu_1.size == p and mu_0.size == p):
         raise ValueError("the three mean vectors must have the same length")
+    if p == 0:
+        raise ValueError("the mean vectors are empty: the sample would have no feature")
     ys = rng.random(m) < pi
     Xs = rng.standard_normal((n, p)) + mu_s
     Xt = rng.standard_normal((m, p)) + np.where(ys[:, None], mu_1, mu_0)
@@ -49,7 +61,8 @@ def scar_design(n: int, m: int, pi: float, *, n_shift: int = 0, p: int = 15,
 
     ``mu3`` has ``n_shift`` leading ones (0 gives SCAR data; Table 1 uses 0..7 with pi = 0.75).
     """
-    if not 0 <= n_shift <= p:
+    n, m, p, n_shift = _sizes(n, m, p, n_shift)
+    if not n_shift <= p:
         raise ValueError(f"n_shift must be between 0 and p = {p}; got {n_shift}")
     mu3 = np.r_[np.ones(n_shift), np.zeros(p - n_shift)]
     return pu_normal(n, m, pi, np.zeros(p), mu3, np.ones(p), rng=rng)
@@ -60,6 +73,7 @@ def sar_design(n: int, m: int, pi: float, *, p: int = 15, rng=None) -> pd.DataFr
 
     For ``p`` other than 15 the first ``round(7 p / 15)`` coordinates are shifted.
     """
+    p = check_int(p, "p", minimum=1)
     return scar_design(n, m, pi, n_shift=7 if p == 15 else int(round(7 * p / 15)), p=p, rng=rng)
 
 
@@ -78,10 +92,9 @@ def gamma_design(n: int, m: int, pi: float, *, p: int = 15, shape: float = 2.0,
     """
     if not 0 <= pi <= 1:
         raise ValueError(f"pi must be in [0, 1]; got {pi}")
-    if n < 1 or m < 1:
-        raise ValueError("n and m must be positive")
-    k = int(round(7 * p / 15)) if n_shift is None else n_shift
-    if not 0 <= k <= p:
+    n, m, p = _sizes(n, m, p)
+    k = int(round(7 * p / 15)) if n_shift is None else check_int(n_shift, "n_shift", minimum=0)
+    if not k <= p:
         raise ValueError(f"n_shift must be between 0 and p = {p}; got {n_shift}")
     rng = _rng(rng)
     ys = rng.random(m) < pi

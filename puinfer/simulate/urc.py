@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special
 
-from .._validation import check_rng
+from .._validation import check_int, check_rng
 
 __all__ = ["URCSimulation", "simulate_urc", "spambase_lab_field", "SPAMBASE_FEATURES",
            "SPAMBASE_MAILBOXES"]
@@ -151,6 +151,11 @@ def simulate_urc(n_lab=200, n_field=5000, lab_base_rates=0.5, field_base_rate=0.
                       ("field_shift", field_shift)):
         if not isinstance(val, (int, float, np.integer, np.floating)) or not np.isfinite(val):
             raise ValueError(f"{name} must be a finite number; got {val!r}")
+    if not field_scale > 0:  # (a scale of -1 is the scale 1, 0 no noise: session 67's audit)
+        raise ValueError(f"field_scale must be positive; got {field_scale!r}")
+    if np.any(pi_lab == 0):  # (its lab predictions would all be 0: URC refuses such a lab set)
+        raise ValueError(f"lab_base_rates must be positive for every class; got "
+                         f"{pi_lab.tolist()}")
     try:
         fb = np.asarray(field_base_rate, dtype=float)
     except (TypeError, ValueError):
@@ -180,14 +185,24 @@ def simulate_urc(n_lab=200, n_field=5000, lab_base_rates=0.5, field_base_rate=0.
         return special.softmax(np.log(pi_lab) + delta * s, axis=1)
 
     if lab_design == "stratified":
-        lab_y = np.repeat(np.arange(k), _stratified_counts(int(n_lab), pi_lab))
-        lab_y = rng.permutation(lab_y)
+        counts = _stratified_counts(int(n_lab), pi_lab)
+        if np.any(counts == 0):
+            raise ValueError(f"n_lab = {int(n_lab)} with lab_base_rates {pi_lab.tolist()} "
+                             f"leaves a class without lab items (counts {counts.tolist()})")
+        lab_y = rng.permutation(np.repeat(np.arange(k), counts))
     else:
-        if int(n_lab) < np.count_nonzero(pi_lab):
+        if int(n_lab) < k:
             raise ValueError("n_lab: a random lab set needs at least one item per class")
-        while True:  # conditional on every class present (a rare redraw for sane sizes)
+        # conditional on every class present; refused where that is rare (an unbounded
+        # redraw never ended for a rate of 1e-9: session 67's audit)
+        p_all = 1.0 - np.sum((1.0 - pi_lab) ** int(n_lab))  # (a lower bound, Bonferroni)
+        if p_all < 0.01:
+            raise ValueError(f"n_lab = {int(n_lab)} with lab_base_rates {pi_lab.tolist()}: a "
+                             "random lab set rarely holds every class; use more lab items or "
+                             "lab_design='stratified'")
+        while True:
             lab_y = rng.choice(k, size=int(n_lab), p=pi_lab)
-            if np.all(np.bincount(lab_y, minlength=k)[pi_lab > 0] > 0):
+            if np.all(np.bincount(lab_y, minlength=k) > 0):
                 break
     lab_pred = predict(lab_y, 1.0, 0.0)
     field_y = np.concatenate([rng.choice(k, size=int(m), p=P[g]) for g, m in enumerate(sizes)])
@@ -225,8 +240,16 @@ def spambase_lab_field(seed: int = 42, *, n_train: int = 500, n_lab: int = 200,
 
     from ..datasets import load_spambase
 
-    df = load_spambase()
     boxes = dict(SPAMBASE_MAILBOXES if mailboxes is None else mailboxes)
+    for name, val in (("n_train", n_train), ("n_lab", n_lab)):
+        check_int(val, name, minimum=1)
+    for name, box in boxes.items():
+        ok = isinstance(box, (tuple, list)) and len(box) == 2
+        sizes = [check_int(v, f"mailboxes[{name!r}]", minimum=0) for v in box] if ok else []
+        if not ok or sum(sizes) == 0:
+            raise ValueError(f"mailboxes[{name!r}] must be (n_spam, n_nonspam), not both 0; "
+                             f"got {box!r}")
+    df = load_spambase()
     rng = np.random.default_rng(seed)
     X = sm.add_constant(np.log1p(df[SPAMBASE_FEATURES].to_numpy()))
     y = df["spam"].to_numpy().astype(int)

@@ -134,3 +134,31 @@ def test_field_group_doc_matches_both_simulators():
     assert simulate_urc(20, [5, 6], field_base_rate=[0.1, 0.2], rng=0).field_group.dtype.kind \
         == "i"
     assert simulate_urc(20, 5, rng=0).field_group is None
+
+
+def test_session_67_audit_checks():
+    # each was accepted or failed inside numpy, or looped without end (session 67's audit)
+    from puinfer.simulate.detm import gamma_design, pu_normal, sar_design
+
+    assert scar_design(5.0, 5, 0.5, rng=1).equals(scar_design(5, 5, 0.5, rng=1))
+    for call, match in ((lambda: scar_design("5", 5, 0.5), "n must be an integer"),
+                        (lambda: scar_design(5, 5, 0.5, n_shift=2.5), "n_shift must be an int"),
+                        (lambda: sar_design(5, 5, 0.5, p=0), "p must be >= 1"),
+                        (lambda: gamma_design(5, 5, 0.5, p=0), "p must be >= 1"),
+                        (lambda: pu_normal(5, 5, 0.5, [], [], []), "no feature")):
+        with pytest.raises((TypeError, ValueError), match=match):
+            call()
+    with pytest.raises(ValueError, match="field_scale must be positive"):
+        simulate_urc(50, 80, field_scale=-1.0)
+    with pytest.raises(ValueError, match="lab_base_rates must be positive"):
+        simulate_urc(50, 80, lab_base_rates=0.0)
+    with pytest.raises(ValueError, match=r"leaves a class without lab items \(counts \[200, 0\]"):
+        simulate_urc(200, 80, lab_base_rates=0.001)
+    with pytest.raises(ValueError, match="rarely holds every class"):
+        simulate_urc(10, 100, 1e-9, 0.2, rng=1, lab_design="random")
+    for boxes, match in (({"A": (-5, 10)}, "must be >= 0"), ({"A": (0, 0)}, "not both 0"),
+                         ({"A": (5,)}, "must be \\(n_spam, n_nonspam\\)")):
+        with pytest.raises(ValueError, match=match):
+            spambase_lab_field(mailboxes=boxes)
+    with pytest.raises(ValueError, match="n_train must be >= 1"):
+        spambase_lab_field(n_train=0)
