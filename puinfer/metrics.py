@@ -127,7 +127,10 @@ def _bin_index(pp, n_bins, strategy):
     if strategy == "quantile":
         below = np.searchsorted(pp, pp, side="left")
         return (below * n_bins) // pp.size
-    return np.minimum((pp * n_bins).astype(int), n_bins - 1)
+    # equal width: bin j holds [j / n_bins, (j + 1) / n_bins); a forecast within 1e-9 of a
+    # cut point is on it (0.29 * 100 is 28.999999999999996 in floating point: 0.29 fell in
+    # the bin of 0.28, session 67's audit)
+    return np.minimum((pp * n_bins + 1e-9).astype(int), n_bins - 1)
 
 
 def _bin_sums(yy, pp, n_bins, strategy):

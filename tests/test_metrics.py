@@ -64,6 +64,18 @@ def test_ece_equal_mass_by_hand():
     assert_allclose(metrics.ece(y, p, n_bins=3), ref, rtol=1e-14)
 
 
+def test_equal_width_bins_put_decimal_cut_points_in_the_upper_bin():
+    # bin j is [j / n, (j + 1) / n): forecasts on a 0.01 grid with 100 bins each in its own
+    # bin (session 67's audit: 0.29 fell in the bin of 0.28 by rounding, ECE 0.215 not 0.495)
+    p = np.round(np.arange(100) / 100, 2)
+    y = (np.arange(100) % 2).astype(float)
+    assert metrics.ece(y, p, n_bins=100, strategy="uniform") == pytest.approx(
+        np.mean(np.abs(y - p)), rel=1e-12)
+    assert metrics.ece([0, 1], [0.28, 0.29], n_bins=100, strategy="uniform") == \
+        pytest.approx(0.495, rel=1e-12)
+    assert len(metrics.reliability_curve(y, p, n_bins=100, strategy="uniform")) == 100
+
+
 def test_reliability_curve_equal_mass_and_exact_intervals(forecast):
     y, p = forecast
     rc = metrics.reliability_curve(y, p, n_bins=8, alpha=0.1)

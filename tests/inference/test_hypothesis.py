@@ -85,6 +85,31 @@ def test_chisq_gof_bad_ddof(ddof, err, match):
         chisq_gof([10, 20, 30], [20, 20, 20], ddof=ddof)
 
 
+def test_chisq_gof_matches_pandas_counts_by_label():
+    # session 67's audit: pandas counts were paired by position (one Series reversed gave
+    # X^2 = 61.5 instead of 4.38); scipy on the counts in one order is the reference
+    import pandas as pd
+
+    o = pd.Series([10, 20, 30], index=list("abc"))
+    e = pd.Series([20.0, 20.0, 20.0], index=list("abc"))
+    ref = stats.chisquare([10, 20, 30], [20, 20, 20]).statistic
+    assert chisq_gof(o, e.iloc[::-1]).statistic == pytest.approx(ref, rel=1e-12)
+    e2 = pd.Series([15.0, 20.0, 25.0], index=list("abc"))
+    assert chisq_gof(o, e2.iloc[::-1]).statistic == pytest.approx(
+        stats.chisquare([10, 20, 30], [15, 20, 25]).statistic, rel=1e-12)
+    O = pd.DataFrame({"x": [10, 5], "y": [30, 15]}, index=["r", "s"])
+    ref_e = [[20.0, 20.0], [10.0, 10.0]]
+    E = pd.DataFrame(ref_e, index=["r", "s"], columns=["x", "y"]).iloc[::-1, ::-1]
+    assert chisq_gof(O, E).statistic == pytest.approx(
+        chisq_gof(O.to_numpy(), ref_e).statistic, rel=1e-12)
+    with pytest.raises(ValueError, match="different index labels"):
+        chisq_gof(o, e.set_axis(list("abd")))
+    with pytest.raises(ValueError, match="different columns"):
+        chisq_gof(O, E.rename(columns={"y": "z"}))
+    with pytest.raises(ValueError, match="observed has one column"):
+        chisq_gof(O[["x"]], E[["x"]])
+
+
 def test_chisq_gof_integral_float_ddof_and_no_runtime_warning():
     assert chisq_gof([10, 20, 30], [20, 20, 20], ddof=1.0).df == 1
     with pytest.raises(ValueError, match="statistic must be"):
