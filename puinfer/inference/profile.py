@@ -9,6 +9,7 @@ silently returning NA.
 from __future__ import annotations
 
 import html
+import numbers
 from collections.abc import Callable
 
 import numpy as np
@@ -338,21 +339,26 @@ class Profile:
             (one-sided intervals).
         """
         level = 1 - check_alpha(alpha)
+        method = "chi-square" if cutoff is None else "given"
         if cutoff is None:
             cutoff = float(stats.chi2.ppf(level, 1))
-        elif not (np.isfinite(cutoff) and cutoff >= 0):
+        elif isinstance(cutoff, (bool, np.bool_)) or not isinstance(cutoff, numbers.Real) \
+                or not (np.isfinite(cutoff) and cutoff >= 0):
             raise ValueError(f"cutoff must be finite and non-negative; got {cutoff!r}")
         cutoff = float(cutoff)
         lo, lo_b = self._limit(-1, cutoff)
         hi, hi_b = self._limit(+1, cutoff)
         out = pd.Series({"lower": lo, "upper": hi}, name=f"{self.name} {level_label(level)} profile CI")
-        out.attrs.update(level=level, lower_at_bound=lo_b, upper_at_bound=hi_b, cutoff=cutoff)
+        out.attrs.update(level=level, lower_at_bound=lo_b, upper_at_bound=hi_b, cutoff=cutoff,
+                         method=method)
         return out
 
     def to_frame(self, n: int = 41, alpha: float = 0.05, interval: pd.Series | None = None
                  ) -> pd.DataFrame:
         """The curve on a grid spanning the interval plus a margin: columns ``value``, ``R``
-        (``interval``: span this interval instead of the chi-square one at ``alpha``)."""
+        (``interval``: span this interval instead of the chi-square one at ``alpha``); ``R`` is
+        NaN where the profile could not be computed (e.g. at a bound where the parameter is
+        not identified: a gap in the plot, not an error)."""
         ci = self.conf_int(alpha) if interval is None else interval
         width = max(ci["upper"] - ci["lower"], 1e-6)
         lo = max(self.bounds[0], ci["lower"] - 0.3 * width)
@@ -360,7 +366,10 @@ class Profile:
         grid = np.unique(np.concatenate([np.linspace(lo, hi, n), [self.estimate]]))
         # evaluate outwards from the estimate so that warm starts follow the path
         order = np.argsort(np.abs(grid - self.estimate), kind="stable")
-        values = {g: self.statistic(g) for g in grid[order]}
+        # (session 67's audit: a NaN at the bound made plot() fail after conf_int() had
+        # succeeded; a profile above the maximum still raises)
+        values = {g: np.nan if np.isnan(self.loglik(g)) else self.statistic(g)
+                  for g in grid[order]}
         return pd.DataFrame({"value": grid, "R": [values[g] for g in grid]})
 
     def plot(self, ax=None, alpha: float = 0.05, true_value: float | None = None, n: int = 41,
@@ -382,18 +391,19 @@ class Profile:
 
         ax = get_ax(ax)
         ci = self.conf_int(alpha) if interval is None else interval
-        if not {"level", "cutoff"} <= set(ci.attrs):
+        if not isinstance(ci, pd.Series) or not {"level", "cutoff"} <= set(ci.attrs):
             raise ValueError("interval: a Series from conf_int_pi() or Profile.conf_int(), whose "
                              "attrs give its level and cut-off")
         df = self.to_frame(n=n, alpha=alpha, interval=ci)
         level, cutoff = ci.attrs["level"], ci.attrs["cutoff"]
         # (which cut-off, said in the legend and the title: session 67's audit found a
         # default bootstrap-calibrated DETM interval beside a plot of the chi-square one)
-        how = "chi-square" if interval is None else ci.attrs.get("method", "given")
+        how = ci.attrs.get("method", "given")
+        how = "chi-square" if how == "profile" else how  # (DETM's plain interval)
         ax.plot(df["value"], df["R"], color="black", lw=1.5, label=f"R*({self.name})")
         ax.axhline(cutoff, color="red", lw=1,
-                   label=(rf"$\chi^2_{{1,{level:g}}}$ = {cutoff:.3f}" if interval is None else
-                          f"{how} cut-off = {cutoff:.3f}"))
+                   label=(f"chi-square {level_label(level)} cut-off = {cutoff:.3f}"
+                          if how == "chi-square" else f"{how} cut-off = {cutoff:.3f}"))
         for v in (ci["lower"], ci["upper"]):
             ax.axvline(v, color="grey", ls="--", lw=1)
         ax.axvline(self.estimate, color="black", ls=":", lw=1, label=f"estimate {self.estimate:.4f}")

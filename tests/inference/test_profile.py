@@ -138,3 +138,31 @@ def test_profile_html_one_sided_and_failed_interval(read_table):
     _, rows = read_table(bad._repr_html_())
     interval = dict((r[0][1], r[1][1]) for r in rows)["profile-likelihood interval"]
     assert interval.startswith("not available:") and "had not converged" in interval
+
+
+def test_curve_has_gaps_where_the_profile_cannot_be_computed():
+    # session 67's audit: the plot's grid reaches the bound, where this profile is NaN;
+    # to_frame() and plot() raised ProfileError after conf_int() had succeeded
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    k, n = 3, 6
+
+    def ll(p):
+        return np.nan if p <= 0 or p >= 1 else k * np.log(p) + (n - k) * np.log1p(-p)
+
+    pr = Profile("p", 0.5, ll(0.5), ll, bounds=(0, 1), step=0.2)
+    ci = pr.conf_int()
+    frame = pr.to_frame()
+    assert frame["value"].iloc[0] == 0.0 and np.isnan(frame["R"].iloc[0])
+    inside = frame["value"].between(0.01, 0.99)
+    assert frame.loc[inside, "R"].notna().all()
+    # (the binomial likelihood-ratio statistic, by hand)
+    v = frame.loc[inside, "value"].to_numpy()
+    np.testing.assert_allclose(frame.loc[inside, "R"], 2 * (ll(0.5) - np.array([ll(x) for x in v])),
+                               rtol=1e-12)
+    fig, ax = plt.subplots()
+    assert pr.plot(ax=ax) is ax and ci["lower"] > 0
+    plt.close(fig)
