@@ -361,10 +361,10 @@ def plot_reliability(y, p, *, n_bins: int = 10, strategy: str = "quantile", alph
     kwargs.setdefault("marker", "o")
     kwargs.setdefault("capsize", 3)
     ax.errorbar(rc["mean_predicted"], rc["observed"], yerr=yerr, label=label, **kwargs)
-    lim = max(float(rc["upper"].max()), float(rc["mean_predicted"].max())) * 1.05
-    if not getattr(ax, "_puinfer_diagonal", False):
-        ax.plot([0, lim], [0, lim], ls=":", color="grey", lw=1)
-        ax._puinfer_diagonal = True
+    # the reference y = x once per Axes, over any range (session 67's audit: drawn only to
+    # the first forecast's range, and never again after ax.cla())
+    if not any(line.get_gid() == "puinfer-diagonal" for line in ax.lines):
+        ax.axline((0, 0), slope=1, ls=":", color="grey", lw=1, gid="puinfer-diagonal")
     ax.set_xlabel("mean predicted probability")
     # say what the bars are: reliability_curve's exact binomial intervals
     ax.set_ylabel(f"observed share of positives\n(bars: {level_label(1 - alpha)} Clopper-Pearson interval)")

@@ -96,6 +96,13 @@ def test_compare_and_plot(forecast):
     ax = metrics.plot_reliability(y, p, label="raw")
     assert isinstance(ax, matplotlib.axes.Axes)
     assert metrics.plot_reliability(y, 0.5 * p, ax=ax) is ax
+    # one y = x reference per Axes, whatever the range, drawn again after clearing (session
+    # 67's audit: drawn only to the first forecast's range, never after ax.cla())
+    diag = [ln for ln in ax.lines if ln.get_gid() == "puinfer-diagonal"]
+    assert len(diag) == 1 and diag[0].get_slope() == 1
+    ax.cla()
+    metrics.plot_reliability(y, p, ax=ax)
+    assert [ln.get_gid() for ln in ax.lines].count("puinfer-diagonal") == 1
 
 
 def test_inputs_not_modified(forecast):

@@ -202,6 +202,10 @@ def test_calibrator_families_nest_and_match_statsmodels(scores):
     assert list(tab.df.iloc[1:]) == [1.0, 3.0]
     t = pu.lr_test(fits[1], pu.BetaCalibrator().fit(s, y))
     assert t.df == 1
+    # the same rows in another order are the same data (session 67's audit: refused)
+    o = np.argsort(s)
+    t2 = pu.lr_test(pu.TemperatureCalibrator().fit(s, y), pu.LogisticCalibrator().fit(s[o], y[o]))
+    assert t2.statistic == pytest.approx(tab.statistic.iloc[1], rel=1e-6)
 
 
 def test_calibrator_refusals(scores):

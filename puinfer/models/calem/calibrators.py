@@ -415,7 +415,10 @@ class Calibrator:
         if basis is None:
             # (unweighted, as before the weights were used: a subclass's make_basis(score))
             basis = self.make_basis(s) if sample_weight is None else self.make_basis(s, w)
-        fingerprint = _fingerprint(s, yy, w)
+        # of the rows as a set: the likelihood does not depend on their order (session 67's
+        # audit: lr_test refused two fits of the same rows sorted differently)
+        order = np.lexsort((w, yy, s))
+        fingerprint = _fingerprint(s[order], yy[order], w[order])
         if getattr(self, "prior_correction", False):
             fitted = self._fit_arrays(basis, s, platt_targets(yy, w), w, start=start,
                                       maxiter=maxiter, tol=tol)
