@@ -121,7 +121,11 @@ def anova(*results, tol: float = 1e-6) -> pd.DataFrame:
         try:
             tests.append(lr_test(fits[i - 1], fits[i], tol=tol))
         except ValueError as exc:
-            raise ValueError(f"anova: fits {i - 1} and {i}: {exc}") from None
+            # (numbered from 1, as the table's rows; lr_test's advice on the order, in anova's
+            # terms: session 67's audit)
+            msg = str(exc).replace("call lr_test(second, first)",
+                                   "give the fits from the smallest model to the largest")
+            raise ValueError(f"anova: fits {i} and {i + 1}: {msg}") from None
     def in_next(i, r):  # r's log-likelihood as the next row's test counts it
         if i + 1 == len(fits):
             return np.nan

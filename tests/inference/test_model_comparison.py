@@ -117,7 +117,9 @@ def test_anova_table(pu_frame, detm_fits):
                                             pu.lr_test(small, big).statistic])
     assert list(tab.df.iloc[1:]) == [1.0, 2.0]
     assert_allclose(tab.llf, [s1.llf_penalized, small.llf_penalized, big.llf_penalized])
-    with pytest.raises(ValueError, match="fits 0 and 1"):
+    # (numbered as the table's rows, from 1; the order advice in anova's terms)
+    with pytest.raises(ValueError, match="fits 1 and 2: .* give the fits from the smallest "
+                                         "model to the largest"):
         pu.anova(big, small)
     with pytest.raises(ValueError, match="at least two"):
         pu.anova(big)
