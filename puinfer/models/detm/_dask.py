@@ -852,6 +852,14 @@ def init_dask(model, source, target, missing):
                              f"collections (got in-memory {type(x).__name__}); use "
                              "dask.dataframe.from_pandas to distribute it")
     ns, nt = _columns(source, "source"), _columns(target, "target")
+
+    def named(x):  # (a named Series is a named column, as in memory)
+        return _is_frame(x) or (hasattr(x, "to_frame") and x.name is not None)
+
+    if named(source) and named(target) and sorted(ns) != sorted(nt):
+        raise ValueError(f"source and target columns differ: only in source "
+                         f"{[c for c in ns if c not in nt]}, only in target "
+                         f"{[c for c in nt if c not in ns]}")
     if _is_frame(source) and _is_frame(target) and ns != nt:
         if sorted(ns) != sorted(nt):
             raise ValueError(f"source and target columns differ: only in source "
