@@ -82,6 +82,11 @@ class FrozenDict(dict):
     def copy(self) -> dict:
         return dict(self)
 
+    def __hash__(self):
+        # (read-only, so hashable where its values are: a frozen test result holding one
+        # could not be hashed, session 67's audit)
+        return hash(frozenset(self.items()))
+
     def __reduce__(self):
         return (type(self), (dict(self),))
 

@@ -155,3 +155,13 @@ def test_invalid_result_html_gives_the_reason(read_table):
     caption, rows = read_table(r._repr_html_())
     assert [t for _, t, _ in rows[1]] == ["NA", "0", "NA", "not computed"]
     assert ("th", "invalid test", 1) in rows[3] and "no degrees of freedom" in rows[3][1][1]
+
+
+def test_results_are_hashable_and_read_only():
+    # a frozen result with its read-only details (session 67's audit: hash() raised
+    # "unhashable type: 'FrozenDict'")
+    a = chi2_test(3.0, 1, null="x", method="m", extra={"a": "1"})
+    b = chi2_test(3.0, 1, null="x", method="m", extra={"a": "1"})
+    assert a == b and hash(a) == hash(b) and len({a, b}) == 1
+    with pytest.raises(TypeError, match="read-only"):
+        a.extra["a"] = "2"
