@@ -77,9 +77,10 @@ def _tests_table(tests, several_groups, random_lab) -> pd.DataFrame:
     if not several_groups:
         index.pop(1)
     return pd.DataFrame({"statistic": [t.statistic for t in tests],
-                         # (an effective df, RegressionURC's goodness of fit, kept as it is)
-                         "df": [int(t.df) if float(t.df).is_integer() else t.df
-                                for t in tests],
+                         # (an effective df, RegressionURC's goodness of fit, kept as it is;
+                         # the whole numbers shown as such: an object column)
+                         "df": pd.Series([int(t.df) if float(t.df).is_integer() else t.df
+                                          for t in tests], dtype=object, index=index),
                          "p-value": [t.pvalue for t in tests],
                          "reference": [t.distribution for t in tests]}, index=index)
 

@@ -347,6 +347,7 @@ def test_recovery_and_tests(res, sim, model):
     # truncated to an integer, 14 for 14.82)
     g = res.gof()
     assert not float(g.df).is_integer() and tbl["df"].iloc[-1] == g.df
+    assert isinstance(tbl["df"].iloc[0], int)  # (whole numbers still shown as such)
 
 
 def test_no_shift_not_rejected():
