@@ -36,6 +36,7 @@ from scipy.special import expit
 from ..._align import align_rows, drop_missing
 from ..._dask import (
     add_sums,
+    in_one_partition,
     is_dask,
     reduce_blocks,
     require_dask,
@@ -100,7 +101,8 @@ def _sketch(v):
 
 def _summary_block(eps, missing, score, label, treated):
     """The validation pass: counts, the control rows, and a sketch of the scores."""
-    s, lab, tr, n_dropped, n_edge = _block_arrays(eps, missing, score, label, treated)
+    s, lab, tr, n_dropped, n_edge = in_one_partition(_block_arrays, eps, missing, score, label,
+                                                     treated)
     t1 = lab[tr]
     return {"n_t": int(tr.sum()), "pos_t": int(t1.sum()), "n_dropped": n_dropped,
             "n_edge": n_edge, "s_c": [s[~tr]], "y": [lab[~tr]], "sketch": _sketch(s[tr]),

@@ -60,7 +60,7 @@ import numpy as np
 import pandas as pd
 
 from ..._align import drop_missing
-from ..._dask import add_sums, reduce_blocks, require_dask, row_blocks
+from ..._dask import add_sums, in_one_partition, reduce_blocks, require_dask, row_blocks
 from ..._validation import SCALE_LIMIT, as_float_matrix, check_binary
 from ...base.numeric import logaddexp, softplus
 from . import _el
@@ -193,7 +193,7 @@ def _keep(keys, X, k):
 
 
 def _first_block(spec, idx, a, b):
-    Xs, Xt, ks, kt, ku = _read(spec, a, b)
+    Xs, Xt, ks, kt, ku = in_one_partition(_read, spec, a, b)
     X = np.vstack([Xs, Xt])
     r = X.shape[0]
     out = {"n": Xs.shape[0], "m": Xt.shape[0], "ks": ks, "kt": kt, "ku": ku}
