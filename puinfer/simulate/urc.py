@@ -217,8 +217,9 @@ def spambase_lab_field(seed: int = 42, *, n_train: int = 500, n_lab: int = 200,
 
     A logistic regression on ``log1p`` of six features (:data:`SPAMBASE_FEATURES`) is trained
     on a balanced set (``n_train`` spam + ``n_train`` non-spam); the **lab** set is another
-    balanced set (``n_lab`` of each class); the **field** is the remaining e-mails split into
-    mailboxes with different spam shares (default :data:`SPAMBASE_MAILBOXES`: 5%, 15%, 40%).
+    balanced set (``n_lab`` of each class); the **field** is drawn from the remaining e-mails
+    as mailboxes of the given sizes, with different spam shares (default
+    :data:`SPAMBASE_MAILBOXES`: 5%, 15%, 40%); the e-mails left over are not used.
     The field labels are kept (``field_y``) to evaluate the recalibration.
 
     Parameters
