@@ -82,8 +82,7 @@ def as_pred(pred, name: str, classes=None, named: bool = False) -> PredInput:
         if named and classes is not None and len(classes) == 2 and pred.name in classes:
             # a Series named as a class holds that class's probability, as a one-column frame
             # (a Series of another name is P(second class), by the binary convention)
-            first = pred.name == classes[0]
-            return PredInput(1.0 - arr if first else arr, None, np.array([0 if first else 1]))
+            return _class_column(arr, pred.name, classes, None)
         return PredInput(arr)
     if isinstance(pred, pd.DataFrame):
         cols = list(pred.columns)
@@ -107,9 +106,8 @@ def as_pred(pred, name: str, classes=None, named: bool = False) -> PredInput:
                     f"{name}: the column {cols[0]!r} is not a class; with one column it must "
                     f"be named one of the classes {list(classes)} (named by the columns of "
                     "lab_pred), and holds that class's probability")
-            first = cols[0] == classes[0]
             arr = pred.to_numpy(dtype=float, na_value=np.nan, copy=True)[:, 0]
-            return PredInput(1.0 - arr if first else arr, cols, np.array([0 if first else 1]))
+            return _class_column(arr, cols[0], classes, cols)
         if named and classes is not None and len(cols) >= 2:
             missing = [c for c in classes if c not in cols]
             extra = [c for c in cols if c not in classes]
@@ -129,6 +127,13 @@ def as_pred(pred, name: str, classes=None, named: bool = False) -> PredInput:
     except (TypeError, ValueError):
         raise ValueError(f"{name} must be numeric predicted probabilities") from None
     return PredInput(arr)
+
+
+def _class_column(arr, cls, classes, columns) -> PredInput:
+    """A binary model's one column of probabilities of the class ``cls`` (named by the lab
+    predictions' columns) as ``P(Y = 1)``, with the class it names kept for the outputs."""
+    first = cls == classes[0]
+    return PredInput(1.0 - arr if first else arr, columns, np.array([0 if first else 1]))
 
 
 def _hard_labels(what: str) -> str:

@@ -189,10 +189,13 @@ def outcome_edges(y: np.ndarray, K: int) -> np.ndarray:
 
 
 def _whole(value) -> bool:
-    """An integer, or a float with an integer value (not a bool)."""
-    return (not isinstance(value, (bool, np.bool_))
-            and isinstance(value, (int, np.integer, float, np.floating))
-            and bool(np.isfinite(value)) and float(value).is_integer())
+    """An integer, or a float with an integer value (not a bool): :func:`check_int`'s rule,
+    as a test (its refusals here are ValueErrors naming the argument's range)."""
+    try:
+        check_int(value, "value")
+    except TypeError:
+        return False
+    return True
 
 
 class RegressionURC(URC):
