@@ -239,7 +239,13 @@ def adjust_prior(prob, old_prior, new_prior):
         if np.any(old <= 0):
             raise ValueError("old_prior must be strictly positive for every class (it divides)")
         new = _prior(new_prior, "new_prior", k, n=n)
-        num = arr * (new / old)
+        with np.errstate(over="ignore"):
+            ratio = new / old
+        if not np.all(np.isfinite(ratio)):
+            # a tiny (e.g. subnormal) old prior overflows new / old; the ratios matter only up
+            # to a common factor, so scale them by the smallest old prior (each at most new)
+            ratio = new * (old.min() / old)
+        num = arr * ratio
         den = num.sum(axis=1, keepdims=True)
     undefined = den == 0
     with np.errstate(invalid="ignore", divide="ignore"):

@@ -228,3 +228,16 @@ def test_bad_priors_named(kwargs, match):
 def test_downsampling_non_numbers_named(kwargs, match):
     with pytest.raises(TypeError, match=match):
         pu.downsampling_correction([0.3, 0.5], **kwargs)
+
+
+def test_multiclass_tiny_old_prior_does_not_overflow():
+    # old prior 1e-320 (subnormal): new / old overflows to inf and inf * 0 gave NaN rows; by
+    # hand, row (0.3, 0.7) under old (1e-320, 1), new (0.5, 0.5) has class-1 weight 0.7 * 0.5
+    # against class-0's 0.3 * 0.5 / 1e-320, so P(class 1) = 0.35 / (1.5e319 + 0.35)
+    p = np.array([[0.3, 0.7], [0.0, 1.0]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = pu.adjust_prior(p, [1e-320, 1 - 1e-320], [0.5, 0.5])
+    assert np.all(np.isfinite(out))
+    assert out[0, 0] == 1.0 and out[0, 1] == pytest.approx(0.35 / 1.5e319, rel=1e-3)
+    assert_allclose(out[1], [0.0, 1.0])
