@@ -25,6 +25,7 @@ log-likelihood ``sum_i w_i {y_i log g_i + (1 - y_i) log(1 - g_i)} - lam/2 theta'
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from dataclasses import dataclass
 
@@ -38,7 +39,7 @@ from ..._validation import as_float_vector, check_unit_interval, warn
 from ...base.gram import weighted_grams
 from ...base.numeric import softplus
 from ...base.optimize import newton_maximize
-from ...base.results import ReadOnlyArrays, readonly
+from ...base.results import ReadOnlyArrays, _readonly_in, freeze_arrays, readonly
 from ...base.results import data_fingerprint as _fingerprint
 from ...exceptions import AssumptionWarning, ConvergenceWarning, SeparationWarning
 
@@ -263,6 +264,11 @@ class FittedCalibrator:
 
     def __post_init__(self):
         object.__setattr__(self, "warnings", tuple(self.warnings))
+        # the fit reads its specification (eps, lam, ...) whenever it predicts or is tested:
+        # it keeps a read-only copy, so that changing the caller's spec afterwards (a penalty
+        # sweep: cal.lam = 2.0; cal.fit(...)) cannot change fits already made (session 68's
+        # audit: a CalEM result's test_bias moved from 51.74 to 49.55)
+        object.__setattr__(self, "calibrator", self.calibrator._frozen())
 
     def __setstate__(self, state):
         # pickles written before the fields were renamed (params, information) load too
@@ -270,6 +276,8 @@ class FittedCalibrator:
             if name in ("params", "information"):
                 name = "_" + name
             object.__setattr__(self, name, tuple(value) if name == "warnings" else value)
+        if "calibrator" in state:  # (pickles written before the copies were read-only)
+            object.__setattr__(self, "calibrator", self.calibrator._frozen())
 
     # pandas objects cannot be made read-only: they are handed out as copies, so that the fit
     # (its predictions, the results built on it) cannot be changed through them
@@ -346,6 +354,31 @@ class Calibrator:
         if not 0 < eps < 0.5:
             raise ValueError(f"eps must be in (0, 0.5); got {eps}")
         self.eps = float(eps)
+
+    # -- read-only copies for fits and models ------------------------------------------------
+    def _frozen(self) -> Calibrator:
+        """A read-only copy of this specification (itself if it is one): what fits and CalEM
+        models keep, so that the caller's later changes to the spec reach neither."""
+        if self.__dict__.get("_frozen_spec", False):
+            return self
+        new = copy.deepcopy(self)
+        freeze_arrays(new)
+        object.__setattr__(new, "_frozen_spec", True)
+        return new
+
+    def __setattr__(self, name, value):
+        if self.__dict__.get("_frozen_spec", False):
+            raise AttributeError(
+                f"this {self.name} calibrator belongs to a fit or a model: it is read-only "
+                f"(cannot set {name!r}); build a new calibrator instead")
+        object.__setattr__(self, name, value)
+
+    def __setstate__(self, state):
+        # a read-only copy stays so through pickling and deep copies (numpy does not keep an
+        # array's write flag)
+        frozen = state.get("_frozen_spec", False)
+        for name, value in state.items():
+            object.__setattr__(self, name, _readonly_in(value) if frozen else value)
 
     # -- to be provided by subclasses ------------------------------------------------------
     def make_basis(self, score, sample_weight=None):

@@ -248,7 +248,8 @@ class CalEM(Model):
 
     def _set_options(self, calibrator, eps, calibrator_options):
         """The calibrator and ``eps``, checked (also for Dask collections)."""
-        self.calibrator: Calibrator = make_calibrator(calibrator, **calibrator_options)
+        # a read-only copy: the fits read it, so the caller's spec may change afterwards
+        self.calibrator: Calibrator = make_calibrator(calibrator, **calibrator_options)._frozen()
         if getattr(self.calibrator, "prior_correction", False):
             raise ValueError("calibrator: Platt's prior correction (prior_correction=True) is "
                              "not available in CalEM, whose EM maximises the likelihood of the "

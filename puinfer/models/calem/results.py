@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from functools import cached_property
 
@@ -508,10 +509,14 @@ class CalEMResults(_CurvesMixin, LikelihoodResults):
     def summary(self, alpha: float = 0.05) -> Summary:
         """Calibrator, sample sizes, coefficients (sandwich SEs), h, convergence, bias test.
 
-        The summary at the default ``alpha`` is built once and cached.
+        The summary at the default ``alpha`` is built once and cached; each call returns a
+        copy of it (the caller may add notes or change its tables without changing this
+        result's display).
         """
         alpha = check_alpha(alpha)
-        return self._default_summary if alpha == 0.05 else self._build_summary(alpha)
+        if alpha == 0.05:
+            return copy.deepcopy(self._default_summary)
+        return self._build_summary(alpha)
 
     @cached_property
     def _default_summary(self) -> Summary:

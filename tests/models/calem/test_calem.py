@@ -503,7 +503,7 @@ def test_results_are_immutable(fits):
 
 def test_derived_values_are_computed_once(fits):
     r = fits["spline"][1]
-    assert r.summary() is r.summary()
+    assert r.summary().as_text() == r.summary().as_text() == str(r)
     assert r.test_bias() is r.test_bias()
     r.conf_int()
     bse = r.__dict__["_bse"]
@@ -818,3 +818,51 @@ def test_score_histogram_bins_by_the_edges():
     k = _CHECK_EDGES.size + 1
     ref = np.stack([np.bincount(b, minlength=k), np.bincount(b, weights=lab, minlength=k)])
     np.testing.assert_array_equal(score_histogram(s, lab), ref)
+
+
+def test_a_returned_summary_is_the_callers_copy(fits):
+    # session 68's audit: summary() handed out the cached Summary, so a note added to it (or a
+    # table edited) showed in str(r), _repr_html_ and every later summary()
+    r = fits["logistic"][1]
+    text, page = str(r), r._repr_html_()
+    s = r.summary()
+    s.add_note("my report note")
+    s.info.clear()
+    s.tables[0][1].iloc[0, 0] = 999.0
+    assert str(r) == text and r._repr_html_() == page
+    assert r.summary().as_text() == text and "999" not in text
+
+
+def test_the_calibrator_spec_cannot_change_a_fit(sim):
+    # session 68's audit: the fit kept the caller's (or the model's) calibrator object, and
+    # read its lam and eps when tested and predicting: rb.model.calibrator.lam = 2.0 moved
+    # test_bias from 51.74 to 49.55 and eps = 0.01 moved predict(1e-9) from 8e-6 to 0.29
+    from puinfer.models.calem import SplineCalibrator
+
+    spec = SplineCalibrator(df=5)
+    args = (sim["score"], sim["label"], sim["treated"])
+    ra = CalEM(*args, calibrator=SplineCalibrator(df=5)).fit()
+    rb = CalEM(*args, calibrator=spec).fit()
+    s = np.array([1e-9, 0.5, 1 - 1e-9])
+    before = (rb.test_bias().statistic, rb.predict(s))
+    spec.lam, spec.eps = 2.0, 0.01  # the caller's own object stays theirs to change
+    with pytest.raises(AttributeError, match="read-only"):
+        rb.model.calibrator.lam = 2.0
+    with pytest.raises(AttributeError, match="read-only"):
+        rb.calibrator.calibrator.eps = 0.01
+    assert rb.test_bias().statistic == before[0] == ra.test_bias().statistic
+    assert_allclose(rb.predict(s), before[1], rtol=0, atol=0)
+    # a fitted calibrator keeps what it was fitted with, through a penalty sweep and a pickle
+    cal = SplineCalibrator(df=5)
+    f0 = cal.fit(sim["score"], sim["label"])
+    cal.lam = 2.0
+    cal.fit(sim["score"], sim["label"])
+    assert f0.calibrator.lam == 0.0
+    f1 = pickle.loads(pickle.dumps(f0))
+    assert f1.calibrator.lam == 0.0
+    with pytest.raises(AttributeError, match="read-only"):
+        f1.calibrator.lam = 1.0
+    knots = np.quantile(cal.logit_score(sim["score"]), [0.1, 0.3, 0.5, 0.7, 0.9])
+    f2 = SplineCalibrator(knots=knots).fit(sim["score"], sim["label"])
+    with pytest.raises(ValueError, match="read-only"):
+        pickle.loads(pickle.dumps(f2)).calibrator.knots[0] = -3.0
