@@ -11,7 +11,7 @@ from scipy import stats
 
 from .inference.hypothesis import format_pvalue
 
-__all__ = ["Summary", "coef_table"]
+__all__ = ["Summary", "coef_table", "interval_labels"]
 
 
 def coef_table(params: pd.Series, bse: pd.Series | None, level: float = 0.95) -> pd.DataFrame:
@@ -24,12 +24,28 @@ def coef_table(params: pd.Series, bse: pd.Series | None, level: float = 0.95) ->
         df["std err"] = se
         df["z"] = z
         df["P>|z|"] = 2 * stats.norm.sf(np.abs(z))
-        # the tail probabilities as statsmodels prints them ([0.025, 0.975]), with every
-        # digit the level has (0.9995 at level 0.999, not 1)
-        lo = float(f"{(1 - level) / 2:.6g}")
-        df[f"[{lo:.6g}"] = params - q * se
-        df[f"{float(f'{1 - lo:.10g}'):.10g}]"] = params + q * se
+        lower, upper = interval_labels(1 - level)
+        df[lower] = params - q * se
+        df[upper] = params + q * se
     return df
+
+
+def interval_labels(alpha: float) -> tuple[str, str]:
+    """The columns of a two-sided interval at level ``1 - alpha``, named by their tail
+    probabilities as statsmodels prints them (``[0.025``, ``0.975]``), with every digit the
+    level has (``0.9995]`` at alpha = 0.001, not ``1]``)."""
+    lo = float(f"{alpha / 2:.6g}")
+    return f"[{lo:.6g}", f"{float(f'{1 - lo:.10g}'):.10g}]"
+
+
+def _map_labels(index: pd.Index, func) -> pd.Index:
+    """``index`` with ``func`` applied to every label and name; a MultiIndex level by level
+    (``Index.map`` would turn its tuples into one text each: URC's (group, class) rows)."""
+    names = [None if n is None else func(n) for n in index.names]
+    if isinstance(index, pd.MultiIndex):
+        return pd.MultiIndex.from_tuples([tuple(func(x) for x in t) for t in index],
+                                         names=names)
+    return pd.Index([func(x) for x in index], name=names[0])
 
 
 def _fmt(v) -> str:
@@ -140,9 +156,7 @@ class Summary:
         for cap, t in self.tables:
             parts.append(f"\n\\noindent\\textit{{{esc(cap)}}}\n")
             tab = self._format_table(t).map(esc)
-            tab.index = tab.index.map(esc)
-            tab.columns = tab.columns.map(esc)
-            tab.index.names = [None if n is None else esc(n) for n in tab.index.names]
+            tab.index, tab.columns = _map_labels(tab.index, esc), _map_labels(tab.columns, esc)
             parts.append(tab.to_latex(escape=False))
         if self.notes:
             parts.append("\\begin{itemize}")

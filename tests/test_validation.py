@@ -107,3 +107,22 @@ def test_summary_latex_escapes_every_special_character():
     assert not any(c in body for c in "<>|")
     assert r"P\textgreater{}\textbar{}z\textbar{}" in tex and r"\textless{} 2.2e-16" in tex
     assert r"Q(x\_1\textless{}\&\%)" in tex and r"T\_1 \textless{}\&\textgreater{}" in tex
+
+
+def test_summary_latex_escapes_a_multiindex_level_by_level():
+    # session 68's audit: URC's (group, class) rows went through Index.map as tuples, so the
+    # LaTeX showed "('a\&b', 1)", lost the level names, and a backslash in a group name came
+    # out doubled (its repr) before being escaped
+    import pandas as pd
+
+    from puinfer.summary import Summary
+
+    idx = pd.MultiIndex.from_tuples([("a&b", 1), ("u $\\", 0)], names=["group", "class"])
+    s = Summary("T")
+    s.add_table("Base rates", pd.DataFrame({"estimate": [0.25, 0.5]}, index=idx))
+    tex = s.as_latex()
+    assert "('" not in tex
+    assert r"a\&b & 1 & 0.2500" in tex
+    assert r"u \$\textbackslash{} & 0 & 0.5000" in tex
+    assert r"\textbackslash{}\textbackslash{}" not in tex
+    assert "group & class" in tex

@@ -22,7 +22,7 @@ from ...base.results import (
 )
 from ...inference.profile import Profile
 from ...prior_shift import adjust_prior
-from ...summary import Summary
+from ...summary import Summary, interval_labels
 from . import _likelihood as lik
 from ._inputs import check_rowwise, label_array, rates_vector
 from .hypotheses import URCTestsMixin
@@ -545,8 +545,8 @@ class URCResults(URCTestsMixin, InformationCriteria, LikelihoodResults):
         cols = {"estimate": self.params}
         if self.constraint.kind == "free":  # (a restricted fit has no intervals)
             ci = self.conf_int(alpha)
-            cols.update({"std err": self.bse, f"[{alpha / 2:.3g}": ci["lower"],
-                         f"{1 - alpha / 2:.3g}]": ci["upper"]})
+            lower, upper = interval_labels(alpha)
+            cols.update({"std err": self.bse, lower: ci["lower"], upper: ci["upper"]})
         return pd.DataFrame({
             **cols,
             "naive": self.naive.stack().reindex(pidx).to_numpy(),

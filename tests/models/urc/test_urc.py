@@ -811,3 +811,14 @@ def test_statsmodels_attributes(fits, sim):
     restricted = res.fit_no_shift()
     assert restricted.is_nested_in(res) and not res.is_nested_in(restricted)
     assert restricted.df_model == res.df_model - 1
+
+
+def test_interval_columns_keep_the_levels_digits(fits):
+    # session 68's audit: at alpha = 0.001 the upper column read "1]" ({1 - alpha/2:.3g});
+    # the coefficient tables of the other models print 0.9995]
+    (cap, tbl), *_ = fits["joint"].summary(alpha=0.001).tables
+    assert list(tbl.columns[2:4]) == ["[0.0005", "0.9995]"]
+    ci = fits["joint"].conf_int(0.001)
+    assert_allclose(tbl["0.9995]"].to_numpy(), ci["upper"].to_numpy(), rtol=0, atol=0)
+    (cap, tbl), *_ = fits["joint"].summary().tables
+    assert list(tbl.columns[2:4]) == ["[0.025", "0.975]"]
