@@ -285,6 +285,19 @@ class TiltResults(LikelihoodResults):
             return float(self.pi - ci["lower"]) / z
         return float(ci["upper"] - ci["lower"]) / (2 * z)
 
+    def _interval_se_how(self) -> str:
+        """How :meth:`_interval_se` was found, for the summary's label."""
+        try:
+            ci = self.conf_int_pi(0.05)
+        except ValueError:
+            return "calibrated CI not available"
+        lo_b, hi_b = ci.attrs["lower_at_bound"], ci.attrs["upper_at_bound"]
+        if lo_b and hi_b:
+            return "calibrated CI at both bounds"
+        if lo_b or hi_b:
+            return f"pi to the calibrated CI's {'upper' if lo_b else 'lower'} limit / 1.96"
+        return "calibrated CI width / 3.92"
+
     def cov_params(self) -> pd.DataFrame:
         """Covariance of the parameters: the inverse observed information, with pi's row and
         column rescaled to its default SE (``bse["pi"]``; correlations kept)."""
@@ -574,7 +587,7 @@ class TiltResults(LikelihoodResults):
                 f" (source {ks}, target {kt})" if ks is not None and kt is not None else ""))
         s.add_info("pi (mixture proportion)", self.pi)
         boot = self.pi_interval == "bootstrap"
-        s.add_info("SE(pi)" + (" (calibrated CI width / 3.92)" if boot else ""),
+        s.add_info("SE(pi)" + (f" ({self._interval_se_how()})" if boot else ""),
                    float(self._bse["pi"]))
         if boot:
             s.add_info(f"pi {level_label(1 - alpha)} CI (bootstrap-calibrated)",

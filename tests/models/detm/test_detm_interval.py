@@ -224,6 +224,11 @@ def test_se_of_a_one_sided_interval(fit, monkeypatch, lower, upper, at_bound, ex
         assert np.isnan(se)
     else:
         assert se == pytest.approx(abs(ci[expect] - fit.pi) / q, rel=1e-12)
+    # the summary's label says how (session 68's audit: it said "width / 3.92" for these too)
+    label = {"upper": "pi to the calibrated CI's upper limit / 1.96",
+             "lower": "pi to the calibrated CI's lower limit / 1.96",
+             "nan": "calibrated CI at both bounds"}[expect]
+    assert fit._interval_se_how() == label
 
 
 def test_plain_profile_inference_on_request():
