@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["get_ax"]
+__all__ = ["get_ax", "plain_text"]
 
 
 def get_ax(ax=None):
@@ -13,3 +13,10 @@ def get_ax(ax=None):
 
     _, ax = plt.subplots(figsize=(6, 4))
     return ax
+
+
+def plain_text(text) -> str:
+    """``text`` (a name from the data: a group, class or parameter) as matplotlib prints it
+    literally: each ``$`` escaped, which would otherwise start mathtext (session 68's audit: a
+    group "spend $5-$20" was titled "spend 5-20", and "$x_{1}^$" made ``savefig`` raise)."""
+    return str(text).replace("$", r"\$")

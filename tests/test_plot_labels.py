@@ -104,3 +104,22 @@ def test_urc_histogram_cells_show_their_score_ranges():
     edges = r.model.partition.edges[0]
     assert f"{edges[0]:.4g})" in labels[0] and labels[1].startswith(f"[{edges[0]:.4g}, ")
     assert "range of predictions" in ax.get_xlabel()
+
+
+def test_names_from_the_data_are_printed_literally_not_as_mathtext(tmp_path):
+    # session 68's audit: a group "spend $5-$20" was titled "spend 5-20" (mathtext), and a
+    # group "$x_{1}^$" made savefig raise; the profile plots put the name in three places
+    import io
+
+    sp = spambase_lab_field(seed=42)
+    names = dict(zip(sorted(np.unique(sp.field_group)), ["spend $5-$20", "$x_{1}^$", "c"]))
+    groups = np.array([names[g] for g in sp.field_group], dtype=object)
+    r = pu.URC(sp.lab_pred, sp.lab_y, n_bins=4).fit(sp.field_pred, groups=groups)
+    for g in ("spend $5-$20", "$x_{1}^$"):
+        ax = r.plot_histogram(g)
+        ax.figure.savefig(io.BytesIO(), format="png")  # (mathtext raised here)
+        assert ax.get_title() == "URC histogram: " + g.replace("$", r"\$")
+        ax = r.plot_profile(g, r.model.classes[1])
+        ax.figure.savefig(io.BytesIO(), format="png")
+        assert g.replace("$", r"\$") in ax.get_xlabel() and g not in ax.get_xlabel()
+        plt.close("all")

@@ -387,7 +387,7 @@ class Profile:
         -------
         matplotlib.axes.Axes
         """
-        from ..plotting import get_ax
+        from ..plotting import get_ax, plain_text
 
         ax = get_ax(ax)
         ci = self.conf_int(alpha) if interval is None else interval
@@ -395,12 +395,13 @@ class Profile:
             raise ValueError("interval: a Series from conf_int_pi() or Profile.conf_int(), whose "
                              "attrs give its level and cut-off")
         df = self.to_frame(n=n, alpha=alpha, interval=ci)
+        name = plain_text(self.name)
         level, cutoff = ci.attrs["level"], ci.attrs["cutoff"]
         # (which cut-off, said in the legend and the title: session 67's audit found a
         # default bootstrap-calibrated DETM interval beside a plot of the chi-square one)
         how = ci.attrs.get("method", "given")
         how = "chi-square" if how == "profile" else how  # (DETM's plain interval)
-        ax.plot(df["value"], df["R"], color="black", lw=1.5, label=f"R*({self.name})")
+        ax.plot(df["value"], df["R"], color="black", lw=1.5, label=f"R*({name})")
         ax.axhline(cutoff, color="red", lw=1,
                    label=(f"chi-square {level_label(level)} cut-off = {cutoff:.3f}"
                           if how == "chi-square" else f"{how} cut-off = {cutoff:.3f}"))
@@ -409,9 +410,9 @@ class Profile:
         ax.axvline(self.estimate, color="black", ls=":", lw=1, label=f"estimate {self.estimate:.4f}")
         if true_value is not None:
             ax.axvline(true_value, color="tab:blue", lw=1.5, label=f"true {true_value:g}")
-        ax.set_xlabel(self.name)
+        ax.set_xlabel(name)
         ax.set_ylabel("profile likelihood-ratio statistic")
-        ax.set_title(f"{level_label(level)} CI for {self.name} ({how} cut-off): "
+        ax.set_title(f"{level_label(level)} CI for {name} ({how} cut-off): "
                      f"[{ci['lower']:.4f}, {ci['upper']:.4f}]")
         ax.legend(fontsize="small")
         return ax
@@ -431,7 +432,9 @@ class Profile:
 
             interval = (f"[{lim(ci['lower'], ci.attrs['lower_at_bound'])}, "
                         f"{lim(ci['upper'], ci.attrs['upper_at_bound'])}]")
-            if ci.attrs["lower_at_bound"] or ci.attrs["upper_at_bound"]:
+            if ci.attrs["lower_at_bound"] and ci.attrs["upper_at_bound"]:
+                interval += ", both ends at the bounds (not identified at this level)"
+            elif ci.attrs["lower_at_bound"] or ci.attrs["upper_at_bound"]:
                 interval += ", one-sided"
         return [("estimate", f"{self.estimate:.6g}"),
                 ("profile-likelihood interval", interval),

@@ -133,6 +133,12 @@ def test_profile_html_one_sided_and_failed_interval(read_table):
     _, rows = read_table(p._repr_html_())
     interval = dict((r[0][1], r[1][1]) for r in rows)["profile-likelihood interval"]
     assert interval.startswith("[0 (bound), ") and interval.endswith("one-sided")
+    # a flat profile: both limits at the bounds is not "one-sided" (session 68's audit)
+    flat = Profile("pi", 0.5, 0.0, lambda v: 0.0, bounds=(0.0, 1.0), step=0.05)
+    _, rows = read_table(flat._repr_html_())
+    interval = dict((r[0][1], r[1][1]) for r in rows)["profile-likelihood interval"]
+    assert interval.startswith("[0 (bound), 1 (bound)]") and "both ends at the bounds" in interval
+    assert "one-sided" not in interval and "both ends at the bounds" in str(flat)
     # a profile above the maximum: the table says why there is no interval (no exception)
     bad = Profile("pi", 0.3, 0.0, lambda v: 1.0, bounds=(0.0, 1.0))
     _, rows = read_table(bad._repr_html_())

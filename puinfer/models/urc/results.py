@@ -633,7 +633,7 @@ class URCResults(URCTestsMixin, InformationCriteria, LikelihoodResults):
         -------
         matplotlib.axes.Axes
         """
-        from ...plotting import get_ax
+        from ...plotting import get_ax, plain_text
 
         ax = get_ax(ax)
         g = self._group_pos(group)
@@ -650,7 +650,7 @@ class URCResults(URCTestsMixin, InformationCriteria, LikelihoodResults):
                       fontsize="small")
         ax.set_xlabel("cell of the partition (range of predictions)")
         ax.set_ylabel("share of field predictions")
-        ax.set_title(f"URC histogram: {self._groups[g]}")
+        ax.set_title(f"URC histogram: {plain_text(self._groups[g])}")
         ax.legend(fontsize="small")
         return ax
 
