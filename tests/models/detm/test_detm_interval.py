@@ -301,3 +301,25 @@ def test_an_unconverged_run_above_every_converged_one_bounds_the_profile():
     assert ci.attrs["interval"] and 0.86 < ci["upper"] < 0.87
     np.testing.assert_allclose(ridge.profile_pi().statistic(ci["upper"]), stats.chi2.ppf(0.95, 1),
                                atol=1e-6)
+
+
+def test_a_set_that_is_not_an_interval_lists_its_points_once_and_briefly():
+    # session 68's audit (pu_normal seed 5, the 50% set): the warning listed 11 values, among
+    # them "0.113, 0.113" and "0.150, 0.150" (points closer than the printed digits); now
+    # each printed value once, at most 8, then how many more
+    import re
+
+    df = pu_normal(150, 150, 0.4, [0, 0], [0.5, 0.5], [1.5, 1.0], rng=5)
+    src, tgt = df[df.labeled == 1][["x1", "x2"]], df[df.labeled == 0][["x1", "x2"]]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = pu.DETM(src, tgt).fit(pi_interval="profile")
+        for alpha in (0.05, 0.2, 0.01):  # (their searches add the points listed)
+            res.conf_int_pi(alpha)
+        ci = res.conf_int_pi(0.5)
+    assert not ci.attrs["interval"]
+    (msg,) = [m for c, m in res.warnings if c == "ConfidenceSetWarning" and "50%" in m]
+    listed = re.search(r"at pi = (.*?)(?: and (\d+) more)? \(a second", msg)
+    values = listed.group(1).split(", ")
+    assert len(values) == len(set(values)) and len(values) <= 8
+    assert listed.group(2) is None or len(values) == 8
