@@ -115,7 +115,7 @@ class HypothesisTestResult:
         esc = html.escape
         head = ("statistic", "df", "p-value", "reference distribution")
         if self.invalid_reason:
-            cells = ("NA", f"{self.df:g}", "NA", "not computed")
+            cells = ("NA", "NA" if np.isnan(self.df) else f"{self.df:g}", "NA", "not computed")
         else:
             cells = (f"{self.statistic:.4f}", f"{self.df:g}", format_pvalue(self.pvalue),
                      self.reference)

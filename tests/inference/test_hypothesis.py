@@ -155,6 +155,13 @@ def test_invalid_result_html_gives_the_reason(read_table):
     caption, rows = read_table(r._repr_html_())
     assert [t for _, t, _ in rows[1]] == ["NA", "0", "NA", "not computed"]
     assert ("th", "invalid test", 1) in rows[3] and "no degrees of freedom" in rows[3][1][1]
+    # an unknown df prints NA, as the text forms do (session 68's audit: "nan")
+    from puinfer.inference.hypothesis import HypothesisTestResult
+
+    nodf = HypothesisTestResult(float("nan"), float("nan"), float("nan"), null="x", method="m",
+                                invalid_reason="not computed here")
+    _, rows = read_table(nodf._repr_html_())
+    assert [t for _, t, _ in rows[1]] == ["NA", "NA", "NA", "not computed"]
 
 
 def test_results_are_hashable_and_read_only():
