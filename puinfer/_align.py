@@ -124,6 +124,8 @@ def _row_missing(x) -> np.ndarray:
     if isinstance(x, pd.Series):
         return x.isna().to_numpy()
     arr = np.asarray(x)
+    if arr.shape[0] == 0:  # (reshape(0, -1) is refused: an empty Dask partition)
+        return np.zeros(0, dtype=bool)
     if arr.dtype.kind in "fc":
         miss = np.isnan(arr)
     else:

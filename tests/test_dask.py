@@ -980,3 +980,42 @@ def test_missing_values_refused_with_one_partitions_count(client, calem_data, de
     dd_ = dd.from_pandas(d, npartitions=3)
     with pytest.raises(ValueError, match="score: 1 missing value.*counted in one partition"):
         CalEM(dd_["score"], dd_["label"], dd_["treated"], calibrator="logistic")
+
+
+def test_urc_dask_empty_partitions_missing_counts_and_group_labels(client):
+    # session 68's audit: (1) missing="drop" with an empty partition (a filtered frame) raised
+    # numpy's "cannot reshape array of size 0"; (2) missing="raise" counted one partition's
+    # missing values as if they were all; (3) groups 1 and "1" in different partitions became
+    # two groups both printed "1" (refused in memory); (4) a one-column frame of categorical
+    # groups lost its categories' order and unused-category warning
+    sim = simulate_urc(n_lab=600, n_field=3000, field_base_rate=0.3,
+                       rng=np.random.default_rng(3))
+    m = pu.URC(sim.lab_pred, sim.lab_y)
+    df = pd.DataFrame({"p": sim.field_pred, "g": np.where(np.arange(3000) % 2, "x", "y")})
+    ddf = dd.from_pandas(df, npartitions=4).map_partitions(lambda d: d[d.index >= 1600])
+    r0 = m.fit(df.p[1600:], df.g[1600:], missing="drop")
+    r1 = m.fit(ddf.p, ddf.g, missing="drop")
+    _same_urc(r0, r1)
+    with pytest.raises(ValueError, match="field_pred is empty"):
+        m.fit(np.array([]), missing="drop")
+    p = sim.field_pred.copy()
+    p[[10, 20, 1000, 2000, 2500]] = np.nan
+    with pytest.raises(ValueError, match="5 missing value"):
+        m.fit(pd.Series(p))
+    with pytest.raises(ValueError, match=r"missing value.*counted in one partition"):
+        m.fit(da.from_array(p, chunks=1000))
+    g = np.array([1, "1"], dtype=object)[np.arange(3000) // 1500]
+    with pytest.raises(ValueError, match="print alike"):
+        m.fit(sim.field_pred, g)
+    with pytest.raises(ValueError, match="print alike"):
+        m.fit(da.from_array(sim.field_pred, chunks=1500), da.from_array(g, chunks=1500))
+    cats = ["y", "x", "z"]  # z has no rows
+    f = pd.DataFrame({"p": sim.field_pred,
+                      "g": pd.Categorical(df.g.to_numpy(), categories=cats)})
+    d = dd.from_pandas(f, npartitions=3)
+    with pytest.warns(pu.exceptions.EmptyBinWarning, match="no field rows"):
+        r0 = m.fit(f.p, f[["g"]])
+    with pytest.warns(pu.exceptions.EmptyBinWarning, match="no field rows"):
+        r1 = m.fit(d.p, d[["g"]])
+    assert r0.groups.tolist() == r1.groups.tolist() == ["y", "x"]
+    close(r0.base_rates, r1.base_rates)

@@ -16,7 +16,7 @@ import functools
 import numpy as np
 import pandas as pd
 
-from ..._dask import reduce_blocks, row_blocks, same_index_block
+from ..._dask import in_one_partition, reduce_blocks, row_blocks, same_index_block
 
 
 def _block_sums(model, missing, pred, groups):
@@ -26,11 +26,11 @@ def _block_sums(model, missing, pred, groups):
     from .model import _field_groups, field_cells
 
     b = same_index_block({"field_pred": pred, "groups": groups})
-    arr, grp, cells, n_dropped = field_cells(model, b["field_pred"], b["groups"], missing,
-                                             allow_empty=True)
+    arr, grp, cells, n_dropped = in_one_partition(
+        field_cells, model, b["field_pred"], b["groups"], missing, True)
     if arr is None:  # no row left in this block
         return None, int(n_dropped), None
-    codes, gindex = _field_groups(grp, arr.shape[0], missing == "raise")
+    codes, gindex = in_one_partition(_field_groups, grp, arr.shape[0], missing == "raise")
     G, A = len(gindex), model.partition.n_cells
     F = np.bincount(codes * A + cells, minlength=G * A).reshape(G, A).astype(float)
     cols = arr[:, None] if arr.ndim == 1 else arr
@@ -50,6 +50,8 @@ def field_histogram_dask(model, field_pred, groups, missing):
     """:func:`~puinfer.models.urc.model.field_histogram` for Dask collections: ``(F, naive,
     group index, rows dropped)``, equal to the in-memory result on the same rows (the sums
     are added in another order: equal to rounding)."""
+    from .model import check_groups_print_apart
+
     blocks = row_blocks({"field_pred": field_pred, "groups": groups})
     table, n_dropped, name = reduce_blocks(
         functools.partial(_block_sums, model, missing), blocks, combine=_combine)
@@ -65,6 +67,7 @@ def field_histogram_dask(model, field_pred, groups, missing):
             table = table.sort_index()
         except TypeError:
             pass
+    check_groups_print_apart(table.index)  # (each block checked only its own labels)
     A = model.partition.n_cells
     F = table.iloc[:, :A].to_numpy(dtype=float)
     if not np.all(F.sum(axis=1) > 0):  # pragma: no cover - a label only appears with rows

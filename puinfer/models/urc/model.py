@@ -117,15 +117,20 @@ def _field_groups(groups, N, can_drop=False):
         codes, uniq = pd.factorize(gser, sort=True)
     except TypeError:  # labels of mixed types cannot be sorted
         codes, uniq = pd.factorize(gser, sort=False)
-    text = pd.Series([str(u) for u in uniq])  # (the distinct groups, not the rows)
+    check_groups_print_apart(uniq)
+    return codes.astype(np.intp), pd.Index(uniq, name=gser.name if gser.name is not None
+                                           else "group")
+
+
+def check_groups_print_apart(labels) -> None:
+    """Refuse distinct group labels that print alike: they would be told apart nowhere in
+    the results (session 67's audit: groups 1 and "1"; on Dask, session 68's, in different
+    partitions)."""
+    text = pd.Series([str(u) for u in labels])  # (the distinct groups, not the rows)
     if text.duplicated().any():
-        # two groups that print alike would be told apart nowhere in the results (session
-        # 67's audit: groups 1 and "1")
         same = sorted(set(text[text.duplicated()]))[:3]
         raise ValueError(f"groups: labels of different types print alike ({same}: e.g. 1 and "
                          "'1'); give the groups labels of one type")
-    return codes.astype(np.intp), pd.Index(uniq, name=gser.name if gser.name is not None
-                                           else "group")
 
 
 def _naive(pred, codes, G, Ng, binary, k):
@@ -613,6 +618,11 @@ class URC(Model):
         if not tol_ok:
             raise ValueError(f"tol must be a positive number; got {tol!r}")
         check_missing_option(missing)
+        if getattr(groups, "ndim", None) == 2 and len(getattr(groups, "columns", ())) == 1:
+            # a one-column frame (pandas or Dask) is its column: its categories are then read
+            # alike in memory and on Dask (session 68's audit: on Dask a categorical column's
+            # unused categories went unreported and its order was lost)
+            groups = groups[groups.columns[0]]
         F, naive, gindex, n_dropped = field_histogram(self, field_pred, groups, missing)
         L = self._L
         d = lik.Data(L, F, L.sum(axis=1) / L.sum(), likelihood == "joint", s,
@@ -624,8 +634,6 @@ class URC(Model):
         est = lik.maximize(d, lik.Constraint(), options=options)
         record = list(self.warnings)
         cats = getattr(getattr(groups, "dtype", None), "categories", None)
-        if isinstance(groups, pd.DataFrame) and groups.shape[1] == 1:
-            cats = getattr(groups.dtypes.iloc[0], "categories", None)
         if not getattr(getattr(groups, "cat", None), "known", True):
             cats = None  # (a Dask categorical whose categories are not known: nothing to say)
         unused = [] if cats is None else [c for c in cats if c not in set(gindex)]
