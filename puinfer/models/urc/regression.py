@@ -310,6 +310,12 @@ class RegressionURC(URC):
             raise ValueError(f"n_intervals = {K} exceeds the number of lab rows ({y.size})")
         record: list = []
         uniq = outcome_edges(y, K)
+        if uniq.size == 0:
+            # (session 68's audit: the one interval left went on as a one-class URC and was
+            # refused as "lab_labels must be 0/1")
+            raise ValueError(f"lab_y: its ties leave a single outcome interval (the quantiles "
+                             f"at the {K - 1} cut(s) leave every outcome in one); URC needs "
+                             "at least 2 intervals with lab outcomes")
         if uniq.size < K - 1:
             warn_and_record(record, f"ties in lab_y: {K - 1 - uniq.size} interval(s) of "
                             f"the outcome were empty and dropped, leaving {uniq.size + 1}",

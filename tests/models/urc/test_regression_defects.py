@@ -377,3 +377,16 @@ def test_summary_says_the_cells_were_the_default():
     assert quiet(lambda: pu.RegressionURC(sim.lab_pred, sim.lab_y, 5)
                  .fit(sim.field_pred, smoothing=0)).gof().df == 5
     assert r.gof().df > 5
+
+
+def test_ties_leaving_one_interval_are_refused_naming_lab_y():
+    # session 68's audit: 93% of the outcomes at 1.0 left one interval, which went on as a
+    # one-class URC and was refused as "lab_labels must be 0/1 for a binary classifier"
+    from puinfer.models.urc.predictive import NormalPredictive
+
+    rng = np.random.default_rng(0)
+    y = (rng.random(500) < 0.93).astype(float)
+    pred = NormalPredictive(np.full(500, 0.9), np.full(500, 0.3))
+    for k in (2, 10):
+        with pytest.raises(ValueError, match="lab_y: its ties leave a single outcome interval"):
+            pu.RegressionURC(pred, y, n_intervals=k)
