@@ -501,6 +501,15 @@ def test_calibrators_match_pandas_rows_on_the_index(scores):
     got = ps.CalEMClassifier(calibrator="logistic").fit(Xc, pd.Series(y).iloc[perm])
     assert_allclose(got.results_.params.to_numpy(), ref.results_.params.to_numpy(),
                     rtol=1e-10)
+    # and so are score()'s (session 68's audit: the inherited accuracy took them by position,
+    # 0.486 for 0.75 with a shuffled y, and scored labels of other rows without complaint)
+    for est, Xs in ((ps.LogisticCalibrator().fit(X, y, sample_weight=w), X), (ref, Xc)):
+        acc = np.average(est.predict(Xs) == y)
+        assert est.score(Xs, ys) == pytest.approx(acc, rel=1e-15)
+        assert est.score(Xs, ys, sample_weight=ws) == \
+            pytest.approx(np.average(est.predict(Xs) == y, weights=w), rel=1e-15)
+        with pytest.raises(ValueError, match="index"):
+            est.score(Xs, pd.Series(y, index=X.index + 1000))
 
 
 def test_pandas_rows_with_one_duplicated_index_are_taken_as_they_are(scores, pu_data):
