@@ -47,8 +47,7 @@ except ImportError as exc:  # pragma: no cover - scikit-learn < 1.6
                       "pip install 'puinfer[sklearn]'") from exc
 
 from ._align import _is_pandas, align_rows
-from ._validation import check_alpha, warn
-from .exceptions import AssumptionWarning
+from ._validation import check_alpha
 from .models import calem as _calem
 from .models import detm as _detm
 
@@ -135,7 +134,8 @@ class _TiltClassifier(_BinaryProba):
             Features ``T(x)`` of all rows (labeled and unlabeled).
         y : array_like, shape (n_samples,)
             Two values: ``pos_label`` marks the labeled (source) positives, the other the
-            unlabeled target rows. Without ``pos_label``, the larger (1, True) marks them.
+            unlabeled target rows. Without ``pos_label``, the larger (1, True) marks them;
+            text labels need ``pos_label`` (they are refused without it).
             Pandas ``X`` and ``y`` are matched on their index.
 
         Returns
@@ -161,11 +161,12 @@ class _TiltClassifier(_BinaryProba):
                                  f"one of y's labels {self.classes_.tolist()}")
             s = (s == hit[0]).astype(float)
         elif not (self.classes_.dtype.kind in "biuf" or set(self.classes_) <= {0, 1}):
-            # e.g. "labeled" / "unlabeled": sorted, the larger is "unlabeled"
-            warn(f"{type(self).__name__}: y's labels {self.classes_.tolist()} are not "
-                 f"0/1 or False/True; the larger, {str(self.classes_[1])!r}, is taken to "
-                 "mark the labeled (source) rows (say which with pos_label=)",
-                 AssumptionWarning)
+            # e.g. "labeled" / "unlabeled": sorted, the larger is "unlabeled", which would be
+            # taken as the labeled rows (session 68's audit: pi_ = 3e-13, the roles swapped,
+            # with only a warning that the result did not record)
+            raise ValueError(f"{type(self).__name__}: y's labels {self.classes_.tolist()} are "
+                             "not numbers or False/True; say which marks the labeled (source) "
+                             "rows with pos_label=")
         # the column of predict_proba that is P(positive): classes_ stay sorted (as
         # scikit-learn's tools expect), and pos_label may be the smaller label
         self._pos_col = 1 if self.pos_label is None else hit[0]
@@ -565,13 +566,18 @@ _TILT_TRAIN_REASON = ("predict() classifies rows as positive or negative in the 
                       "fitted on (on the check's separated blobs no unlabeled row is positive, "
                       "so every row is predicted negative)")
 
+_TILT_TEXT_REASON = ("the check fits on text labels, which name no labeled class; they are "
+                     "refused without pos_label")
+
 _EXPECTED: dict = {
     **{name: dict.fromkeys(_SCORE_CHECKS, _SCORE_REASON)
        for name in ("LogisticCalibrator", "TemperatureCalibrator", "BetaCalibrator",
                     "SplineCalibrator", "IsotonicCalibrator")},
     "CalEMClassifier": dict.fromkeys(_CALEM_CHECKS, _CALEM_REASON),
     "DETMClassifier": {**dict.fromkeys(_TILT_SMALL, _TILT_SMALL_REASON),
-                       "check_classifiers_train": _TILT_TRAIN_REASON},
+                       "check_classifiers_train": _TILT_TRAIN_REASON,
+                       "check_classifiers_classes": _TILT_TEXT_REASON},
     "SETMClassifier": {"check_n_features_in_after_fitting": _TILT_SMALL_REASON,
-                       "check_classifiers_train": _TILT_TRAIN_REASON},
+                       "check_classifiers_train": _TILT_TRAIN_REASON,
+                       "check_classifiers_classes": _TILT_TEXT_REASON},
 }

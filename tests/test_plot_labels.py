@@ -112,7 +112,7 @@ def test_names_from_the_data_are_printed_literally_not_as_mathtext(tmp_path):
     import io
 
     sp = spambase_lab_field(seed=42)
-    names = dict(zip(sorted(np.unique(sp.field_group)), ["spend $5-$20", "$x_{1}^$", "c"]))
+    names = dict(zip(sorted(np.unique(sp.field_group)), ["spend $5-$20", "$x_{1}^$", "c"], strict=True))
     groups = np.array([names[g] for g in sp.field_group], dtype=object)
     r = pu.URC(sp.lab_pred, sp.lab_y, n_bins=4).fit(sp.field_pred, groups=groups)
     for g in ("spend $5-$20", "$x_{1}^$"):

@@ -374,7 +374,7 @@ def test_setm_classifier_and_alpha(pu_data):
     assert_allclose(est.pi_conf_int_, (ci["lower"], ci["upper"]), rtol=1e-7)
 
 
-def test_tilt_classifier_checks_alpha_first_and_warns_on_text_labels(pu_data, monkeypatch):
+def test_tilt_classifier_checks_alpha_first_and_refuses_unnamed_text_labels(pu_data, monkeypatch):
     X, s = pu_data
     # alpha is checked before the fit (it used to be refused only after the whole fit)
     monkeypatch.setattr(pu.SETM, "fit", lambda *a, **k: pytest.fail("fitted"))
@@ -384,16 +384,17 @@ def test_tilt_classifier_checks_alpha_first_and_warns_on_text_labels(pu_data, mo
     with pytest.raises(ValueError, match="resamples cannot calibrate"):
         ps.SETMClassifier(alpha=0.001).fit(X, s)
     monkeypatch.undo()
-    # text labels: which marks the labeled rows is said ("unlabeled" sorts last: it would be
-    # taken as the labeled rows, silently)
+    # text labels: which marks the labeled rows must be said ("unlabeled" sorts last: it
+    # would be taken as the labeled rows; session 68's audit: a warning only, not recorded)
     words = np.where(s == 1, "labeled", "unlabeled")
-    with pytest.warns(pu.exceptions.AssumptionWarning, match="'unlabeled', is taken to mark "
-                      "the labeled"):
+    monkeypatch.setattr(pu.SETM, "fit", lambda *a, **k: pytest.fail("fitted"))
+    with pytest.raises(ValueError, match="say which marks the labeled .* with pos_label"):
         ps.SETMClassifier(pi_interval="profile", probe=False).fit(X, words)
     # as a pandas Series of Python strings (an object array): the same
-    with pytest.warns(pu.exceptions.AssumptionWarning, match="'unlabeled', is taken"):
+    with pytest.raises(ValueError, match="pos_label"):
         ps.SETMClassifier(pi_interval="profile", probe=False).fit(
             X, pd.Series(words, dtype=object))
+    monkeypatch.undo()
     with warnings.catch_warnings():
         warnings.simplefilter("error", pu.exceptions.AssumptionWarning)
         ps.SETMClassifier(pi_interval="profile", probe=False).fit(X, s == 1)
