@@ -130,11 +130,14 @@ def main(argv=None) -> int:
         prog="python -m puinfer", description=__doc__.replace("``", "").strip() + " The PU section "
         "takes about a minute on one core (its default intervals refit 199 bootstrap "
         "resamples per model).")
-    parser.add_argument("sections", nargs="*", choices=[[], *DEMOS], metavar="SECTION",
+    parser.add_argument("sections", nargs="*", metavar="SECTION",
                         help=f"which analyses to run, of {list(DEMOS)} (default: all)")
     args = parser.parse_args(argv)
+    unknown = [s for s in args.sections if s not in DEMOS]
+    if unknown:
+        parser.error(f"unknown section(s) {unknown}; choose from {list(DEMOS)}")
     warnings.simplefilter("default")
-    for name in args.sections or DEMOS:
+    for name in dict.fromkeys(args.sections) or DEMOS:  # (each once, in the order given)
         DEMOS[name]()
     return 0
 

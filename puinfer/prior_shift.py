@@ -26,15 +26,20 @@ _ROW_TOL = 1e-6
 def _as_prob_array(prob, name="prob"):
     """Return ``(array, wrap)``: a new float array and a function re-attaching pandas labels."""
     if isinstance(prob, pd.DataFrame):
-        if not all(pd.api.types.is_numeric_dtype(prob[c]) for c in prob.columns):
-            raise ValueError(f"{name}: non-numeric column(s)")
+        bad = [c for c in prob.columns if not pd.api.types.is_numeric_dtype(prob[c])]
+        if bad:
+            raise ValueError(f"{name}: non-numeric column(s) {bad[:5]}")
         arr = prob.to_numpy(dtype=float, copy=True)
         index, columns = prob.index, prob.columns
 
         def wrap(a):
             return pd.DataFrame(a, index=index, columns=columns)
     elif isinstance(prob, pd.Series):
-        arr = prob.to_numpy(dtype=float, copy=True)
+        try:
+            arr = prob.to_numpy(dtype=float, copy=True)
+        except (TypeError, ValueError):
+            raise ValueError(f"{name} must be numeric probabilities (the Series has dtype "
+                             f"{prob.dtype})") from None
         index, sname = prob.index, prob.name
 
         def wrap(a):

@@ -21,3 +21,9 @@ def test_options(capsys):
     with pytest.raises(SystemExit) as e:
         main(["nope"])
     assert e.value.code == 2
+    # named plainly (session 68's audit: "choose from [], 'pu', ..."), and a section given
+    # twice runs once
+    err = capsys.readouterr().err
+    assert "unknown section(s) ['nope']; choose from ['pu', 'calem', 'urc']" in err
+    assert main(["calem", "calem"]) == 0
+    assert capsys.readouterr().out.count("CalEM: calibration with clean control") == 1

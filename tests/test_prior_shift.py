@@ -241,3 +241,15 @@ def test_multiclass_tiny_old_prior_does_not_overflow():
     assert np.all(np.isfinite(out))
     assert out[0, 0] == 1.0 and out[0, 1] == pytest.approx(0.35 / 1.5e319, rel=1e-3)
     assert_allclose(out[1], [0.0, 1.0])
+
+
+def test_non_numeric_pandas_probabilities_are_named():
+    # session 68's audit: a Series of text gave numpy's bare "could not convert string to
+    # float: 'a'"; a frame's message did not say which column
+    with pytest.raises(ValueError, match="prob must be numeric probabilities .*dtype"):
+        pu.adjust_prior(pd.Series(["a", "b"]), 0.5, 0.3)
+    with pytest.raises(ValueError, match="prob must be numeric"):
+        pu.downsampling_correction(pd.Series(["a", "b"]), 0.5)
+    frame = pd.DataFrame({"cat": [0.3, 0.7], "dog": ["x", "y"]})
+    with pytest.raises(ValueError, match=r"non-numeric column\(s\) \['dog'\]"):
+        pu.adjust_prior(frame, [0.5, 0.5], [0.3, 0.7])
