@@ -674,7 +674,9 @@ class SplineCalibrator(Calibrator):
     of mgcv's and patsy's ``cr()``, computed by :class:`scipy.interpolate.CubicSpline` with
     natural end conditions; linear beyond the boundary knots), knots at equally spaced quantiles of
     ``logit(score)`` in the fitting data (with ``sample_weight``, of its rows replicated by
-    their weights: a row of weight 0 places no knot). With the cardinal basis ``theta_j`` is
+    their weights: a row of weight 0 places no knot; weights are frequencies, so integer
+    weights ``w`` and ``2 w`` place the knots of differently many replicated rows, slightly
+    apart, and other weights are first scaled to average 1). With the cardinal basis ``theta_j`` is
     the calibrated log-odds at knot ``j``, so the parameters are directly interpretable.
 
     Parameters
@@ -891,7 +893,9 @@ def _replicated_quantiles(x, w, q):
     """Quantiles ``q`` of ``x`` with frequency weights ``w``: numpy's default (linear)
     quantiles of the rows replicated ``w`` times, for integer ``w`` (to the last bit); the
     same interpolation on the cumulative weights otherwise, the weights first scaled to
-    average 1 over the rows of positive weight (so the knots do not depend on their scale).
+    average 1 over the rows of positive weight (so that among non-integer weights the knots do
+    not depend on their scale; integer weights keep their counts, so ``w`` and ``2 w`` give
+    the quantiles of differently many replicated rows: session 68's audit).
     ``q = 0`` and ``1`` are the extreme rows of positive weight."""
     order = np.argsort(x, kind="stable")
     keep = w[order] > 0
