@@ -327,7 +327,13 @@ class _TiltModel(Model):
             level a / b / c of a three-level ``C(g)``, n = m = 500: pi-hat 0.5157 / 0.5142 /
             0.5165, upper 95% limit 0.861 / 0.851 / 0.861; unpenalised, the codings agree).
             ``"none"``: the plain empirical likelihood, whose maximum may not exist (the
-            profile interval is then refused with the reason). A float sets ``c`` directly.
+            profile interval is then refused with the reason where a run is seen to climb
+            without end). At fixed pi the profile may also have only a supremum, approached
+            as one component's tilt concentrates on a single extreme target row; runs from
+            the package's starts need not go there, and the interval then ends short of it
+            without a warning (session 68's audit: n = 150, m = 200, upper limit 0.895 where
+            such a direction stays below the cut-off to at least 0.917). Prefer the ridge for
+            intervals. A float sets ``c`` directly.
         label_rule : {"kl", "pi<0.5", "pi>0.5"}
             How DETM's label switching (Theorem 1) is resolved: ``"kl"`` (Remark 1, default)
             labels as component 1 the target component closer to the source in

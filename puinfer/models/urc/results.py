@@ -106,8 +106,10 @@ class URCResults(URCTestsMixin, InformationCriteria, LikelihoodResults):
         under a random lab design it includes the lab class counts' multinomial (at
         ``pi_lab = n_i / n`` except in the no-shift null).
     llf_penalized : float
-        The maximised objective: ``llf`` plus the log Dirichlet prior when
-        ``prior_strength > 0`` (used by the likelihood-ratio tests and the profiles).
+        The maximised objective (used by the likelihood-ratio tests and the profiles): ``llf``
+        plus, under the joint likelihood, the lab pseudo-counts' term ``sum C log M_A`` (the
+        default ``lab_pseudocount=0.5`` included), plus the log Dirichlet prior when
+        ``prior_strength > 0``.
     nobs : int
         Field items, plus lab items under the joint likelihood or a random lab design.
     df_model : int
@@ -166,7 +168,8 @@ class URCResults(URCTestsMixin, InformationCriteria, LikelihoodResults):
 
     @property
     def llf_penalized(self) -> float:
-        """The maximised objective (``llf`` plus the log prior when regularised)."""
+        """The maximised objective: ``llf`` plus the lab pseudo-counts' term and the log
+        prior, where they are used (see the class docstring)."""
         return self._llf_penalized
 
     # -- estimates ------------------------------------------------------------------------------
