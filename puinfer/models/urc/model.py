@@ -529,9 +529,14 @@ class URC(Model):
             lab n 100-1000, random and stratified, 3000 replicates each;
             ``studies/results/urc_labdesign.md``). The effect vanishes as the lab cells fill
             (``|A| k / 2`` pseudo-counts against ``n_lab`` items). Under a shift it biases the
-            estimates slightly away from the lab base rates (the classes' lab histograms look
-            less separated): about 0.3 SD with 300 lab items, three classes, lab 1/3 each and
-            field (0.6, 0.3, 0.1). Estimates, profiles and tests all use the penalised
+            estimates away from the lab base rates (the classes' lab histograms look less
+            separated), the more so the larger the shift: about 0.3 SD with 300 lab items,
+            three classes, lab 1/3 each and field (0.6, 0.3, 0.1); 0.55 SD with lab (0.5, 0.3,
+            0.2) and field (0.2, 0.3, 0.5), where the 95% intervals of the outer classes cover
+            only 0.926 and 0.935 (``lab_pseudocount=0``: 0.948 and 0.946; 0.2 SD and nominal
+            coverage with 1000 lab items; ``studies/urc_pseudocount_shift.py``). Where each
+            class has many lab items per cell and a large shift is expected, prefer
+            ``lab_pseudocount=0``. Estimates, profiles and tests all use the penalised
             objective (as profile penalised likelihood intervals do for Firth's logistic
             regression); ``llf`` is the unpenalised log-likelihood at the estimate. Not used by
             the fixed likelihood (``M_A`` is then the lab estimate of eq. (9)). The lab class
