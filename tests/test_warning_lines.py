@@ -56,8 +56,8 @@ def test_prior_shift_and_sklearn_wrapper():
     X = rng.normal(size=(300, 2))
     y = np.where(np.arange(300) < 150, "labeled", "unlabeled")
     X[:150, 0] += 1.0
-    ws += _caught(lambda: DETMClassifier().fit(X, y))
-    assert {x.category.__name__ for x in ws} >= {"BoundaryWarning", "AssumptionWarning"}
+    ws += _caught(lambda: DETMClassifier(pos_label="labeled").fit(X, y))
+    assert {x.category.__name__ for x in ws} >= {"BoundaryWarning", "SeparationWarning"}
     assert _all_here(ws) == []
 
 
