@@ -273,6 +273,8 @@ def _merge_targets(known):
 def _merge_target(fun, u, targets):
     """Index of the known maximum (``(f_k, x_k, -H_k)``) that ``u`` merges into by the rule of
     :data:`MERGE_RADIUS`, or None; ``fun(x, 0)`` gives the objective."""
+    if not np.all(np.isfinite(u)):
+        return None  # (a run gone off to infinity merges into nothing; its d' A d is NaN)
     for k, (f_k, u_k, A) in enumerate(targets):
         d = u - u_k
         q = d @ A @ d

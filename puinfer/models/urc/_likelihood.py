@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -1350,7 +1351,14 @@ def penalty_df_reduction(d: Data, P, M) -> float:
     _, Hr = _reduced(T, grad, H)
     _, Hr0 = _reduced(T, grad, H0)
     try:
-        val = float(np.trace(linalg.solve(Hr, Hr - Hr0, assume_a="pos")))
+        with warnings.catch_warnings():
+            # an ill-conditioned Hr (a fit at a corner of the simplex: session 68's audit,
+            # rcond 4e-58) gave scipy's LinAlgWarning and a trace from rounding noise: the
+            # pseudo-inverse then gives the trace on the directions the fit determines
+            warnings.simplefilter("error", linalg.LinAlgWarning)
+            val = float(np.trace(linalg.solve(Hr, Hr - Hr0, assume_a="pos")))
+    except linalg.LinAlgWarning:
+        val = float(np.trace(np.linalg.pinv(Hr, hermitian=True) @ (Hr - Hr0)))
     except (linalg.LinAlgError, ValueError):
         return 0.0
     return val if np.isfinite(val) and val > 0 else 0.0

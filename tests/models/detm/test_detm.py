@@ -947,3 +947,24 @@ def test_pickles_leave_out_the_data_arrays_derived_from_x():
         np.testing.assert_array_equal(a, b)
     assert again.conf_int_pi(method="profile").equals(res.conf_int_pi(method="profile"))
     np.testing.assert_array_equal(again.params, res.params)
+
+
+def test_features_far_from_zero_leak_no_numpy_warning():
+    # session 68's audit: features x + 1e14 (two distinct values per unit left) sent a start
+    # to alpha2 = -inf, whose merge check evaluated d' A d = NaN outside the errstate: three
+    # raw "invalid value encountered in matmul" RuntimeWarnings; the fit itself was right
+    from puinfer.simulate.detm import pu_normal
+
+    df = pu_normal(200, 300, 0.4, [0, 0], [1, 0], [2, 1.5], rng=1)
+    d = df.assign(x1s=df.x1 + 1e14, x2s=df.x2 + 1e14)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        r = pu.DETM.from_formula("labeled ~ x1s + x2s", data=d).fit(pi_interval="profile")
+        ci = r.conf_int_pi()
+    assert not [w for w in caught if issubclass(w.category, RuntimeWarning)]
+    # (against the same rounded values near zero: a shift leaves the model unchanged)
+    ref = pu.DETM.from_formula("labeled ~ x1 + x2", data=pd.DataFrame(
+        {"labeled": d.labeled, "x1": d.x1s - 1e14, "x2": d.x2s - 1e14})).fit(
+        pi_interval="profile")
+    assert r.pi == pytest.approx(ref.pi, abs=1e-6)
+    np.testing.assert_allclose(ci.to_numpy(), ref.conf_int_pi().to_numpy(), atol=1e-5)

@@ -390,3 +390,20 @@ def test_ties_leaving_one_interval_are_refused_naming_lab_y():
     for k in (2, 10):
         with pytest.raises(ValueError, match="lab_y: its ties leave a single outcome interval"):
             pu.RegressionURC(pred, y, n_intervals=k)
+
+
+def test_gof_df_at_an_ill_conditioned_fit_leaks_no_scipy_warning():
+    # session 68's audit: lab 100 for 10 intervals and 20 cells, a fit at a corner: the
+    # penalty's df reduction solved an ill-conditioned system (rcond 4e-58), leaking scipy's
+    # LinAlgWarning from gof() and summary()
+    from scipy.linalg import LinAlgWarning
+
+    sim = simulate_urc_regression(100, 5000, field_shift=0.5,
+                                  rng=np.random.default_rng([11, 0, 100]))
+    m = quiet(lambda: pu.RegressionURC(sim.lab_pred, sim.lab_y))
+    r = quiet(lambda: m.fit(sim.field_pred))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", LinAlgWarning)
+        g = r.gof()
+        r.summary()
+    assert np.isfinite(g.df) and 0 < g.df <= r.model.partition.n_cells * 1 - 1
