@@ -172,6 +172,13 @@ class Design:
                                                    return_type="dataframe")
         except patsy.PatsyError as exc:
             raise ValueError(f"cannot evaluate formula {self.formula!r} on newdata: {exc}") from None
+        except (AttributeError, TypeError) as exc:
+            # patsy's internals on a column of another kind than at fit time (categories or
+            # True/False where the fit had numbers: "'DataFrame' object has no attribute
+            # 'dtype'", session 68's audit)
+            raise ValueError(f"cannot evaluate formula {self.formula!r} on newdata: a column "
+                             "used by the formula is not of the kind it had at fit time "
+                             f"(numbers vs categories) ({type(exc).__name__}: {exc})") from None
         _check_finite(X, "newdata")
         X.index = newdata.index
         return X
@@ -188,7 +195,12 @@ def _used_columns(formula: str, data: pd.DataFrame) -> list:
 
     words = set()
     prev: list = []  # the two tokens before this one
-    toks = list(tokenize.generate_tokens(io.StringIO(formula).readline))
+    try:
+        toks = list(tokenize.generate_tokens(io.StringIO(formula).readline))
+    except tokenize.TokenError:
+        # (session 68's audit: tokenize's "EOF in multi-line statement" reached the caller)
+        raise ValueError(f"cannot parse formula {formula!r}: unbalanced parentheses or "
+                         "quotes") from None
     for i, tok in enumerate(toks):
         after = toks[i + 1].string if i + 1 < len(toks) else ""
         before = prev[-1].string if prev else ""

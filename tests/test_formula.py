@@ -1,9 +1,12 @@
 """The formula adapter (puinfer.formula): design building, logit, orthogonal poly."""
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
 
+import puinfer as pu
 from puinfer.formula import build_design, logit
 
 
@@ -190,3 +193,22 @@ def test_a_string_in_a_formula_is_a_column_only_inside_q():
     assert build_design('y ~ Q("x y")', d).X.shape == (8, 2)
     with pytest.raises(ValueError, match=r"missing values in column\(s\) \['b'\]"):
         build_design("y ~ b + g", d)
+
+
+def test_unbalanced_formulas_and_newdata_of_another_kind_are_named():
+    # session 68's audit: tokenize.TokenError for "x1 + (x2", and patsy's internal
+    # AttributeError for a categorical or True/False column where the fit had numbers
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"labeled": np.r_[np.ones(60), np.zeros(80)],
+                       "x1": rng.normal(size=140), "x2": rng.normal(size=140)})
+    for bad in ("labeled ~ x1 + (x2", "labeled ~ Q('x2"):
+        with pytest.raises(ValueError, match="unbalanced parentheses or quotes"):
+            pu.SETM.from_formula(bad, data=df)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = pu.SETM.from_formula("labeled ~ x1 + x2", data=df).fit(pi_interval="profile",
+                                                                    probe=False)
+    for other in (df.assign(x1=pd.Categorical(np.where(df.x1 > 0, "a", "b"))),
+                  df.assign(x1=df.x1 > 0)):
+        with pytest.raises(ValueError, match="not of the kind it had at fit time"):
+            r.predict(other)
