@@ -634,6 +634,13 @@ class URC(Model):
                      random_lab=self.lab_design == "random",
                      lab_pseudocount=c if likelihood == "joint" else 0.0, lab_prior=lab_prior)
         if penalty is not None:
+            missing_api = [a for a in ("value", "grad_hess", "mstep")
+                           if not callable(getattr(penalty, a, None))]
+            if missing_api:
+                # (session 68's audit: penalty=0.1, as DETM's, failed inside the likelihood)
+                raise TypeError(f"penalty must be a penalty object with methods value, "
+                                f"grad_hess and mstep (see _likelihood.Data.penalty); got "
+                                f"{penalty!r}, without {missing_api}")
             d = dataclasses.replace(d, penalty=penalty)
         options = lik.FitOptions(maxiter=int(maxiter), tol=float(tol))
         est = lik.maximize(d, lik.Constraint(), options=options)

@@ -822,3 +822,12 @@ def test_interval_columns_keep_the_levels_digits(fits):
     assert_allclose(tbl["0.9995]"].to_numpy(), ci["upper"].to_numpy(), rtol=0, atol=0)
     (cap, tbl), *_ = fits["joint"].summary().tables
     assert list(tbl.columns[2:4]) == ["[0.025", "0.975]"]
+
+
+def test_penalty_must_be_a_penalty_object(sim):
+    # session 68's audit: penalty=0.1 (as DETM takes it) failed inside the likelihood with
+    # "'float' object has no attribute 'value'"
+    m = pu.URC(sim.lab_pred, sim.lab_y)
+    for bad in (0.1, "ridge"):
+        with pytest.raises(TypeError, match="penalty must be a penalty object"):
+            m.fit(sim.field_pred, penalty=bad)
