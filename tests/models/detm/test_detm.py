@@ -968,3 +968,26 @@ def test_features_far_from_zero_leak_no_numpy_warning():
         pi_interval="profile")
     assert r.pi == pytest.approx(ref.pi, abs=1e-6)
     np.testing.assert_allclose(ci.to_numpy(), ref.conf_int_pi().to_numpy(), atol=1e-5)
+
+
+def test_scar_test_says_and_records_its_null_fits_warnings():
+    # session 68's audit: the SETM null sat on the boundary (pi-hat 2.5e-11, chi-square not
+    # the reference there), with a singular information; none of it was issued or recorded
+    # on the DETM results, and the test reported p = 0.0248 without a note
+    df = sar_design(50, 50, 0.3, p=3, rng=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = pu.DETM.from_formula("labeled ~ x1 + x2 + x3", data=df).fit(pi_interval="profile")
+    null = r.null_fit
+    assert "BoundaryWarning" in {c for c, _ in null.warnings}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        t = r.test_scar()
+    assert "BoundaryWarning" in t.extra["note"]
+    said = [str(w.message) for w in caught if issubclass(w.category, pu.exceptions.BoundaryWarning)]
+    assert said and all(m.startswith("SCAR test's null fit (SETM): ") for m in said)
+    assert sum(m.startswith("SCAR test's null fit") for _, m in r.warnings) == len(null.warnings)
+    with warnings.catch_warnings(record=True) as again:
+        warnings.simplefilter("always")
+        r.test_scar()
+    assert not again  # (the test is cached: said once)
