@@ -445,6 +445,15 @@ class TiltResults(LikelihoodResults):
         cutoff, boot_attrs = None, {}
         if method == "bootstrap":
             cutoff, boot_attrs = self._bootstrap_cutoff(alpha, n_boot, rng, smooth, n_jobs)
+            plain = float(chi2.ppf(1 - alpha, 1))
+            if self._pi_on_boundary and cutoff < plain:
+                # a bootstrap world with pi-hat on the boundary is degenerate: nearly every
+                # resample's pi-hat is there too and R*_b(pi-hat) ~ 0, so its quantile (1e-11
+                # at n = m = 20) shrank the interval to [0, 1e-8]; the default interval
+                # covered 0.53 where pi = 0.04, n = m = 50 (session 68's audit and
+                # check). There the chi-square cut-off stands (the bootstrap may widen it)
+                boot_attrs["bootstrap_cutoff"] = cutoff
+                cutoff = plain
         prof = self.profile_pi()
         known = len(self._profiler.warnings)
         ci = prof.conf_int(alpha, cutoff)
@@ -554,11 +563,22 @@ class TiltResults(LikelihoodResults):
         rb = self._default_draws[:, 0]
         rb = rb[np.isfinite(rb)]
         pval = (1 + np.sum(rb >= stat - 1e-9)) / (rb.size + 1)
+        if self._pi_on_boundary:
+            # (as the default interval: the chi-square reference where it is the larger)
+            pval = max(pval, float(chi2.sf(stat, 1)))
+            moved = {**moved, "reference": "pi-hat is on the boundary: the larger of the "
+                                           "bootstrap and chi2_1 p-values"}
         return HypothesisTestResult(
             float(stat), 1, float(pval), null=f"pi = {value:g}",
             method=method + f", bootstrap-calibrated ({rb.size} resamples)",
             distribution="bootstrap",
             extra={"chi2_1 p-value": format_pvalue(float(chi2.sf(stat, 1))), **moved})
+
+    @property
+    def _pi_on_boundary(self) -> bool:
+        """pi-hat at 0 or 1 (the fit's BoundaryWarning): there the bootstrap calibration of
+        the default interval and of :meth:`test_pi` is not used to narrow them."""
+        return bool(self.pi < 1e-6 or self.pi > 1 - 1e-6)
 
     # -- presentation -----------------------------------------------------------------------
     def _pi_interval_line(self, alpha, method=None) -> str:
@@ -571,6 +591,9 @@ class TiltResults(LikelihoodResults):
                 else "")
         cut = f"; cut-off {ci.attrs['cutoff']:.2f}" if ci.attrs.get("method") == "bootstrap" \
             else ""
+        if "bootstrap_cutoff" in ci.attrs:
+            cut += (f" (chi-square: pi-hat on the boundary, the bootstrap's "
+                    f"{ci.attrs['bootstrap_cutoff']:.2g} not used)")
         return f"[{ci['lower']:.4f}, {ci['upper']:.4f}]" + ends + cut
 
     def _extra_notes(self, s: Summary) -> None:

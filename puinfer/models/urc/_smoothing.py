@@ -134,7 +134,7 @@ class SmoothnessPenalty(ReadOnlyArrays):
     def grad_hess(self, P):
         """Gradient ``(G, k)`` and per-row Hessian ``(G, k, k)`` of :meth:`value` in ``P``."""
         P = np.asarray(P, dtype=float)
-        with np.errstate(divide="ignore", invalid="ignore"):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             u = np.log(P) - self.x0
             a = -(u @ self.K)                      # d penalty / d log p
             g = a / P
@@ -183,7 +183,13 @@ class SmoothnessPenalty(ReadOnlyArrays):
                 break
             H = (-csum[:, None, None] * (s[:, :, None] * np.eye(k) - s[:, :, None] * s[:, None, :])
                  - K[None] - ones[None])
-            step = np.linalg.solve(H, -grad[:, :, None])[:, :, 0]
+            try:
+                step = np.linalg.solve(H, -grad[:, :, None])[:, :, 0]
+            except np.linalg.LinAlgError:
+                # a row without counts (csum 0): the penalty alone, flat along its null space
+                # beyond the constant (session 68's audit: numpy's "Singular matrix" from
+                # conf_int); the least-norm step
+                step = (np.linalg.pinv(H, hermitian=True) @ -grad[:, :, None])[:, :, 0]
             t = np.ones(eta.shape[0])
             for _ in range(60):  # backtracking, row by row (vectorised)
                 new = eta + t[:, None] * step

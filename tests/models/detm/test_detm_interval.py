@@ -323,3 +323,23 @@ def test_a_set_that_is_not_an_interval_lists_its_points_once_and_briefly():
     values = listed.group(1).split(", ")
     assert len(values) == len(set(values)) and len(values) <= 8
     assert listed.group(2) is None or len(values) == 8
+
+
+def test_on_the_boundary_the_bootstrap_does_not_narrow_the_interval():
+    # session 68's audit: with pi-hat at 0 the bootstrap world has pi = 0, nearly every
+    # resample's R*_b(pi-hat) is ~0, and the default interval shrank to [0, 1.6e-8] (cut-off
+    # 1.2e-11) against the plain [0, 0.110]; a check of 60 replicates at pi = 0.04, n = m = 50
+    # covered 0.53. There the chi-square cut-off stands, and test_pi agrees with it
+    df = pu_normal(20, 20, 0.0, [0], [0], [3], rng=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = pu.SETM.from_formula("labeled ~ x1", data=df).fit()
+        ci, plain = r.conf_int_pi(), r.conf_int_pi(method="profile")
+    assert r.pi < 1e-6 and ci.attrs["bootstrap_cutoff"] < 1e-3
+    assert ci.attrs["cutoff"] == pytest.approx(stats.chi2.ppf(0.95, 1))
+    np.testing.assert_allclose(ci.to_numpy(), plain.to_numpy(), rtol=1e-10)
+    assert plain["upper"] > 0.05
+    inside, outside = r.test_pi(0.9 * plain["upper"]), r.test_pi(1.1 * plain["upper"])
+    assert inside.pvalue > 0.05 >= outside.pvalue
+    assert "boundary" in inside.extra["reference"]
+    assert "pi-hat on the boundary" in r.summary().as_text()
