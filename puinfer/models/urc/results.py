@@ -20,7 +20,8 @@ from ...base.results import (
     data_fingerprint,
     readonly,
 )
-from ...inference.profile import Profile
+from ...inference.hypothesis import HypothesisTestResult
+from ...inference.profile import Profile, ProfileError
 from ...prior_shift import adjust_prior
 from ...summary import Summary, interval_labels
 from . import _likelihood as lik
@@ -547,7 +548,10 @@ class URCResults(URCTestsMixin, InformationCriteria, LikelihoodResults):
         pidx = self._params.index
         cols = {"estimate": self.params}
         if self.constraint.kind == "free":  # (a restricted fit has no intervals)
-            ci = self.conf_int(alpha)
+            try:
+                ci = self.conf_int(alpha)
+            except ProfileError:  # (said by summary(); shown as NA, the estimates still are)
+                ci = pd.DataFrame(np.nan, index=pidx, columns=["lower", "upper"])
             lower, upper = interval_labels(alpha)
             cols.update({"std err": self.bse, lower: ci["lower"], upper: ci["upper"]})
         return pd.DataFrame({
@@ -605,9 +609,23 @@ class URCResults(URCTestsMixin, InformationCriteria, LikelihoodResults):
         else:
             s.add_table(f"Base rates ({level_label(1 - alpha)} profile-likelihood intervals)",
                         self._table(alpha))
+            try:
+                self.conf_int(alpha)
+            except ProfileError as exc:
+                # (session 68's audit: summary() raised it; the table shows NA instead)
+                s.add_note(f"Intervals not available: {exc}")
             several = len(self._groups) > 1
-            tests = [self.test_no_shift()] + ([self.test_equal_base_rates()] if several
-                                              else [])
+            tests = []
+            for name, test in [("no shift", self.test_no_shift)] + (
+                    [("equal base rates", self.test_equal_base_rates)] if several else []):
+                try:
+                    tests.append(test())
+                except ValueError as exc:
+                    # a test's null fit above the free fit: the fit is not the global
+                    # maximum (session 68's audit: summary() raised lr_test's refusal)
+                    s.add_note(f"Test of {name} not available: {exc}")
+                    tests.append(HypothesisTestResult.invalid(str(exc), null=name,
+                                                              method=name))
             s.add_table("Likelihood-ratio and chi-square tests (reference: the p-value's "
                         "distribution)",
                         _tests_table(tests + [self.gof()], several, self._d.random_lab))

@@ -407,3 +407,22 @@ def test_gof_df_at_an_ill_conditioned_fit_leaks_no_scipy_warning():
         g = r.gof()
         r.summary()
     assert np.isfinite(g.df) and 0 < g.df <= r.model.partition.n_cells * 1 - 1
+
+
+def test_small_grouped_fits_report_instead_of_raising():
+    # session 68's audit: (1) a group whose histogram row the penalty alone determines made
+    # the profile's M-step solve a singular system (numpy's LinAlgError from conf_int and
+    # summary); (2) a fit that is not the global maximum (its profile at a bound, and the
+    # equal-rates null, higher than it) made summary() raise; it now says so in its notes
+    sim = simulate_urc_regression(n_lab=60, n_field=100, field_shift=0.0, field_scale=3.0,
+                                  rng=1)
+    r = quiet(lambda: pu.RegressionURC(sim.lab_pred, sim.lab_y, n_intervals=6).fit(
+        sim.field_pred, groups=np.arange(100) % 2))
+    ci = quiet(r.conf_int)
+    assert np.all((ci.to_numpy() >= 0) & (ci.to_numpy() <= 1))
+    sim = simulate_urc_regression(n_lab=200, n_field=400, field_shift=0.5, rng=0)
+    r = quiet(lambda: pu.RegressionURC(sim.lab_pred, sim.lab_y).fit(
+        sim.field_pred, groups=np.arange(400) % 2))
+    text = quiet(r.summary).as_text()
+    assert "Intervals not available: the profile log-likelihood" in text
+    assert "Test of equal base rates not available: lr_test" in text
