@@ -175,6 +175,10 @@ def _points(y) -> np.ndarray:
     return yy
 
 
+#: fewer lab rows per (interval, cell) than this draw a warning (session 68's audit)
+_MIN_LAB_PER_CELL = 2.0
+
+
 def outcome_edges(y: np.ndarray, K: int) -> np.ndarray:
     """The cut points of ``K`` outcome intervals ``(-inf, e_1], ..., (e_{K-1}, inf)`` at the
     quantiles of ``y``, those leaving an interval without an outcome dropped: tied
@@ -360,6 +364,18 @@ class RegressionURC(URC):
         # URC takes n_bins as given; here it was this class's default (shown by summary())
         self.n_bins_choice = (("default: 2 x intervals" if partition == "mean" else "default")
                               if default_cells else "given")
+        per_cell = y.size / (K * self.partition.n_cells)
+        if per_cell < _MIN_LAB_PER_CELL:
+            # (session 68's audit: lab 100 for 10 intervals and 20 cells, 0.5 lab rows per
+            # interval and cell, put all the field's mass in one interval in 8 of 8 fits
+            # without a shift, and in 2 of 8 at lab 200-300; fine at lab 1000)
+            warn_and_record(record, f"the lab set is small for {K} intervals and "
+                            f"{self.partition.n_cells} cells: {per_cell:.2g} lab rows per "
+                            "interval and cell, so the default pseudo-counts (|A| / 2 per "
+                            "interval) weigh about as much as the lab rows and the fit can run "
+                            "to a corner (all the field in one interval); use fewer intervals "
+                            "or cells (n_intervals=, n_cells=), or fit(lab_pseudocount=0)",
+                            EmptyBinWarning)
         self.warnings = tuple(record) + self.warnings
         self.n_dropped = n_dropped
         freeze_arrays(self)  # its own arrays too (edges, interval means): results read them

@@ -426,3 +426,19 @@ def test_small_grouped_fits_report_instead_of_raising():
     text = quiet(r.summary).as_text()
     assert "Intervals not available: the profile log-likelihood" in text
     assert "Test of equal base rates not available: lr_test" in text
+
+
+def test_a_lab_set_small_for_its_intervals_and_cells_is_said():
+    # session 68's audit: lab 100 for the default 10 intervals and 20 cells (0.5 lab rows
+    # per interval and cell) put all the field in one interval without a shift, silently
+    sim = simulate_urc_regression(100, 5000, field_shift=0.0,
+                                  rng=np.random.default_rng([12, 0, 100]))
+    with pytest.warns(EmptyBinWarning, match="the lab set is small for 10 intervals and 20 "
+                      "cells: 0.5 lab rows"):
+        m = pu.RegressionURC(sim.lab_pred, sim.lab_y)
+    assert any("the lab set is small" in msg for _, msg in m.warnings)
+    big = simulate_urc_regression(1000, 1000, field_shift=0.0, rng=np.random.default_rng(1))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        pu.RegressionURC(big.lab_pred, big.lab_y)
+    assert not [w for w in caught if "the lab set is small" in str(w.message)]
