@@ -92,6 +92,13 @@ def gamma_design(n: int, m: int, pi: float, *, p: int = 15, shape: float = 2.0,
     """
     if not 0 <= pi <= 1:
         raise ValueError(f"pi must be in [0, 1]; got {pi}")
+    try:
+        shape_ok = float(shape) > 0 and np.isfinite(float(shape))
+    except (TypeError, ValueError):
+        shape_ok = False
+    if isinstance(shape, (bool, str, bytes)) or not shape_ok:
+        # (session 68's audit: 0 gave all-zero features, nan NaN ones, -1 numpy's message)
+        raise ValueError(f"shape must be a finite number > 0; got {shape!r}")
     n, m, p = _sizes(n, m, p)
     k = int(round(7 * p / 15)) if n_shift is None else check_int(n_shift, "n_shift", minimum=0)
     if not k <= p:

@@ -57,3 +57,11 @@ def test_bad_arguments():
         scar_design(10, 10, 1.5)
     with pytest.raises(ValueError, match="n_shift"):
         scar_design(10, 10, 0.5, n_shift=20)
+
+
+@pytest.mark.parametrize("shape", [0, -1.0, float("nan"), float("inf"), "2", True])
+def test_gamma_design_refuses_a_bad_shape(shape):
+    # session 68's audit: shape 0 gave all-zero features, nan and inf non-finite ones, -1
+    # numpy's bare "shape < 0"
+    with pytest.raises(ValueError, match="shape must be a finite number > 0"):
+        gamma_design(10, 10, 0.3, p=2, shape=shape, rng=0)
