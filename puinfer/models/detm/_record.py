@@ -223,10 +223,17 @@ def _inference(data, restricted, name, v, pi, kl, theta, H, runs, record, *, c, 
     sep, binding, msg = check_separation(data, restricted, name, c, check_separation_opt, v)
     if msg:
         record.append((SeparationWarning, msg))
-    if pi < 1e-6 or pi > 1 - 1e-6:
+    if pi_on_boundary(pi):
         record.append((BoundaryWarning, f"{name}: pi-hat = {pi:.3g} is at the boundary of "
                        "[0, 1]; its interval is one-sided and its SE is not valid"))
     return starts, n_at_best, cov, check, params, sep, binding
+
+
+
+def pi_on_boundary(pi: float) -> bool:
+    """pi-hat at 0 or 1 (within 1e-6): the fit's BoundaryWarning, and where the default
+    interval's bootstrap calibration may not narrow it (``DETMResults.conf_int_pi``)."""
+    return bool(pi < 1e-6 or pi > 1 - 1e-6)
 
 
 def build_record(data, restricted: bool, name: str, best: StartRun, runs: list, *, c: float,

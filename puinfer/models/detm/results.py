@@ -25,7 +25,7 @@ from ...inference.profile import Profile, ProfileError
 from ...summary import Summary, coef_table
 from . import _el, bootstrap
 from ._profile import OUTSIDE_POINTS, PI_EPS, PiProfiler
-from ._record import TiltFit
+from ._record import TiltFit, pi_on_boundary
 
 __all__ = ["TiltResults", "DETMResults", "SETMResults"]
 
@@ -589,7 +589,7 @@ class TiltResults(LikelihoodResults):
     def _pi_on_boundary(self) -> bool:
         """pi-hat at 0 or 1 (the fit's BoundaryWarning): there the bootstrap calibration of
         the default interval and of :meth:`test_pi` is not used to narrow them."""
-        return bool(self.pi < 1e-6 or self.pi > 1 - 1e-6)
+        return pi_on_boundary(self.pi)
 
     # -- presentation -----------------------------------------------------------------------
     def _pi_interval_line(self, alpha, method=None) -> str:
