@@ -104,6 +104,27 @@ def check_feature_columns(df: pd.DataFrame, name: str, columns=None, *,
                              "formula")
 
 
+def refuse_text(x, name: str) -> None:
+    """``ValueError`` if ``x`` (an array-like, not a DataFrame) holds text: numpy and pandas
+    would convert numbers written as text ("0.3") to floats silently, which the columns of a
+    DataFrame are refused for (:func:`check_feature_columns`)."""
+    if isinstance(x, (str, bytes)):
+        text = True
+    elif isinstance(x, pd.Series):
+        text = (pd.api.types.is_string_dtype(x.dtype) or pd.api.types.is_object_dtype(x.dtype)) \
+            and any(isinstance(v, (str, bytes)) for v in x.dropna())
+    else:
+        try:
+            arr = np.asarray(x)
+        except (TypeError, ValueError):  # (ragged input: refused by the caller's conversion)
+            return
+        text = arr.dtype.kind in "US" or (arr.dtype.kind == "O" and any(
+            isinstance(v, (str, bytes)) for v in arr.ravel()))
+    if text:
+        raise ValueError(f"{name} holds text, not numbers; convert it (e.g. with "
+                         "pd.to_numeric) or pass numbers")
+
+
 def refuse_dask(x, name: str) -> None:
     """``TypeError`` if ``x`` is a Dask collection: where a method takes in-memory data only,
     one would otherwise be computed silently and matched to the other rows by position."""
@@ -134,6 +155,7 @@ def as_float_matrix(x, name: str) -> tuple[np.ndarray, list[str]]:
         # pd.NA -> NaN (then refused below as missing, naming the column)
         arr = x.to_numpy(dtype=float, na_value=np.nan, copy=True)
     else:
+        refuse_text(x, name)
         try:
             arr = np.array(x, dtype=float, copy=True)
         except (TypeError, ValueError):
@@ -155,8 +177,10 @@ def as_float_matrix(x, name: str) -> tuple[np.ndarray, list[str]]:
 
 
 def as_float_vector(x, name: str, *, allow_empty: bool = False) -> np.ndarray:
-    """Return ``x`` as a new 1-D float array; ``ValueError`` on missing values or bad shape."""
+    """Return ``x`` as a new 1-D float array; ``ValueError`` on text, missing values or bad
+    shape."""
     refuse_dask(x, name)
+    refuse_text(x, name)
     try:
         arr = np.array(x, dtype=float, copy=True)
     except (TypeError, ValueError):
@@ -188,6 +212,7 @@ def check_binary(y, name: str) -> np.ndarray:
 
 def check_unit_interval(p, name: str, *, open_: bool = False) -> np.ndarray:
     """Return ``p`` as a new float array; ``ValueError`` if outside [0, 1] (or (0, 1))."""
+    refuse_text(p, name)
     try:
         arr = np.array(p, dtype=float, copy=True)
     except (TypeError, ValueError):

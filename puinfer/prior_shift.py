@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from ._align import align_rows
-from ._validation import warn
+from ._validation import refuse_text, warn
 from .exceptions import BoundaryWarning
 
 __all__ = ["adjust_prior", "downsampling_correction"]
@@ -35,6 +35,7 @@ def _as_prob_array(prob, name="prob"):
         def wrap(a):
             return pd.DataFrame(a, index=index, columns=columns)
     elif isinstance(prob, pd.Series):
+        refuse_text(prob, name)
         try:
             arr = prob.to_numpy(dtype=float, copy=True)
         except (TypeError, ValueError):
@@ -45,6 +46,7 @@ def _as_prob_array(prob, name="prob"):
         def wrap(a):
             return pd.Series(a, index=index, name=sname)
     else:
+        refuse_text(prob, name)
         try:
             arr = np.array(prob, dtype=float, copy=True)
         except (TypeError, ValueError):
@@ -78,6 +80,7 @@ def _prior(value, name, k, *, n=None, open_=False, per_row=True):
     if value is None or isinstance(value, (str, bytes, bool, np.bool_)):
         # (True would be taken as a prior of 1)
         raise ValueError(f"{name} must be numeric; got {value!r}")
+    refuse_text(value, name)
     try:
         arr = np.array(value.to_numpy() if isinstance(value, (pd.Series, pd.DataFrame)) else value,
                        dtype=float, copy=True)

@@ -246,9 +246,10 @@ def test_multiclass_tiny_old_prior_does_not_overflow():
 def test_non_numeric_pandas_probabilities_are_named():
     # session 68's audit: a Series of text gave numpy's bare "could not convert string to
     # float: 'a'"; a frame's message did not say which column
-    with pytest.raises(ValueError, match="prob must be numeric probabilities .*dtype"):
+    # (session 69: text is refused before the conversion, numbers written as text too)
+    with pytest.raises(ValueError, match="prob holds text, not numbers"):
         pu.adjust_prior(pd.Series(["a", "b"]), 0.5, 0.3)
-    with pytest.raises(ValueError, match="prob must be numeric"):
+    with pytest.raises(ValueError, match="prob holds text"):
         pu.downsampling_correction(pd.Series(["a", "b"]), 0.5)
     frame = pd.DataFrame({"cat": [0.3, 0.7], "dog": ["x", "y"]})
     with pytest.raises(ValueError, match=r"non-numeric column\(s\) \['dog'\]"):

@@ -4,8 +4,10 @@ chunk of rows at a time, without copies of the design)."""
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
+import puinfer as pu
 from puinfer import _validation as val
 
 
@@ -126,3 +128,39 @@ def test_summary_latex_escapes_a_multiindex_level_by_level():
     assert r"u \$\textbackslash{} & 0 & 0.5000" in tex
     assert r"\textbackslash{}\textbackslash{}" not in tex
     assert "group & class" in tex
+
+
+@pytest.mark.parametrize("make", [
+    lambda: ["0.3", "0.5"],
+    lambda: np.array(["0.3", "0.5"]),
+    lambda: np.array(["0.3", 0.5], dtype=object),
+    lambda: pd.Series(["0.3", "0.5"]),
+    lambda: pd.Series(["0.3", "0.5"], dtype="string"),
+])
+def test_numbers_as_text_are_refused_where_a_vector_is_read(make):
+    # session 69: numpy and pandas convert "0.3" to 0.3 silently, so CalEM scores, URC
+    # predictions and base rates, prior-shift probabilities and priors, and DETM/SETM
+    # arrays given as text were accepted, while a DataFrame's text column was refused
+    for call in (lambda x: val.as_float_vector(x, "score"),
+                 lambda x: val.check_unit_interval(x, "score"),
+                 lambda x: val.as_float_matrix(x, "score"),
+                 lambda x: pu.adjust_prior(x, 0.5, 0.2),
+                 lambda x: pu.adjust_prior([0.3, 0.4], x, 0.2)):
+        with pytest.raises(ValueError, match="text"):  # (a Series: its column named)
+            call(make())
+
+
+def test_text_predictions_and_base_rates_are_refused_by_urc():
+    rng = np.random.default_rng(0)
+    p = rng.random(300)
+    y = (rng.random(300) < p).astype(int)
+    m = pu.URC(p, y)
+    with pytest.raises(ValueError, match="field_pred holds text"):
+        m.fit(p.astype(str))
+    r = m.fit(p)
+    with pytest.raises(ValueError, match="holds text"):
+        r.test_no_shift(value="0.5")
+    # numbers (nullable, boolean, object-free) still pass
+    np.testing.assert_array_equal(val.as_float_vector(pd.Series([1, 0], dtype="Int64"), "y"),
+                                  [1.0, 0.0])
+    np.testing.assert_array_equal(val.as_float_vector([True, False], "y"), [1.0, 0.0])

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..._validation import refuse_dask
+from ..._validation import refuse_dask, refuse_text
 from ._likelihood import ROW_TOL
 
 __all__ = ["PredInput", "as_pred", "check_pred", "check_rowwise", "rates_vector",
@@ -71,6 +71,8 @@ def as_pred(pred, name: str, classes=None, named: bool = False) -> PredInput:
     """Convert ``pred`` to a float array, matching DataFrame columns to ``classes`` by name
     when ``named`` (the lab predictions named the classes)."""
     refuse_dask(pred, name)
+    if not isinstance(pred, pd.DataFrame):  # (a DataFrame's text columns: refused below)
+        refuse_text(pred, name)
     if isinstance(pred, pd.Series):
         if pd.api.types.is_bool_dtype(pred):
             raise ValueError(_hard_labels(name))
@@ -203,6 +205,7 @@ def rates_vector(value, name: str, classes, *, open_: bool = False) -> np.ndarra
                              f"its index (one share per class); missing: {missing}, extra: "
                              f"{extra}")
         value = value.reindex(list(classes)).to_numpy()
+    refuse_text(value, name)
     try:
         arr = np.array(value, dtype=float, copy=True)
     except (TypeError, ValueError):

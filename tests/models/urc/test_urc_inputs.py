@@ -297,7 +297,7 @@ def test_unnamed_lab_takes_dataframes_by_position(multi):
     (-0.1, "value must be a base rate"),
     ([0.2, 0.3], "value must be .* sum to 0.5"),
     ([0.5, 0.5, 0.0], "value must be .* got 3 values"),
-    ("a", "value must be numeric"),
+    ("a", "value holds text, not numbers"),  # (session 69: text refused first)
     ([[0.5, 0.5]], "value must be a number or a vector"),
 ])
 def test_no_shift_value_validated(binary, value, match):
@@ -321,7 +321,7 @@ def test_no_shift_multiclass_value_validated(named):
     (1.5, r"old_prior must be a base rate P\(Y = 1\) in \(0, 1\); got 1.5"),
     (0.0, r"old_prior must be .* in \(0, 1\)"),
     (np.nan, "old_prior must be finite"),
-    ("x", "old_prior must be numeric"),
+    ("x", "old_prior holds text, not numbers"),
 ])
 def test_recalibrate_old_prior_validated(binary, old, match):
     res = pu.URC(binary.lab_pred, binary.lab_y).fit(binary.field_pred)
