@@ -256,7 +256,7 @@ class DETMClassifier(_TiltClassifier):
         Level of the interval ``pi_conf_int_``.
     pos_label : int, str or bool, optional
         The label of ``y`` that marks the labeled (source) rows; default: the larger of the
-        two (1, True). Text labels without it are read that way with an AssumptionWarning.
+        two (1, True). Text labels need it (a ``ValueError`` without it).
 
     Attributes
     ----------

@@ -259,6 +259,38 @@ def test_urc_pooled_in_grouped(likelihood):
     other = "fixed" if likelihood == "joint" else "joint"
     with pytest.raises(ValueError, match="likelihoods differ"):
         pu.lr_test(m.fit(sim.field_pred, likelihood=other), grouped)
+    # session 69's audit: other lab pseudo-counts (statistic 174.4 for 190.1) or another lab
+    # design (df 1 or 3 for 2) were compared; each is another objective
+    # (the fixed likelihood has no pseudo-counts: the same objective, compared)
+    for kw in ({"lab_pseudocount": 0.0}, {"lab_prior": "uniform"}) if likelihood == "joint" \
+            else ():
+        with pytest.raises(ValueError, match="maximise different objectives"):
+            pu.lr_test(m.fit(sim.field_pred, likelihood=likelihood, **kw), grouped)
+        with pytest.raises(ValueError, match="maximise different objectives"):
+            pu.anova(m.fit(sim.field_pred, likelihood=likelihood, **kw), grouped)
+    strat = pu.URC(sim.lab_pred, sim.lab_y, lab_design="stratified")
+    with pytest.raises(ValueError, match="maximise different objectives"):
+        pu.lr_test(strat.fit(sim.field_pred, likelihood=likelihood), grouped)
+
+
+def test_regression_urc_pooled_not_compared_with_grouped_under_a_penalty():
+    # session 69's audit: the smoothness penalty counted once in the pooled fit and once per
+    # group in the grouped one (statistic 37.02 against test_equal_base_rates' 37.56)
+    from puinfer.simulate.urc_regression import simulate_urc_regression
+
+    s = simulate_urc_regression(n_lab=800, n_field=[1500, 1500], field_shift=[0.3, 0.0],
+                                rng=3)
+    m = pu.RegressionURC(s.lab_pred, s.lab_y, n_intervals=6)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pooled, grouped = m.fit(s.field_pred), m.fit(s.field_pred, groups=s.field_group)
+        p0 = m.fit(s.field_pred, smoothing=0)
+        g0 = m.fit(s.field_pred, groups=s.field_group, smoothing=0)
+    with pytest.raises(ValueError, match="smoothness penalty the pooled fit counts it once"):
+        pu.lr_test(pooled, grouped)
+    # without the penalty the two agree
+    assert pu.lr_test(p0, g0).statistic == pytest.approx(
+        g0.test_equal_base_rates().statistic, rel=1e-6)
 
 
 def test_calem_pairs_refused_with_reason():

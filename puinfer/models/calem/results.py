@@ -500,6 +500,8 @@ class CalEMResults(_CurvesMixin, LikelihoodResults):
             t = lr_test(restricted, full)
         except ValueError as exc:  # a fit short of its maximum (separated data)
             return HypothesisTestResult.invalid(str(exc), null=null, method=method)
+        # the test's own words, valid or not (session 69's audit: lr_test's generic title)
+        t = dataclasses.replace(t, null=null, method=method)
         if full.penalized:
             t = dataclasses.replace(t, extra={**t.extra, "note": "penalised spline: effective "
                                               "degrees of freedom (approximate)"})

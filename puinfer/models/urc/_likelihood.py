@@ -1256,10 +1256,14 @@ def group_fits(d: Data, est: Estimate, options: FitOptions) -> list:
     return out
 
 
-def gof_test(d: Data, P, M, statistic: str, null: str):
-    """Chi-square goodness of fit of the fitted histograms (see ``URCResults.gof``)."""
+def gof_test(d: Data, P, M, statistic: str, null: str, con: Constraint = Constraint()):
+    """Chi-square goodness of fit of the fitted histograms (see ``URCResults.gof``) of a fit
+    under the constraint ``con`` (its base rates' free parameters are the ones counted)."""
     k = P.shape[1]
     G, A = d.F.shape
+    # (session 69's audit: a restricted fit's test counted G (k - 1) fitted base rates)
+    n_rates = {"free": G * (k - 1), "entry": G * (k - 1) - 1, "equal": k - 1,
+               "pooled": k - 1, "rows": 0}[con.kind]
     E = d.F.sum(axis=1, keepdims=True) * (P @ M)
     if d.joint:
         # with the lab pseudo-counts the lab histograms enter as the augmented counts that the
@@ -1268,20 +1272,20 @@ def gof_test(d: Data, P, M, statistic: str, null: str):
         Ll = d.L_lik
         obs = np.vstack([Ll, d.F])
         exp = np.vstack([Ll.sum(axis=1, keepdims=True) * M, E])
-        ddof = k * (A - 1) + G * (k - 1)
+        ddof = k * (A - 1) + n_rates
     else:
-        obs, exp, ddof = d.F, E, G * (k - 1)
+        obs, exp, ddof = d.F, E, n_rates
     t = chisq_gof(obs, exp, ddof=ddof, statistic=statistic, null=null)
     if t.invalid_reason:
         return t
     method = f"URC {t.method} ({'joint' if d.joint else 'fixed'} likelihood)"
-    shrunk = penalty_df_reduction(d, P, M)
+    shrunk = penalty_df_reduction(d, P, M, con)
     if shrunk > 0:
         # a penalised fit spends fewer than its nominal degrees of freedom on the base rates
         # (they are shrunk towards the penalty's null space), so more are left for the test
         df = t.df + shrunk
         extra = {**t.extra, "effective df of the penalised base rates":
-                 f"{G * (k - 1) - shrunk:.3f} of {G * (k - 1)}"}
+                 f"{n_rates - shrunk:.3f} of {n_rates}"}
         return dataclasses.replace(t, df=df, pvalue=float(stats.chi2.sf(t.statistic, df)),
                                    method=method + " with effective degrees of freedom",
                                    extra=extra)
@@ -1333,19 +1337,20 @@ def score_statistic(d: Data, P0, M0) -> float:
     return float(z @ z)
 
 
-def penalty_df_reduction(d: Data, P, M) -> float:
+def penalty_df_reduction(d: Data, P, M, con: Constraint = Constraint()) -> float:
     """How many degrees of freedom a penalty on the base rates (the smoothness penalty, a
     Dirichlet prior) removes from the fit: ``tr[(-H)^{-1} (-H_pen)]`` on the tangent space of
-    the constraints, ``H`` the Hessian of the penalised objective and ``H_pen`` the penalty's
-    part (the effective number of parameters of a penalised likelihood is the nominal number
-    minus this trace, as for a smoothing spline). 0 without such a penalty, or when the
-    Hessian cannot be used. The lab pseudo-counts are not counted: the goodness-of-fit
-    test treats them as data (augmented counts)."""
+    the constraints (the simplices, and ``con``'s), ``H`` the Hessian of the penalised
+    objective and ``H_pen`` the penalty's part (the effective number of parameters of a
+    penalised likelihood is the nominal number minus this trace, as for a smoothing
+    spline). 0 without such a penalty, or when the Hessian cannot be used. The lab
+    pseudo-counts are not counted: the goodness-of-fit test treats them as data (augmented
+    counts)."""
     if d.active_penalty is None and d.strength <= 0:
         return 0.0
     grad, H = grad_hess(P, M, d)
     _, H0 = grad_hess(P, M, dataclasses.replace(d, penalty=None, strength=0.0))
-    T = tangent(P, M, d, Constraint(), grad)
+    T = tangent(P, M, d, con, grad)
     if T is None or T.shape[1] == 0:
         return 0.0
     _, Hr = _reduced(T, grad, H)

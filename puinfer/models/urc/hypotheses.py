@@ -111,10 +111,17 @@ class URCTestsMixin:
         if d.joint != e.joint:
             return (f"the likelihoods differ ({self.likelihood} vs {other.likelihood}); fit both "
                     "with the same likelihood=")
-        if d.strength > 0 or e.strength > 0:
-            return ("with a Dirichlet prior the pooled fit counts the prior once and the grouped "
-                    "fit once per group, so the pooled fit is not a restriction of the grouped "
-                    "one; use the grouped fit's test_equal_base_rates()")
+        if d.strength > 0 or e.strength > 0 or d.penalty is not None or e.penalty is not None:
+            what = "a Dirichlet prior" if d.strength > 0 or e.strength > 0 else \
+                "a smoothness penalty"
+            return (f"with {what} the pooled fit counts it once and the grouped fit once per "
+                    "group, so the pooled fit is not a restriction of the grouped one; use the "
+                    "grouped fit's test_equal_base_rates()")
+        if self.llf_kind != other.llf_kind:
+            # (session 69's audit: another lab design or other lab pseudo-counts were accepted,
+            # with a wrong df or statistic)
+            return (f"the fits maximise different objectives: {self.llf_kind!r} vs "
+                    f"{other.llf_kind!r}; fit both with the same options")
         if d.L.shape != e.L.shape or not np.array_equal(d.L, e.L):
             return "the two fits do not share the lab data and partition (different URC models)"
         if not np.allclose(d.F[0], e.F.sum(axis=0), rtol=0, atol=1e-9):
@@ -241,6 +248,7 @@ class URCTestsMixin:
                     n_boot < 2:
                 raise ValueError(f"n_boot must be an integer >= 2; got {n_boot!r}")
             gen = check_rng(rng)
+        self._check_free("test_no_shift")
         _, what = _null_rates(value, self._d.pi_lab, self.model.classes, self._d.random_lab)
         null = self.fit_no_shift(value)
         if statistic == "score":
@@ -276,10 +284,18 @@ class URCTestsMixin:
         """
         null = "all groups share the same field base rates"
         method = "URC likelihood-ratio test of equal base rates across groups"
+        self._check_free("test_equal_base_rates")
         if len(self._groups) < 2:
             return HypothesisTestResult.invalid("only one group was fitted", null=null,
                                                 method=method)
         return self._lr(self._equal_fit, null, method)
+
+    def _check_free(self, name: str) -> None:
+        # (session 69's audit: on a restricted fit these failed inside lr_test, with messages
+        # about lr_test's arguments that the caller never gave)
+        if self.constraint.kind != "free":
+            raise ValueError(f"{name}() is available for the unrestricted fit only (this fit "
+                             "is restricted: a null of another test)")
 
     @functools.cached_property
     def _group_fits(self) -> list:
@@ -319,7 +335,10 @@ class URCTestsMixin:
         if statistic not in ("pearson", "lr"):
             raise ValueError(f"statistic must be 'pearson' or 'lr'; got {statistic!r}")
         if not by_group:
-            return lik.gof_test(self._d, self._P, self._Mhat, statistic, GOF_NULL)
+            return lik.gof_test(self._d, self._P, self._Mhat, statistic, GOF_NULL,
+                                self.constraint)
+        if self.constraint.kind != "free":  # (each group's test refits it freely)
+            raise ValueError("gof(by_group=True) is available for the unrestricted fit only")
         rows = []
         for dg, eg in self._group_fits:
             t = lik.gof_test(dg, eg.P, eg.M, statistic, GOF_NULL)

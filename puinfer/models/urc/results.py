@@ -425,9 +425,11 @@ class URCResults(URCTestsMixin, InformationCriteria, LikelihoodResults):
             rows = []
             for (g, j), c in zip(self._free_index, cut, strict=True):
                 prof = self.profile(self._groups[g], self.model.classes[j])
-                # the level whose chi-square(1) quantile is the corrected cut-off
-                a = float(np.clip(stats.chi2.sf(c, 1), 1e-15, 0.5)) if np.isfinite(c) else alpha
-                rows.append(prof.conf_int(a))
+                # the corrected cut-off itself (session 69's audit: passed as the level whose
+                # chi-square(1) quantile it is, clipped to 0.5, a cut-off below 0.455 gave
+                # the plain interval)
+                rows.append(prof.conf_int(alpha, cutoff=float(c)) if np.isfinite(c)
+                            else prof.conf_int(alpha))
             return pd.DataFrame({"lower": [r["lower"] for r in rows],
                                  "upper": [r["upper"] for r in rows],
                                  "factor": b.to_numpy()}, index=self._params.index)

@@ -164,6 +164,10 @@ def test_bias_test_against_statsmodels(sim, fits, cal):
     assert_allclose(t.statistic, 2 * (llc + llt - llp), rtol=1e-7)
     assert t.df == X.shape[1]
     assert t.pvalue < 0.01  # h1 gives real bias
+    # one title and null whether the test is valid or not (session 69's audit: the valid
+    # one carried lr_test's generic "(restricted) holds" wording)
+    bad = fits["isotonic"][1].test_bias()
+    assert (t.null, t.method) == (bad.null, bad.method)
 
 
 def test_bias_test_invalid_for_isotonic(fits):

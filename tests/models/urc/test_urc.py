@@ -660,6 +660,38 @@ def test_spambase_mailboxes():
     assert np.mean((rec - y) ** 2) < np.mean((d.field_pred - y) ** 2)
 
 
+@pytest.mark.parametrize("likelihood", ["fixed", "joint"])
+def test_gof_of_a_restricted_fit_counts_its_own_base_rates(likelihood):
+    # session 69's audit: gof() of the equal-rates and no-shift fits used the free fit's
+    # G (k - 1) fitted base rates (df 6 instead of 8 and 9); the reference here is Pearson's
+    # X^2 computed from the fitted histograms and G (|A| - 1) minus the rates each fit estimates
+    from puinfer.simulate.urc import spambase_lab_field
+
+    d = spambase_lab_field(seed=42)
+    m = pu.URC(d.lab_pred, d.lab_y, n_bins=4, lab_design="stratified")
+    g = m.fit(d.field_pred, groups=d.field_group, likelihood=likelihood)
+    G, A, k = 3, 4, 2
+    for r, n_rates in ((g, G * (k - 1)), (g.fit_equal_base_rates(), k - 1),
+                       (g.fit_no_shift(), 0), (g.fit_no_shift(0.2), 0)):
+        t = r.gof()
+        F = r.observed.to_numpy(float)
+        E = F.sum(1, keepdims=True) * (r.base_rates.to_numpy() @ r.M.to_numpy())
+        assert t.df == G * (A - 1) - n_rates
+        if likelihood == "fixed":  # (the joint test also has the lab cells)
+            X2 = ((F - E) ** 2 / E).sum()
+            assert t.statistic == pytest.approx(X2, rel=1e-10)
+            assert t.pvalue == pytest.approx(stats.chi2.sf(X2, G * (A - 1) - n_rates),
+                                             rel=1e-8)
+    with pytest.raises(ValueError, match="unrestricted fit only"):
+        g.fit_equal_base_rates().gof(by_group=True)
+    # (the restricted fits' own tests failed inside lr_test, with messages about arguments
+    # the caller never gave: "the wrong way round", "not nested")
+    for r in (g.fit_no_shift(), g.fit_equal_base_rates()):
+        for test in (r.test_no_shift, r.test_equal_base_rates):
+            with pytest.raises(ValueError, match=r"\(\) is available for the unrestricted fit"):
+                test()
+
+
 def test_small_coverage_study():
     """A fast version of studies/urc_studies.py: lab 200, field 5000, 60 replicates. The joint
     interval covers near 95%, the fixed-M_A (paper) interval far less (it ignores lab error)."""

@@ -283,6 +283,16 @@ def test_bartlett_interval_solves_the_corrected_cutoff(sim3):
         wider = row["factor"] > 1
         assert (row["lower"] < plain.loc[(g, cls), "lower"]) == wider
         assert (row["upper"] > plain.loc[(g, cls), "upper"]) == wider
+    # at alpha = 0.5 too, where a factor below 1 puts the cut-off below chi2_{1, 0.5} = 0.455
+    # (session 69's audit: the cut-off was turned into a level clipped to 0.5, giving the
+    # plain interval there)
+    half = res.conf_int(0.5, kind="bartlett", n_boot=40, rng=5)
+    assert (half["factor"] < 1).any()
+    for (_, cls), row in half.iterrows():
+        prof = res.profile(cls=cls)
+        for lim in ("lower", "upper"):
+            assert prof.statistic(row[lim]) == pytest.approx(
+                row["factor"] * stats.chi2.ppf(0.5, 1), abs=1e-4)
 
 
 def test_bartlett_factor_near_one_in_large_samples():
