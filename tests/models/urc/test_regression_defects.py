@@ -12,7 +12,7 @@ from numpy.testing import assert_allclose, assert_array_equal
 from scipy import optimize, stats
 
 import puinfer as pu
-from puinfer.exceptions import BootstrapWarning, EmptyBinWarning
+from puinfer.exceptions import BootstrapWarning, ConvergenceWarning, EmptyBinWarning
 from puinfer.simulate.urc_regression import simulate_urc_regression
 
 CUT = stats.chi2.ppf(0.95, 1)
@@ -239,7 +239,8 @@ def test_profile_limit_at_the_bound_with_the_penalty():
     the bound, flagged (before: 7.7e-13, not flagged); the upper limit is where R equals the
     cut-off."""
     sim = simulate_urc_regression(300, 3000, field_shift=0.5, rng=np.random.default_rng(11))
-    m = quiet(lambda: pu.RegressionURC(sim.lab_pred, sim.lab_y))
+    # (ten intervals: since session 69 the default for 300 lab rows is 8)
+    m = quiet(lambda: pu.RegressionURC(sim.lab_pred, sim.lab_y, 10))
     r = quiet(lambda: m.fit(sim.field_pred))
     direct = _Direct(r)
     ci = r.profile(None, m.classes[0]).conf_int()
@@ -400,7 +401,7 @@ def test_gof_df_at_an_ill_conditioned_fit_leaks_no_scipy_warning():
 
     sim = simulate_urc_regression(100, 5000, field_shift=0.5,
                                   rng=np.random.default_rng([11, 0, 100]))
-    m = quiet(lambda: pu.RegressionURC(sim.lab_pred, sim.lab_y))
+    m = quiet(lambda: pu.RegressionURC(sim.lab_pred, sim.lab_y, 10))  # (default 5 since s69)
     r = quiet(lambda: m.fit(sim.field_pred))
     with warnings.catch_warnings():
         warnings.simplefilter("error", LinAlgWarning)
@@ -421,7 +422,7 @@ def test_small_grouped_fits_report_instead_of_raising():
     ci = quiet(r.conf_int)
     assert np.all((ci.to_numpy() >= 0) & (ci.to_numpy() <= 1))
     sim = simulate_urc_regression(n_lab=200, n_field=400, field_shift=0.5, rng=0)
-    r = quiet(lambda: pu.RegressionURC(sim.lab_pred, sim.lab_y).fit(
+    r = quiet(lambda: pu.RegressionURC(sim.lab_pred, sim.lab_y, 10).fit(
         sim.field_pred, groups=np.arange(400) % 2))
     text = quiet(r.summary).as_text()
     assert "Intervals not available: the profile log-likelihood" in text
@@ -435,10 +436,48 @@ def test_a_lab_set_small_for_its_intervals_and_cells_is_said():
                                   rng=np.random.default_rng([12, 0, 100]))
     with pytest.warns(EmptyBinWarning, match="the lab set is small for 10 intervals and 20 "
                       "cells: 0.5 lab rows"):
-        m = pu.RegressionURC(sim.lab_pred, sim.lab_y)
+        m = pu.RegressionURC(sim.lab_pred, sim.lab_y, 10)
     assert any("the lab set is small" in msg for _, msg in m.warnings)
     big = simulate_urc_regression(1000, 1000, field_shift=0.0, rng=np.random.default_rng(1))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         pu.RegressionURC(big.lab_pred, big.lab_y)
     assert not [w for w in caught if "the lab set is small" in str(w.message)]
+
+
+def test_a_penalised_fit_at_a_corner_is_not_a_maximum():
+    # session 69's audit: at lab 100 with 10 intervals the penalised objective rises without
+    # bound along the order-2 penalty's free log-linear trend (an independent L-BFGS from 8
+    # starts rose to the same corner); the fit put all the field in the top interval (truth
+    # about 0.1 each) and said "converged". It is now not converged, with a ConvergenceWarning
+    sim = simulate_urc_regression(100, 5000, field_shift=0.0,
+                                  rng=np.random.default_rng([12, 0, 100]))
+    m = quiet(lambda: pu.RegressionURC(sim.lab_pred, sim.lab_y, 10))
+    with pytest.warns(ConvergenceWarning, match="the penalised objective has no maximum"):
+        r = m.fit(sim.field_pred)
+    assert r.base_rates.to_numpy().max() > 0.99      # the corner
+    assert not r.converged and "no maximum" in r.convergence.message
+    assert any("no maximum" in msg for _, msg in r.warnings)
+    assert "NOT converged" in r.summary().as_text()
+    # the default for 100 lab rows, 5 intervals (2 lab rows per interval and cell), has a
+    # maximum inside the simplex, and no small-lab warning
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        d = pu.RegressionURC(sim.lab_pred, sim.lab_y)
+        rd = d.fit(sim.field_pred)
+    assert d.n_intervals == 5 == pu.models.urc.regression.default_n_intervals(100)
+    assert not [w for w in caught if issubclass(w.category, ConvergenceWarning)
+                or "the lab set is small" in str(w.message)]
+    assert rd.converged and rd.base_rates.to_numpy().max() < 0.5
+    # total variation from the truth 0.13 (the corner's: 0.90 for ten intervals)
+    tv = 0.5 * np.abs(rd.base_rates.to_numpy()[0] - sim.field_interval_rates(d.edges)[0]).sum()
+    corner = 0.5 * np.abs(r.base_rates.to_numpy()[0] - sim.field_interval_rates(m.edges)[0]).sum()
+    assert tv < 0.2 and corner > 0.8
+
+
+@pytest.mark.parametrize("n,k", [(8, 2), (36, 3), (100, 5), (399, 9), (400, 10), (5000, 10)])
+def test_default_number_of_intervals(n, k):
+    # floor(sqrt(n / 4)) between 2 and 10: at least 2 lab rows per interval and cell
+    assert pu.models.urc.regression.default_n_intervals(n) == k
+    if n >= 16:
+        assert n / (2 * k * k) >= 2

@@ -62,7 +62,7 @@ def test_bad_inputs(sim):
     with pytest.raises(ValueError, match="n_cells must be an integer >= n_intervals"):
         pu.RegressionURC(lp, ly, 10, n_cells=5)
     with pytest.raises(ValueError, match="n_intervals = 10 exceeds"):
-        pu.RegressionURC(lp.take(np.arange(5)), ly[:5])
+        pu.RegressionURC(lp.take(np.arange(5)), ly[:5], 10)
     y = ly.copy()
     y[3] = np.nan
     with pytest.raises(ValueError, match="missing value.*missing='drop'"):
