@@ -155,8 +155,10 @@ def lr_test(restricted, full, *, tol: float = 1e-6) -> HypothesisTestResult:
         without groups in the grouped fit of the same field rows. Anything else is refused
         with the reason.
     tol : float
-        Tolerance on ``restricted.llf - full.llf`` (the restricted log-likelihood cannot exceed
-        the full one; a small excess from optimiser error is set to a statistic of 0).
+        Relative tolerance on the excess of the restricted maximised (penalised)
+        log-likelihood over the full one, which cannot be positive at the maxima: an excess up
+        to ``tol * max(1, |full.llf_penalized|)`` (optimiser error) gives a statistic of 0,
+        a larger one is refused (the full fit is not at its maximum).
 
     Returns
     -------

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 from scipy import optimize, stats
 
-from .._validation import check_alpha, level_label
+from .._validation import check_alpha, check_int, level_label
 
 #: ``|R - cutoff|`` (relative to ``max(1, cutoff)``) below which a limit search whose Newton
 #: residual no longer halves stops: the rounding of ``R`` (a difference of maximised
@@ -359,6 +359,7 @@ class Profile:
         (``interval``: span this interval instead of the chi-square one at ``alpha``); ``R`` is
         NaN where the profile could not be computed (e.g. at a bound where the parameter is
         not identified: a gap in the plot, not an error)."""
+        n = check_int(n, "n", minimum=2)
         ci = self.conf_int(alpha) if interval is None else interval
         width = max(ci["upper"] - ci["lower"], 1e-6)
         lo = max(self.bounds[0], ci["lower"] - 0.3 * width)

@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 from scipy import integrate, stats
 
-from .._validation import check_int, check_rng
+from .._validation import check_int, check_rng, check_unit_interval
 
 __all__ = ["MISCALIBRATIONS", "TRANSITIONS", "simulate_calem", "oracle_curve", "beta_params",
            "clean_event_rate"]
@@ -189,5 +189,16 @@ def simulate_calem(n: int = 10_000, *, event_prob: float = 0.5, miscalibration: 
 
 
 def oracle_curve(score, miscalibration: str):
-    """The true calibration curve ``g(score) = P(Y = 1 | score)`` of the design."""
-    return MISCALIBRATIONS[miscalibration][1](np.asarray(score, dtype=float))
+    """The true calibration curve ``g(score) = P(Y = 1 | score)`` of the design.
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``miscalibration``, or scores outside [0, 1] or missing (the curve is
+        defined on the scores' range; outside it the formula gave values beyond [0, 1]).
+    """
+    if miscalibration not in MISCALIBRATIONS:
+        raise ValueError(f"miscalibration must be one of {list(MISCALIBRATIONS)}; got "
+                         f"{miscalibration!r}")
+    s = check_unit_interval(score, "score")
+    return MISCALIBRATIONS[miscalibration][1](s)

@@ -46,6 +46,9 @@ def pu_normal(n: int, m: int, pi: float, mu_source, mu_target_pos, mu_target_neg
         raise ValueError("the three mean vectors must have the same length")
     if p == 0:
         raise ValueError("the mean vectors are empty: the sample would have no feature")
+    for name, mu in (("mu_source", mu_s), ("mu_target_pos", mu_1), ("mu_target_neg", mu_0)):
+        if not np.all(np.isfinite(mu)):  # (a NaN mean gave a sample of NaN features)
+            raise ValueError(f"{name} must be finite; got {mu.tolist()}")
     ys = rng.random(m) < pi
     Xs = rng.standard_normal((n, p)) + mu_s
     Xt = rng.standard_normal((m, p)) + np.where(ys[:, None], mu_1, mu_0)

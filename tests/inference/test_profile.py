@@ -40,6 +40,11 @@ def test_grid_and_bad_level():
     assert np.all(np.diff(df["value"]) > 0)
     with pytest.raises(ValueError, match="alpha"):
         prof.conf_int(1.5)
+    # (session 69: n=0 gave numpy's linspace error, n=2.5 a TypeError from deep inside)
+    with pytest.raises(ValueError, match="n must be >= 2"):
+        prof.to_frame(n=0)
+    with pytest.raises(TypeError, match="n must be an integer"):
+        prof.to_frame(n=2.5)
 
 
 def test_estimate_on_the_bound_is_one_sided():

@@ -162,3 +162,19 @@ def test_session_67_audit_checks():
             spambase_lab_field(mailboxes=boxes)
     with pytest.raises(ValueError, match="n_train must be >= 1"):
         spambase_lab_field(n_train=0)
+
+
+def test_pu_normal_and_oracle_curve_refuse_bad_arguments():
+    # session 69: a NaN mean gave a sample of NaN features; an unknown miscalibration a bare
+    # KeyError, and scores beyond [0, 1] "probabilities" beyond [0, 1] (2.34 at 1.5)
+    from puinfer.simulate.calem import oracle_curve
+    from puinfer.simulate.detm import pu_normal
+
+    with pytest.raises(ValueError, match="mu_target_neg must be finite"):
+        pu_normal(5, 5, 0.5, [0.0], [1.0], [np.nan], rng=0)
+    with pytest.raises(ValueError, match="miscalibration must be one of"):
+        oracle_curve([0.5], "g3")
+    with pytest.raises(ValueError, match="score must be in"):
+        oracle_curve([0.5, 1.5], "g1")
+    assert np.all((oracle_curve(np.linspace(0, 1, 11), "g2") >= 0)
+                  & (oracle_curve(np.linspace(0, 1, 11), "g2") <= 1))
