@@ -83,7 +83,9 @@ def _tests_table(tests, several_groups, random_lab) -> pd.DataFrame:
                          "df": pd.Series([int(t.df) if float(t.df).is_integer() else t.df
                                           for t in tests], dtype=object, index=index),
                          "p-value": [t.pvalue for t in tests],
-                         "reference": [t.distribution for t in tests]}, index=index)
+                         # (an invalid test has none: session 68's audit saw "chi2" there)
+                         "reference": [None if t.invalid_reason else t.distribution
+                                       for t in tests]}, index=index)
 
 
 class URCResults(URCTestsMixin, InformationCriteria, LikelihoodResults):

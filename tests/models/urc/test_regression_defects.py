@@ -427,6 +427,9 @@ def test_small_grouped_fits_report_instead_of_raising():
     text = quiet(r.summary).as_text()
     assert "Intervals not available: the profile log-likelihood" in text
     assert "Test of equal base rates not available: lr_test" in text
+    # the invalid test's row has no reference distribution either (it showed "chi2")
+    row = next(line for line in text.splitlines() if line.startswith("equal across groups"))
+    assert row.split()[3:] == ["NA", "NA", "NA", "NA"] and "chi2" not in row
 
 
 def test_a_lab_set_small_for_its_intervals_and_cells_is_said():
