@@ -430,12 +430,24 @@ class TiltResults(LikelihoodResults):
         try:
             return self._conf_int_pi(alpha, method, n_boot, rng, smooth, n_jobs)
         except ProfileError as exc:
-            if self.penalized:
-                raise
-            raise ProfileError(
+            raise self._explained(exc) from None
+
+    def _explained(self, exc: ProfileError) -> ProfileError:
+        """``exc`` with the likely cause the fit knows of: no ridge penalty, or separation the
+        fit warned of (session 68's audit: a binary feature that every labeled row has gave
+        the error with no word of the SeparationWarning); ``exc`` itself otherwise."""
+        if not self.penalized:
+            return ProfileError(
                 f"{exc}. Without the ridge penalty the maximum may not exist: a run can climb "
                 "without end as a tilt's slopes grow (separation at some pi); fit with "
-                "penalty='ridge' (the default)") from None
+                "penalty='ridge' (the default)")
+        if any(kind == "SeparationWarning" for kind, _ in self.warnings):
+            return ProfileError(
+                f"{exc}. The fit warned of separation (SeparationWarning: see warnings): a "
+                "feature that separates the samples at some pi (e.g. a binary feature every "
+                "labeled row has) can leave the fits at fixed pi without a maximum; drop or "
+                "recode it, or compare with SETM")
+        return exc
 
     def _conf_int_pi(self, alpha, method, n_boot, rng, smooth, n_jobs) -> pd.Series:
         method = self.pi_interval if method is None else method
@@ -567,7 +579,10 @@ class TiltResults(LikelihoodResults):
         moved = {} if value == given else {
             "note": f"the value {given:g} lies outside [{PI_EPS:g}, 1 - {PI_EPS:g}], where pi "
                     f"is profiled: tested at {value:g}"}
-        stat = self.profile_pi().statistic(value)
+        try:
+            stat = self.profile_pi().statistic(value)
+        except ProfileError as exc:
+            raise self._explained(exc) from None
         method = f"Empirical likelihood-ratio test for pi ({self.model_name})"
         if self.pi_interval == "profile":
             return chi2_test(stat, 1, null=f"pi = {value:g}", method=method, extra=moved)

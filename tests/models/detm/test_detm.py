@@ -370,6 +370,24 @@ class TestResults:
 
 
 class TestSeparation:
+    def test_profile_error_names_the_separation_the_fit_warned_of(self):
+        # session 68's audit: a binary feature that every labeled row has (half the target):
+        # conf_int_pi() and test_pi() raised "could not be computed" with no word of the
+        # SeparationWarning the fit had issued
+        from puinfer.simulate.detm import pu_normal
+
+        df = pu_normal(200, 300, 0.4, [0, 0], [1, 0], [2, 1.5], rng=1)
+        df["b"] = np.where(df.labeled == 1, 1.0,
+                           (np.random.default_rng(0).random(len(df)) < 0.5).astype(float))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            r = pu.DETM.from_formula("labeled ~ b", data=df).fit(pi_interval="profile")
+        assert any(kind == "SeparationWarning" for kind, _ in r.warnings)
+        for call in (r.conf_int_pi, lambda: r.test_pi(0.3)):
+            with pytest.raises(ProfileError, match="could not be computed.*The fit warned of "
+                               "separation"):
+                call()
+
     def test_separated_target_point_warns(self):
         rng = np.random.default_rng(0)
         src = rng.normal(size=(200, 2))
