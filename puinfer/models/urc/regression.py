@@ -35,9 +35,9 @@ import numpy as np
 import pandas as pd
 
 from ..._align import align_rows, check_missing_option
-from ..._validation import check_int, check_rng, warn_and_record
+from ..._validation import check_int, check_rng, refuse_text, warn_and_record
 from ...base.results import FrozenDict, freeze_arrays, readonly
-from ...exceptions import BootstrapWarning, ConvergenceWarning, EmptyBinWarning
+from ...exceptions import BootstrapWarning, BoundaryWarning, ConvergenceWarning, EmptyBinWarning
 from ...inference.hypothesis import HypothesisTestResult
 from ...summary import Summary
 from . import _likelihood as lik
@@ -996,7 +996,10 @@ class RegressionURCResults(URCResults):
         Returns
         -------
         pandas.DataFrame
-            Rows ``original`` and ``recalibrated``; columns ``log score`` and ``CRPS``.
+            Rows ``original`` and ``recalibrated``; columns ``log score`` and ``CRPS``. Where
+            the predictive density is 0 at an outcome (beyond a ``QuantilePredictive``'s
+            outermost quantiles, or in an interval whose estimated share is 0) that log score
+            is ``-inf``, with a ``BoundaryWarning`` (also in ``attrs["warnings"]``).
         """
         if y is None or (not isinstance(y, (pd.Series, pd.DataFrame)) and np.ndim(y) == 0):
             raise ValueError("y must be one outcome per row of pred")
@@ -1010,6 +1013,7 @@ class RegressionURCResults(URCResults):
             if yv.shape[1] != 1:
                 raise ValueError(f"y must be one outcome per row; got {yv.shape[1]} columns")
             yv = yv.iloc[:, 0]
+        refuse_text(yv, "y")
         try:
             yv = (yv.to_numpy(dtype=float, na_value=np.nan) if isinstance(yv, pd.Series)
                   else np.asarray(yv, dtype=float)).ravel()
@@ -1026,7 +1030,20 @@ class RegressionURCResults(URCResults):
         for name, rec, ls in (("original", False, ls0), ("recalibrated", True, ls1)):
             rows[name] = {"log score": float(np.mean(ls)),
                           "CRPS": float(np.mean(self._crps(p, C, Pt, w, yv, rec, n_points)))}
-        return pd.DataFrame(rows).T
+        out = pd.DataFrame(rows).T
+        record: list = []
+        zero = {name: int(np.sum(np.isneginf(ls))) for name, ls in (("original", ls0),
+                                                                     ("recalibrated", ls1))}
+        if any(zero.values()):
+            # (session 68's audit: a -inf mean without a word, e.g. outcomes beyond a
+            # QuantilePredictive's outermost quantiles)
+            warn_and_record(record, f"the predictive density is 0 at {zero['original']} "
+                            f"(original) and {zero['recalibrated']} (recalibrated) of {p.n} "
+                            "outcomes -- outside the predictive's support, or in an interval "
+                            "whose estimated share is 0 -- so that log score is -inf (the CRPS "
+                            "is finite)", BoundaryWarning)
+        out.attrs["warnings"] = tuple(record)
+        return out
 
     def _crps(self, p, C, Pt, w, yv, recalibrated, m):
         eps = 1e-7

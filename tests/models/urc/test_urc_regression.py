@@ -13,6 +13,7 @@ from numpy.testing import assert_allclose
 from scipy import optimize, stats
 
 import puinfer as pu
+from puinfer.exceptions import BoundaryWarning
 from puinfer.models.urc import _likelihood as lik
 from puinfer.models.urc._smoothing import SmoothnessPenalty, difference_matrix
 from puinfer.simulate.urc_regression import simulate_urc_regression
@@ -383,6 +384,26 @@ def test_recalibrated_cdf_is_a_cdf(res, sim, model):
     # recalibrated = original when the base rates equal the lab rates
     orig = res.cdf(fp, grid, recalibrated=False).to_numpy()
     assert_allclose(orig, stats.norm.cdf((grid[None] - fp.mean[:, None]) / fp.sd[:, None]))
+
+
+def test_score_says_where_the_density_is_zero(res, sim):
+    # session 68's audit: an outcome beyond a QuantilePredictive's support gave a log score
+    # of -inf without a word
+    mu, sd = sim.field_pred.mean[:50], sim.field_pred.sd[:50]
+    lv = np.array([0.05, 0.25, 0.5, 0.75, 0.95])
+    qp = pu.QuantilePredictive(lv, mu[:, None] + sd[:, None] * stats.norm.ppf(lv)[None])
+    y = mu.copy()
+    y[:3] = mu[:3] + 50 * sd[:3]  # far beyond the linear tails
+    with pytest.warns(BoundaryWarning, match="density is 0 at 3 .original. and 3"):
+        sc = res.score(qp, y)
+    assert np.isneginf(sc["log score"]).all() and np.isfinite(sc["CRPS"]).all()
+    assert len(sc.attrs["warnings"]) == 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", BoundaryWarning)
+        ok = res.score(qp, mu)
+    assert np.isfinite(ok["log score"]).all() and ok.attrs["warnings"] == ()
+    with pytest.raises(ValueError, match="y holds text"):
+        res.score(qp, mu.astype(str))
 
 
 def test_recalibration_improves_scores(res, sim):
