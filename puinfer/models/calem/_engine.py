@@ -260,6 +260,12 @@ def sandwich_from_sums(S, P, joint=False):
     except np.linalg.LinAlgError:
         return None
     cov = Ainv @ S["B"] @ Ainv.T
+    d = np.diag(cov)
+    # A^-1 B A^-T is positive semi-definite (B is a sum of outer products): a diagonal below 0
+    # beyond rounding, or not finite, is A's ill-conditioning (session 69's audit: -4.8e18
+    # at a separated spline fit), as good as singular
+    if not np.all(np.isfinite(d)) or np.any(d < -1e-10 * np.max(np.abs(d))):
+        return None
     return cov if joint else cov[:k, :k]
 
 

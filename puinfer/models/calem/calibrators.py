@@ -961,3 +961,11 @@ def make_calibrator(spec, **kwargs) -> Calibrator:
             return _REGISTRY[key](**kwargs)
     raise ValueError(f"calibrator must be one of {sorted(_REGISTRY)}, a formula such as "
                      f"'~ logit(score)', or a Calibrator object; got {spec!r}")
+
+
+def edge_scores_moved(s: np.ndarray, eps: float) -> np.ndarray:
+    """``s`` with the scores equal to 0 or 1 moved to ``eps`` and ``1 - eps`` (the others as
+    they are). Session 69's audit: ``np.clip(s, eps, 1 - eps)`` also moved every score below
+    ``eps`` -- 225 of them when one score was exactly 0 -- while the warning counted one, and
+    ``from_formula`` moved only the 0 and 1."""
+    return np.where(s == 0, eps, np.where(s == 1, 1 - eps, s))

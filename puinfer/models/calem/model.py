@@ -16,7 +16,7 @@ from ...base.results import freeze_arrays
 from ...exceptions import AssumptionWarning, ClippingWarning
 from ...formula import Design, _used_columns
 from ._engine import fit_calem, setup
-from .calibrators import Calibrator, FormulaCalibrator, make_calibrator
+from .calibrators import Calibrator, FormulaCalibrator, edge_scores_moved, make_calibrator
 
 _TREATED = "(treated)"  # column under which from_formula carries a treated vector
 
@@ -130,6 +130,7 @@ def formula_score(rhs: str, data: pd.DataFrame, score=None, exclude=()) -> str:
     return score
 
 
+
 class CalEM(Model):
     """Calibration with a small clean (control) set and a large biased (treated) set.
 
@@ -238,7 +239,7 @@ class CalEM(Model):
             warn_and_record(self.init_warnings,
                             f"{int(edge.sum())} score(s) equal to 0 or 1 were clipped to "
                             f"[{self.eps:g}, 1 - {self.eps:g}]", ClippingWarning)
-            s = np.clip(s, self.eps, 1 - self.eps)
+            s = edge_scores_moved(s, self.eps)
         self.score, self.label, self.treated = s, lab, tr
         self.n_control, self.n_treated = int((~tr).sum()), int(tr.sum())
         y, z = lab[~tr], lab[tr]

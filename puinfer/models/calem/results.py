@@ -16,7 +16,7 @@ from ...base.results import LikelihoodResults, data_fingerprint, readonly
 from ...inference.hypothesis import HypothesisTestResult, lr_test
 from ...summary import Summary, coef_table
 from ._engine import CalEMFit
-from .calibrators import FittedCalibrator, FormulaCalibrator
+from .calibrators import FittedCalibrator, FormulaCalibrator, edge_scores_moved
 
 __all__ = ["CalEMResults"]
 
@@ -80,7 +80,9 @@ class _CurvesMixin:
         bad = (s < 0) | (s > 1)
         if bad.any():
             raise ValueError(f"score must be in [0, 1]; {int(bad.sum())} value(s) are not")
-        return s, idx
+        # a score of 0 or 1 as the fit took it (session 69's audit: predict(S) put it at the
+        # calibrator's own 1e-12, far out on the curve: 0.9996 for the fit's 0.333)
+        return edge_scores_moved(s, self.model.eps), idx
 
     def _score_column(self, score):
         """A data frame's score column, by its name (a formula model's score column, as the

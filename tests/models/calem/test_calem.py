@@ -870,3 +870,56 @@ def test_the_calibrator_spec_cannot_change_a_fit(sim):
     f2 = SplineCalibrator(knots=knots).fit(sim["score"], sim["label"])
     with pytest.raises(ValueError, match="read-only"):
         pickle.loads(pickle.dumps(f2)).calibrator.knots[0] = -3.0
+
+
+def test_a_score_of_0_or_1_moves_alone_and_predicts_as_fitted():
+    # session 69's audit: one score of exactly 0 made the constructor clip every score below
+    # eps = 1e-6 (225 rows here; the warning said 1), and predict(S) put new scores of 0 at
+    # the calibrator's own 1e-12 (spline: 0.9996 for the fit's 0.333)
+    from puinfer.simulate.calem import simulate_calem
+
+    df = simulate_calem(5000, event_prob=0.2, miscalibration="g2", transition="h1",
+                        clean_share=0.2, rng=3)
+    assert (df.score < 1e-6).sum() > 100
+    i = df.score.idxmin()
+    zero, at_eps = df.copy(), df.copy()
+    zero.loc[i, "score"], at_eps.loc[i, "score"] = 0.0, 1e-6
+    with pytest.warns(ClippingWarning, match="1 score"):
+        m = CalEM(zero.score, zero.label, zero.treated, calibrator="spline")
+    keep = zero.score.to_numpy() != 0
+    np.testing.assert_array_equal(m.score[keep], zero.score.to_numpy()[keep])
+    assert m.score[~keep].tolist() == [1e-6]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = m.fit()
+        ref = CalEM(at_eps.score, at_eps.label, at_eps.treated, calibrator="spline").fit()
+    np.testing.assert_array_equal(r.params.to_numpy(), ref.params.to_numpy())
+    for cal in ("spline", "logistic", "beta"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            rc = CalEM(zero.score, zero.label, zero.treated, calibrator=cal).fit()
+        for fn in ("predict", "predict_baseline", "predict_biased"):
+            inside, new = getattr(rc, fn)(), getattr(rc, fn)(zero.score)
+            assert_allclose(new.to_numpy(), inside.to_numpy(), rtol=1e-12, atol=0)
+
+
+def test_an_ill_conditioned_sandwich_is_no_covariance():
+    # session 69's audit: a separated spline fit's sandwich had diagonal -4.8e18, shown as
+    # std err 0, z = -inf, p < 2.2e-16 and a zero-width interval
+    from scipy.special import expit, logit
+
+    rng = np.random.default_rng(1)
+    n_c, n_t = 300, 3000
+    s = rng.beta(2, 3, n_c + n_t)
+    tr = np.r_[np.zeros(n_c), np.ones(n_t)].astype(bool)
+    y = rng.binomial(1, expit(-0.3 + 1.2 * logit(s)))
+    z = np.where(y == 1, 1, rng.binomial(1, 0.6 * s ** 2))
+    lab = np.where(tr, z, y)
+    lab[~tr] = (s[~tr] > 0.4).astype(int)  # control labels separated by the score
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = CalEM(s, lab, tr, calibrator="spline").fit()
+    assert np.isnan(r.bse).all() and np.isnan(r.pvalues).all()
+    assert any(kind == "NoCovariance" for kind, _ in r.warnings)
+    with pytest.raises(NotImplementedError, match="sandwich covariance does not exist"):
+        r.cov_params()
