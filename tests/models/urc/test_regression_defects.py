@@ -478,6 +478,24 @@ def test_a_penalised_fit_at_a_corner_is_not_a_maximum():
     assert tv < 0.2 and corner > 0.8
 
 
+def test_a_corner_that_em_left_short_of_the_boundary_is_not_a_maximum():
+    # session 69's study (studies/urc_regression_small_lab.py): 5 of 197 corners stopped with
+    # shares of 1e-6 to 6e-6, above the 1e-6 boundary test, and were reported converged; the
+    # objective 100 times further along their log-linear trend is no lower. An interior fit
+    # with small shares (min 0.0034, lab 100, shift 0.5, rep 24) stays converged: its
+    # objective falls there
+    sim = simulate_urc_regression(50, 5000, field_shift=0.0,
+                                  rng=np.random.default_rng([69, 22, 50, 0]))
+    r = quiet(lambda: pu.RegressionURC(sim.lab_pred, sim.lab_y, 10).fit(sim.field_pred))
+    P = r.base_rates.to_numpy()[0]
+    assert P.min() > 1e-6 and P.max() > 0.9
+    assert not r.converged and any("no maximum" in msg for _, msg in r.warnings)
+    sim = simulate_urc_regression(100, 5000, field_shift=0.5,
+                                  rng=np.random.default_rng([69, 24, 100, 5]))
+    r = quiet(lambda: pu.RegressionURC(sim.lab_pred, sim.lab_y).fit(sim.field_pred))
+    assert r.base_rates.to_numpy().min() < 0.01 and r.converged
+
+
 @pytest.mark.parametrize("n,k", [(8, 2), (36, 3), (100, 5), (399, 9), (400, 10), (5000, 10)])
 def test_default_number_of_intervals(n, k):
     # floor(sqrt(n / 4)) between 2 and 10: at least 2 lab rows per interval and cell
