@@ -111,8 +111,12 @@ def refuse_text(x, name: str) -> None:
     if isinstance(x, (str, bytes)):
         text = True
     elif isinstance(x, pd.Series):
-        text = (pd.api.types.is_string_dtype(x.dtype) or pd.api.types.is_object_dtype(x.dtype)) \
-            and any(isinstance(v, (str, bytes)) for v in x.dropna())
+        if isinstance(x.dtype, pd.CategoricalDtype):  # (numpy reads its text values too)
+            text = any(isinstance(v, (str, bytes)) for v in x.dtype.categories)
+        else:
+            text = (pd.api.types.is_string_dtype(x.dtype)
+                    or pd.api.types.is_object_dtype(x.dtype)) \
+                and any(isinstance(v, (str, bytes)) for v in x.dropna())
     else:
         try:
             arr = np.asarray(x)

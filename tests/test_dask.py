@@ -164,6 +164,29 @@ def test_calem_em_and_missing_drop(client, calem_data):
         CalEM(ddf["score"], ddf["label"], ddf["treated"])
 
 
+def test_calem_dask_scores_of_0_and_1_as_in_memory(client):
+    # session 69's review: the Dask fit still clipped every score below eps when one score
+    # was 0 (spline params -12.8 vs -18.6 in memory), and Dask predict took a score of 0 to
+    # the calibrator's own 1e-12 and text "0.3" as 0.3
+    from puinfer.simulate.calem import simulate_calem
+
+    df = simulate_calem(5000, event_prob=0.2, miscalibration="g2", transition="h1",
+                        clean_share=0.2, rng=3)
+    df.loc[df.score.idxmin(), "score"] = 0.0
+    df["treated"] = df["treated"].astype(float)
+    ddf = dd.from_pandas(df[["score", "label", "treated"]], npartitions=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = pu.CalEM(df.score, df.label, df.treated, calibrator="spline").fit()
+        rd = pu.CalEM(ddf.score, ddf.label, ddf.treated, calibrator="spline").fit()
+    np.testing.assert_allclose(rd.params.to_numpy(), r.params.to_numpy(), rtol=1e-6, atol=1e-8)
+    S = pd.Series([0.0, 1e-6, 0.5, 1.0])
+    np.testing.assert_allclose(r.predict(dd.from_pandas(S, npartitions=2)).compute(),
+                               r.predict(S), rtol=1e-12)
+    with pytest.raises(ValueError, match="holds text"):
+        r.predict(dd.from_pandas(pd.Series(["0.3", "0.5"]), npartitions=1)).compute()
+
+
 def test_calem_dask_refusals(client, calem_data):
     d, ddf = calem_data
     with pytest.raises(NotImplementedError, match="isotonic"):

@@ -61,9 +61,9 @@ print("mean predicted value, lab vs field:", lab_pred.mean.mean().round(3),
 #
 # ## The fit
 #
-# Ten intervals at the lab deciles (the default), 20 cells of the predicted value for the
-# histograms, and the default smoothness penalty (order 2, strength 3: chosen by
-# `studies/urc_regression.py`).
+# Ten intervals at the lab deciles (the default from 400 lab rows; here 1000), 20 cells of
+# the predicted value for the histograms, and the default smoothness penalty (order 2,
+# strength 3: chosen by `studies/urc_regression.py`).
 
 # %%
 model = pu.RegressionURC(lab_pred, sim.lab_y)

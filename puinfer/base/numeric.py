@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["logaddexp", "softplus"]
+__all__ = ["logaddexp", "softplus", "below_zero"]
 
 
 def softplus(x):
@@ -48,3 +48,12 @@ def logaddexp(a, b):
         if nan.any():  # a = b = +-inf: that infinity (NaN inputs stay NaN: m is NaN there)
             d[nan] = m[nan]
     return d
+
+
+def below_zero(variances) -> np.ndarray:
+    """Which of ``variances`` (a covariance matrix's diagonal) are below 0 beyond rounding
+    (``< -1e-10`` times the largest magnitude), or not finite: no variance at all, e.g. from
+    an ill-conditioned sandwich, rather than rounding noise around 0."""
+    d = np.asarray(variances, dtype=float)
+    scale = np.max(np.abs(d[np.isfinite(d)]), initial=0.0)
+    return ~np.isfinite(d) | (d < -1e-10 * scale)

@@ -18,6 +18,7 @@ import pandas as pd
 from scipy import stats
 
 from .._validation import check_alpha
+from .numeric import below_zero
 
 __all__ = ["ConvergenceInfo", "Results", "LikelihoodResults", "InformationCriteria",
            "data_fingerprint", "readonly"]
@@ -216,10 +217,8 @@ class LikelihoodResults(Results):
             return pd.Series(np.nan, index=self._params.index, name="std err")
         d = np.diag(self._cov.to_numpy()).astype(float)
         # a variance below 0 beyond rounding is no variance: NaN, not a standard error of 0
-        # with z = -inf and p < 2e-16 (session 69's audit: a separated spline CalEM fit's
-        # sandwich had diagonal -4.8e18); rounding noise around 0 is 0
-        scale = np.max(np.abs(d[np.isfinite(d)]), initial=0.0)
-        d = np.where(d < -1e-10 * scale, np.nan, np.clip(d, 0, None))
+        # with z = -inf and p < 2e-16; rounding noise around 0 is 0
+        d = np.where(below_zero(d), np.nan, np.clip(d, 0, None))
         return pd.Series(np.sqrt(d), index=self._cov.index,
                          name="std err").reindex(self._params.index)
 

@@ -43,7 +43,7 @@ from ..._dask import (
     row_blocks,
     same_index_block,
 )
-from ..._validation import warn_and_record
+from ..._validation import as_float_vector, warn_and_record
 from ...exceptions import ClippingWarning, ConvergenceWarning
 from ._engine import (
     CalEMFit,
@@ -60,7 +60,13 @@ from ._engine import (
     sandwich_from_sums,
     soft_labels,
 )
-from .calibrators import FittedCalibrator, FormulaCalibrator, logistic_derivs, weighted_loglik
+from .calibrators import (
+    FittedCalibrator,
+    FormulaCalibrator,
+    edge_scores_moved,
+    logistic_derivs,
+    weighted_loglik,
+)
 from .model import checked_columns, formula_score, score_histogram
 
 #: sample positions per block for the exact-quantile brackets (see :func:`exact_quantiles`)
@@ -87,7 +93,7 @@ def _block_arrays(eps, missing, score, label, treated):
     edge = (s == 0) | (s == 1)
     n_edge = int(edge.sum())
     if n_edge:
-        s = np.clip(s, eps, 1 - eps)
+        s = edge_scores_moved(s, eps)  # (as in memory: the 0 and 1 only)
     return s, lab, tr, int(n_dropped), n_edge
 
 
@@ -635,21 +641,25 @@ def fit_calem_dask(model, *, method, maxiter, tol, h) -> CalEMFit:
     return fit
 
 
-def predict_dask(fitted, score, name):
-    """A fitted calibrator's predictions on a Dask array/Series, block by block (lazy)."""
+def predict_dask(fitted, score, name, eps):
+    """A fitted calibrator's predictions on a Dask array/Series, block by block (lazy); the
+    scores checked and taken as the fit took them (0 and 1 moved to ``eps``), as in memory."""
     require_dask()
     import dask.array as da
 
+    def scores(block):
+        return edge_scores_moved(as_float_vector(block, "score"), eps)
+
     def f(part):
-        out = fitted.predict(np.asarray(part, dtype=float))
+        out = fitted.predict(scores(part))
         return pd.Series(out, index=part.index, name=name) if isinstance(part, pd.Series) \
             else out
 
     if isinstance(score, da.Array):
         if score.ndim == 2 and score.shape[1] == 1:  # an (n, 1) column: as in memory
-            return score.map_blocks(lambda b: fitted.predict(b[:, 0]), dtype=float,
+            return score.map_blocks(lambda b: fitted.predict(scores(b[:, 0])), dtype=float,
                                     drop_axis=1)
-        return score.map_blocks(lambda b: fitted.predict(b), dtype=float)
+        return score.map_blocks(lambda b: fitted.predict(scores(b)), dtype=float)
     if is_dask(score) and hasattr(score, "map_partitions"):
         return score.map_partitions(f, meta=pd.Series(dtype=float, name=name))
     raise TypeError(f"score: expected a Dask array or Series; got {type(score).__name__}")

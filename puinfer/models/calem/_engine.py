@@ -20,7 +20,7 @@ from scipy.special import expit
 
 from ..._validation import as_float_vector, warn_and_record
 from ...base.gram import weighted_grams
-from ...base.numeric import softplus
+from ...base.numeric import below_zero, softplus
 from ...base.optimize import newton_maximize, squarem
 from ...base.results import ConvergenceInfo
 from ...exceptions import ConvergenceWarning
@@ -260,11 +260,10 @@ def sandwich_from_sums(S, P, joint=False):
     except np.linalg.LinAlgError:
         return None
     cov = Ainv @ S["B"] @ Ainv.T
-    d = np.diag(cov)
-    # A^-1 B A^-T is positive semi-definite (B is a sum of outer products): a diagonal below 0
-    # beyond rounding, or not finite, is A's ill-conditioning (session 69's audit: -4.8e18
-    # at a separated spline fit), as good as singular
-    if not np.all(np.isfinite(d)) or np.any(d < -1e-10 * np.max(np.abs(d))):
+    # A^-1 B A^-T is positive semi-definite (B is a sum of outer products): a variance below
+    # 0 beyond rounding is A's ill-conditioning (-4.8e18 at a separated spline fit), as good
+    # as singular
+    if np.any(below_zero(np.diag(cov))):
         return None
     return cov if joint else cov[:k, :k]
 

@@ -130,7 +130,6 @@ def formula_score(rhs: str, data: pd.DataFrame, score=None, exclude=()) -> str:
     return score
 
 
-
 class CalEM(Model):
     """Calibration with a small clean (control) set and a large biased (treated) set.
 

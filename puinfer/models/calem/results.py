@@ -121,7 +121,8 @@ class _CurvesMixin:
         if _is_dask(score):
             from ._dask import predict_dask
 
-            return predict_dask(self.calibrator, self._score_column(score), "calem")
+            return predict_dask(self.calibrator, self._score_column(score), "calem",
+                                self.model.eps)
         s, idx = self._score_in(score)
         return self._out(self.calibrator.predict(s), idx, "calem")
 

@@ -163,7 +163,8 @@ def _aligned_all(pred, others: dict, pred_name="pred"):
 
 
 def _points(y) -> np.ndarray:
-    """Points at which to evaluate a CDF, as floats; NaN refused (naming ``y``)."""
+    """Points at which to evaluate a CDF, as floats; text and NaN refused (naming ``y``)."""
+    refuse_text(y, "y")
     try:
         yy = (y.to_numpy(dtype=float, na_value=np.nan) if isinstance(y, (pd.Series, pd.DataFrame))
               else np.asarray(y, dtype=float))
@@ -234,8 +235,10 @@ def _no_maximum_said(rec, pen):
     warn_and_record(record, "the penalised objective has no maximum: it rises towards a corner "
                     "of the simplex (base rates -> 0 along the smoothness penalty's "
                     "unpenalised log-linear trend), so the estimates and their intervals are "
-                    "where the optimiser stopped; use fewer intervals or cells, or a larger "
-                    "lab set", ConvergenceWarning)
+                    "where the optimiser stopped. Causes: a lab set small for the intervals "
+                    "and cells (use fewer, or a larger lab set), or a strong shift (e.g. a "
+                    "location shift of 2 lab SDs; fit(smooth_order=1) has no such free trend)",
+                    ConvergenceWarning)
     conv = dataclasses.replace(est.convergence, converged=False,
                                message="no maximum: the objective rises towards the boundary")
     return dataclasses.replace(rec, warnings=tuple(record),
@@ -243,32 +246,42 @@ def _no_maximum_said(rec, pen):
 
 
 def _rises_to_a_corner(est, d, pen) -> bool:
-    """Whether, where a share is below 1% of its lab share, the objective does not fall 100
-    times further along the row's own log-linear trend towards its corner (``M``
-    re-maximised): a maximum falls there, a point on a rising ray does not."""
+    """Whether a row of the base rates with a share below 1% of its lab share lies on a ray
+    to a corner: the objective 100 times further along that row's own log-linear trend
+    towards its corner (the other rows held, ``M`` re-maximised) is no lower. A maximum falls
+    there; a point on a rising ray does not. Rows are moved one at a time: one group still
+    rising is not hidden by another whose objective falls (session 69's review)."""
     with np.errstate(divide="ignore"):
         u = np.log(est.P) - pen.x0
-    if not np.any(u.min(axis=1) < np.log(1e-2)):
+    rows = np.flatnonzero(u.min(axis=1) < np.log(1e-2))
+    if rows.size == 0:
         return False
     v = (np.arange(u.shape[1], dtype=float) if pen.positions is None
          else np.asarray(pen.positions, dtype=float))
     v = v - v.mean()
-    finite = np.isfinite(u)
-    slope = np.array([np.polyfit(v[ok], ug[ok], 1)[0] if ok.sum() > 1 else 0.0
-                      for ug, ok in zip(u, finite, strict=True)])  # (G rows, not data rows)
-    # a step that divides the smallest share at the far end by 100
-    t = np.log(100.0) / np.maximum(np.abs(slope) * (v.max() - v.min()) / 2, 1e-300)
-    step = np.sign(slope)[:, None] * t[:, None] * v[None, :]
-    with np.errstate(over="ignore", under="ignore"):
-        logp = np.log(np.maximum(est.P, 1e-300)) + step
-        Q = np.exp(logp - logp.max(axis=1, keepdims=True))
-    Q = Q / Q.sum(axis=1, keepdims=True)
     f0 = lik.objective(est.P, est.M, d)
-    M, rows = est.M, lik.Constraint("rows")
-    for _ in range(500):  # M re-maximised for the moved shares (EM: concave in M)
-        Q, M = lik.em_step(Q, M, d, rows)
-    f1 = lik.objective(Q, M, d)
-    return bool(np.isfinite(f0) and np.isfinite(f1) and f1 >= f0 - 1e-6 * (1.0 + abs(f0)))
+    fixed = lik.Constraint("rows")
+    for g in rows:
+        ok = np.isfinite(u[g])
+        if ok.sum() < 2:
+            continue
+        slope = np.polyfit(v[ok], u[g, ok], 1)[0]
+        if slope == 0:
+            continue
+        # a step that divides the share at the far end of the trend by 100
+        t = np.log(100.0) / (abs(slope) * (v.max() - v.min()) / 2)
+        with np.errstate(over="ignore", under="ignore"):
+            logp = np.log(np.maximum(est.P[g], 1e-300)) + np.sign(slope) * t * v
+            q = np.exp(logp - logp.max())
+        Q = est.P.copy()
+        Q[g] = q / q.sum()
+        M = est.M
+        for _ in range(500):  # M re-maximised for the moved row (EM: concave in M)
+            Q, M = lik.em_step(Q, M, d, fixed)
+        f1 = lik.objective(Q, M, d)
+        if np.isfinite(f0) and np.isfinite(f1) and f1 >= f0 - 1e-6 * (1.0 + abs(f0)):
+            return True
+    return False
 
 
 def _whole(value) -> bool:
@@ -379,6 +392,7 @@ class RegressionURC(URC):
         if lab_y is None or (not isinstance(lab_y, pd.Series) and np.ndim(lab_y) == 0):
             raise ValueError("lab_y must be one outcome per lab row")
         pred, y, _ = _aligned(pred, "lab_y", lab_y, "lab_pred")
+        refuse_text(y, "lab_y")
         try:
             y = (y.to_numpy(dtype=float, na_value=np.nan) if isinstance(y, pd.Series)
                  else np.array(y, dtype=float)).ravel()
@@ -459,8 +473,10 @@ class RegressionURC(URC):
                             f"{self.partition.n_cells} cells: {per_cell:.2g} lab rows per "
                             "interval and cell, so the default pseudo-counts (|A| / 2 per "
                             "interval) weigh about as much as the lab rows and the fit can run "
-                            "to a corner (all the field in one interval); use fewer intervals "
-                            "or cells (n_intervals=, n_cells=)",
+                            "to a corner (all the field in one interval); "
+                            + ("use fewer intervals or cells (n_intervals=, n_cells=)"
+                               if K > 2 or self.partition.n_cells > 2 else
+                               "a larger lab set is needed"),
                             EmptyBinWarning)
         self.warnings = tuple(record) + self.warnings
         self.n_dropped = n_dropped
@@ -1107,8 +1123,13 @@ class RegressionURCResults(URCResults):
         # the cells are RegressionURC's n_cells (URC's line names its own n_bins)
         s.info = [(k, f"{m.partition.n_cells} (n_cells {m.n_bins_choice})" if k == "Cells |A|"
                    else v) for k, v in s.info]
+        # (models pickled before the lab-size default had ten intervals, as given)
+        default = getattr(m, "n_intervals_choice", "given") == "default"
+        asked = m._n_intervals_requested
         s.add_info("Outcome intervals K", f"{m.n_intervals}" + (
-            f" (default for {m.n_lab} lab rows)" if m.n_intervals_choice == "default" else ""))
+            f" (default {asked} for {m.n_lab} lab rows"
+            + (", fewer after ties in lab_y)" if m.n_intervals < asked else ")")
+            if default else ""))
         s.add_info("Smoothing (lambda, order)", f"{self.smoothing:g}, {self.smooth_order}")
         if self.smoothing > 0:
             s.add_note("The smoothness penalty is part of the objective: the estimates are "

@@ -427,9 +427,8 @@ class URCResults(URCTestsMixin, InformationCriteria, LikelihoodResults):
             rows = []
             for (g, j), c in zip(self._free_index, cut, strict=True):
                 prof = self.profile(self._groups[g], self.model.classes[j])
-                # the corrected cut-off itself (session 69's audit: passed as the level whose
-                # chi-square(1) quantile it is, clipped to 0.5, a cut-off below 0.455 gave
-                # the plain interval)
+                # the corrected cut-off itself: as the level whose chi-square(1) quantile it is,
+                # clipped to at most 0.5, a cut-off below 0.455 became 0.455
                 rows.append(prof.conf_int(alpha, cutoff=float(c)) if np.isfinite(c)
                             else prof.conf_int(alpha))
             return pd.DataFrame({"lower": [r["lower"] for r in rows],

@@ -496,6 +496,45 @@ def test_a_corner_that_em_left_short_of_the_boundary_is_not_a_maximum():
     assert r.base_rates.to_numpy().min() < 0.01 and r.converged
 
 
+def test_one_group_on_a_ray_is_not_hidden_by_another():
+    # session 69's review: the ray check moved every group's row at once and compared one
+    # summed objective, so a group still rising hid behind one whose objective fell. Group 1
+    # (shift 2 SD) is pulled back along its trend to a smallest share of 3e-6, above the 1e-6
+    # boundary test, as EM left 5 corners in session 69's study
+    import dataclasses
+
+    from puinfer.models.urc import _likelihood as lik
+    from puinfer.models.urc.regression import _rises_to_a_corner
+
+    sim = simulate_urc_regression(1000, [5000, 5000], field_shift=[0.0, 2.0], rng=1)
+    m = quiet(lambda: pu.RegressionURC(sim.lab_pred, sim.lab_y))
+    r = quiet(lambda: m.fit(sim.field_pred, sim.field_group))
+    est, d = r._record.estimate, r._record.data
+    assert not r.converged  # group 1 at its corner (a share below 1e-6)
+    pen = d.active_penalty
+    v = m.penalty_positions - m.penalty_positions.mean()
+    sign = np.sign(np.polyfit(v, np.log(est.P[1]) - pen.x0, 1)[0])
+
+    def back(s):
+        lp = np.log(est.P[1]) - s * sign * v
+        q = np.exp(lp - lp.max())
+        return q / q.sum()
+
+    j = int(np.argmin(est.P[1]))  # the far end of its trend
+    lo, hi = 0.0, 60.0
+    for _ in range(100):  # the step back that leaves a share of 3e-6 there
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if back(mid)[j] < 3e-6 else (lo, mid)
+    P = est.P.copy()
+    P[1] = back(lo)
+    M = est.M
+    for _ in range(300):
+        P, M = lik.em_step(P, M, d, lik.Constraint("rows"))
+    moved = dataclasses.replace(est, P=P, M=M)
+    assert P[1].min() > 1e-6 and P[0].min() > 0.01
+    assert _rises_to_a_corner(moved, d, pen)
+
+
 @pytest.mark.parametrize("n,k", [(8, 2), (36, 3), (100, 5), (399, 9), (400, 10), (5000, 10)])
 def test_default_number_of_intervals(n, k):
     # floor(sqrt(n / 4)) between 2 and 10: at least 2 lab rows per interval and cell
