@@ -1256,14 +1256,18 @@ def group_fits(d: Data, est: Estimate, options: FitOptions) -> list:
     return out
 
 
+def n_free_rates(con: Constraint, G: int, k: int) -> int:
+    """The number of free base-rate parameters of ``G`` groups of ``k`` classes under ``con``."""
+    return {"free": G * (k - 1), "entry": G * (k - 1) - 1, "equal": k - 1, "pooled": k - 1,
+            "rows": 0}[con.kind]
+
+
 def gof_test(d: Data, P, M, statistic: str, null: str, con: Constraint = Constraint()):
     """Chi-square goodness of fit of the fitted histograms (see ``URCResults.gof``) of a fit
     under the constraint ``con`` (its base rates' free parameters are the ones counted)."""
     k = P.shape[1]
     G, A = d.F.shape
-    # (session 69's audit: a restricted fit's test counted G (k - 1) fitted base rates)
-    n_rates = {"free": G * (k - 1), "entry": G * (k - 1) - 1, "equal": k - 1,
-               "pooled": k - 1, "rows": 0}[con.kind]
+    n_rates = n_free_rates(con, G, k)  # (a restricted fit's own, not the free fit's)
     E = d.F.sum(axis=1, keepdims=True) * (P @ M)
     if d.joint:
         # with the lab pseudo-counts the lab histograms enter as the augmented counts that the

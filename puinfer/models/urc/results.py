@@ -154,12 +154,10 @@ class URCResults(URCTestsMixin, InformationCriteria, LikelihoodResults):
                             f"average, {d.lab_prior})" if d.lab_pseudocount > 0 else "")
                          + (f" + {d.penalty.describe()}" if d.penalty is not None else ""))
         self.nobs = int(d.F.sum() + (d.L.sum() if d.joint or d.random_lab else 0))
-        n_p = {"free": G * (k - 1), "equal": k - 1, "rows": 0, "entry": G * (k - 1) - 1,
-               "pooled": k - 1}
         # the lab population's base rates: free under a random design, except in the pooled
-        # null where they are the shared base rates counted in n_p
+        # null where they are the shared base rates counted among the free rates
         n_pi = k - 1 if d.random_lab and con.kind != "pooled" else 0
-        self.df_model = n_p[con.kind] + n_pi + (k * (A - 1) if d.joint else 0)
+        self.df_model = lik.n_free_rates(con, G, k) + n_pi + (k * (A - 1) if d.joint else 0)
         self.data_fingerprint = data_fingerprint(d.L, d.F, [d.strength, d.lab_pseudocount,
                                                               d.lab_prior == "pooled"])
         G = len(record.groups)
