@@ -57,19 +57,30 @@ def _covers(ci: pd.Series, pi: float) -> bool:
 
 def replicate(cell: int, r: int) -> dict:
     model, n, pi = CELLS[cell]
-    seed = SEED0 + 10_000 * cell + r
+    return dict(cell=cell, **run_one(model, n, pi, SEED0 + 10_000 * cell + r))
+
+
+def run_one(model: str, n: int, pi: float, seed: int) -> dict:
+    """One replicate: the fit of ``pu_normal(n, n, pi, [0], [0], [3], rng=seed)``, its default
+    and plain intervals, and the share of the bootstrap's resamples whose pi-hat is on the
+    boundary (the bootstrap world's nearness to it)."""
     df = pu_normal(n, n, pi, [0], [0], [3], rng=seed)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # boundary and bootstrap warnings: recorded below
         res = getattr(pu, model).from_formula("labeled ~ x1", data=df).fit()
         ci = res.conf_int_pi()
         plain = res.conf_int_pi(method="profile")
-    return dict(cell=cell, model=model, n=n, pi=pi, seed=seed, pi_hat=res.pi,
+    draws = res._default_draws
+    pi_b = draws[np.isfinite(draws[:, 0]), 1]
+    return dict(model=model, n=n, pi=pi, seed=seed, pi_hat=res.pi,
                 on_boundary=bool(res.pi < 1e-6 or res.pi > 1 - 1e-6),
                 cutoff=ci.attrs["cutoff"], chi2_cutoff_used="bootstrap_cutoff" in ci.attrs,
                 bootstrap_cutoff=ci.attrs.get("bootstrap_cutoff", ci.attrs["cutoff"]),
                 default_lo=float(ci["lower"]), default_hi=float(ci["upper"]),
                 plain_lo=float(plain["lower"]), plain_hi=float(plain["upper"]),
+                plain_at_bound=bool(plain.attrs.get("lower_at_bound")
+                                    or plain.attrs.get("upper_at_bound")),
+                boot_on_boundary=float(np.mean((pi_b < 1e-6) | (pi_b > 1 - 1e-6))),
                 default_covers=_covers(ci, pi), plain_covers=_covers(plain, pi))
 
 
