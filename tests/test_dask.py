@@ -187,6 +187,24 @@ def test_calem_dask_scores_of_0_and_1_as_in_memory(client):
         r.predict(dd.from_pandas(pd.Series(["0.3", "0.5"]), npartitions=1)).compute()
 
 
+def test_calem_dask_warns_of_extreme_log_odds_as_in_memory(client):
+    # session 70's audit: CalEM's own fit had no check of extreme fitted log-odds (spline
+    # log-odds -322 at the lowest knot); the Dask fit finds the same row, in a partition
+    from puinfer.simulate.calem import simulate_calem
+
+    df = simulate_calem(5000, event_prob=0.5, miscalibration="g2", transition="h1",
+                        clean_share=0.04, rng=11)
+    df["treated"] = df["treated"].astype(float)
+    ddf = dd.from_pandas(df[["score", "label", "treated"]], npartitions=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = pu.CalEM(df.score, df.label, df.treated, calibrator="spline").fit()
+        rd = pu.CalEM(ddf.score, ddf.label, ddf.treated, calibrator="spline").fit()
+    close(r.params, rd.params, rtol=1e-6)
+    assert [w for w in r.warnings if w[1].startswith("CalEM fit")] == \
+        [w for w in rd.warnings if w[1].startswith("CalEM fit")] != []
+
+
 def test_calem_dask_refusals(client, calem_data):
     d, ddf = calem_data
     with pytest.raises(NotImplementedError, match="isotonic"):

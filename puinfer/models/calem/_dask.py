@@ -53,6 +53,7 @@ from ._engine import (
     _pooled_warnings,
     block_sums,
     check_fit_options,
+    extreme_fit_warning,
     known_h_values,
     pooled_start,
     run_solver,
@@ -374,7 +375,11 @@ def _sandwich_h_treated(cal, basis, eta_hat, theta, known, s_t, z):
     X = cal.design(basis, s_t)
     r = Rows(X, 0, np.empty(0), z, X @ eta_hat)
     h = None if known is None else known_h_values(known, s_t)
-    return sandwich_block(r, theta), _h_block(r, theta, h)
+    hb = _h_block(r, theta, h)
+    eta = X @ theta
+    i = int(np.argmax(np.abs(eta))) if eta.size else None
+    hb["eta_ext"] = [] if i is None else [(float(eta[i]), float(s_t[i]))]  # (lists concatenate)
+    return sandwich_block(r, theta), hb
 
 
 def _h_block(r, theta, h=None):
@@ -630,6 +635,11 @@ def fit_calem_dask(model, *, method, maxiter, tol, h) -> CalEMFit:
                                            else float("nan")),
                "mean_h_treated_positives": (hs["h_pos"] / hs["pos"] if hs["pos"]
                                             else float("nan"))}
+    # the fit's extreme log-odds on all rows (control rows first, as in memory)
+    eta_c = eng.control.X @ theta
+    i = int(np.argmax(np.abs(eta_c)))
+    extreme_fit_warning(warns, theta, *max([(float(eta_c[i]), float(data.s_c[i])),
+                                            *hs["eta_ext"]], key=lambda e: abs(e[0])))
     fitted = eng.fitted(theta)
     ev = eng.evaluate(theta)  # (17) at the fixed point: Q(theta | theta), E-step at theta
     q17 = ev["Q"] if h is None else eng.q(theta, KnownH(h))  # (17) with the known h

@@ -23,7 +23,7 @@ from ...base.gram import weighted_grams
 from ...base.numeric import below_zero, softplus
 from ...base.optimize import newton_maximize, squarem
 from ...base.results import ConvergenceInfo
-from ...exceptions import ConvergenceWarning
+from ...exceptions import ConvergenceWarning, SeparationWarning
 from .calibrators import FittedCalibrator, logistic_derivs, logistic_fit, weighted_loglik
 
 METHODS = ("auto", "newton", "em", "squarem")
@@ -660,6 +660,28 @@ def _fit_set(who, cal, basis, X, lab, start=None):
         raise ValueError(f"{who} set: {exc}") from None
 
 
+def extreme_fit_warning(warns: list, theta, eta_max: float, score_at: float) -> None:
+    """Warn (and record) where CalEM's own fit has fitted log-odds beyond +-30 on the rows
+    (``eta_max``, signed, at the score ``score_at``) or a parameter beyond 1e3: the criterion
+    of the calibrator fits (:func:`~.calibrators.logistic_fit_rows`), which CalEM's fit of
+    ``F`` did not get. Session 70's audit: with 500 control and 20,000 treated rows
+    (``simulate_calem``, g2, h1, P = 0.5, seeds 1 and 2) the spline's log-odds at its lowest
+    knot (the lowest scores, 6e-14 and 1.5e-12) were -172.6 and -291.7 (sandwich SE 236 and
+    160; control-only fits -12.0 and -32.8), without a warning. ``F`` has a finite maximum
+    there, but nearly flat in that parameter: the data do not determine the curve at that end
+    of the scores."""
+    if not (abs(eta_max) > 30 or np.max(np.abs(theta), initial=0.0) > 1e3):
+        return
+    warn_and_record(
+        warns, f"CalEM fit: fitted log-odds reach {eta_max:.4g} at score {score_at:.3g} "
+        "(beyond +-30, where the calibrator fits warn too): the data barely determine the "
+        "curve there (the maximum of F is flat or missing in that direction: separated or "
+        "sparse rows at an end of the score range), so its parameters there and their "
+        "standard errors are not reliable; clip the scores further from 0 and 1 (the "
+        "calibrator's eps: a spline's outer knots are the extreme scores' log-odds) or use a "
+        "calibrator with fewer parameters", SeparationWarning)
+
+
 def _pooled_warnings(pooled, warns: list) -> None:
     """Issue and record the pooled fit's warnings (it is the null fit of ``test_bias``: a
     separated or unconverged pooled fit bears on that test)."""
@@ -1009,6 +1031,11 @@ def fit_calem(model, *, method, maxiter, tol, h) -> CalEMFit:
     else:
         pooled = cal._fit_arrays(st.basis, np.concatenate([st.s_c, st.s_t]), lab, eng.w)
     _pooled_warnings(pooled, warns)
+    if cal.parametric:
+        eta = eng.X @ theta
+        i = int(np.argmax(np.abs(eta)))
+        extreme_fit_warning(warns, theta, float(eta[i]),
+                            float(st.s_c[i] if i < st.s_c.size else st.s_t[i - st.s_c.size]))
     cov = None if h is not None else eng.sandwich(theta)
     h_model = np.empty_like(h_raw)
     h_model[st.order_t] = h_raw  # back to the model's order of the treated rows

@@ -86,6 +86,24 @@ def _formula_score(formula: str, data: pd.DataFrame):
     return cols[0] if len(cols) == 1 else None
 
 
+def _refuse_missing_with_treated(formula: str, data: pd.DataFrame, treated: str) -> None:
+    """``ValueError`` naming every column with missing values where both the formula's
+    columns and ``treated`` (a column of ``data``, or the values given, carried as a column)
+    have some (one of them alone is refused, named, by the formula's check or by the
+    constructor)."""
+    if not data.columns.is_unique:  # (refused, named, by the formula's check)
+        return
+    used = list(dict.fromkeys([*_used_columns(formula, data), treated]))
+    n_miss = data[used].isna().sum()
+    bad = [c for c in used if n_miss[c]]
+    if treated not in bad or len(bad) < 2:
+        return
+    names = [("treated" if c == _TREATED else c) for c in bad]
+    raise ValueError(f"data: missing values in column(s) {names} "
+                     f"({[int(n_miss[c]) for c in bad]} row(s)); rows are never dropped "
+                     "silently: fill them, or pass missing='drop' to drop those rows")
+
+
 def _is_scalar(v) -> bool:
     return v is None or isinstance(v, (str, bytes)) or np.isscalar(v) or \
         (isinstance(v, np.ndarray) and v.ndim == 0)
@@ -327,8 +345,8 @@ class CalEM(Model):
             Clipping of scores equal to 0 or 1 (see :class:`CalEM`).
         missing : {"raise", "drop"}, default "raise"
             Rows with a missing value in a column the formula uses or in ``treated``:
-            ``"raise"`` refuses them (naming the column), ``"drop"`` drops them and records the
-            number in :attr:`n_dropped` (shown in ``summary()``).
+            ``"raise"`` refuses them (naming every such column), ``"drop"`` drops them and
+            records the number in :attr:`n_dropped` (shown in ``summary()``).
 
         Returns
         -------
@@ -365,7 +383,11 @@ class CalEM(Model):
             treated = _TREATED
         # the formula's own columns are handled by Model.from_formula; with missing="drop" the
         # rows missing treated (or a score named outside the formula) are dropped here, with
-        # missing="raise" the constructor refuses them, naming the argument
+        # missing="raise" the constructor refuses them, naming the argument -- or, where the
+        # formula's columns miss values too, one refusal here names them all (session 70's
+        # audit: score and treated missing named ['score'] alone)
+        if missing == "raise":
+            _refuse_missing_with_treated(formula, data, treated)
         n_extra = 0
         if missing == "drop":
             extra = [c for c in dict.fromkeys([treated, score]) if c is not None]

@@ -332,8 +332,10 @@ class CalEMResults(_CurvesMixin, LikelihoodResults):
     Where the treated set helps. With ``h`` strictly inside (0, 1) the treated part of the
     fixed-point equation is ``sum_t (1 - h_j)(z_j - g_eta_j) x_j``; ``g_eta``'s own score
     equations make ``sum_t (z_j - g_eta_j) x_j = 0``, so the treated rows contribute only
-    through the *variation* of ``1 - h`` across rows (if ``h`` is constant, CalEM returns the
-    control-only fit exactly -- tested) and through the rows where ``h`` is clipped at 0,
+    through the *variation* of ``1 - h`` across rows (if the fitted ``h`` is constant, CalEM
+    returns the control-only fit exactly -- tested; a constant *true* ``h`` gives that only
+    where the calibrator family also holds ``g_eta = g_theta / (1 - h)``, which the logistic
+    family does not: see the CalEM guide) and through the rows where ``h`` is clipped at 0,
     whose positives count as clean positives. This is eq. (9): under Assumption 1 alone the
     biased labels bound the clean curve from above (``g <= g_eta``) but do not identify it
     where ``h > 0``. The gains of Table 1 of Sergazinov et al. come from the regions where

@@ -731,6 +731,34 @@ def test_biased_and_pooled_fits_when_the_control_fit_diverges():
         assert_allclose(fit.llf, ref.llf, rtol=1e-12)
 
 
+def test_extreme_calem_fit_warns_and_records():
+    # session 70's audit: 200 control and 4,800 treated rows (g2 scores, whose lowest is 5e-13):
+    # CalEM's spline has log-odds -322 at its lowest knot (sandwich SE 267) and no warning,
+    # though the calibrator fits warn at log-odds beyond 30 on their rows. F has a finite
+    # maximum there, flat in that parameter: the data do not determine the curve at that end.
+    from puinfer.exceptions import SeparationWarning
+    from puinfer.models.calem import SplineCalibrator
+    from puinfer.simulate.calem import simulate_calem as simulate
+
+    df = simulate(5000, event_prob=0.5, miscalibration="g2", transition="h1",
+                  clean_share=0.04, rng=11)
+    m = CalEM(df.score, df.label, df.treated, calibrator="spline")
+    with pytest.warns(SeparationWarning, match=r"CalEM fit: fitted log-odds reach -322\.2 "
+                                               r"at score 4\.77e-13"):
+        r = m.fit()
+    assert r.params.iloc[0] < -300 and r.bse.iloc[0] > 100
+    assert [c for c, msg in r.warnings if msg.startswith("CalEM fit")] == ["SeparationWarning"]
+    # a finite maximum of F, not a stopped divergence: F is lower both ways along that knot
+    th, e = r.params.to_numpy(), np.eye(5)[0]
+    assert m.loglike(th) > max(m.loglike(th - 100 * e), m.loglike(th + 100 * e))
+    # with the scores' log-odds clipped to +-9.2 the curve is determined: no warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SeparationWarning)
+        r2 = CalEM(df.score, df.label, df.treated,
+                   calibrator=SplineCalibrator(eps=1e-4)).fit()
+    assert abs(r2.params.iloc[0]) < 30
+
+
 def test_edf_of_a_penalised_spline_is_the_trace_of_the_smoother(make_toy):
     """``edf = tr((H + P)^-1 H)`` with ``H`` the negative Hessian of the unpenalised surrogate
     ``F`` at the fit, here by central differences of ``F``'s values (it was the number of

@@ -168,9 +168,15 @@ def test_from_formula_missing(toy):
     df.iloc[[3, 7], 1] = np.nan
     df.iloc[11, 0] = np.nan
     df.iloc[20, 2] = np.nan
-    with pytest.raises(ValueError, match=r"data: missing values in column\(s\) \['y', 'score'\] "
-                                         r"\(\[1, 2\] row\(s\)\).*missing='drop'"):
+    # every column with missing values is named, treated's too (session 70's audit: the
+    # message named ['y', 'score'] and, once those were filled, refused 't')
+    with pytest.raises(ValueError, match=r"data: missing values in column\(s\) "
+                                         r"\['y', 'score', 't'\] \(\[1, 2, 1\] row\(s\)\)"
+                                         r".*missing='drop'"):
         CalEM.from_formula("y ~ logit(score)", df, treated="t")
+    with pytest.raises(ValueError, match=r"column\(s\) \['score', 'treated'\] \(\[2, 1\]"):
+        CalEM.from_formula("y ~ logit(score)", df.drop(columns="t").fillna({"y": 0}),
+                           treated=df["t"])  # treated given as values
     m = CalEM.from_formula("y ~ logit(score)", df, treated="t", missing="drop")
     assert m.n_dropped == 4  # the column the formula does not use is ignored
     r = m.fit()
