@@ -643,7 +643,7 @@ class URC(Model):
                                 f"{penalty!r}, without {missing_api}")
             d = dataclasses.replace(d, penalty=penalty)
         options = lik.FitOptions(maxiter=int(maxiter), tol=float(tol))
-        est = lik.maximize(d, lik.Constraint(), options=options)
+        est = self._maximize(d, options)
         record = list(self.warnings)
         cats = getattr(getattr(groups, "dtype", None), "categories", None)
         if not getattr(getattr(groups, "cat", None), "known", True):
@@ -672,6 +672,11 @@ class URC(Model):
         self._check_fit(est, gindex, record)
         return URCResults(URCFitRecord(self, d, est, gindex, naive, lik.Constraint(), options,
                                        tuple(record), n_dropped))
+
+    def _maximize(self, d: lik.Data, options: lik.FitOptions) -> lik.Estimate:
+        """The unrestricted maximum of the fit's objective (a hook: RegressionURC also looks
+        at the corners its smoothness penalty leaves free)."""
+        return lik.maximize(d, lik.Constraint(), options=options)
 
     def _fit_constrained(self, record: URCFitRecord, con: lik.Constraint) -> URCResults:
         """The fit of ``record``'s data under the constraint ``con`` (the null of a test),

@@ -222,14 +222,17 @@ def _no_maximum_said(rec, pen):
     set the likelihood can rise along it without end (session 69's audit: lab 100 with 10
     intervals and 20 cells put all the field in one interval in 20 of 20 fits without a shift,
     truth about 0.1 each, reported as converged; an independent optimiser from 8 starts rose
-    to the same corner), and EM stops somewhere on it. Two checks: a share at 0 (below
-    ``BOUNDARY``) where the penalty is finite, and :func:`_rises_to_a_corner` (session 69's
-    study: 5 of 197 corners stopped at shares of 1e-6 to 6e-6, past the first check)."""
+    to the same corner), and EM stops somewhere on it. Three checks: a share at 0 (below
+    ``BOUNDARY``) where the penalty is finite, :func:`_rises_to_a_corner` (session 69's
+    study: 5 of 197 corners stopped at shares of 1e-6 to 6e-6, past the first check), and
+    :func:`_corner_above` (an interior local maximum below a corner: session 69's study, lab
+    50, shift 0.5 SD, replicate 23, where ``conf_int()`` found the corner 0.43 higher)."""
     est = rec.estimate
     if pen is None:
         return rec
     at_zero = np.any(est.P < lik.BOUNDARY) and np.isfinite(pen.value(est.P))
-    if not (at_zero or _rises_to_a_corner(est, rec.data, pen)):
+    if not (at_zero or _rises_to_a_corner(est, rec.data, pen)
+            or _corner_above(est, rec.data, pen) is not None):
         return rec
     record = list(rec.warnings)
     warn_and_record(record, "the penalised objective has no maximum: it rises towards a corner "
@@ -282,6 +285,91 @@ def _rises_to_a_corner(est, d, pen) -> bool:
         if np.isfinite(f0) and np.isfinite(f1) and f1 >= f0 - 1e-6 * (1.0 + abs(f0)):
             return True
     return False
+
+
+def _free_corners(pen) -> tuple:
+    """The intervals whose corner (all of a group's mass in it) the penalty ``pen`` reaches at
+    a finite cost: the ends of the intervals when its null space holds the log-linear trend in
+    the interval positions (order 2: along it the penalty is constant), else none (order 1)."""
+    k = pen.K.shape[0]
+    v = (np.arange(k, dtype=float) if pen.positions is None
+         else np.asarray(pen.positions, dtype=float))
+    v = v - v.mean()
+    if np.linalg.norm(pen.K @ v) > 1e-8 * np.linalg.norm(pen.K) * np.linalg.norm(v):
+        return ()
+    return int(np.argmin(v)), int(np.argmax(v))
+
+
+def _corner_above(est, d, pen):
+    """The highest corner of the penalised objective above the estimate ``est``, as
+    ``(value, group, interval, M)``, or None.
+
+    A corner ``p_g = e_j`` (``j`` an end of the penalty's free trend, :func:`_free_corners`)
+    is the limit of the rays ``log p_g = x0 + t v + const`` (``v`` the trend), along which the
+    penalty of row ``g`` is 0; the objective's supremum there is the likelihood at the corner
+    (the other rows held, ``M`` re-maximised: one EM step for one group, where it is in closed
+    form, a lower bound for several) plus the other rows' penalty. Where it exceeds the
+    estimate's objective the estimate is not the maximum (EM stopped at an interior local
+    maximum, or short of the corner). Cheap: a few EM steps on the histograms."""
+    if pen is None or d.active_penalty is None:
+        return None
+    ends = _free_corners(pen)
+    if not ends or not np.isfinite(est.objective):
+        return None
+    d0 = dataclasses.replace(d, penalty=None)
+    fixed = lik.Constraint("rows")
+    G = est.P.shape[0]
+    tol = 1e-9 * (1.0 + abs(est.objective))
+    best = None
+    for g in range(G):
+        rest = pen.value(np.delete(est.P, g, axis=0)) if G > 1 else 0.0
+        for j in ends:
+            Q = est.P.copy()
+            Q[g] = 0.0
+            Q[g, j] = 1.0
+            Q, M = lik.em_step(Q, est.M, d0, fixed)
+            f = lik.objective(Q, M, d0)
+            for _ in range(200 if G > 1 else 0):  # M re-maximised (concave in M)
+                Q, M1 = lik.em_step(Q, M, d0, fixed)
+                f1 = lik.objective(Q, M1, d0)
+                if not f1 > f + 1e-12 * (1.0 + abs(f)):
+                    M, f = (M1, f1) if f1 > f else (M, f)
+                    break
+                M, f = M1, f1
+            f = f + rest
+            if np.isfinite(f) and f > est.objective + tol and (best is None or f > best[0]):
+                best = (f, g, j, M)
+    return best
+
+
+def _toward_corner(est, d, pen, options):
+    """``est``, or where a corner of the penalised objective is above it
+    (:func:`_corner_above`) and the fit from near that corner (on the penalty's free ray, the
+    other rows held) ends higher, that fit, with ``est`` among its ``others`` (the profiles
+    start from them too). Only for an estimate that no other check puts at a corner."""
+    if pen is None or not est.convergence.converged:
+        return est
+    corner = _corner_above(est, d, pen)
+    if corner is None or (np.any(est.P < lik.BOUNDARY) and np.isfinite(pen.value(est.P))) \
+            or _rises_to_a_corner(est, d, pen):
+        return est  # (a fit the other checks put at a corner is left where EM stopped)
+    _, g, j, M = corner
+    k = est.P.shape[1]
+    v = (np.arange(k, dtype=float) if pen.positions is None
+         else np.asarray(pen.positions, dtype=float))
+    gap = np.min(np.abs(v[j] - np.delete(v, j)))
+    # on the ray from the penalty's centre (penalty 0), the other shares 1e-4 of theirs
+    with np.errstate(over="ignore", under="ignore"):
+        lp = pen.x0 + np.sign(v[j] - v.mean()) * (np.log(1e4) / gap) * (v - v.mean())
+        q = np.exp(lp - lp.max())
+    P0 = est.P.copy()
+    P0[g] = q / q.sum()
+    e = lik._maximize_once(d, lik.Constraint(), (P0, M), options, warm=False)
+    if not e.objective > est.objective:
+        return est
+    others = tuple(o for o in sorted((est, *est.others), key=lambda o: -o.objective)
+                   if not lik._same_point(o.P, o.M, e))
+    return dataclasses.replace(e, others=others)
 
 
 def _whole(value) -> bool:
@@ -490,6 +578,12 @@ class RegressionURC(URC):
         if self._partition_kind == "argmax":
             return super()._build_partition(pred, k, n_bins, binary, record)
         return _build_mean_partition(pred, self.interval_means, n_bins, record)
+
+    def _maximize(self, d, options):
+        """URC's maximum, or a higher point towards a corner of the smoothness penalty's free
+        trend (:func:`_toward_corner`): EM can stop at an interior local maximum below it."""
+        est = super()._maximize(d, options)
+        return _toward_corner(est, d, d.active_penalty, options)
 
     def _probs(self, pred, name) -> np.ndarray:
         """Interval probabilities of each row of a predictive object (``n x K``)."""

@@ -496,6 +496,37 @@ def test_a_corner_that_em_left_short_of_the_boundary_is_not_a_maximum():
     assert r.base_rates.to_numpy().min() < 0.01 and r.converged
 
 
+def test_an_interior_maximum_below_a_corner_is_not_the_fit():
+    # session 70: at lab 50 (3 intervals), shift 0.5 SD, replicate 23 of session 69's study EM
+    # stopped at an interior local maximum (shares 0.13, 0.23, 0.64), reported converged, while
+    # the corner of the top interval, reached along the order-2 penalty's free log-linear trend
+    # at penalty 0, is 0.43 higher: conf_int() raised a ProfileError. The fit now goes there
+    # and says so, as at other corners
+    sim = simulate_urc_regression(50, 5000, field_shift=0.5,
+                                  rng=np.random.default_rng([69, 23, 50, 5]))
+    m = quiet(lambda: pu.RegressionURC(sim.lab_pred, sim.lab_y))
+    with pytest.warns(ConvergenceWarning, match="the penalised objective has no maximum"):
+        r = m.fit(sim.field_pred)
+    assert m.n_intervals == 3
+    est, d = r._record.estimate, r._record.data
+    assert not r.converged and "no maximum" in r.convergence.message
+    assert r.base_rates.to_numpy()[0, 2] > 0.999
+    # the interior local maximum is kept among the other maxima (the profiles start there)
+    inner = [o for o in est.others if np.allclose(o.P[0], [0.1312, 0.2288, 0.6400], atol=1e-3)]
+    assert len(inner) == 1 and est.objective > inner[0].objective + 0.4
+    # independently: the likelihood at the corner p = (0, 0, 1), M in closed form (the top
+    # row from the field and its lab counts, the others from their lab counts), penalty 0
+    F, L = np.asarray(d.F[0], float), np.asarray(d.L_lik, float)
+    M = L.copy()
+    M[2] += F
+    M /= M.sum(axis=1, keepdims=True)
+    corner = float(np.sum(F[F > 0] * np.log(M[2][F > 0])) + np.sum(L * np.log(M)))
+    assert corner > inner[0].objective + 0.4
+    assert abs(est.objective - corner) < 1e-3
+    ci = quiet(r.conf_int)  # (a ProfileError before: the profile found the corner higher)
+    assert ci.loc[("all", m.classes[2]), "upper"] == 1.0
+
+
 def test_one_group_on_a_ray_is_not_hidden_by_another():
     # session 69's review: the ray check moved every group's row at once and compared one
     # summed objective, so a group still rising hid behind one whose objective fell. Group 1
