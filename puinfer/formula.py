@@ -8,6 +8,7 @@ can be rebuilt, because patsy's ``DesignInfo`` does not pickle.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -204,9 +205,11 @@ def _used_columns(formula: str, data: pd.DataFrame) -> list:
     for i, tok in enumerate(toks):
         after = toks[i + 1].string if i + 1 < len(toks) else ""
         before = prev[-1].string if prev else ""
-        if tok.type == tokenize.NAME and after not in ("(", "=", ".") and before != ".":
-            # (a function called, a keyword argument, a module or an attribute is not a column,
-            # even where a column has its name: bs(x, df=4) on data with a column "df")
+        if tok.type == tokenize.NAME and after not in ("(", "=") and before != ".":
+            # (a function called, a keyword argument or an attribute is not a column, even
+            # where a column has its name: bs(x, df=4) on data with a column "df"; a name
+            # followed by "." is: patsy looks names up in the data first, so g.str.upper() and
+            # x.clip(0, 1) read the columns g and x, and np.log(x) would read a column "np")
             words.add(tok.string)
         elif tok.type == tokenize.STRING and [t.string for t in prev] == ["Q", "("]:
             # a column quoted as Q("name with spaces"); other strings (a reference level,
@@ -274,6 +277,33 @@ def _check_finite(X: pd.DataFrame, what: str):
         raise ValueError(f"{what}: missing or non-finite values in design column(s) {cols}")
 
 
+def _check_levels(info) -> None:
+    """Refuse a categorical factor with a missing level: patsy (with no NA types, as here)
+    codes NaN/None as a category of its own, which would be a silent wrong coding (rows that
+    statsmodels and R drop, or the reference level taken by the missing values)."""
+    for factor, fi in info.factor_infos.items():
+        if fi.type == "categorical" and any(
+                lv is None or (isinstance(lv, (float, np.floating)) and np.isnan(lv))
+                or lv is pd.NA or lv is pd.NaT for lv in fi.categories):
+            raise ValueError(f"data: the categorical term {factor.name()!r} has missing values "
+                             "(from its expression, e.g. a map() that misses a level); fill "
+                             "them in the expression or drop those rows first")
+
+
+def lhs_column(formula: str, data: pd.DataFrame):
+    """The column of ``data`` that the formula's left-hand side is (``y`` or ``Q("y")``), or
+    None if it is an expression or has no left-hand side."""
+    if "~" not in formula:
+        return None
+    lhs = formula.split("~", 1)[0].strip()
+    if lhs in data.columns:
+        return lhs
+    m = re.fullmatch(r"""Q\(\s*('[^']*'|"[^"]*")\s*\)""", lhs)
+    if m is not None and m.group(1)[1:-1] in data.columns:
+        return m.group(1)[1:-1]
+    return None
+
+
 def build_design(formula: str, data, *, require_lhs: bool | None = None,
                  missing: str = "raise") -> Design:
     """Evaluate ``formula`` on ``data`` and return a :class:`Design`.
@@ -318,8 +348,12 @@ def build_design(formula: str, data, *, require_lhs: bool | None = None,
         raise ValueError(f"formula {formula!r} needs a left-hand side (the response)")
     if require_lhs is False and has_lhs:
         raise ValueError(f"formula {formula!r} must not have a left-hand side here; write '~ x1 + x2'")
-    lhs = formula.split("~", 1)[0].strip() if has_lhs else ""
-    dt = data[lhs].dtype if lhs in data.columns else None
+    lhs = lhs_column(formula, data)
+    dt = data[lhs].dtype if lhs is not None else None
+    if dt is not None and dt.kind == "O" and len(data) and data[lhs].map(type).isin([bool, np.bool_]).all():
+        # True/False held as objects (a bool column that had a missing value, after the
+        # rows with it were dropped): the 0/1 response as well
+        dt = np.dtype(bool)
     if dt is not None and pd.api.types.is_bool_dtype(dt):
         # a True/False response is the 0/1 one (patsy would make it two indicator columns)
         data = data.assign(**{lhs: data[lhs].to_numpy(dtype=float)})
@@ -347,6 +381,8 @@ def build_design(formula: str, data, *, require_lhs: bool | None = None,
     except NameError as exc:
         raise ValueError(f"formula {formula!r} names an unknown column or function: {exc}") from None
     _check_finite(X, "data")
+    for info in [X.design_info] + ([y.design_info] if y is not None else []):
+        _check_levels(info)
     ys = None
     if y is not None:
         if y.shape[1] != 1:

@@ -212,3 +212,63 @@ def test_unbalanced_formulas_and_newdata_of_another_kind_are_named():
                   df.assign(x1=df.x1 > 0)):
         with pytest.raises(ValueError, match="not of the kind it had at fit time"):
             r.predict(other)
+
+
+def test_a_column_read_through_a_method_is_a_used_column():
+    # a name followed by "." (g.str.upper(), x.clip(...)) was not counted as a used column:
+    # its missing values were neither refused nor dropped, and patsy coded None as a category
+    # of its own (here the reference level); the design could not be rebuilt after pickling
+    import pickle
+
+    d = pd.DataFrame({"y": [0, 1] * 6, "g": list("abc") * 4, "x": np.arange(12.0)})
+    d["g"] = d["g"].astype(object)
+    d.loc[[0, 7], "g"] = None
+    d.loc[[3], "x"] = np.nan
+    with pytest.raises(ValueError, match=r"missing values in column\(s\) \['g'\]"):
+        build_design("y ~ C(g.str.upper())", d)
+    des = build_design("y ~ C(g.str.upper()) + x.clip(0, 5)", d, missing="drop")
+    assert des.n_dropped == 3
+    assert list(des.X.columns) == ["Intercept", "C(g.str.upper())[T.B]",
+                                   "C(g.str.upper())[T.C]", "x.clip(0, 5)"]
+    with pytest.raises(ValueError, match=r"\['g'\]"):
+        des.transform(d.iloc[[0, 1]])
+    again = pickle.loads(pickle.dumps(des))
+    np.testing.assert_array_equal(again.transform(d.iloc[[1, 2]]).to_numpy(),
+                                  des.X.loc[[1, 2]].to_numpy())
+
+
+def test_a_categorical_expression_with_missing_values_is_refused():
+    # patsy (no NA types) made the NaN of g.map(...) a category of its own
+    d = pd.DataFrame({"y": [0, 1] * 6, "g": list("abc") * 4})
+    with pytest.raises(ValueError, match="categorical term .* has missing values"):
+        build_design("y ~ C(g.map({'a': 'A', 'b': 'B'}))", d)
+
+
+def test_a_quoted_or_object_true_false_response_is_the_0_1_response():
+    # Q("my flag") with a bool column became two indicator columns (refused); so did a
+    # True/False column held as objects because of a missing value, even with missing="drop"
+    rng = np.random.default_rng(1)
+    df = pd.DataFrame({"my flag": rng.random(40) < 0.5, "a": rng.normal(size=40)})
+    ref = build_design("y ~ a", df.assign(y=df["my flag"].astype(int)))
+    d = build_design("Q('my flag') ~ a", df)
+    np.testing.assert_array_equal(d.y.to_numpy(), ref.y.to_numpy(dtype=float))
+    obj = df.assign(f=df["my flag"].astype(object))
+    obj.loc[3, "f"] = None
+    d = build_design("f ~ a", obj, missing="drop")
+    assert d.n_dropped == 1
+    np.testing.assert_array_equal(d.y.to_numpy(), ref.y.drop(index=3).to_numpy(dtype=float))
+
+
+def test_detm_from_formula_dict_data_and_quoted_indicator_with_missing_drop():
+    rng = np.random.default_rng(2)
+    n = 120
+    df = pd.DataFrame({"my lab": np.r_[np.ones(60), np.zeros(60)].astype(int),
+                       "x1": rng.normal(size=n), "x2": rng.normal(size=n)})
+    df.loc[[0, 100], "x1"] = np.nan
+    m = pu.DETM.from_formula("Q('my lab') ~ x1 + x2", data=df, missing="drop")
+    assert (m.n_dropped, m.n_dropped_source, m.n_dropped_target) == (2, 1, 1)
+    # a dict of columns (accepted by build_design and without missing values) failed with
+    # "unhashable type: 'numpy.ndarray'" once a row was dropped
+    cols = {"labeled": df["my lab"].to_numpy(), "x1": df.x1.to_numpy(), "x2": df.x2.to_numpy()}
+    m = pu.DETM.from_formula("labeled ~ x1 + x2", data=cols, missing="drop")
+    assert (m.n_dropped, m.n_dropped_source, m.n_dropped_target) == (2, 1, 1)

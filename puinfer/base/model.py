@@ -88,8 +88,10 @@ class Model(ReadOnlyArrays):
         ``design.X.index``); the count is recorded in ``n_dropped``. The subclass's docstring
         says what the two sides mean and which further keyword arguments it takes.
         """
-        design = build_design(formula, data, require_lhs=cls._formula_lhs, missing=missing)
         original = data
+        if isinstance(data, dict):  # (as build_design takes it; data[kept] below needs a frame)
+            data = pd.DataFrame(data)
+        design = build_design(formula, data, require_lhs=cls._formula_lhs, missing=missing)
         if design.kept is not None:
             data = data[design.kept]
         model = cls._from_design(design, data, **kwargs)

@@ -400,15 +400,18 @@ class CalEM(Model):
         n_edge = 0
         if name is not None and pd.api.types.is_numeric_dtype(data[name]):
             col = data[name]
-            out = ((col < 0) | (col > 1)).to_numpy(dtype=bool)
+            # (na_value: a nullable Float64 score's pd.NA is a missing value, handled by
+            # ``missing`` below, not a score out of range; to_numpy(dtype=bool) raised on it)
+            out = ((col < 0) | (col > 1)).to_numpy(dtype=bool, na_value=False)
             if out.any():
                 raise ValueError(f"score column {name!r} must hold scores in [0, 1]; "
                                  f"{int(out.sum())} value(s) are not (e.g. "
                                  f"{col[out].iloc[:3].tolist()})")
-            edge = ((col == 0) | (col == 1)).to_numpy(dtype=bool)
-            n_edge = int(edge.sum())
+            lo = (col == 0).to_numpy(dtype=bool, na_value=False)
+            hi = (col == 1).to_numpy(dtype=bool, na_value=False)
+            n_edge = int((lo | hi).sum())
             if n_edge:
-                data = data.assign(**{name: col.mask(col == 0, eps).mask(col == 1, 1 - eps)})
+                data = data.assign(**{name: col.mask(lo, eps).mask(hi, 1 - eps)})
         model = super().from_formula(formula, data, missing=missing, treated=treated,
                                      score=score, eps=eps)
         if n_edge:

@@ -26,7 +26,7 @@ from ..._dask import any_dask
 from ..._validation import check_binary, warn
 from ...base.model import Model
 from ...base.optimize import newton_maximize
-from ...formula import Design, _used_columns, build_design
+from ...formula import Design, _used_columns, build_design, lhs_column
 from . import _el
 from ._data import TiltData, dropped_by_sample, prepare
 from ._profile import probe as probe_profile
@@ -153,8 +153,8 @@ def _count_dropped_by_sample(model, data: pd.DataFrame) -> None:
     """``n_dropped_source`` / ``n_dropped_target`` of a model built from ``data`` with
     ``missing="drop"``, where the indicator (the formula's left-hand side, a column of
     ``data``) is 1 or 0 on every dropped row; left None where it is missing on one."""
-    name = model.design.y.name
-    if name not in data.columns:
+    name = lhs_column(model.design.formula, data)  # (the column of y or Q("y"))
+    if name is None:
         return
     counts = dropped_by_sample(data[name][~np.asarray(model.design.kept)])
     if counts is not None:
@@ -251,7 +251,8 @@ class _TiltModel(Model):
                 raise ValueError("give either data= (with an indicator) or source= and target=")
             model = super().from_formula(formula, data, missing=missing)
             if model.design.kept is not None:
-                _count_dropped_by_sample(model, data)
+                _count_dropped_by_sample(model, pd.DataFrame(data) if isinstance(data, dict)
+                                         else data)
             return model
         if source is None or target is None:
             raise ValueError("give data= with a two-sided formula, or source= and target=")

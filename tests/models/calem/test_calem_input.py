@@ -184,6 +184,34 @@ def test_from_formula_missing(toy):
     assert len(r.predict()) == len(df) - 4
 
 
+def test_from_formula_nullable_score_with_pd_na(toy):
+    # a Float64 score column with pd.NA failed in the check of the score range ("cannot convert
+    # to 'bool'-dtype NumPy array with missing values") under either missing= option
+    df = pd.DataFrame({"y": toy["lab"], "score": pd.array(toy["s"], dtype="Float64"),
+                       "t": toy["tr"]}, index=toy["idx"])
+    df.iloc[[3, 7], 1] = pd.NA
+    df.iloc[5, 1] = 0.0  # still clipped as the constructor does
+    with pytest.raises(ValueError, match=r"missing values in column\(s\) \['score'\]"):
+        CalEM.from_formula("y ~ logit(score)", df, treated="t")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = CalEM.from_formula("y ~ logit(score)", df, treated="t", missing="drop")
+        ref = CalEM(df.score.astype(float), df.y, df.t, calibrator="logistic", missing="drop")
+    assert m.n_dropped == 2
+    np.testing.assert_allclose(np.asarray(m.fit().params), np.asarray(ref.fit().params),
+                               rtol=1e-8)
+
+
+def test_from_formula_score_read_through_a_method(toy):
+    # "logit(score.clip(...))" did not count score as a used column: the score could not be
+    # inferred, and score="score" was refused as not used by the formula
+    df = pd.DataFrame({"y": toy["lab"], "score": toy["s"], "t": toy["tr"]})
+    a = CalEM.from_formula("y ~ logit(score.clip(0.05, 0.95))", df, treated="t").fit()
+    b = CalEM.from_formula("y ~ logit(score.clip(0.05, 0.95))", df, treated="t",
+                           score="score").fit()
+    np.testing.assert_allclose(np.asarray(a.params), np.asarray(b.params))
+
+
 # -- validation -----------------------------------------------------------------------------------
 @pytest.mark.parametrize("h, exc, match", [
     (np.nan, ValueError, r"h must be a number in \[0, 1\]; got nan"),
