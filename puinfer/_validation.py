@@ -7,6 +7,7 @@ Each checker returns a new float (or bool) array and never modifies its input; e
 from __future__ import annotations
 
 import os
+import re
 import sys
 import sysconfig
 import warnings
@@ -354,7 +355,8 @@ def check_full_rank(X: np.ndarray, names: list[str], name: str, *, tol: float = 
     lo, hi = X.min(axis=0), X.max(axis=0)
     const = [names[j] for j in range(k) if hi[j] == lo[j] and names[j] != "Intercept"]
     if const:
-        raise ValueError(f"{name}: constant column(s) {const} (zero variance); drop them")
+        raise ValueError(f"{name}: constant column(s) {const} (zero variance); drop them"
+                         + _level_hint(const))
     big = np.maximum(np.abs(lo), np.abs(hi))
     sd = robust_sd(X, big)
     check_scale(X, names, name, big=big, sd=sd)
@@ -369,7 +371,34 @@ def check_full_rank(X: np.ndarray, names: list[str], name: str, *, tol: float = 
         v = vt[-1]
         kept = [names[j] for j in keep]
         involved = [kept[j] for j in np.flatnonzero(np.abs(v) > 1e-6 * np.abs(v).max())]
-        raise ValueError(f"{name}: collinear columns {involved} (the design is singular); drop one")
+        raise ValueError(f"{name}: collinear columns {involved} (the design is singular); drop one"
+                         + _full_coding_hint(involved, intercept or "Intercept" in names))
+
+
+#: a patsy indicator column: ``term[T.level]`` (treatment coding) or ``term[level]`` (all levels)
+_INDICATOR = re.compile(r"^(?P<term>.+)\[(?P<t>T\.)?[^\[\]]*\]$")
+
+
+def _level_hint(cols) -> str:
+    """What a constant indicator column of a categorical term means (a level without rows: a
+    user cannot drop a column patsy made)."""
+    if not any(_INDICATOR.match(c) for c in cols):
+        return ""
+    return (" (an indicator of a categorical level with no rows, or with every row: remove "
+            "unused categories from the column, e.g. .cat.remove_unused_categories(), or "
+            "merge the level)")
+
+
+def _full_coding_hint(cols, intercept: bool) -> str:
+    """Where every collinear column is an all-levels indicator of one term beside the
+    intercept: the formula's ``0 +`` / ``- 1``, which the model's own intercept overrides."""
+    m = [_INDICATOR.match(c) for c in cols]
+    if not (intercept and cols and all(x is not None and x["t"] is None for x in m)
+            and len({x["term"] for x in m}) == 1):
+        return ""
+    return (" (the model always has an intercept: a categorical term coded with all its levels, "
+            "as '0 +' or '- 1' in the formula makes it, is collinear with it; keep the "
+            "intercept in the formula)")
 
 
 def check_int(value, name: str, *, minimum: int | None = None) -> int:

@@ -272,3 +272,23 @@ def test_detm_from_formula_dict_data_and_quoted_indicator_with_missing_drop():
     cols = {"labeled": df["my lab"].to_numpy(), "x1": df.x1.to_numpy(), "x2": df.x2.to_numpy()}
     m = pu.DETM.from_formula("labeled ~ x1 + x2", data=cols, missing="drop")
     assert (m.n_dropped, m.n_dropped_source, m.n_dropped_target) == (2, 1, 1)
+
+
+def test_indicator_columns_a_user_cannot_drop_are_explained():
+    # session 70's audit: an unused category gave "constant column(s) ['gc[T.z]'] ...; drop
+    # them" and DETM's "0 + C(g)" "collinear columns [...]; drop one", neither of which a user
+    # can do to a column patsy made
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"labeled": np.r_[np.ones(60), np.zeros(60)].astype(int),
+                       "x1": rng.normal(size=120), "g": list("abc") * 40})
+    df["gc"] = pd.Categorical(df.g, categories=list("abcz"))
+    with pytest.raises(ValueError, match=r"\['gc\[T\.z\]'\].*remove_unused_categories"):
+        pu.DETM.from_formula("labeled ~ gc + x1", data=df)
+    for f in ("labeled ~ 0 + C(g) + x1", "labeled ~ C(g) + x1 - 1"):
+        with pytest.raises(ValueError, match=r"collinear columns \['C\(g\)\[a\]', 'C\(g\)\[b\]', "
+                                             r"'C\(g\)\[c\]'\].*always has an intercept"):
+            pu.DETM.from_formula(f, data=df)
+    # a collinearity of numeric columns gets no such hint
+    with pytest.raises(ValueError, match=r"collinear columns \['x1', 'x2'\] \(the design is "
+                                         r"singular\); drop one$"):
+        pu.DETM.from_formula("labeled ~ x1 + x2", data=df.assign(x2=2 * df.x1))
