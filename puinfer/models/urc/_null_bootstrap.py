@@ -135,7 +135,8 @@ def _statistic(model, d: lik.Data, wl, wf, options: lik.FitOptions) -> tuple[flo
     pen = d.penalty
     if pen is not None:
         sd = max(float(np.std(np.repeat(y, wl))), 1e-300)
-        pen = SmoothnessPenalty(pen.strength, pen.order, pi, means / sd, n_lab=pen.n_lab)
+        pen = SmoothnessPenalty(pen.strength, pen.order, pi, means / sd, n_lab=pen.n_lab,
+                                trend_sd=getattr(pen, "trend_sd", None))
     db = dataclasses.replace(d, L=L, F=F, pi_lab=pi, penalty=pen, pooled=False)
     dn = dataclasses.replace(db, pooled=d.random_lab)
     con = lik.Constraint("pooled") if d.random_lab else lik.Constraint("rows", value=pi)

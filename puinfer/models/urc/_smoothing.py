@@ -90,12 +90,21 @@ class SmoothnessPenalty(ReadOnlyArrays):
         Size of the lab sample when ``pi_lab`` are a random sample's shares (URC's random lab
         design): the prior is then on the shift against the lab population, with the
         sample's error integrated out (module docstring). Default: ``pi_lab`` known.
+    trend_sd : float, optional
+        Prior standard deviation ``tau`` of the slope ``b`` of the least-squares log-linear
+        trend of the log shift in the positions (``b = c' u``, ``c = v / (v' v)``, ``v`` the
+        centred positions): the term ``-(b / tau)^2 / 2`` is added to the log penalty, i.e.
+        ``c c' / tau^2`` to the shift's precision before the lab sample's error is integrated
+        out. The order-2 walk leaves that trend unpenalised, and along it the likelihood can
+        rise to a corner of the simplex; with the term the penalty is proper apart from the
+        constant. Default None: no such term.
 
     Its arrays (``K``, ``x0``, ``positions``) are read-only: the fits, profiles and tests of
     a result share the penalty (a pickle round trip keeps them so).
     """
 
-    def __init__(self, strength: float, order: int, pi_lab, positions=None, n_lab=None):
+    def __init__(self, strength: float, order: int, pi_lab, positions=None, n_lab=None,
+                 trend_sd=None):
         self.strength = float(strength)
         self.order = int(order)
         pi = np.asarray(pi_lab, dtype=float)
@@ -106,6 +115,15 @@ class SmoothnessPenalty(ReadOnlyArrays):
         self.n_lab = None if n_lab is None else float(n_lab)
         D = difference_matrix(k, self.order, self.positions)
         Q = self.strength * (D.T @ D)
+        self.trend_sd = None if trend_sd is None else float(trend_sd)
+        if self.trend_sd is not None:
+            if not (np.isfinite(self.trend_sd) and self.trend_sd > 0):
+                raise ValueError(f"trend_sd must be a positive number; got {trend_sd!r}")
+            v = (np.arange(k, dtype=float) if self.positions is None
+                 else np.array(self.positions, dtype=float))
+            v = v - v.mean()
+            c = v / (v @ v)
+            Q = Q + np.outer(c, c) / self.trend_sd ** 2
         if self.n_lab is not None:
             W = self.n_lab * (np.diag(pi) - np.outer(pi, pi))
             Q = Q - Q @ np.linalg.solve(Q + W + np.ones((k, k)), Q)
@@ -116,6 +134,8 @@ class SmoothnessPenalty(ReadOnlyArrays):
         """Words for the results' ``llf_kind`` and summary."""
         return (f"smoothness penalty (random walk of order {self.order} on log(p / pi_lab), "
                 f"strength {self.strength:g}"
+                + (f", N(0, {self.trend_sd:g}^2) prior on its log-linear trend's slope"
+                   if getattr(self, "trend_sd", None) is not None else "")
                 + (", lab population's shares integrated out" if self.n_lab is not None
                    else "") + ")")
 

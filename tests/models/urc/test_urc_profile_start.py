@@ -341,7 +341,8 @@ def test_penalised_regression_profile_below_its_estimate():
     from scipy.special import expit, softmax
 
     res = _regression_fit(60, 29982, [0.655917], [0.801711], 1.231671, 1923694792, 3,
-                          likelihood="joint", lab_pseudocount=0.0)
+                          likelihood="joint", lab_pseudocount=0.0,
+                          trend_sd=None)  # (the penalty of these problems: no trend prior)
     d, est, v = res._d, res._record.estimate, 0.06
     k, A = est.M.shape
 
@@ -367,7 +368,8 @@ def test_penalised_profile_far_below_its_estimate_is_not_stuck():
     parameters stop 33-66 units lower). Reference: the best of the unrestricted fit's own
     set of starts (lab rates and each vertex, smoothed M), each searched to its end."""
     res = _regression_fit(60, 19451, [1.666625], [1.059299], 0.724602, 353117301, 7,
-                          likelihood="joint", lab_pseudocount=0.0)
+                          likelihood="joint", lab_pseudocount=0.0,
+                          trend_sd=None)  # (the penalty of these problems: no trend prior)
     d, v = res._d, 0.003
     con = lik.Constraint("entry", group=0, cls=5, v=v)
     ref = max(lik.maximize(d, con, start=st).objective

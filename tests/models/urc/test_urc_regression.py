@@ -16,6 +16,7 @@ import puinfer as pu
 from puinfer.exceptions import BoundaryWarning
 from puinfer.models.urc import _likelihood as lik
 from puinfer.models.urc._smoothing import SmoothnessPenalty, difference_matrix
+from puinfer.models.urc.regression import DEFAULT_TREND_SD
 from puinfer.simulate.urc_regression import simulate_urc_regression
 
 STUDY = Path(__file__).resolve().parents[3] / "studies" / "urc_regression.py"
@@ -205,9 +206,12 @@ def test_penalised_fit_against_scipy(sim, model):
     pi = L.sum(axis=1) / L.sum()
     pos = mj / np.std(sim.lab_y)
 
-    def rw(u):  # the random walk's log density: second divided differences, written out
+    def rw(u):  # the random walk's log density: second divided differences, written out,
+        # and the default N(0, 1) prior on the least-squares slope of u in the positions
         slope = np.diff(u) / np.diff(pos)
-        return -0.5 * lam * np.sum(np.diff(slope) ** 2 / ((pos[2:] - pos[:-2]) / 2))
+        b = np.polyfit(pos, u, 1)[0]
+        return (-0.5 * lam * np.sum(np.diff(slope) ** 2 / ((pos[2:] - pos[:-2]) / 2))
+                - 0.5 * b ** 2 / DEFAULT_TREND_SD ** 2)
 
     # random lab design: the walk is on the shift against the lab population's shares, whose
     # log differs from the sample's by v, with the multinomial's Gaussian log density
@@ -766,3 +770,49 @@ def test_unpenalized_warnings_point_at_the_caller():
         warnings.simplefilter("always")
         r.unpenalized  # noqa: B018
     assert w and all(x.filename == __file__ for x in w)
+
+
+def test_trend_prior_on_the_penalty():
+    """The trend prior (session 70): ``-(b / tau)^2 / 2`` with ``b`` the least-squares slope of
+    the log shift in the positions, added to the walk; the penalty still ignores the
+    normalisation of ``p``, and with the lab population integrated out the log-linear trend
+    is no longer free."""
+    rng = np.random.default_rng(3)
+    k, lam, tau = 8, 3.0, 0.7
+    pi = rng.dirichlet(np.ones(k) * 20)
+    pos = np.cumsum(rng.uniform(0.3, 1.0, k))
+    plain = SmoothnessPenalty(lam, 2, pi, positions=pos)
+    pen = SmoothnessPenalty(lam, 2, pi, positions=pos, trend_sd=tau)
+    for _ in range(3):
+        u = rng.normal(size=k)
+        b = np.polyfit(pos, u, 1)[0]
+        assert -0.5 * u @ pen.K @ u == pytest.approx(-0.5 * u @ plain.K @ u - 0.5 * (b / tau) ** 2,
+                                                     rel=1e-10)
+    assert_allclose(pen.K @ np.ones(k), 0, atol=1e-9)
+    popu = SmoothnessPenalty(lam, 2, pi, positions=pos, n_lab=500, trend_sd=tau)
+    assert_allclose(popu.K @ np.ones(k), 0, atol=1e-9)
+    assert pos @ popu.K @ pos > 0.1  # the trend is penalised
+    assert "slope" in popu.describe()
+    for bad in (0, -1, np.inf, np.nan):
+        with pytest.raises(ValueError, match="trend_sd"):
+            SmoothnessPenalty(lam, 2, pi, trend_sd=bad)
+
+
+def test_trend_prior_keeps_a_strong_shift_off_the_corner():
+    """Session 70: lab 1000, a location shift of 2 lab SDs (top interval's true share 0.77):
+    without the trend prior the fit runs to the corner (top share 1, reported not converged);
+    with the default prior it stops inside, converged, and the no-shift cells are unchanged."""
+    sim = simulate_urc_regression(1000, 5000, field_shift=2.0, rng=np.random.default_rng(5))
+    m = pu.RegressionURC(sim.lab_pred, sim.lab_y)
+    old = quiet(lambda: m.fit(sim.field_pred, trend_sd=None))
+    new = quiet(lambda: m.fit(sim.field_pred))
+    assert not old.convergence.converged and old.base_rates.to_numpy()[0, -1] > 0.999
+    assert new.convergence.converged and new.base_rates.to_numpy()[0, -1] < 0.95
+    assert not any(w[0] == "ConvergenceWarning" for w in new.warnings)
+    with pytest.raises(ValueError, match="trend_sd"):
+        m.fit(sim.field_pred, trend_sd=0)
+    sim0 = simulate_urc_regression(1000, 5000, field_shift=0.0, rng=np.random.default_rng(5))
+    m0 = pu.RegressionURC(sim0.lab_pred, sim0.lab_y)
+    a = quiet(lambda: m0.fit(sim0.field_pred)).base_rates.to_numpy()
+    b = quiet(lambda: m0.fit(sim0.field_pred, trend_sd=None)).base_rates.to_numpy()
+    assert np.abs(a - b).max() < 0.002
