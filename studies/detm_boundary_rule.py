@@ -55,11 +55,6 @@ def _covers(ci: pd.Series, pi: float) -> bool:
     return bool(lo <= pi <= hi)
 
 
-def replicate(cell: int, r: int) -> dict:
-    model, n, pi = CELLS[cell]
-    return dict(cell=cell, **run_one(model, n, pi, SEED0 + 10_000 * cell + r))
-
-
 def run_one(model: str, n: int, pi: float, seed: int) -> dict:
     """One replicate: the fit of ``pu_normal(n, n, pi, [0], [0], [3], rng=seed)``, its default
     and plain intervals, and the share of the bootstrap's resamples whose pi-hat is on the
@@ -97,9 +92,12 @@ def summarise() -> pd.DataFrame:
     return g
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--cell", type=int, choices=range(len(CELLS)))
+def cli(doc: str, cells: list, seed0: int, stem: str, summarise) -> None:
+    """The command line of a study of cells ``cells`` (``--cell K --reps R``: replicate r of
+    cell K from seed ``seed0 + 10_000 K + r``, rows to ``results/{stem}_cell{K}.csv``;
+    ``--summarise``: print ``summarise()``)."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--cell", type=int, choices=range(len(cells)))
     ap.add_argument("--reps", type=int, default=200)
     ap.add_argument("--summarise", action="store_true")
     a = ap.parse_args()
@@ -109,11 +107,16 @@ def main():
     if a.cell is None:
         ap.error("give --cell or --summarise")
     t = time.process_time()
-    rows = [replicate(a.cell, r) for r in range(a.reps)]
+    rows = [dict(cell=a.cell, **run_one(*cells[a.cell], seed0 + 10_000 * a.cell + r))
+            for r in range(a.reps)]
     OUT.mkdir(exist_ok=True)
-    pd.DataFrame(rows).to_csv(OUT / f"detm_boundary_rule_cell{a.cell}.csv", index=False)
-    print(f"cell {a.cell} {CELLS[a.cell]}: {a.reps} replicates, "
+    pd.DataFrame(rows).to_csv(OUT / f"{stem}_cell{a.cell}.csv", index=False)
+    print(f"cell {a.cell} {cells[a.cell]}: {a.reps} replicates, "
           f"{time.process_time() - t:.0f} s CPU")
+
+
+def main():
+    cli(__doc__, CELLS, SEED0, "detm_boundary_rule", summarise)
 
 
 if __name__ == "__main__":

@@ -33,13 +33,11 @@ recorded columns: with the chi-square cut-off the interval is the plain one.
 
 from __future__ import annotations
 
-import argparse
-import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from detm_boundary_rule import run_one
+from detm_boundary_rule import cli
 
 OUT = Path(__file__).resolve().parent / "results"
 CELLS = [("SETM", 50, 0.15), ("SETM", 100, 0.10), ("SETM", 50, 0.30), ("DETM", 100, 0.15),
@@ -72,23 +70,8 @@ def summarise() -> pd.DataFrame:
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--cell", type=int, choices=range(len(CELLS)))
-    ap.add_argument("--reps", type=int, default=200)
-    ap.add_argument("--summarise", action="store_true")
-    a = ap.parse_args()
-    if a.summarise:
-        print(summarise().round(4).T.to_string())
-        return
-    if a.cell is None:
-        ap.error("give --cell or --summarise")
-    t = time.process_time()
-    rows = [dict(cell=a.cell, **run_one(*CELLS[a.cell], SEED0 + 10_000 * a.cell + r))
-            for r in range(a.reps)]
-    OUT.mkdir(exist_ok=True)
-    pd.DataFrame(rows).to_csv(OUT / f"detm_near_boundary_cell{a.cell}.csv", index=False)
-    print(f"cell {a.cell} {CELLS[a.cell]}: {a.reps} replicates, "
-          f"{time.process_time() - t:.0f} s CPU")
+    # (the summary transposed: one column per cell)
+    cli(__doc__, CELLS, SEED0, "detm_near_boundary", lambda: summarise().T)
 
 
 if __name__ == "__main__":

@@ -164,6 +164,18 @@ def test_calem_em_and_missing_drop(client, calem_data):
         CalEM(ddf["score"], ddf["label"], ddf["treated"])
 
 
+def _spline_calem_in_memory_and_on_dask(df, npartitions):
+    """Spline CalEM fits of ``df`` (score, label, treated) in memory and on Dask (warnings
+    silenced: the tests compare what each recorded)."""
+    df = df.assign(treated=df["treated"].astype(float))
+    ddf = dd.from_pandas(df[["score", "label", "treated"]], npartitions=npartitions)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = pu.CalEM(df.score, df.label, df.treated, calibrator="spline").fit()
+        rd = pu.CalEM(ddf.score, ddf.label, ddf.treated, calibrator="spline").fit()
+    return r, rd
+
+
 def test_calem_dask_scores_of_0_and_1_as_in_memory(client):
     # session 69's review: the Dask fit still clipped every score below eps when one score
     # was 0 (spline params -12.8 vs -18.6 in memory), and Dask predict took a score of 0 to
@@ -173,12 +185,7 @@ def test_calem_dask_scores_of_0_and_1_as_in_memory(client):
     df = simulate_calem(5000, event_prob=0.2, miscalibration="g2", transition="h1",
                         clean_share=0.2, rng=3)
     df.loc[df.score.idxmin(), "score"] = 0.0
-    df["treated"] = df["treated"].astype(float)
-    ddf = dd.from_pandas(df[["score", "label", "treated"]], npartitions=2)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        r = pu.CalEM(df.score, df.label, df.treated, calibrator="spline").fit()
-        rd = pu.CalEM(ddf.score, ddf.label, ddf.treated, calibrator="spline").fit()
+    r, rd = _spline_calem_in_memory_and_on_dask(df, 2)
     np.testing.assert_allclose(rd.params.to_numpy(), r.params.to_numpy(), rtol=1e-6, atol=1e-8)
     S = pd.Series([0.0, 1e-6, 0.5, 1.0])
     np.testing.assert_allclose(r.predict(dd.from_pandas(S, npartitions=2)).compute(),
@@ -194,12 +201,7 @@ def test_calem_dask_warns_of_extreme_log_odds_as_in_memory(client):
 
     df = simulate_calem(5000, event_prob=0.5, miscalibration="g2", transition="h1",
                         clean_share=0.04, rng=11)
-    df["treated"] = df["treated"].astype(float)
-    ddf = dd.from_pandas(df[["score", "label", "treated"]], npartitions=3)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        r = pu.CalEM(df.score, df.label, df.treated, calibrator="spline").fit()
-        rd = pu.CalEM(ddf.score, ddf.label, ddf.treated, calibrator="spline").fit()
+    r, rd = _spline_calem_in_memory_and_on_dask(df, 3)
     close(r.params, rd.params, rtol=1e-6)
     assert [w for w in r.warnings if w[1].startswith("CalEM fit")] == \
         [w for w in rd.warnings if w[1].startswith("CalEM fit")] != []
