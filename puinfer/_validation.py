@@ -376,13 +376,25 @@ def check_full_rank(X: np.ndarray, names: list[str], name: str, *, tol: float = 
 
 
 #: a patsy indicator column: ``term[T.level]`` (treatment coding) or ``term[level]`` (all levels)
-_INDICATOR = re.compile(r"^(?P<term>.+)\[(?P<t>T\.)?[^\[\]]*\]$")
+_INDICATOR = re.compile(r"^(?P<term>.+)\[(?P<t>T\.)?(?P<level>[^\[\]]*)\]$")
+
+
+def _indicator(col):
+    """The match of an indicator column of a categorical term, or None. patsy names the
+    columns of a numeric term with several (a spline basis ``bs(x, df=3)``, a matrix) as
+    ``term[0]``, ``term[1]``, ...: an integer in brackets is an indicator only for a ``C()``
+    term or in treatment coding (``[T.1]``)."""
+    m = _INDICATOR.match(col)
+    if m is None or (m["t"] is None and m["level"].isdigit()
+                     and not m["term"].startswith("C(")):
+        return None
+    return m
 
 
 def _level_hint(cols) -> str:
     """What a constant indicator column of a categorical term means (a level without rows: a
     user cannot drop a column patsy made)."""
-    if not any(_INDICATOR.match(c) for c in cols):
+    if not any(_indicator(c) for c in cols):
         return ""
     return (" (an indicator of a categorical level with no rows, or with every row: remove "
             "unused categories from the column, e.g. .cat.remove_unused_categories(), or "
@@ -392,7 +404,7 @@ def _level_hint(cols) -> str:
 def _full_coding_hint(cols, intercept: bool) -> str:
     """Where every collinear column is an all-levels indicator of one term beside the
     intercept: the formula's ``0 +`` / ``- 1``, which the model's own intercept overrides."""
-    m = [_INDICATOR.match(c) for c in cols]
+    m = [_indicator(c) for c in cols]
     if not (intercept and cols and all(x is not None and x["t"] is None for x in m)
             and len({x["term"] for x in m}) == 1):
         return ""

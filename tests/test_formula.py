@@ -292,3 +292,16 @@ def test_indicator_columns_a_user_cannot_drop_are_explained():
     with pytest.raises(ValueError, match=r"collinear columns \['x1', 'x2'\] \(the design is "
                                          r"singular\); drop one$"):
         pu.DETM.from_formula("labeled ~ x1 + x2", data=df.assign(x2=2 * df.x1))
+
+
+def test_numeric_multi_column_terms_get_no_categorical_hint():
+    # session 70's review: the hints above read any "term[...]" column as a categorical
+    # indicator, so a spline basis with its own intercept or of a constant column was told to
+    # remove unused categories or drop '0 +'
+    from puinfer.simulate.detm import pu_normal
+
+    df = pu_normal(100, 100, 0.3, [0], [0], [3], rng=1).assign(c=1.5)
+    for f, end in (("labeled ~ bs(x1, df=4, include_intercept=True)", "drop one"),
+                   ("labeled ~ bs(c, df=3)", "drop them")):
+        with pytest.raises(ValueError, match=f"{end}$"):
+            pu.SETM.from_formula(f, data=df)

@@ -670,11 +670,16 @@ def extreme_fit_warning(warns: list, theta, eta_max: float, score_at: float) -> 
     160; control-only fits -12.0 and -32.8), without a warning. ``F`` has a finite maximum
     there, but nearly flat in that parameter: the data do not determine the curve at that end
     of the scores."""
-    if not (abs(eta_max) > 30 or np.max(np.abs(theta), initial=0.0) > 1e3):
+    big = float(np.max(np.abs(theta), initial=0.0))
+    if not (abs(eta_max) > 30 or big > 1e3):
         return
+    what = (f"fitted log-odds reach {eta_max:.4g} at score {score_at:.3g} (beyond +-30, where "
+            "the calibrator fits warn too)" if abs(eta_max) > 30 else
+            f"a parameter reaches {big:.4g} in absolute value (beyond 1e3, where the "
+            "calibrator fits warn too; the largest fitted log-odds are "
+            f"{eta_max:.4g}, at score {score_at:.3g})")
     warn_and_record(
-        warns, f"CalEM fit: fitted log-odds reach {eta_max:.4g} at score {score_at:.3g} "
-        "(beyond +-30, where the calibrator fits warn too): the data barely determine the "
+        warns, f"CalEM fit: {what}: the data barely determine the "
         "curve there (the maximum of F is flat or missing in that direction: separated or "
         "sparse rows at an end of the score range), so its parameters there and their "
         "standard errors are not reliable; clip the scores further from 0 and 1 (the "

@@ -70,6 +70,13 @@ def _softmax(eta):
     return e / e.sum(axis=1, keepdims=True)
 
 
+def centred_positions(positions, k: int) -> np.ndarray:
+    """The penalty's positions of the ``k`` intervals (``0..k-1`` where None), centred: the
+    direction of the log-linear trend of the log shift, which an order-2 walk leaves free."""
+    v = np.arange(k, dtype=float) if positions is None else np.array(positions, dtype=float)
+    return v - v.mean()
+
+
 class SmoothnessPenalty(ReadOnlyArrays):
     """Gaussian random-walk prior of order ``order`` on ``log(p / pi_lab)`` across ordered classes.
 
@@ -119,9 +126,7 @@ class SmoothnessPenalty(ReadOnlyArrays):
         if self.trend_sd is not None:
             if not (np.isfinite(self.trend_sd) and self.trend_sd > 0):
                 raise ValueError(f"trend_sd must be a positive number; got {trend_sd!r}")
-            v = (np.arange(k, dtype=float) if self.positions is None
-                 else np.array(self.positions, dtype=float))
-            v = v - v.mean()
+            v = centred_positions(self.positions, k)
             c = v / (v @ v)
             Q = Q + np.outer(c, c) / self.trend_sd ** 2
         if self.n_lab is not None:
@@ -140,7 +145,9 @@ class SmoothnessPenalty(ReadOnlyArrays):
                    else "") + ")")
 
     def __repr__(self):
-        return f"<SmoothnessPenalty: order {self.order}, strength {self.strength:g}>"
+        tau = getattr(self, "trend_sd", None)
+        return (f"<SmoothnessPenalty: order {self.order}, strength {self.strength:g}"
+                + (f", trend_sd {tau:g}" if tau is not None else "") + ">")
 
     # -- the objective's terms --------------------------------------------------------------------
     def value(self, P) -> float:

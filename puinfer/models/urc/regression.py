@@ -43,7 +43,7 @@ from ...summary import Summary
 from . import _likelihood as lik
 from ._inputs import label_array
 from ._null_bootstrap import UNUSABLE, null_statistics
-from ._smoothing import SmoothnessPenalty
+from ._smoothing import SmoothnessPenalty, centred_positions
 from .model import DEFAULT_LAB_PRIOR, DEFAULT_LAB_PSEUDOCOUNT, URC
 from .partition import Partition, build_partition
 from .predictive import as_predictive
@@ -236,11 +236,13 @@ def _no_maximum_said(rec, pen):
     est = rec.estimate
     if pen is None:
         return rec
-    # (with a prior on the trend's slope the penalty is proper: it falls to -inf at the
-    # boundary, so a share near 0 is a maximum's, not a ray's; the other checks still run)
-    at_zero = (np.any(est.P < lik.BOUNDARY) and np.isfinite(pen.value(est.P))
-               and getattr(pen, "trend_sd", None) is None)
-    if not (at_zero or _rises_to_a_corner(est, rec.data, pen)
+    if getattr(pen, "trend_sd", None) is not None and not _free_corners(pen):
+        # with a prior on the trend's slope the penalty is proper (-inf at the boundary) and
+        # the objective has a maximum: a share near 0 or a flat ray is no evidence of a corner
+        # (trend_sd=10, shift 2 SD: the objective falls both ways along the ray from the fit,
+        # which _rises_to_a_corner's tolerance called rising)
+        return rec
+    if not (_at_zero(est, pen) or _rises_to_a_corner(est, rec.data, pen)
             or _corner_above(est, rec.data, pen) is not None):
         return rec
     record = list(rec.warnings)
@@ -269,9 +271,7 @@ def _rises_to_a_corner(est, d, pen) -> bool:
     rows = np.flatnonzero(u.min(axis=1) < np.log(1e-2))
     if rows.size == 0:
         return False
-    v = (np.arange(u.shape[1], dtype=float) if pen.positions is None
-         else np.asarray(pen.positions, dtype=float))
-    v = v - v.mean()
+    v = centred_positions(pen.positions, u.shape[1])
     f0 = lik.objective(est.P, est.M, d)
     fixed = lik.Constraint("rows")
     for g in rows:
@@ -297,14 +297,17 @@ def _rises_to_a_corner(est, d, pen) -> bool:
     return False
 
 
+def _at_zero(est, pen) -> bool:
+    """A share of ``est`` at 0 (below ``BOUNDARY``) where the penalty ``pen`` is finite: a
+    point on the way to a corner, not a maximum."""
+    return bool(np.any(est.P < lik.BOUNDARY) and np.isfinite(pen.value(est.P)))
+
+
 def _free_corners(pen) -> tuple:
     """The intervals whose corner (all of a group's mass in it) the penalty ``pen`` reaches at
     a finite cost: the ends of the intervals when its null space holds the log-linear trend in
     the interval positions (order 2: along it the penalty is constant), else none (order 1)."""
-    k = pen.K.shape[0]
-    v = (np.arange(k, dtype=float) if pen.positions is None
-         else np.asarray(pen.positions, dtype=float))
-    v = v - v.mean()
+    v = centred_positions(pen.positions, pen.K.shape[0])
     if np.linalg.norm(pen.K @ v) > 1e-8 * np.linalg.norm(pen.K) * np.linalg.norm(v):
         return ()
     return int(np.argmin(v)), int(np.argmax(v))
@@ -360,17 +363,14 @@ def _toward_corner(est, d, pen, options):
     if pen is None or not est.convergence.converged:
         return est
     corner = _corner_above(est, d, pen)
-    if corner is None or (np.any(est.P < lik.BOUNDARY) and np.isfinite(pen.value(est.P))) \
-            or _rises_to_a_corner(est, d, pen):
+    if corner is None or _at_zero(est, pen) or _rises_to_a_corner(est, d, pen):
         return est  # (a fit the other checks put at a corner is left where EM stopped)
     _, g, j, M = corner
-    k = est.P.shape[1]
-    v = (np.arange(k, dtype=float) if pen.positions is None
-         else np.asarray(pen.positions, dtype=float))
+    v = centred_positions(pen.positions, est.P.shape[1])
     gap = np.min(np.abs(v[j] - np.delete(v, j)))
     # on the ray from the penalty's centre (penalty 0), the other shares 1e-4 of theirs
     with np.errstate(over="ignore", under="ignore"):
-        lp = pen.x0 + np.sign(v[j] - v.mean()) * (np.log(1e4) / gap) * (v - v.mean())
+        lp = pen.x0 + np.sign(v[j]) * (np.log(1e4) / gap) * v
         q = np.exp(lp - lp.max())
     P0 = est.P.copy()
     P0[g] = q / q.sum()
@@ -1258,7 +1258,9 @@ class RegressionURCResults(URCResults):
             f" (default {asked} for {m.n_lab} lab rows"
             + (", fewer after ties in lab_y)" if m.n_intervals < asked else ")")
             if default else ""))
-        s.add_info("Smoothing (lambda, order)", f"{self.smoothing:g}, {self.smooth_order}")
+        tau = getattr(self._d.penalty, "trend_sd", None)
+        s.add_info("Smoothing (lambda, order)", f"{self.smoothing:g}, {self.smooth_order}"
+                   + (f"; trend slope ~ N(0, {tau:g}^2)" if tau is not None else ""))
         if self.smoothing > 0:
             s.add_note("The smoothness penalty is part of the objective: the estimates are "
                        "penalised (MAP) ones and the intervals profile penalised-likelihood "

@@ -759,6 +759,20 @@ def test_extreme_calem_fit_warns_and_records():
     assert abs(r2.params.iloc[0]) < 30
 
 
+def test_extreme_calem_parameter_warning_names_its_criterion():
+    # session 70's review: a parameter beyond 1e3 (a covariate on a small scale) with log-odds
+    # of -9.2 was reported as "fitted log-odds reach -9.207 ... (beyond +-30 ...)"
+    from puinfer.exceptions import SeparationWarning
+    from puinfer.simulate.calem import simulate_calem as simulate
+
+    df = simulate(3000, event_prob=0.5, miscalibration="g2", transition="h1",
+                  clean_share=0.3, rng=11)
+    with pytest.warns(SeparationWarning, match=r"CalEM fit: a parameter reaches \d+ in absolute "
+                                               r"value \(beyond 1e3"):
+        r = CalEM(df.score, df.label, df.treated, calibrator="~ I(1e-4 * logit(score))").fit()
+    assert np.abs(r.params).max() > 1e3
+
+
 def test_edf_of_a_penalised_spline_is_the_trace_of_the_smoother(make_toy):
     """``edf = tr((H + P)^-1 H)`` with ``H`` the negative Hessian of the unpenalised surrogate
     ``F`` at the fit, here by central differences of ``F``'s values (it was the number of

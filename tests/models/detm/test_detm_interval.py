@@ -367,9 +367,10 @@ def test_on_or_near_the_boundary_the_bootstrap_does_not_narrow_the_interval(
 
 
 def test_away_from_the_boundary_the_bootstrap_cutoff_stands():
-    # the rule above is not a floor everywhere: with pi-hat 0.089 (1% of the resamples' at 0)
-    # the bootstrap's own cut-off 3.40 < 3.84 is used (DETM at n = m = 200, pi = 0.1 had
-    # cut-offs below chi-square in 79% of 200 fits, covering 0.955 against the plain 0.98)
+    # the rule above is not a floor everywhere: SETM at n = m = 200, pi = 0.15, pi-hat 0.089
+    # (1% of the resamples' at 0) keeps the bootstrap's own cut-off 3.40 < 3.84 (in the study,
+    # DETM at n = m = 200, pi = 0.1 had cut-offs below chi-square in 79% of 200 fits, covering
+    # 0.955 against the plain 0.98, where a floor everywhere would give that precision up)
     r, ci, plain = _setm_intervals(200, 0.15, 69070000)
     assert ci.attrs["boundary_share"] < 0.05 and "bootstrap_cutoff" not in ci.attrs
     assert ci.attrs["cutoff"] == pytest.approx(3.3956, abs=1e-3)

@@ -575,3 +575,18 @@ def test_default_number_of_intervals(n, k):
     assert pu.models.urc.regression.default_n_intervals(n) == k
     if n >= 16:
         assert n / (2 * k * k) >= 2
+
+
+def test_a_weak_but_proper_trend_prior_is_not_reported_as_no_maximum():
+    # session 70's review: with trend_sd=10 (lab 1000, field 5000, a 2 SD shift) the fit was
+    # flagged "the penalised objective has no maximum" although a finite trend_sd makes the
+    # penalty proper; the ray check's tolerance read the flat peak as a rise. Independently,
+    # the objective along the trend ray through the fit falls on both sides
+    sim = simulate_urc_regression(1000, 5000, field_shift=2.0, rng=np.random.default_rng(5))
+    m = quiet(lambda: pu.RegressionURC(sim.lab_pred, sim.lab_y))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        r = m.fit(sim.field_pred, trend_sd=10.0)
+    assert r.converged
+    assert "trend slope ~ N(0, 10^2)" in str(r.summary())
+    assert "trend_sd 10" in repr(r._d.penalty)
