@@ -44,14 +44,14 @@ from . import _likelihood as lik
 from ._inputs import label_array
 from ._null_bootstrap import UNUSABLE, null_statistics
 from ._smoothing import SmoothnessPenalty, centred_positions
-from .model import DEFAULT_LAB_PRIOR, DEFAULT_LAB_PSEUDOCOUNT, URC
+from .model import DEFAULT_LAB_PRIOR, URC
 from .partition import Partition, build_partition
 from .predictive import as_predictive
 from .results import URCResults
 
 __all__ = ["RegressionURC", "RegressionURCResults", "MeanPartition", "predicted_value",
            "default_n_intervals", "DEFAULT_SMOOTHING", "DEFAULT_ORDER", "DEFAULT_TREND_SD",
-           "DEFAULT_N_BOOT"]
+           "DEFAULT_LAB_PSEUDOCOUNT_REGRESSION", "DEFAULT_N_BOOT"]
 
 #: default strength and order of the smoothness penalty (chosen by studies/urc_regression.py;
 #: see the docstring of :meth:`RegressionURC.fit`)
@@ -62,6 +62,13 @@ DEFAULT_ORDER = 2
 #: unpenalised and the fit can run along it to a corner (see the docstring of
 #: :meth:`RegressionURC.fit`, parameter ``trend_sd``)
 DEFAULT_TREND_SD = 1.0
+#: RegressionURC's lab pseudo-counts per (interval, cell): none. URC's default (0.5, for sparse
+#: lab cells) biased the intervals' shares in the direction of a shift (the fit offsets the
+#: shrinkage of each interval's lab histogram towards the pooled one); without them, with the
+#: trend prior, the declared study studies/urc_regression_pseudocount.py (lab 50-1000, shifts
+#: 0-1 SD, 300 replicates per cell) had lower RMSE in every cell, coverage 0.94-0.98 where the
+#: pseudo-counts gave 0.61-0.98, and the goodness-of-fit test's size 4.7-7.0% against 7-13%
+DEFAULT_LAB_PSEUDOCOUNT_REGRESSION = 0.0
 #: bootstrap resamples of the no-shift test's default reference ((B + 1) * 0.05 an integer)
 DEFAULT_N_BOOT = 199
 #: test_no_shift warns when more than this share of its bootstrap resamples is unusable
@@ -624,7 +631,8 @@ class RegressionURC(URC):
 
     def fit(self, field_pred, groups=None, *, smoothing: float | None = None,
             smooth_order: int | None = None, likelihood: str = "joint",
-            prior_strength: float = 0.0, lab_pseudocount: float = DEFAULT_LAB_PSEUDOCOUNT,
+            prior_strength: float = 0.0,
+            lab_pseudocount: float = DEFAULT_LAB_PSEUDOCOUNT_REGRESSION,
             lab_prior: str = DEFAULT_LAB_PRIOR,
             maxiter: int = 5000, tol: float = 1e-10,
             missing: str = "raise", penalty_centre: str = "population",
@@ -647,7 +655,19 @@ class RegressionURC(URC):
             1 shrinks towards no shift (equal ratios); 2 towards a log-linear ratio across the
             intervals (which contains no shift and approximates a location shift). Default
             :data:`DEFAULT_ORDER`.
-        likelihood, prior_strength, lab_pseudocount, lab_prior, maxiter, tol : see :meth:`URC.fit`
+        likelihood, prior_strength, lab_prior, maxiter, tol : see :meth:`URC.fit`
+        lab_pseudocount : float, optional
+            As :meth:`URC.fit`, but default :data:`DEFAULT_LAB_PSEUDOCOUNT_REGRESSION` (0: the
+            lab histograms as observed). URC's default of 0.5 per cell shrinks each interval's
+            lab histogram towards the pooled one, which the fit offsets by moving the field's
+            mass in the direction of a shift: in the declared study
+            ``studies/urc_regression_pseudocount.py`` (session 70: lab 50-1000, location
+            shifts 0, 0.5 and 1 SD, field 5000, 300 replicates per cell, trend prior at its
+            default) the 95% intervals covered 0.61-0.98 of the shares with 0.5 and
+            0.94-0.98 with 0 (0.936-0.941 both at lab 50 without a shift), RMSE was lower
+            with 0 in every cell, and the goodness-of-fit test rejected 7-13% of true models
+            at 5% with 0.5 against 4.7-7.0% with 0; the no-shift test's size was 4-8% with
+            either.
         missing : {"raise", "drop"}
             Field rows with a missing prediction or group.
         trend_sd : float or None

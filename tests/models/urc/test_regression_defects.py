@@ -219,7 +219,7 @@ def test_profile_limits_against_a_direct_profile(unpenalised):
     direct search from random starts finds no higher constrained maximum than the
     package's."""
     sim, m = unpenalised
-    r = quiet(lambda: m.fit(sim.field_pred, smoothing=0.0))
+    r = quiet(lambda: m.fit(sim.field_pred, lab_pseudocount=0.5, smoothing=0.0))
     direct = _Direct(r)
     prof = r.profile(None, m.classes[5])
     ci = prof.conf_int()
@@ -241,7 +241,7 @@ def test_profile_limit_at_the_bound_with_the_penalty():
     sim = simulate_urc_regression(300, 3000, field_shift=0.5, rng=np.random.default_rng(11))
     # (ten intervals: since session 69 the default for 300 lab rows is 8)
     m = quiet(lambda: pu.RegressionURC(sim.lab_pred, sim.lab_y, 10))
-    r = quiet(lambda: m.fit(sim.field_pred, trend_sd=None))
+    r = quiet(lambda: m.fit(sim.field_pred, lab_pseudocount=0.5, trend_sd=None))
     direct = _Direct(r)
     ci = r.profile(None, m.classes[0]).conf_int()
     assert ci["lower"] == 0.0 and ci.attrs["lower_at_bound"]
@@ -418,12 +418,12 @@ def test_small_grouped_fits_report_instead_of_raising():
     sim = simulate_urc_regression(n_lab=60, n_field=100, field_shift=0.0, field_scale=3.0,
                                   rng=1)
     r = quiet(lambda: pu.RegressionURC(sim.lab_pred, sim.lab_y, n_intervals=6).fit(
-        sim.field_pred, groups=np.arange(100) % 2))
+        sim.field_pred, lab_pseudocount=0.5, groups=np.arange(100) % 2))
     ci = quiet(r.conf_int)
     assert np.all((ci.to_numpy() >= 0) & (ci.to_numpy() <= 1))
     sim = simulate_urc_regression(n_lab=200, n_field=400, field_shift=0.5, rng=0)
     r = quiet(lambda: pu.RegressionURC(sim.lab_pred, sim.lab_y, 10).fit(
-        sim.field_pred, groups=np.arange(400) % 2, trend_sd=None))
+        sim.field_pred, lab_pseudocount=0.5, groups=np.arange(400) % 2, trend_sd=None))
     text = quiet(r.summary).as_text()
     assert "Intervals not available: the profile log-likelihood" in text
     assert "Test of equal base rates not available: lr_test" in text
@@ -457,7 +457,7 @@ def test_a_penalised_fit_at_a_corner_is_not_a_maximum():
                                   rng=np.random.default_rng([12, 0, 100]))
     m = quiet(lambda: pu.RegressionURC(sim.lab_pred, sim.lab_y, 10))
     with pytest.warns(ConvergenceWarning, match="the penalised objective has no maximum"):
-        r = m.fit(sim.field_pred, trend_sd=None)
+        r = m.fit(sim.field_pred, lab_pseudocount=0.5, trend_sd=None)
     assert r.base_rates.to_numpy().max() > 0.99      # the corner
     assert not r.converged and "no maximum" in r.convergence.message
     assert any("no maximum" in msg for _, msg in r.warnings)
@@ -467,7 +467,7 @@ def test_a_penalised_fit_at_a_corner_is_not_a_maximum():
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         d = pu.RegressionURC(sim.lab_pred, sim.lab_y)
-        rd = d.fit(sim.field_pred)
+        rd = d.fit(sim.field_pred, lab_pseudocount=0.5)
     assert d.n_intervals == 5 == pu.models.urc.regression.default_n_intervals(100)
     assert not [w for w in caught if issubclass(w.category, ConvergenceWarning)
                 or "the lab set is small" in str(w.message)]
@@ -487,14 +487,14 @@ def test_a_corner_that_em_left_short_of_the_boundary_is_not_a_maximum():
     sim = simulate_urc_regression(50, 5000, field_shift=0.0,
                                   rng=np.random.default_rng([69, 22, 50, 0]))
     # (without the trend prior, the default since session 70, which keeps these fits inside)
-    r = quiet(lambda: pu.RegressionURC(sim.lab_pred, sim.lab_y, 10).fit(sim.field_pred,
+    r = quiet(lambda: pu.RegressionURC(sim.lab_pred, sim.lab_y, 10).fit(sim.field_pred, lab_pseudocount=0.5,
                                                                           trend_sd=None))
     P = r.base_rates.to_numpy()[0]
     assert P.min() > 1e-6 and P.max() > 0.9
     assert not r.converged and any("no maximum" in msg for _, msg in r.warnings)
     sim = simulate_urc_regression(100, 5000, field_shift=0.5,
                                   rng=np.random.default_rng([69, 24, 100, 5]))
-    r = quiet(lambda: pu.RegressionURC(sim.lab_pred, sim.lab_y).fit(sim.field_pred,
+    r = quiet(lambda: pu.RegressionURC(sim.lab_pred, sim.lab_y).fit(sim.field_pred, lab_pseudocount=0.5,
                                                                       trend_sd=None))
     assert r.base_rates.to_numpy().min() < 0.01 and r.converged
 
@@ -509,7 +509,8 @@ def test_an_interior_maximum_below_a_corner_is_not_the_fit():
                                   rng=np.random.default_rng([69, 23, 50, 5]))
     m = quiet(lambda: pu.RegressionURC(sim.lab_pred, sim.lab_y))
     with pytest.warns(ConvergenceWarning, match="the penalised objective has no maximum"):
-        r = m.fit(sim.field_pred, trend_sd=None)  # (the trend prior keeps this fit inside)
+        # (the trend prior, or the default without lab pseudo-counts, keeps this fit inside)
+        r = m.fit(sim.field_pred, lab_pseudocount=0.5, trend_sd=None)
     assert m.n_intervals == 3
     est, d = r._record.estimate, r._record.data
     assert not r.converged and "no maximum" in r.convergence.message

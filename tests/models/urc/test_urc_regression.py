@@ -163,7 +163,7 @@ def test_pandas_alignment(sim):
 def test_agrees_with_plain_urc(sim):
     """partition='argmax' without smoothing is URC on the interval-probability matrix."""
     m = quiet(lambda: pu.RegressionURC(sim.lab_pred, sim.lab_y, 5, partition="argmax"))
-    r = quiet(lambda: m.fit(sim.field_pred, smoothing=0))
+    r = quiet(lambda: m.fit(sim.field_pred, lab_pseudocount=0.5, smoothing=0))
     C_lab = m.interval_probabilities(sim.lab_pred)
     codes = np.searchsorted(m.edges, sim.lab_y, side="left")
     u = quiet(lambda: pu.URC(C_lab, np.asarray(m.classes, dtype=object)[codes]))
@@ -358,11 +358,15 @@ def test_recovery_and_tests(res, sim, model):
 def test_no_shift_not_rejected():
     s = simulate_urc_regression(800, 4000, field_shift=0.0, rng=np.random.default_rng(4))
     m = quiet(lambda: pu.RegressionURC(s.lab_pred, s.lab_y))
-    r = quiet(lambda: m.fit(s.field_pred))
+    # (with URC's lab pseudo-counts, RegressionURC's default before session 70)
+    r = quiet(lambda: m.fit(s.field_pred, lab_pseudocount=0.5))
     # the default null: no shift from the lab population (the penalty is 0 there)
     assert r.test_no_shift().pvalue > 0.05
     # ... so the penalised objective of the null fit is the log-likelihood plus the lab
-    # pseudo-counts' term (|A| / 2 per class, spread as the pooled lab histogram)
+    # pseudo-counts' term (|A| / 2 per class, spread as the pooled lab histogram); without
+    # them (the default) it is the log-likelihood
+    r_def = quiet(lambda: m.fit(s.field_pred)).fit_no_shift()
+    assert r_def.llf_penalized == pytest.approx(r_def.llf, rel=1e-12)
     r0 = r.fit_no_shift()
     L = r0.model.lab_counts.to_numpy()
     C = 0.5 * L.shape[1] * L.sum(axis=0) / L.sum()
