@@ -34,7 +34,7 @@ import warnings
 
 import numpy as np
 import pandas as pd
-from urc_regression_strong_shift import record  # (coverage logic reused; studies/ on the path)
+from urc_regression_strong_shift import md, record  # (coverage logic reused; studies/ on the path)
 
 import puinfer as pu
 from puinfer.models.urc.model import DEFAULT_LAB_PSEUDOCOUNT
@@ -103,22 +103,6 @@ def table(d):
                 row["noshift n"] = len(npv)
         out.append(row)
     return pd.DataFrame(out)
-
-
-def md(t):
-    def f(v, c):
-        if isinstance(v, float) and np.isnan(v):
-            return ""
-        if c in ("lab", "fits", "K", "prof. err", "GOF n", "noshift n"):
-            return f"{int(v)}"
-        if c == "shift":
-            return f"{v:g}"
-        return f"{v:.3f}" if isinstance(v, float) else str(v)
-    cols = list(t.columns)
-    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    lines += ["| " + " | ".join(f(v, c) for v, c in zip(r, cols, strict=True)) + " |"
-              for r in t.itertuples(index=False)]
-    return "\n".join(lines)
 
 
 def per_interval(d):

@@ -149,7 +149,7 @@ def md(t):
     def f(v, c):
         if isinstance(v, float) and np.isnan(v):
             return ""
-        if c in ("lab", "fits", "K", "prof. err"):
+        if c in ("lab", "fits", "K", "prof. err", "GOF n", "noshift n"):
             return f"{int(v)}"
         if c == "shift":
             return f"{v:g}"
