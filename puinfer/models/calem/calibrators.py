@@ -488,8 +488,9 @@ class Calibrator:
         names = self.param_names(basis)
         if separated:
             rec.append((SeparationWarning.__name__,
-                        f"{self.name} calibrator: fitted log-odds exceed 30 in absolute value; "
-                        "the data are (quasi-)separated in the score"))
+                        f"{self.name} calibrator: fitted log-odds exceed 30, or a parameter "
+                        "1000, in absolute value; the data are (quasi-)separated in the "
+                        "score, or a covariate's scale makes its coefficient huge"))
         if not conv.converged:
             rec.append((ConvergenceWarning.__name__,
                         f"{self.name} calibrator: Newton did not converge in {maxiter} "

@@ -771,6 +771,10 @@ def test_extreme_calem_parameter_warning_names_its_criterion():
                                                r"value \(beyond 1e3"):
         r = CalEM(df.score, df.label, df.treated, calibrator="~ I(1e-4 * logit(score))").fit()
     assert np.abs(r.params).max() > 1e3
+    # the calibrator fits' own warnings (control, treated, pooled) name both criteria: they
+    # said "fitted log-odds exceed 30" alone
+    own = [m for c, m in r.warnings if "calibrator: fitted log-odds" in m]
+    assert len(own) == 3 and all("exceed 30, or a parameter 1000," in m for m in own)
 
 
 def test_edf_of_a_penalised_spline_is_the_trace_of_the_smoother(make_toy):
