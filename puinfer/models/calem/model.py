@@ -476,6 +476,18 @@ class CalEM(Model):
             For an unknown ``method``, ``"newton"`` with the isotonic calibrator, ``tol <= 0``
             or an ``h`` outside [0, 1].
 
+        Warns
+        -----
+        SeparationWarning
+            Where CalEM's fit has fitted log-odds beyond +-30 on its rows or a parameter
+            beyond 1e3 in absolute value (the criterion of the calibrator fits, which warn
+            too): the data barely determine the curve at that end of the scores (e.g. a
+            spline's lowest knot at scores near 0 with a small control set), so those
+            parameters and their standard errors are not reliable. Recorded in the results'
+            ``warnings`` and shown by ``summary()``.
+        ConvergenceWarning
+            When the algorithm did not converge within ``maxiter``.
+
         Notes
         -----
         Algorithm 3 fits ``g_theta0`` on the control rows and ``g_eta`` on the treated rows,

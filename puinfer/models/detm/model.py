@@ -377,8 +377,10 @@ class _TiltModel(Model):
             bootstrap from the fitted model (199 resamples, seed 0, computed once when first
             needed: 13-14 CPU s for DETM, 3 s for SETM at n = m = 1000 with 15 features on
             ``benchmarks/bench_detm.py``'s data, ``bench_detm_s59``/``s60`` in
-            ``benchmarks/results/README.md``; it depends on the data) and the SE it implies
-            (its width over ``2 z_0.975``, so the Wald interval is as wide). ``"profile"``:
+            ``benchmarks/results/README.md``; it depends on the data; the cut-off is at least
+            ``chi2_1``'s where pi-hat is on or near the boundary, see
+            ``DETMResults.conf_int_pi``) and the SE it implies (its width over
+            ``2 z_0.975``, so the Wald interval is as wide). ``"profile"``:
             the plain profile interval (``chi2_1`` cut-off, Theorem 3b) and the
             observed-information SE, at no further cost. Why the default (issue 19,
             ``studies/results/README_detm.md``): in Liu et al.'s SAR design (p = 15, n = m =

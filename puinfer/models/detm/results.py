@@ -589,7 +589,10 @@ class TiltResults(LikelihoodResults):
         The statistic ``R*_N(value)``, referred to the fit's default (``pi_interval``): the
         bootstrap draws of :meth:`conf_int_pi` (``p = (1 + #{R*_b >= R*}) / (B + 1)``, so
         the test rejects at level alpha about when ``value`` is outside the calibrated
-        interval) or ``chi2_1`` (``pi_interval="profile"``)."""
+        interval) or ``chi2_1`` (``pi_interval="profile"``). Where pi-hat is on the boundary
+        or the bootstrap world is near it (a ``boundary_share`` of at least
+        :data:`NEAR_BOUNDARY_SHARE`, as for :meth:`conf_int_pi`), the p-value is the larger of
+        the bootstrap's and ``chi2_1``'s, and ``extra["reference"]`` says so."""
         if isinstance(value, (bool, np.bool_)) or np.ndim(value) != 0:
             raise TypeError(f"value must be one number in (0, 1); got {value!r}")
         value = given = float(value)

@@ -367,8 +367,9 @@ class URC(Model):
             warn_and_record(record, f"{len(zero)} lab histogram cell(s) are empty ({which}"
                             f"{', ...' if len(zero) > 4 else ''}): the maximum-likelihood M_A "
                             "(fit(lab_pseudocount=0) or the fixed likelihood) has zeros there, "
-                            "an estimate on the boundary (the joint likelihood's default "
-                            "pseudo-counts keep it off); consider fewer bins", EmptyBinWarning)
+                            "an estimate on the boundary (the joint likelihood's lab "
+                            "pseudo-counts keep it off: URC.fit's default 0.5, "
+                            "RegressionURC.fit's 0); consider fewer bins", EmptyBinWarning)
         self._check_identification(record)
         self.warnings = tuple(record)
         # the results share the model: its arrays read-only, its classes a tuple
@@ -540,7 +541,8 @@ class URC(Model):
             objective (as profile penalised likelihood intervals do for Firth's logistic
             regression); ``llf`` is the unpenalised log-likelihood at the estimate. Not used by
             the fixed likelihood (``M_A`` is then the lab estimate of eq. (9)). The lab class
-            counts of a random lab design are the raw counts.
+            counts of a random lab design are the raw counts. (``RegressionURC.fit`` defaults
+            to 0.)
         lab_prior : {"pooled", "uniform"}
             How the pseudo-counts are spread over a class's cells. ``"pooled"`` (default): in
             proportion to the pooled lab histogram ``h`` (``C[i, a] = c |A| h[a]``), so each

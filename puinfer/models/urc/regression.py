@@ -220,7 +220,11 @@ def default_n_intervals(n_lab: int) -> int:
     100: 0.069 / 0.103 against 0.295 / 0.242). The default's 95% intervals covered 0.95, 0.96
     and 0.96 of the true shares without a shift, but 0.86, 0.81 and 0.87 under the shift (the
     top interval worst: wide intervals strain Axiom 2, see ``n_intervals``); at lab 50 (3
-    intervals) 0.90 and 0.80, with corners in 2 and 9 of 40 fits.
+    intervals) 0.90 and 0.80, with corners in 2 and 9 of 40 fits. These are figures of the fit
+    before session 70's defaults (a prior on the trend's slope, ``trend_sd=1``, and no lab
+    pseudo-counts): with them no fit of 10 data sets each at lab 100 and 200 with ten
+    intervals reached a corner, and the default's intervals covered 0.96-0.97 under the
+    shift at lab 100 and 200 (``studies/results/urc_regression_pseudocount.md``).
     """
     return int(max(2, min(10, np.floor(np.sqrt(n_lab / (2 * _MIN_LAB_PER_CELL))))))
 
@@ -430,12 +434,14 @@ class RegressionURC(URC):
         estimates stable when neighbouring intervals are hard to tell apart. Below 400 lab
         rows fewer, ``floor(sqrt(n / 4))`` (:func:`default_n_intervals`: at least 2 lab rows
         per interval and cell of the default ``2 K`` cells); with more intervals the fit of a
-        small lab set runs to a corner (all the field in one interval: 40 of 40 fits at lab
-        100 with ``K = 10``, see :func:`default_n_intervals`). Fewer, wider intervals strain the
+        small lab set ran to a corner before the default prior on the trend's slope
+        (``fit(trend_sd=)``; all the field in one interval: 40 of 40 fits at lab 100 with
+        ``K = 10``, see :func:`default_n_intervals`). Fewer, wider intervals strain the
         interval form of Axiom 2 (above): under a location shift of 0.5 SD (lab 1000, field
-        5000, 50 replicates, ``studies/urc_regression_interval_width.py``) the top interval's
-        share was overestimated by 0.083 on average with ``K = 2`` (95% interval coverage
-        0.14), 0.041 with ``K = 4`` (0.80) and 0.026 with ``K = 10`` (0.88).
+        5000, 50 replicates, ``studies/urc_regression_interval_width.py``, at the current
+        defaults) the top interval's share was overestimated by 0.080 on average with
+        ``K = 2`` (95% interval coverage 0.16), 0.037 with ``K = 4`` (0.84) and 0.009 with
+        ``K = 10`` (0.96).
     n_cells : int, optional
         ``|A|``, the cells of the partition of the predictions: quantiles of the predicted
         value (``partition="mean"``, default ``2 K``) or, with ``partition="argmax"``, cells
@@ -443,7 +449,7 @@ class RegressionURC(URC):
         test of a fit has ``|A| - K`` degrees of freedom per group without the smoothness
         penalty (``K`` with the default ``|A|``); with it (the default fit) more: the penalised
         base rates spend fewer than ``K - 1`` effective degrees of freedom, and the test
-        counts the rest (e.g. 17.3 instead of 10 at ``K = 10``; see ``gof().df``).
+        counts the rest (e.g. about 17 instead of 10 at ``K = 10``; see ``gof().df``).
     partition : {"mean", "argmax"}
         ``"mean"`` (default): cells of equal lab probability of the predicted value
         ``s_i = sum_j C_ij m_j`` (the paper's suggestion for regression, Section 5).
@@ -576,9 +582,10 @@ class RegressionURC(URC):
             # without a shift, and in 2 of 8 at lab 200-300; fine at lab 1000)
             warn_and_record(record, f"the lab set is small for {K} intervals and "
                             f"{self.partition.n_cells} cells: {per_cell:.2g} lab rows per "
-                            "interval and cell, so the default pseudo-counts (|A| / 2 per "
-                            "interval) weigh about as much as the lab rows and the fit can run "
-                            "to a corner (all the field in one interval); "
+                            "interval and cell, so most lab cells are sparse or empty and the "
+                            "interval shares are poorly determined (without the default prior "
+                            "on the trend, fit(trend_sd=None), the fit can run to a corner: "
+                            "all the field in one interval); "
                             + ("use fewer intervals or cells (n_intervals=, n_cells=)"
                                if K > 2 or self.partition.n_cells > 2 else
                                "a larger lab set is needed"),
@@ -684,7 +691,7 @@ class RegressionURC(URC):
             30-100% of the fits to none, the top interval's RMSE from 0.28 / 0.24 to 0.17 /
             0.15 (lab 1000), no change without a shift or at 0.5 SD from lab 200, and fewer
             corners at lab 100 (2 and 1 of 20 to 0). The top interval is still overestimated under
-            strong shifts (see the class docstring).
+            strong shifts (the user guide, ``docs/guide/urc.md``, section Regression).
         penalty_centre : {"population", "sample"}
             What the walk's shift is measured against under a random lab design: the lab
             population's interval shares, with the lab sample's error integrated out
@@ -713,13 +720,19 @@ class RegressionURC(URC):
         ``n_lab``). Centred at the sample's shares (``"sample"``, the default before) the
         penalty shrank that error and the 95% profile intervals covered 0.92-0.93 on average,
         middle intervals down to 0.83-0.86; centred at the population they cover 0.95-0.98 on
-        average (200 replicates per scenario) at the same point estimates (RMSE +2%) and
-        about 23% wider. Where the true shift is not close to log-linear in the interval
-        means (the open end intervals under a location shift) the smoothing bias remains:
+        average (200 replicates per scenario, at the defaults before session 70) at the same
+        point estimates (RMSE +2%) and about 23% wider. Where the true shift is not close to
+        log-linear in the interval means (the open end intervals under a location shift) the
+        smoothing bias remains:
         0.90-0.92 there. The no-shift likelihood-ratio statistic of the penalised fit is far
         below its nominal chi-square (size 0 of 500 at 5%); the results' ``test_no_shift()``
         refers it to a bootstrap of the procedure under the null instead (size 5.2% at 5%
-        over 1500 replicates). The goodness-of-fit test rejects 7-10% at 5%.
+        over 1500 replicates). The goodness-of-fit test rejected 7-10% at 5% there. Those
+        figures are of the defaults before session 70 (``lab_pseudocount=0.5``,
+        ``trend_sd=None``); at the current defaults, in
+        ``studies/results/urc_regression_pseudocount.md`` (lab 50-1000, no shift), the
+        no-shift test's size was 4-8% (100 replicates per lab size) and the goodness-of-fit
+        test's 4.7-7.0% (300).
         """
         lam = DEFAULT_SMOOTHING if smoothing is None else smoothing
         order = DEFAULT_ORDER if smooth_order is None else smooth_order
@@ -1299,5 +1312,7 @@ class RegressionURCResults(URCResults):
 
     def __repr__(self):
         kind = "" if self.constraint.kind == "free" else f", restricted: {self._restriction}"
+        tau = getattr(self._d.penalty, "trend_sd", None)
+        trend = f", trend_sd={tau:g}" if tau is not None else ""
         return (f"<RegressionURCResults: {len(self._groups)} group(s), {self.model.n_intervals}"
-                f" intervals, smoothing={self.smoothing:g}, llf={self.llf:.4f}{kind}>")
+                f" intervals, smoothing={self.smoothing:g}{trend}, llf={self.llf:.4f}{kind}>")

@@ -441,6 +441,9 @@ def test_a_lab_set_small_for_its_intervals_and_cells_is_said():
                       "cells: 0.5 lab rows"):
         m = pu.RegressionURC(sim.lab_pred, sim.lab_y, 10)
     assert any("the lab set is small" in msg for _, msg in m.warnings)
+    # (RegressionURC's default fit has no lab pseudo-counts: the warning does not blame them)
+    assert not any("pseudo-counts" in msg for _, msg in m.warnings
+                   if "the lab set is small" in msg)
     big = simulate_urc_regression(1000, 1000, field_shift=0.0, rng=np.random.default_rng(1))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -591,3 +594,5 @@ def test_a_weak_but_proper_trend_prior_is_not_reported_as_no_maximum():
     assert r.converged
     assert "trend slope ~ N(0, 10^2)" in str(r.summary())
     assert "trend_sd 10" in repr(r._d.penalty)
+    assert "trend_sd=10," in repr(r)
+    assert "trend_sd" not in repr(m.fit(sim.field_pred, trend_sd=None))
