@@ -1,8 +1,11 @@
 """The demo of the README's first command (``python -m puinfer``): its sections and options."""
 
+import warnings
+
 import pytest
 
 from puinfer.__main__ import main
+from puinfer.exceptions import PuinferWarning
 
 
 def test_urc_section_uses_the_stratified_lab_design(capsys):
@@ -27,3 +30,12 @@ def test_options(capsys):
     assert "unknown section(s) ['nope']; choose from ['pu', 'calem', 'urc']" in err
     assert main(["calem", "calem"]) == 0
     assert capsys.readouterr().out.count("CalEM: calibration with clean control") == 1
+
+
+def test_pu_section_prints_its_warnings_in_the_summaries_not_on_stderr(capsys):
+    # session 71's docs audit: the SCAR test's null fit warned on stderr from the DETM
+    # summary (attributed to the demo's sys.exit line), although the summary prints it
+    with warnings.catch_warnings(record=True) as caught:
+        assert main(["pu"]) == 0  # (its simplefilter("default") acts inside this block)
+    assert "Warning (SeparationWarning): SCAR test's null fit (SETM)" in capsys.readouterr().out
+    assert not [w for w in caught if issubclass(w.category, PuinferWarning)]
