@@ -93,12 +93,15 @@ def summarise() -> pd.DataFrame:
 
 
 def cli(doc: str, cells: list, seed0: int, stem: str, summarise) -> None:
-    """The command line of a study of cells ``cells`` (``--cell K --reps R``: replicate r of
-    cell K from seed ``seed0 + 10_000 K + r``, rows to ``results/{stem}_cell{K}.csv``;
+    """The command line of a study of cells ``cells`` (``--cell K --reps R [--first F]``:
+    replicates r = F, ..., F + R - 1 of cell K from seeds ``seed0 + 10_000 K + r``, rows to
+    ``results/{stem}_cell{K}.csv``, or ``..._cell{K}_from{F}.csv`` for F > 0;
     ``--summarise``: print ``summarise()``)."""
     ap = argparse.ArgumentParser(description=doc.splitlines()[0])
     ap.add_argument("--cell", type=int, choices=range(len(cells)))
     ap.add_argument("--reps", type=int, default=200)
+    ap.add_argument("--first", type=int, default=0,
+                    help="first replicate (an extension: rows to ..._cell{K}_from{first}.csv)")
     ap.add_argument("--summarise", action="store_true")
     a = ap.parse_args()
     if a.summarise:
@@ -108,9 +111,10 @@ def cli(doc: str, cells: list, seed0: int, stem: str, summarise) -> None:
         ap.error("give --cell or --summarise")
     t = time.process_time()
     rows = [dict(cell=a.cell, **run_one(*cells[a.cell], seed0 + 10_000 * a.cell + r))
-            for r in range(a.reps)]
+            for r in range(a.first, a.first + a.reps)]
     OUT.mkdir(exist_ok=True)
-    pd.DataFrame(rows).to_csv(OUT / f"{stem}_cell{a.cell}.csv", index=False)
+    tail = f"_from{a.first}" if a.first else ""
+    pd.DataFrame(rows).to_csv(OUT / f"{stem}_cell{a.cell}{tail}.csv", index=False)
     print(f"cell {a.cell} {cells[a.cell]}: {a.reps} replicates, "
           f"{time.process_time() - t:.0f} s CPU")
 
