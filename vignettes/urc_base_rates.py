@@ -80,14 +80,14 @@ print(glob.summary())
 # (`studies/urc_studies.py`, lab 200, field 5000) it covers the truth about a third of the
 # time, against 94% for the joint one.
 #
-# The joint likelihood also carries, by default, **lab pseudo-counts**: |A|/2 per class (the
-# total of the Jeffreys prior of each row of `M_A`), spread as the pooled lab histogram (the
-# summary's "Lab pseudo-counts per cell" line): with small lab sets the maximum-likelihood
-# profile statistic runs 10-20% above its chi-square reference and the intervals fall short
-# (three classes, 100 lab items: 92-94%); the pseudo-counts bring them back to 95% and the
-# no-shift test to its 5% (`studies/results/urc_labdesign.md`). `fit(lab_pseudocount=0)` gives
-# maximum likelihood. For the same reason the default number of cells shrinks for small lab
-# sets (at least 15 lab items per class and cell on average).
+# The joint likelihood also carries, by default, **lab pseudo-counts**: Perks' 1/|A| in every
+# cell, one pseudo-item per class (the summary's "Lab pseudo-counts per cell" line): with small
+# lab sets the maximum-likelihood profile statistic runs above its chi-square reference and the
+# intervals fall short; the pseudo-counts bring them close to 95% without biasing the
+# estimates much under a shift (`studies/results/urc_pc_default.md`, a declared study of five
+# candidates). `fit(lab_pseudocount=0)` gives maximum likelihood. For the same reason the
+# default number of cells shrinks for small lab sets (at least 15 lab items per class and cell
+# on average).
 
 # %%
 paper = model.fit(d.field_pred, likelihood="fixed")

@@ -44,7 +44,7 @@ from . import _likelihood as lik
 from ._inputs import label_array
 from ._null_bootstrap import UNUSABLE, null_statistics
 from ._smoothing import SmoothnessPenalty, centred_positions
-from .model import DEFAULT_LAB_PRIOR, URC
+from .model import URC
 from .partition import Partition, build_partition
 from .predictive import as_predictive
 from .results import URCResults
@@ -62,13 +62,16 @@ DEFAULT_ORDER = 2
 #: unpenalised and the fit can run along it to a corner (see the docstring of
 #: :meth:`RegressionURC.fit`, parameter ``trend_sd``)
 DEFAULT_TREND_SD = 1.0
-#: RegressionURC's lab pseudo-counts per (interval, cell): none. URC's default (0.5, for sparse
+#: RegressionURC's lab pseudo-counts per (interval, cell): none. URC's default then (0.5, for sparse
 #: lab cells) biased the intervals' shares in the direction of a shift (the fit offsets the
 #: shrinkage of each interval's lab histogram towards the pooled one); without them, with the
 #: trend prior, the declared study studies/urc_regression_pseudocount.py (lab 50-1000, shifts
 #: 0-1 SD, 300 replicates per cell) had lower RMSE in every cell, coverage 0.94-0.98 where the
 #: pseudo-counts gave 0.61-0.98, and the goodness-of-fit test's size 4.7-7.0% against 7-13%
 DEFAULT_LAB_PSEUDOCOUNT_REGRESSION = 0.0
+#: where lab pseudo-counts go when asked for (``lab_pseudocount > 0``): the pooled lab histogram,
+#: URC's spread before session 71 (URC.fit's default is now Perks' 1/|A| spread evenly)
+DEFAULT_LAB_PRIOR_REGRESSION = "pooled"
 #: bootstrap resamples of the no-shift test's default reference ((B + 1) * 0.05 an integer)
 DEFAULT_N_BOOT = 199
 #: test_no_shift warns when more than this share of its bootstrap resamples is unusable
@@ -640,7 +643,7 @@ class RegressionURC(URC):
             smooth_order: int | None = None, likelihood: str = "joint",
             prior_strength: float = 0.0,
             lab_pseudocount: float = DEFAULT_LAB_PSEUDOCOUNT_REGRESSION,
-            lab_prior: str = DEFAULT_LAB_PRIOR,
+            lab_prior: str = DEFAULT_LAB_PRIOR_REGRESSION,
             maxiter: int = 5000, tol: float = 1e-10,
             missing: str = "raise", penalty_centre: str = "population",
             trend_sd: float | None = DEFAULT_TREND_SD) -> RegressionURCResults:
@@ -665,7 +668,8 @@ class RegressionURC(URC):
         likelihood, prior_strength, lab_prior, maxiter, tol : see :meth:`URC.fit`
         lab_pseudocount : float, optional
             As :meth:`URC.fit`, but default :data:`DEFAULT_LAB_PSEUDOCOUNT_REGRESSION` (0: the
-            lab histograms as observed). URC's default of 0.5 per cell shrinks each interval's
+            lab histograms as observed). 0.5 per cell spread as the pooled histogram (URC's
+            default until session 71) shrinks each interval's
             lab histogram towards the pooled one, which the fit offsets by moving the field's
             mass in the direction of a shift: in the declared study
             ``studies/urc_regression_pseudocount.py`` (session 70: lab 50-1000, location

@@ -111,7 +111,7 @@ class URCResults(URCTestsMixin, InformationCriteria, LikelihoodResults):
     llf_penalized : float
         The maximised objective (used by the likelihood-ratio tests and the profiles): ``llf``
         plus, under the joint likelihood, the lab pseudo-counts' term ``sum C log M_A`` (the
-        default ``lab_pseudocount=0.5`` included), plus the log Dirichlet prior when
+        default Perks' ``1/|A|`` per cell included), plus the log Dirichlet prior when
         ``prior_strength > 0``.
     nobs : int
         Field items, plus lab items under the joint likelihood or a random lab design.
@@ -635,9 +635,12 @@ class URCResults(URCTestsMixin, InformationCriteria, LikelihoodResults):
             s.add_note("With a prior the estimates are MAP; intervals and tests use the "
                        "penalised log-likelihood (approximate).")
         if self.lab_pseudocount > 0:
+            A = self.model.partition.n_cells
+            which = ("Perks' prior, 1/|A|, one per class" if np.isclose(self.lab_pseudocount, 1 / A)
+                     else "Firth's penalty" if self.lab_pseudocount == 0.5 else None)
             spread = ("spread as the pooled lab histogram, shrinking each class's histogram "
                       "towards the lab marginal" if self.lab_prior == "pooled" else
-                      "the same in every cell: Firth's penalty at 1/2")
+                      "the same in every cell" + (f": {which}" if which else ""))
             s.add_note(f"M_A is penalised: {self.lab_pseudocount:g} pseudo-counts per lab cell "
                        f"on average ({spread}); estimates, profile intervals and tests use the "
                        "penalised likelihood, which holds the level at small lab sets; "

@@ -207,11 +207,18 @@ def test_multiclass_matches_scipy():
     P, M, llf = ref_fit(L, F, True)
     assert res.llf == pytest.approx(llf, abs=1e-6)
     assert_allclose(res.base_rates.to_numpy(), P, atol=5e-5)
-    # the default: |A| / 2 pseudo-counts per class spread as the pooled lab histogram, the
-    # penalised objective maximised
-    pen = m.fit(sim3.field_pred)
-    assert (pen.lab_pseudocount, pen.lab_prior) == (0.5, "pooled")
+    # the default: Perks' 1/|A| pseudo-counts in every cell (one per class), the penalised
+    # objective maximised
     A = L.shape[1]
+    dflt = m.fit(sim3.field_pred)
+    assert (dflt.lab_pseudocount, dflt.lab_prior) == (1 / A, "uniform")
+    Pp, Mp, objp = ref_fit(L, F, True, pseudo=1 / A)
+    assert dflt.llf_penalized == pytest.approx(objp, abs=1e-6)
+    assert_allclose(dflt.base_rates.to_numpy(), Pp, atol=5e-5)
+    # lab_prior="pooled": |A| / 2 pseudo-counts per class (c = 1/2) spread as the pooled lab
+    # histogram (the default before session 71)
+    pen = m.fit(sim3.field_pred, lab_pseudocount=0.5, lab_prior="pooled")
+    assert (pen.lab_pseudocount, pen.lab_prior) == (0.5, "pooled")
     C = np.tile(0.5 * A * L.sum(axis=0) / L.sum(), (L.shape[0], 1))
     P5, M5, obj5 = ref_fit(L, F, True, pseudo=C)
     assert pen.llf_penalized == pytest.approx(obj5, abs=1e-6)
@@ -225,13 +232,22 @@ def test_multiclass_matches_scipy():
     assert 1e-4 < np.max(np.abs(P5 - P)) < 0.02
     # lab_prior="uniform": Firth's 1/2 in every cell (the argmax cells' pooled histogram is
     # not uniform, so the two penalised fits differ)
-    uni = m.fit(sim3.field_pred, lab_prior="uniform")
+    uni = m.fit(sim3.field_pred, lab_pseudocount=0.5, lab_prior="uniform")
     Pu, Mu, obju = ref_fit(L, F, True, pseudo=0.5)
     assert uni.llf_penalized == pytest.approx(obju, abs=1e-6)
     assert_allclose(uni.base_rates.to_numpy(), Pu, atol=5e-5)
     assert np.max(np.abs(Pu - P5)) > 1e-4
     with pytest.raises(ValueError, match="lab_prior"):
         m.fit(sim3.field_pred, lab_prior="jeffreys")
+    # "perks" by name is the default; any other text is refused naming the argument
+    assert m.fit(sim3.field_pred, lab_pseudocount="perks").llf_penalized == dflt.llf_penalized
+    with pytest.raises(ValueError, match="lab_pseudocount must be a non-negative number or "
+                       "'perks'"):
+        m.fit(sim3.field_pred, lab_pseudocount="jeffreys")
+    # the summary names the prior that was used (it said Firth's for any uniform count)
+    assert "the same in every cell: Perks' prior, 1/|A|" in str(dflt.summary())
+    assert "the same in every cell: Firth's penalty" in str(uni.summary())
+    assert "spread as the pooled lab histogram" in str(pen.summary())
 
 
 # ---- profile intervals ------------------------------------------------------------------------
@@ -355,10 +371,10 @@ def test_gof_df_and_value(sim_groups, lik):
     E = F.sum(1, keepdims=True) * (P @ M)
     X2 = np.sum((F - E) ** 2 / E)
     if lik == "joint":
-        # the lab cells as the penalised likelihood sees them: L plus |A| / 2 pseudo-counts
-        # per class spread as the pooled lab histogram
-        assert (res.lab_pseudocount, res.lab_prior) == (0.5, "pooled")
-        La = L + 0.5 * L.shape[1] * L.sum(axis=0) / L.sum()
+        # the lab cells as the penalised likelihood sees them: L plus Perks' 1/|A| in every
+        # cell (the default)
+        assert (res.lab_pseudocount, res.lab_prior) == (1 / L.shape[1], "uniform")
+        La = L + 1 / L.shape[1]
         El = La.sum(1, keepdims=True) * M
         X2 += np.sum((La - El) ** 2 / El)
     assert res.gof("pearson").statistic == pytest.approx(X2, rel=1e-10)
