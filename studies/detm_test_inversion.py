@@ -104,6 +104,8 @@ if __name__ == "__main__":
         print(summarise(pd.read_csv(OUT)).round(4).to_string())
         sys.exit()
     a, b = int(sys.argv[1]), int(sys.argv[2])
+    if a:  # a later chunk: its own file (the first chunk's rows are not overwritten)
+        OUT = OUT.with_name(f"{OUT.stem}_from{a}.csv")
     rows = []
     for r in range(a, b):
         t = time.process_time()

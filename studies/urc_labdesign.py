@@ -55,6 +55,9 @@ RATES = {2: (0.7, 0.3), 3: (0.5, 0.3, 0.2)}
 N_FIELD = 3000
 SEP = 1.5
 CUT95 = float(stats.chi2.ppf(0.95, 1))
+#: URC.fit's defaults when the study ran (pinned: session 71 made Perks' 1/|A| spread
+#: evenly the default); a cell's fit_kw overrides them
+FIT_DEFAULT = dict(lab_pseudocount=0.5, lab_prior="pooled")
 
 
 def mle_kw(k):
@@ -158,7 +161,7 @@ def size_bartlett_replicate(cell, rng):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         r = URC(s.lab_pred, s.lab_y, lab_design=cell["design"],
-                **cell.get("model_kw", {})).fit(s.field_pred, **cell.get("fit_kw", {}))
+                **cell.get("model_kw", {})).fit(s.field_pred, **{**FIT_DEFAULT, **cell.get("fit_kw", {})})
         t = r.test_no_shift()
         tb = r.test_no_shift(reference="bartlett", n_boot=N_BOOT, rng=rng)
     assert k == 3
@@ -181,7 +184,7 @@ def bartlett_replicate(cell, rng):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         r = URC(s.lab_pred, s.lab_y, lab_design=cell["design"],
-                **cell.get("model_kw", {})).fit(s.field_pred, **cell.get("fit_kw", {}))
+                **cell.get("model_kw", {})).fit(s.field_pred, **{**FIT_DEFAULT, **cell.get("fit_kw", {})})
         b = r.bartlett_factors(n_boot=N_BOOT, rng=rng)
         out["n_usable"] = b.attrs["n_usable"]
         for i, j in enumerate([1] if k == 2 else range(k)):
@@ -260,7 +263,7 @@ def one_replicate(cell, rng, alpha=0.05, intervals=True):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         r = URC(s.lab_pred, s.lab_y, lab_design=cell["design"],
-                **cell.get("model_kw", {})).fit(s.field_pred, **cell.get("fit_kw", {}))
+                **cell.get("model_kw", {})).fit(s.field_pred, **{**FIT_DEFAULT, **cell.get("fit_kw", {})})
         t = r.test_no_shift()
         t_strat = r.test_no_shift(value=r.lab_base_rates.to_numpy())
         out = dict(p_noshift=t.pvalue, stat_noshift=t.statistic,

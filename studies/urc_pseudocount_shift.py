@@ -33,7 +33,9 @@ def run(replicates: int, n_lab: int) -> pd.DataFrame:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # (empty lab cells: an EmptyBinWarning)
             m = pu.URC(sim.lab_pred, sim.lab_y)
-        for variant, kw in (("default", {}), ("pc0", {"lab_pseudocount": 0.0})):
+        # ("default": the default of session 68, pinned since session 71 changed it)
+        for variant, kw in (("default", {"lab_pseudocount": 0.5, "lab_prior": "pooled"}),
+                            ("pc0", {"lab_pseudocount": 0.0})):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 res = m.fit(sim.field_pred, **kw)

@@ -37,12 +37,12 @@ import pandas as pd
 from urc_regression_strong_shift import md, record  # (coverage logic reused; studies/ on the path)
 
 import puinfer as pu
-from puinfer.models.urc.model import DEFAULT_LAB_PSEUDOCOUNT
 from puinfer.simulate.urc_regression import simulate_urc_regression
 
 SEED = 7001
-#: "pc_default": URC's 0.5 per cell, RegressionURC's default when the study ran
-VARIANTS = {"pc_default": {"lab_pseudocount": DEFAULT_LAB_PSEUDOCOUNT},
+#: "pc_default": URC's 0.5 per cell (pooled), RegressionURC's default when the study ran
+#: (pinned: URC's default became Perks' 1/|A| in session 71)
+VARIANTS = {"pc_default": {"lab_pseudocount": 0.5, "lab_prior": "pooled"},
             "pc0": {"lab_pseudocount": 0.0}}
 
 

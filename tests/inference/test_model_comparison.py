@@ -262,7 +262,8 @@ def test_urc_pooled_in_grouped(likelihood):
     # session 69's audit: other lab pseudo-counts (statistic 174.4 for 190.1) or another lab
     # design (df 1 or 3 for 2) were compared; each is another objective
     # (the fixed likelihood has no pseudo-counts: the same objective, compared)
-    for kw in ({"lab_pseudocount": 0.0}, {"lab_prior": "uniform"}) if likelihood == "joint" \
+    for kw in ({"lab_pseudocount": 0.0}, {"lab_prior": "pooled"},
+               {"lab_pseudocount": 0.5}) if likelihood == "joint" \
             else ():
         with pytest.raises(ValueError, match="maximise different objectives"):
             pu.lr_test(m.fit(sim.field_pred, likelihood=likelihood, **kw), grouped)

@@ -244,7 +244,8 @@ class URC(Model):
         Use ``"stratified"`` only when the class counts really were chosen; with a random lab
         set it treats the sample's class shares as known and the no-shift test over-rejects:
         at the 5% level 17% with three classes and 100 or 300 lab items, 15% with 1000, and
-        9-11% with two classes (field 3000, 3000 replicates per cell, the default fit;
+        9-11% with two classes (field 3000, 3000 replicates per cell, the default fit before
+        session 71;
         ``studies/results/urc_labdesign.md``, column ``size_stratified_null``). The design is
         the lab data's, so it is given here, once for every fit of this lab set. The field
         base rates, their intervals and profiles are the same under both designs (``pi_lab``

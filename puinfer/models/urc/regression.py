@@ -642,7 +642,7 @@ class RegressionURC(URC):
     def fit(self, field_pred, groups=None, *, smoothing: float | None = None,
             smooth_order: int | None = None, likelihood: str = "joint",
             prior_strength: float = 0.0,
-            lab_pseudocount: float = DEFAULT_LAB_PSEUDOCOUNT_REGRESSION,
+            lab_pseudocount: float | str = DEFAULT_LAB_PSEUDOCOUNT_REGRESSION,
             lab_prior: str = DEFAULT_LAB_PRIOR_REGRESSION,
             maxiter: int = 5000, tol: float = 1e-10,
             missing: str = "raise", penalty_centre: str = "population",
@@ -665,8 +665,13 @@ class RegressionURC(URC):
             1 shrinks towards no shift (equal ratios); 2 towards a log-linear ratio across the
             intervals (which contains no shift and approximates a location shift). Default
             :data:`DEFAULT_ORDER`.
-        likelihood, prior_strength, lab_prior, maxiter, tol : see :meth:`URC.fit`
-        lab_pseudocount : float, optional
+        likelihood, prior_strength, maxiter, tol : see :meth:`URC.fit`
+        lab_prior : {"pooled", "uniform"}
+            As :meth:`URC.fit`, but default ``"pooled"`` (URC.fit's default is
+            ``"uniform"``): pseudo-counts, when asked for, are spread as the pooled lab
+            histogram, so ``lab_pseudocount="perks"`` gives ``1/|A|`` per cell on average
+            spread that way; Perks' prior itself needs ``lab_prior="uniform"`` too.
+        lab_pseudocount : float or "perks", optional
             As :meth:`URC.fit`, but default :data:`DEFAULT_LAB_PSEUDOCOUNT_REGRESSION` (0: the
             lab histograms as observed). 0.5 per cell spread as the pooled histogram (URC's
             default until session 71) shrinks each interval's

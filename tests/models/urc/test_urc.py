@@ -239,8 +239,11 @@ def test_multiclass_matches_scipy():
     assert np.max(np.abs(Pu - P5)) > 1e-4
     with pytest.raises(ValueError, match="lab_prior"):
         m.fit(sim3.field_pred, lab_prior="jeffreys")
-    # "perks" by name is the default; any other text is refused naming the argument
-    assert m.fit(sim3.field_pred, lab_pseudocount="perks").llf_penalized == dflt.llf_penalized
+    # "perks" is resolved to 1/|A| whatever the spread; any other text is refused naming it
+    pp = m.fit(sim3.field_pred, lab_pseudocount="perks", lab_prior="pooled")
+    assert pp.lab_pseudocount == 1 / A
+    assert pp.llf_penalized == m.fit(sim3.field_pred, lab_pseudocount=1 / A,
+                                     lab_prior="pooled").llf_penalized != dflt.llf_penalized
     with pytest.raises(ValueError, match="lab_pseudocount must be a non-negative number or "
                        "'perks'"):
         m.fit(sim3.field_pred, lab_pseudocount="jeffreys")
