@@ -915,8 +915,8 @@ class DETMResults(TiltResults):
     def _extra_notes(self, s: Summary) -> None:
         t = self.test_scar()
         s.add_note(f"SCAR test (SETM vs DETM): R_N = {t.statistic:.4f}, df = {t.df:g}, "
-                   f"{pvalue_phrase(t.pvalue)} (asymptotic chi2; it over-rejects in small "
-                   "samples: test_scar('bootstrap'))")
+                   f"{pvalue_phrase(t.pvalue)} (asymptotic chi2, which over-rejects in small "
+                   "samples: see test_scar())")
         chk = self.label_check
         equality = (pvalue_phrase(chk.pvalue, "p-value of equality") if np.isfinite(chk.pvalue)
                     else "p-value of equality n/a")

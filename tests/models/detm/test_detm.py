@@ -1025,4 +1025,4 @@ def test_scar_tests_chi_square_p_value_is_said_to_be_asymptotic():
     assert "over-rejected true SCAR" in t.extra["reference"] and "reference: chi2_p" in str(t)
     assert "reference" not in b.extra and b.statistic == t.statistic
     line = next(s for s in str(r.summary()).splitlines() if s.startswith("SCAR test"))
-    assert "asymptotic chi2; it over-rejects in small samples: test_scar('bootstrap')" in line
+    assert "(asymptotic chi2, which over-rejects in small samples: see test_scar())" in line
