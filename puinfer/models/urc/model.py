@@ -602,13 +602,14 @@ class URC(Model):
             raise ValueError(f"likelihood must be 'joint' or 'fixed' (alias 'paper'); got "
                              f"{likelihood!r}")
         try:
-            s = float(prior_strength)
+            s = np.nan if isinstance(prior_strength, (str, bool)) else float(prior_strength)
         except (TypeError, ValueError):
             s = np.nan
         if not (np.isfinite(s) and s >= 0):
             raise ValueError(f"prior_strength must be a non-negative number; got {prior_strength!r}")
-        if isinstance(lab_pseudocount, str) and lab_pseudocount == PERKS:
-            c = 1.0 / self._L.shape[1]  # Perks: 1/|A| per cell, one pseudo-item per class
+        if isinstance(lab_pseudocount, str):
+            # (a number written as text, "0.25", is refused as elsewhere in the package)
+            c = 1.0 / self._L.shape[1] if lab_pseudocount == PERKS else np.nan
         else:
             try:
                 c = float(lab_pseudocount)

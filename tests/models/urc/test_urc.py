@@ -247,6 +247,11 @@ def test_multiclass_matches_scipy():
     with pytest.raises(ValueError, match="lab_pseudocount must be a non-negative number or "
                        "'perks'"):
         m.fit(sim3.field_pred, lab_pseudocount="jeffreys")
+    with pytest.raises(ValueError, match="lab_pseudocount"):
+        m.fit(sim3.field_pred, lab_pseudocount="0.25")  # (a number as text)
+    for bad in ("1", True):
+        with pytest.raises(ValueError, match="prior_strength must be a non-negative number"):
+            m.fit(sim3.field_pred, prior_strength=bad)
     # the summary names the prior that was used (it said Firth's for any uniform count)
     assert "the same in every cell: Perks' prior, 1/|A|" in str(dflt.summary())
     assert "the same in every cell: Firth's penalty" in str(uni.summary())
