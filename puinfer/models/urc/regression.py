@@ -746,7 +746,7 @@ class RegressionURC(URC):
         lam = DEFAULT_SMOOTHING if smoothing is None else smoothing
         order = DEFAULT_ORDER if smooth_order is None else smooth_order
         try:
-            lam = float(lam)
+            lam = np.nan if isinstance(lam, (str, bool)) else float(lam)
         except (TypeError, ValueError):
             lam = np.nan
         if not (np.isfinite(lam) and lam >= 0):
@@ -787,7 +787,7 @@ class RegressionURC(URC):
                  else None)
         if trend_sd is not None:
             try:
-                tau = float(trend_sd)
+                tau = np.nan if isinstance(trend_sd, str) else float(trend_sd)
             except (TypeError, ValueError):
                 tau = np.nan
             if not (np.isfinite(tau) and tau > 0) or isinstance(trend_sd, bool):

@@ -131,8 +131,12 @@ def test_capped_outcomes_and_close_cut_points():
 
 def test_bad_fit_inputs(model, sim):
     fp = sim.field_pred
-    with pytest.raises(ValueError, match="smoothing must be a non-negative"):
-        model.fit(fp, smoothing=-1)
+    for bad in (-1, "3", True):  # (numbers as text, and True, were taken as numbers)
+        with pytest.raises(ValueError, match="smoothing must be a non-negative"):
+            model.fit(fp, smoothing=bad)
+    for bad in ("1.0", 0, True):
+        with pytest.raises(ValueError, match="trend_sd must be a positive number or None"):
+            model.fit(fp, trend_sd=bad)
     with pytest.raises(ValueError, match="smooth_order must be 1 or 2"):
         model.fit(fp, smooth_order=3)
     with pytest.raises(ValueError, match="field_pred must be predictive"):
