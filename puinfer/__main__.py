@@ -130,7 +130,7 @@ def main(argv=None) -> int:
 
     parser = argparse.ArgumentParser(
         prog="python -m puinfer", description=__doc__.replace("``", "").strip() + " The PU section "
-        "takes about a minute on one core (its default intervals refit 199 bootstrap "
+        "takes about 20 seconds on one core (its default intervals refit 199 bootstrap "
         "resamples per model).")
     parser.add_argument("sections", nargs="*", metavar="SECTION",
                         help=f"which analyses to run, of {list(DEMOS)} (default: all)")
