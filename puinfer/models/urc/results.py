@@ -636,10 +636,13 @@ class URCResults(URCTestsMixin, InformationCriteria, LikelihoodResults):
                        "penalised log-likelihood (approximate).")
         if self.lab_pseudocount > 0:
             A = self.model.partition.n_cells
-            which = ("Perks' prior, 1/|A|, one per class"
-                     + ("; with |A| = 2 also Firth's penalty" if A == 2 else "")
-                     if np.isclose(self.lab_pseudocount, 1 / A)
-                     else "Firth's penalty" if self.lab_pseudocount == 0.5 else None)
+            which = None  # the named priors among uniform pseudo-counts
+            if np.isclose(self.lab_pseudocount, 1 / A):
+                which = "Perks' prior, 1/|A|, one per class"
+                if A == 2:
+                    which += "; with |A| = 2 also Firth's penalty"
+            elif self.lab_pseudocount == 0.5:
+                which = "Firth's penalty"
             spread = ("spread as the pooled lab histogram, shrinking each class's histogram "
                       "towards the lab marginal" if self.lab_prior == "pooled" else
                       "the same in every cell" + (f": {which}" if which else ""))
