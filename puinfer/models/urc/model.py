@@ -26,16 +26,16 @@ from .results import URCFitRecord, URCResults
 __all__ = ["URC"]
 
 LAB_DESIGNS = ("random", "stratified")
+#: the named pseudo-count: 1/|A| per cell
+PERKS = "perks"
 #: pseudo-counts per lab (class, cell) in the joint likelihood: "perks", 1/|A| per cell (Perks'
 #: prior: one pseudo-item per row of M_A whatever |A|), spread evenly (see ``URC.fit``; chosen by
 #: the declared study studies/urc_pc_default.py, session 71, over sparse no-shift and shift
 #: cells; |A| / 2 per row spread as the pooled lab histogram, the default before, biased the
 #: base rates in the direction of a shift)
-DEFAULT_LAB_PSEUDOCOUNT = "perks"
+DEFAULT_LAB_PSEUDOCOUNT = PERKS
 DEFAULT_LAB_PRIOR = "uniform"
 LAB_PRIORS = ("pooled", "uniform")
-#: the named pseudo-count: 1/|A| per cell
-PERKS = "perks"
 #: the default n_bins keeps at least this many lab items per (class, cell) on average
 MIN_LAB_PER_CELL = 15
 
