@@ -28,6 +28,7 @@ __all__ = [
     "check_scale",
     "check_rng",
     "check_int",
+    "check_bool",
     "warn_and_record",
 ]
 
@@ -426,6 +427,14 @@ def check_int(value, name: str, *, minimum: int | None = None) -> int:
     if minimum is not None and value < minimum:
         raise ValueError(f"{name} must be >= {minimum}; got {value}")
     return value
+
+
+def check_bool(value, name: str) -> bool:
+    """``value`` if it is ``True`` or ``False`` (numpy's too), else ``ValueError`` naming
+    ``name``: an option read by its truthiness took ``"False"`` as true and ``None`` as false."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name} must be True or False; got {value!r:.60}")
+    return bool(value)
 
 
 def check_rng(rng, name: str = "rng") -> np.random.Generator:

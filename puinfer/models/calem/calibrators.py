@@ -351,6 +351,9 @@ class Calibrator:
     parametric = True
 
     def __init__(self, *, eps: float = 1e-12):
+        if isinstance(eps, (bool, np.bool_)) or not isinstance(eps, (int, float, np.integer,
+                                                                     np.floating)):
+            raise TypeError(f"eps must be a number in (0, 0.5); got {eps!r}")
         if not 0 < eps < 0.5:
             raise ValueError(f"eps must be in (0, 0.5); got {eps}")
         self.eps = float(eps)
@@ -442,12 +445,18 @@ class Calibrator:
         ------
         ValueError
             If scores are outside [0, 1], labels outside [0, 1], weights negative or all zero,
-            or the lengths differ.
+            or the lengths differ; if ``maxiter`` is not a positive integer, ``tol`` is not
+            positive and finite, or ``start`` does not hold one finite number per parameter.
+        TypeError
+            If ``tol`` is not a number (text, a bool).
         """
+        _check_newton_options(maxiter, tol)
         s, yy, w = _check_fit_inputs(score, y, sample_weight)
         if basis is None:
             # (unweighted, as before the weights were used: a subclass's make_basis(score))
             basis = self.make_basis(s) if sample_weight is None else self.make_basis(s, w)
+        if start is not None and self.parametric:
+            start = _check_start(start, self.param_names(basis))
         # of the rows as a set: the likelihood does not depend on their order (session 67's
         # audit: lr_test refused two fits of the same rows sorted differently)
         order = np.lexsort((w, yy, s))
@@ -511,6 +520,35 @@ class Calibrator:
 
     def __repr__(self):
         return f"{type(self).__name__}()"
+
+
+def _check_newton_options(maxiter, tol) -> None:
+    """``maxiter`` and ``tol`` of :meth:`Calibrator.fit`, checked as :meth:`CalEM.fit` checks
+    them (``tol=inf`` or ``True`` stopped Newton after one step with ``converged=True``; a
+    ``maxiter`` below 1 returned the zero start)."""
+    if isinstance(maxiter, (bool, np.bool_)) or not isinstance(maxiter, (int, np.integer)) \
+            or maxiter < 1:
+        raise ValueError(f"maxiter must be a positive integer; got {maxiter!r}")
+    if isinstance(tol, (bool, np.bool_)) or not isinstance(tol, (int, float, np.integer,
+                                                                 np.floating)):
+        raise TypeError(f"tol must be a positive number; got {tol!r}")
+    if not (np.isfinite(tol) and tol > 0):
+        raise ValueError(f"tol must be a positive finite number; got {tol}")
+
+
+def _check_start(start, names) -> np.ndarray:
+    """``start`` as a float vector with one finite value per parameter (``names``)."""
+    if isinstance(start, (str, bytes)) or (np.ndim(start) and any(
+            isinstance(v, (str, bytes)) for v in np.asarray(start, dtype=object).ravel())):
+        raise ValueError(f"start holds text, not numbers; got {start!r:.60}")
+    try:
+        arr = np.array(start, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"start must be numeric; got {start!r:.60}") from None
+    if arr.shape != (len(names),) or not np.all(np.isfinite(arr)):
+        raise ValueError(f"start must hold {len(names)} finite value(s), one per parameter "
+                         f"{names}; got {np.asarray(start).tolist()!r:.80}")
+    return arr
 
 
 def platt_targets(y, w=None) -> np.ndarray:

@@ -11,7 +11,7 @@ import pandas as pd
 
 from ..._align import align_rows
 from ..._dask import is_dask as _is_dask
-from ..._validation import as_float_vector, check_alpha, level_label
+from ..._validation import as_float_vector, check_alpha, check_bool, level_label
 from ...base.results import LikelihoodResults, data_fingerprint, readonly
 from ...inference.hypothesis import HypothesisTestResult, lr_test
 from ...summary import Summary, coef_table
@@ -140,6 +140,7 @@ class _CurvesMixin:
         """Estimated ``h(score) = (g_eta - g_theta)/g_eta`` (eq. (15)), the probability that a
         treated positive would have been negative without treatment; clipped to [0, 1] unless
         ``clip=False``."""
+        clip = check_bool(clip, "clip")  # (clip="False" clipped, clip=None did not)
         s, idx = self._score_in(score)
         ge = self.biased.predict(s)
         g = self.calibrator.predict(s)

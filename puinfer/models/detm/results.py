@@ -599,9 +599,14 @@ class TiltResults(LikelihoodResults):
         or the bootstrap world is near it (a ``boundary_share`` of at least
         :data:`NEAR_BOUNDARY_SHARE`, as for :meth:`conf_int_pi`), the p-value is the larger of
         the bootstrap's and ``chi2_1``'s, and ``extra["reference"]`` says so."""
-        if isinstance(value, (bool, np.bool_)) or np.ndim(value) != 0:
+        # (text is refused, as numbers written as text are elsewhere: test_pi("0.05") tested
+        # pi = 0.05; None and "abc" failed inside float() without naming the argument)
+        if isinstance(value, (bool, np.bool_, str, bytes)) or np.ndim(value) != 0:
             raise TypeError(f"value must be one number in (0, 1); got {value!r}")
-        value = given = float(value)
+        try:
+            value = given = float(value)
+        except (TypeError, ValueError):
+            raise TypeError(f"value must be one number in (0, 1); got {value!r}") from None
         if not 0 < value < 1:
             raise ValueError(f"value must be strictly inside (0, 1); got {value}")
         value = min(max(value, PI_EPS), 1 - PI_EPS)

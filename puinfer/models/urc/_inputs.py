@@ -207,6 +207,15 @@ def rates_vector(value, name: str, classes, *, open_: bool = False) -> np.ndarra
         value = value.reindex(list(classes)).to_numpy()
     refuse_text(value, name)
     try:
+        is_bool = isinstance(value, (bool, np.bool_)) or np.asarray(value).dtype == bool
+    except (TypeError, ValueError):  # (ragged: refused below)
+        is_bool = False
+    if is_bool:
+        # (True was the base rate 1, False 0: test_no_shift(value=True) tested P(Y = 1) = 1;
+        # adjust_prior refuses a bool prior too)
+        raise ValueError(f"{name} must be numeric base rates, not True/False; got "
+                         f"{value!r:.60}")
+    try:
         arr = np.array(value, dtype=float, copy=True)
     except (TypeError, ValueError):
         raise ValueError(f"{name} must be numeric base rates; got {value!r:.60}") from None

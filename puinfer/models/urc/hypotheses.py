@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from ..._validation import check_rng
+from ..._validation import check_bool, check_rng
 from ...inference.hypothesis import HypothesisTestResult, lr_test
 from . import _likelihood as lik
 from ._inputs import rates_vector
@@ -334,7 +334,7 @@ class URCTestsMixin:
         """
         if statistic not in ("pearson", "lr"):
             raise ValueError(f"statistic must be 'pearson' or 'lr'; got {statistic!r}")
-        if not by_group:
+        if not check_bool(by_group, "by_group"):
             return lik.gof_test(self._d, self._P, self._Mhat, statistic, GOF_NULL,
                                 self.constraint)
         if self.constraint.kind != "free":  # (each group's test refits it freely)

@@ -623,7 +623,10 @@ class URC(Model):
         if isinstance(maxiter, bool) or not isinstance(maxiter, (int, np.integer)) or maxiter < 1:
             raise ValueError(f"maxiter must be a positive integer; got {maxiter!r}")
         try:
-            tol_ok = float(tol) > 0 and np.isfinite(float(tol))
+            # (text and bools refused, as for prior_strength: tol="1e-6" and tol=True were
+            # taken as numbers)
+            tol_ok = not isinstance(tol, (bool, np.bool_, str, bytes)) and float(tol) > 0 \
+                and np.isfinite(float(tol))
         except (TypeError, ValueError):
             tol_ok = False
         if not tol_ok:

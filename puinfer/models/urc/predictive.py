@@ -23,7 +23,7 @@ import pandas as pd
 from scipy import stats
 
 from ..._align import align_rows
-from ..._validation import refuse_dask
+from ..._validation import refuse_dask, refuse_text
 
 __all__ = ["NormalPredictive", "GridPredictive", "QuantilePredictive", "as_predictive"]
 
@@ -31,9 +31,13 @@ _CDF_TOL = 1e-9   # CDF values may leave [0, 1] or decrease by this much (roundi
 
 
 def _matrix(value, name, ncol=None):
+    # numbers written as text are refused, as wherever else the package reads numbers (numpy
+    # and pandas converted "0.5" to 0.5 silently)
     if isinstance(value, pd.DataFrame):
+        refuse_text(value.to_numpy(), name)
         arr = value.to_numpy(dtype=float, na_value=np.nan, copy=True)
     else:
+        refuse_text(value, name)
         try:
             arr = np.array(value, dtype=float, copy=True)
         except (TypeError, ValueError):
@@ -46,6 +50,7 @@ def _matrix(value, name, ncol=None):
 
 
 def _vector(value, name):
+    refuse_text(value, name)
     if isinstance(value, pd.Series):
         try:
             return value.to_numpy(dtype=float, na_value=np.nan, copy=True)
@@ -61,6 +66,7 @@ def _vector(value, name):
 
 
 def _increasing(points, name, lo=-np.inf, hi=np.inf):
+    refuse_text(points, name)
     try:
         p = np.array(points, dtype=float, copy=True).ravel()
     except (TypeError, ValueError):
@@ -132,6 +138,9 @@ class NormalPredictive(_Predictive):
         al, index = align_rows({"mean": mean, "sd": None if scalar_sd else sd})
         self.mean = _vector(al["mean"], "mean")
         if scalar_sd:
+            refuse_text(sd, "sd")
+            if isinstance(sd, (bool, np.bool_)):
+                raise ValueError(f"sd must be numeric; got {sd!r}")
             try:
                 self.sd = np.full(self.mean.size, float(sd))
             except (TypeError, ValueError):

@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 
 from ..._align import align_rows, check_missing_option
-from ..._validation import check_int, check_rng, refuse_text, warn_and_record
+from ..._validation import check_bool, check_int, check_rng, refuse_text, warn_and_record
 from ...base.results import FrozenDict, freeze_arrays, readonly
 from ...exceptions import BootstrapWarning, BoundaryWarning, ConvergenceWarning, EmptyBinWarning
 from ...inference.hypothesis import HypothesisTestResult
@@ -1140,6 +1140,7 @@ class RegressionURCResults(URCResults):
             For points that are NaN, per-row points whose rows do not match ``pred``'s, or the
             errors of :meth:`recalibrate`.
         """
+        recalibrated = check_bool(recalibrated, "recalibrated")
         per_row = isinstance(y, pd.DataFrame) or (not isinstance(y, pd.Series)
                                                   and np.ndim(y) == 2)
         if per_row:
@@ -1190,7 +1191,12 @@ class RegressionURCResults(URCResults):
         pandas.DataFrame
             Rows by levels.
         """
-        qq = np.atleast_1d(np.asarray(q, dtype=float))
+        recalibrated = check_bool(recalibrated, "recalibrated")
+        refuse_text(q, "q")  # (q="0.9" was taken as 0.9)
+        try:
+            qq = np.atleast_1d(np.asarray(q, dtype=float))
+        except (TypeError, ValueError):
+            raise ValueError(f"q must be levels in (0, 1); got {q!r:.60}") from None
         if qq.ndim != 1 or not np.all((qq > 0) & (qq < 1)):
             raise ValueError("q must be levels in (0, 1)")
         p, C, Pt, w, index, _ = self._weights(pred, groups, None)

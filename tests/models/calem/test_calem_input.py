@@ -314,3 +314,12 @@ def test_from_formula_treated_vector_aligned_and_dropped(toy):
     keep = df.index != df.index[5]
     ref = CalEM.from_formula("y ~ logit(score)", df[keep], treated=t[keep].to_numpy())
     np.testing.assert_allclose(m.fit().params, ref.fit().params, rtol=1e-12)
+
+
+@pytest.mark.parametrize("clip", ["False", "no", None, np.nan, 0])
+def test_treatment_effect_clip_must_be_a_bool(ref, clip):
+    # clip was read by its truthiness: "False" and "no" clipped, None and 0 did not
+    with pytest.raises(ValueError, match="clip must be True or False"):
+        ref.treatment_effect(np.linspace(0.01, 0.99, 5), clip=clip)
+    s = np.linspace(0.01, 0.99, 5)
+    assert_array_equal(ref.treatment_effect(s, clip=np.True_), ref.treatment_effect(s))

@@ -221,6 +221,46 @@ def test_bad_specifications():
         LogisticCalibrator(eps=0.7)
 
 
+@pytest.mark.parametrize("kwargs, exc, match", [
+    # tol=inf or True stopped Newton after one step, reported as converged (1/T 0.70 for 1.01)
+    (dict(tol=np.inf), ValueError, "tol must be a positive finite number"),
+    (dict(tol=True), TypeError, "tol must be a positive number"),
+    (dict(tol=-1.0), ValueError, "tol must be a positive finite number"),
+    (dict(tol=np.nan), ValueError, "tol must be a positive finite number"),
+    (dict(tol="1e-8"), TypeError, "tol must be a positive number"),
+    # maxiter=0 or -1 returned the zero start (every prediction 0.5)
+    (dict(maxiter=0), ValueError, "maxiter must be a positive integer"),
+    (dict(maxiter=-1), ValueError, "maxiter must be a positive integer"),
+    (dict(maxiter="100"), ValueError, "maxiter must be a positive integer"),
+    (dict(maxiter=True), ValueError, "maxiter must be a positive integer"),
+    (dict(start=0.0), ValueError, r"start must hold 2 finite value\(s\)"),
+    (dict(start=[0.0]), ValueError, r"start must hold 2 finite value\(s\)"),
+    (dict(start=[0.0, np.nan]), ValueError, r"start must hold 2 finite value\(s\)"),
+    (dict(start=["0", "1"]), ValueError, "start holds text"),
+])
+def test_fit_options_checked(data, kwargs, exc, match):
+    s, y, _ = data
+    with pytest.raises(exc, match=match):
+        LogisticCalibrator().fit(s, y, **kwargs)
+
+
+def test_fit_options_valid_values_unchanged(data):
+    s, y, _ = data
+    ref = LogisticCalibrator().fit(s, y)
+    assert ref.converged
+    for kw in (dict(maxiter=np.int64(100)), dict(tol=1e-10), dict(start=ref.params.to_numpy()),
+               dict(start=[0, 0])):
+        assert_allclose(LogisticCalibrator().fit(s, y, **kw).params, ref.params, rtol=1e-8)
+    # isotonic takes no start: it is ignored as before
+    IsotonicCalibrator().fit(s, y, start=[1.0])
+
+
+@pytest.mark.parametrize("eps", ["1e-6", None, [1e-6], True])
+def test_eps_type_named(eps):
+    with pytest.raises((TypeError, ValueError), match="eps must be"):
+        LogisticCalibrator(eps=eps)
+
+
 def test_separation_warns_and_is_recorded():
     from puinfer.exceptions import SeparationWarning
 

@@ -299,6 +299,10 @@ def test_unnamed_lab_takes_dataframes_by_position(multi):
     ([0.5, 0.5, 0.0], "value must be .* got 3 values"),
     ("a", "value holds text, not numbers"),  # (session 69: text refused first)
     ([[0.5, 0.5]], "value must be a number or a vector"),
+    # True was the base rate 1 (False 0): a test of P(Y = 1) = 1, p = 8e-76
+    (True, "value must be numeric base rates, not True/False"),
+    (np.False_, "value must be numeric base rates, not True/False"),
+    ([False, True], "value must be numeric base rates, not True/False"),
 ])
 def test_no_shift_value_validated(binary, value, match):
     res = pu.URC(binary.lab_pred, binary.lab_y).fit(binary.field_pred)
@@ -322,6 +326,7 @@ def test_no_shift_multiclass_value_validated(named):
     (0.0, r"old_prior must be .* in \(0, 1\)"),
     (np.nan, "old_prior must be finite"),
     ("x", "old_prior holds text, not numbers"),
+    (True, "old_prior must be numeric base rates, not True/False"),  # (said 'got 1.0')
 ])
 def test_recalibrate_old_prior_validated(binary, old, match):
     res = pu.URC(binary.lab_pred, binary.lab_y).fit(binary.field_pred)
@@ -369,6 +374,9 @@ def test_constructor_options_validated(binary, kwargs, match):
 @pytest.mark.parametrize("kwargs,match", [
     ({"maxiter": 0}, "maxiter must be a positive integer"),
     ({"tol": np.nan}, "tol must be a positive number"),
+    # numbers written as text and bools were taken as numbers (also by RegressionURC.fit)
+    ({"tol": "1e-6"}, "tol must be a positive number"),
+    ({"tol": True}, "tol must be a positive number"),
     ({"prior_strength": "x"}, "prior_strength must be a non-negative number"),
     ({"missing": None}, "missing must be 'raise' or 'drop'"),
     ({"likelihood": 3}, "likelihood must be"),
@@ -634,3 +642,12 @@ def _multiclass_boundary():
         str(r.summary())
         r.test_no_shift([1.0, 0.0, 0.0])
         r.recalibrate(field, old_prior=[0.98, 0.01, 0.01])
+
+
+@pytest.mark.parametrize("by_group", ["False", "no", None, 1, np.nan])
+def test_gof_by_group_must_be_a_bool(grouped, by_group):
+    # by_group was read by its truthiness: "False" gave the table by group
+    res = pu.URC(grouped.lab_pred, grouped.lab_y).fit(grouped.field_pred, grouped.field_group)
+    with pytest.raises(ValueError, match="by_group must be True or False"):
+        res.gof(by_group=by_group)
+    assert res.gof(by_group=np.False_).statistic == res.gof().statistic

@@ -84,6 +84,46 @@ def test_bad_inputs(sim):
         pu.GridPredictive([0.0, 1.0, 2.0], np.zeros((2, 2)))
 
 
+@pytest.mark.parametrize("make", [
+    lambda: pu.NormalPredictive(["0.1", "1.2"], [1.0, 1.0]),
+    lambda: pu.NormalPredictive(pd.Series(["0.1", "1.2"]), 1.0),
+    lambda: pu.NormalPredictive([0.1, 1.2], "1"),
+    lambda: pu.NormalPredictive([0.1, 1.2], ["1", "2"]),
+    lambda: pu.NormalPredictive(pd.DataFrame({"mean": ["0.1"], "sd": ["1"]})["mean"], 1.0),
+    lambda: pu.GridPredictive(["0", "1", "2"], [[0.1, 0.5, 0.9]]),
+    lambda: pu.GridPredictive([0.0, 1.0, 2.0], [["0.1", "0.5", "0.9"]]),
+    lambda: pu.GridPredictive([0.0, 1.0, 2.0], pd.DataFrame([["0.1", "0.5", "0.9"]])),
+    lambda: pu.QuantilePredictive(["0.1", "0.5", "0.9"], [[-1.0, 0.0, 1.0]]),
+    lambda: pu.QuantilePredictive([0.1, 0.5, 0.9], pd.DataFrame([["-1", "0", "1"]])),
+])
+def test_predictives_refuse_numbers_as_text(make):
+    # numpy and pandas read "0.5" as 0.5: these were taken as numbers, where the package
+    # refuses numbers written as text everywhere else (lab_y, the CDF points of cdf())
+    with pytest.raises(ValueError, match="holds text"):
+        make()
+
+
+def test_predictive_sd_bool_and_ppf_text_refused(res, sim):
+    with pytest.raises(ValueError, match="sd must be numeric"):
+        pu.NormalPredictive([0.1, 1.2], True)
+    p3 = sim.field_pred.take(np.arange(3))
+    with pytest.raises(ValueError, match="q holds text"):
+        res.ppf(p3, "0.9")
+    with pytest.raises(ValueError, match=r"q must be levels in \(0, 1\)"):
+        res.ppf(p3, [object()])
+    assert_allclose(res.ppf(p3, [0.9]).to_numpy(), res.ppf(p3, np.float64(0.9)).to_numpy())
+
+
+@pytest.mark.parametrize("flag", ["False", None, 0, np.nan])
+def test_recalibrated_must_be_a_bool(res, sim, flag):
+    # read by its truthiness: recalibrated="False" gave the recalibrated CDF, None the original
+    p3 = sim.field_pred.take(np.arange(3))
+    with pytest.raises(ValueError, match="recalibrated must be True or False"):
+        res.cdf(p3, [0.0], recalibrated=flag)
+    with pytest.raises(ValueError, match="recalibrated must be True or False"):
+        res.ppf(p3, 0.5, recalibrated=flag)
+
+
 def test_two_intervals_and_the_crps_points(sim):
     # session 67's audit: n_intervals=2 crashed (URC keeps a two-column input as one vector);
     # a CRPS on fewer than 2 points was silently 0
