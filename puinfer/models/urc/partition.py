@@ -24,8 +24,10 @@ class Partition(ReadOnlyArrays):
     Binary (``kind="quantile"``): ``n_bins`` intervals of equal lab probability (eq. (11) of
     Ziegler and Czyż, "Unsupervised Recalibration"): a prediction ``c`` is in interval ``a``
     (1-based) when ``(a - 1)/m < F_lab(c) <= a/m``, ``F_lab`` being the empirical CDF of the
-    lab predictions; equivalently ``a - 1 = #{j : c >= t_j}`` with cut points
-    ``t_j = c_(floor(j n / m) + 1)``.
+    lab predictions (for the lab predictions); ``a - 1 = #{j : c >= t_j}`` with cut points
+    ``t_j`` halfway between ``c_(r)`` and ``c_(r + 1)``, ``r = floor(j n / m)`` (so a new
+    prediction between two lab order statistics is put in the nearer cell, the same under a
+    relabelling ``c -> 1 - c``).
 
     Multiclass (``kind="argmax-quantile"``): the predicted class (arg max) crossed with
     ``n_bins`` intervals of equal lab probability of that class's predicted probability among
@@ -81,20 +83,35 @@ class Partition(ReadOnlyArrays):
         return self.cell_of_raw[self.raw_bins(pred)]
 
 
-def _quantile_edges(sorted_vals: np.ndarray, m: int) -> np.ndarray:
+def _quantile_edges(sorted_vals: np.ndarray, m: int, midpoints: bool = True) -> np.ndarray:
+    """Cut points of ``m`` cells of equal lab probability: halfway between the lab order
+    statistics ``c_(r)`` and ``c_(r + 1)``, ``r = floor(j n / m)`` (``c_(r + 1)`` itself where
+    the two are tied or adjacent floats), so the lab rows fall in the cells of eq. (11) and a
+    prediction between the two is split at the middle. The cut at ``c_(r + 1)`` itself (the
+    empirical CDF's convention) put every prediction in that gap into the lower cell: the
+    lowest cell's population share is then ``1 / (n + 1)`` above the lab count's, which biased
+    the base rates towards the class of low predictions (binary URC at lab 60: 0.480 for 0.5,
+    the relabelled fit 0.512; session 72's audit)."""
     n = sorted_vals.size
     if n == 0:
         return np.full(m - 1, np.inf)
     idx = np.minimum((np.arange(1, m) * n) // m, n - 1)
-    return sorted_vals[idx]
+    hi = sorted_vals[idx]
+    if not midpoints:  # (RegressionURC's partition of the predicted value: the cut at c_(r+1))
+        return hi
+    lo = sorted_vals[np.maximum(idx - 1, 0)]
+    with np.errstate(invalid="ignore", over="ignore"):
+        mid = lo + (hi - lo) / 2.0
+    # (the midpoint must lie above c_(r), else c_(r) would move to the upper cell)
+    return np.where((mid > lo) & np.isfinite(mid), mid, hi)
 
 
 def _raw_partition(pred: np.ndarray, k: int, n_bins: int, binary: bool,
-                   class_names=None) -> Partition:
+                   class_names=None, midpoints: bool = True) -> Partition:
     """The partition before merging empty bins (multiclass cells labelled by
     ``class_names``, else by the classes' positions)."""
     if binary:
-        edges = (_quantile_edges(np.sort(pred), n_bins),)
+        edges = (_quantile_edges(np.sort(pred), n_bins, midpoints),)
         kind = "quantile"
         bounds = np.concatenate([[0.0], edges[0], [1.0]])
         raw_labels = [f"[{bounds[a]:.4g}, {bounds[a + 1]:.4g}" + ("]" if a == n_bins - 1 else ")")
@@ -102,7 +119,8 @@ def _raw_partition(pred: np.ndarray, k: int, n_bins: int, binary: bool,
     else:
         am = np.argmax(pred, axis=1)
         top = np.take_along_axis(pred, am[:, None], axis=1)[:, 0]
-        edges = tuple(_quantile_edges(np.sort(top[am == j]), n_bins) for j in range(k))
+        edges = tuple(_quantile_edges(np.sort(top[am == j]), n_bins, midpoints)
+                      for j in range(k))
         kind = "argmax-quantile"
         raw_labels = []
         for j in range(k):
@@ -118,7 +136,7 @@ def _raw_partition(pred: np.ndarray, k: int, n_bins: int, binary: bool,
 
 
 def build_partition(pred: np.ndarray, k: int, n_bins: int, binary: bool,
-                    record: list, class_names=None) -> Partition:
+                    record: list, class_names=None, midpoints: bool = True) -> Partition:
     """Build the partition from the (validated) lab predictions.
 
     Parameters
@@ -134,12 +152,16 @@ def build_partition(pred: np.ndarray, k: int, n_bins: int, binary: bool,
         Receives ``(category, message)`` of an :class:`EmptyBinWarning` (also issued).
     class_names : sequence, optional
         The classes, in order, for the multiclass cells' labels (``argmax=<class>``).
+    midpoints : bool, default True
+        Cut halfway between the lab order statistics ``c_(r)`` and ``c_(r + 1)`` (see
+        :func:`_quantile_edges`); False: at ``c_(r + 1)`` (RegressionURC's partition of the
+        predicted value, unchanged).
 
     Returns
     -------
     Partition
     """
-    part = _raw_partition(pred, k, n_bins, binary, class_names)
+    part = _raw_partition(pred, k, n_bins, binary, class_names, midpoints)
     raw_labels = part.labels
     n_raw = len(raw_labels)
     lab_tot = np.bincount(part.raw_bins(pred), minlength=n_raw)

@@ -132,7 +132,7 @@ def _build_mean_partition(pred, weights, n_cells, record) -> MeanPartition:
     sub: list = []
     with warnings.catch_warnings():  # its message is about bins of scores: said again below
         warnings.simplefilter("ignore", EmptyBinWarning)
-        part = build_partition(s, 2, n_cells, True, sub)
+        part = build_partition(s, 2, n_cells, True, sub, midpoints=False)
     n_raw = part.cell_of_raw.size
     if part.n_cells < n_raw:
         warn_and_record(record, f"ties among the lab predicted values: {n_raw - part.n_cells} of "

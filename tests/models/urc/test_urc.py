@@ -107,13 +107,35 @@ def ref_fit(L, F, joint, strength=0.0, fixed_entry=None, pseudo=0.0):
 # ---- partition ------------------------------------------------------------------------------
 def test_partition_is_eq11(sim):
     m = pu.URC(sim.lab_pred, sim.lab_y, n_bins=4)
-    # eq. (11): cell a (1-based) holds c with (a-1)/m < F_lab(c) <= a/m
+    # eq. (11): lab item c is in cell a (1-based) when (a-1)/m < F_lab(c) <= a/m
     srt = np.sort(sim.lab_pred)
-    x = np.concatenate([sim.lab_pred, sim.field_pred[:500]])
-    Fx = np.searchsorted(srt, x, side="right") / srt.size
+    Fx = np.searchsorted(srt, sim.lab_pred, side="right") / srt.size
     expected = np.clip(np.ceil(4 * Fx).astype(int) - 1, 0, 3)
-    assert np.array_equal(m.assign(x), expected)
+    assert np.array_equal(m.assign(sim.lab_pred), expected)
     assert m.lab_counts.sum(axis=0).tolist() == [75.0] * 4  # equal lab probability
+    # a new prediction between the lab order statistics c_(r) and c_(r+1) at a cut
+    # (r = 75, 150, 225) goes to the nearer cell: the cut is halfway
+    x = sim.field_pred[:500]
+    cuts = (srt[[74, 149, 224]] + srt[[75, 150, 225]]) / 2
+    assert np.array_equal(m.assign(x), np.searchsorted(cuts, x, side="right"))
+
+
+def test_binary_relabelling_complements_the_base_rate(sim):
+    # session 72's audit: URC(1 - pred, 1 - y) gave a base rate of class 1 that was not
+    # 1 - URC(pred, y)'s (0.2300 against 0.2277 at lab 600): predictions between the two lab
+    # order statistics at a cut went to the lower cell, i.e. to the other class's side after
+    # relabelling; with lab 60 the base rate was biased towards class 0 by 0.02 (0.480 for 0.5)
+    for lik in ("joint", "fixed"):
+        a = pu.URC(sim.lab_pred, sim.lab_y).fit(sim.field_pred, likelihood=lik)
+        b = pu.URC(1 - sim.lab_pred, 1 - sim.lab_y).fit(1 - sim.field_pred, likelihood=lik)
+        assert b.base_rate.iloc[0] == pytest.approx(1 - a.base_rate.iloc[0], abs=1e-9)
+        assert b.bse.iloc[0] == pytest.approx(a.bse.iloc[0], rel=1e-6)
+        ca, cb = a.conf_int().iloc[0], b.conf_int().iloc[0]
+        assert cb["lower"] == pytest.approx(1 - ca["upper"], abs=1e-7)
+        assert cb["upper"] == pytest.approx(1 - ca["lower"], abs=1e-7)
+        assert b.test_no_shift().statistic == pytest.approx(a.test_no_shift().statistic,
+                                                            rel=1e-7, abs=1e-9)
+        assert b.gof().statistic == pytest.approx(a.gof().statistic, rel=1e-7, abs=1e-9)
 
 
 def test_multiclass_cells_of_a_class_never_predicted():
@@ -163,10 +185,10 @@ def test_fixed_binary_against_scalar_search(fits):
     res = fits["fixed"]
     L, F = _counts(res)
     M = L / L.sum(1, keepdims=True)
-    r = optimize.minimize_scalar(lambda p: -np.sum(F[0] * np.log((1 - p) * M[0] + p * M[1])),
-                                 bounds=(1e-9, 1 - 1e-9), method="bounded",
-                                 options={"xatol": 1e-12})
-    assert res.base_rate.iloc[0] == pytest.approx(r.x, abs=1e-8)
+    # the root of the score (a bounded scalar search stopped 1e-8 short of it)
+    root = optimize.brentq(lambda p: np.sum(F[0] * (M[1] - M[0]) / ((1 - p) * M[0] + p * M[1])),
+                           1e-6, 1 - 1e-6, xtol=1e-14)
+    assert res.base_rate.iloc[0] == pytest.approx(root, abs=1e-9)
 
 
 def test_groups_joint_matches_scipy(gfit):
