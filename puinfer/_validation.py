@@ -6,6 +6,7 @@ Each checker returns a new float (or bool) array and never modifies its input; e
 
 from __future__ import annotations
 
+import numbers
 import os
 import re
 import sys
@@ -28,6 +29,7 @@ __all__ = [
     "check_scale",
     "check_rng",
     "check_int",
+    "check_real",
     "check_bool",
     "warn_and_record",
 ]
@@ -427,6 +429,30 @@ def check_int(value, name: str, *, minimum: int | None = None) -> int:
     if minimum is not None and value < minimum:
         raise ValueError(f"{name} must be >= {minimum}; got {value}")
     return value
+
+
+def check_real(value, name: str, *, minimum: float | None = None,
+               maximum: float | None = None, what: str | None = None) -> float:
+    """Return ``value`` as a float; ``TypeError`` if it is not one real number (text such as
+    ``"0.3"``, bools, ``None``, arrays are refused; a 0-d numeric array counts as its number),
+    ``ValueError`` if it is not finite or lies outside ``[minimum, maximum]``. ``what``
+    (default from the bounds, e.g. ``"a finite number >= 0"``) completes the message
+    ``"<name> must be <what>; got <value>"``."""
+    if what is None:
+        what = ("a finite number" if minimum is None and maximum is None else
+                f"a number in [{minimum:g}, {maximum:g}]" if minimum is not None
+                and maximum is not None else
+                f"a finite number >= {minimum:g}" if minimum is not None else
+                f"a finite number <= {maximum:g}")
+    if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iuf":
+        value = value.item()  # (a 0-d array of a number, as numpy's reductions may give)
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be {what}; got {value!r:.60}")
+    v = float(value)
+    if not np.isfinite(v) or (minimum is not None and v < minimum) or \
+            (maximum is not None and v > maximum):
+        raise ValueError(f"{name} must be {what}; got {v}")
+    return v
 
 
 def check_bool(value, name: str) -> bool:

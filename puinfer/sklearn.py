@@ -47,7 +47,7 @@ except ImportError as exc:  # pragma: no cover - scikit-learn < 1.6
                       "pip install 'puinfer[sklearn]'") from exc
 
 from ._align import _is_pandas, align_rows
-from ._validation import check_alpha
+from ._validation import check_alpha, check_feature_columns, refuse_text
 from .models import calem as _calem
 from .models import detm as _detm
 
@@ -85,6 +85,20 @@ def _aligned(**args):
         return tuple(args.values())
     aligned, _ = align_rows(args)
     return tuple(aligned[k] for k in args)
+
+
+def _refuse_text(X):
+    """``X`` as it is, once numbers written as text are refused as the package's models refuse
+    them: scikit-learn's ``validate_data(dtype=float)`` converted "0.3" to 0.3, where
+    :class:`puinfer.SETM` and :class:`puinfer.LogisticCalibrator` refuse the same data. A
+    DataFrame's columns are checked as a formula's are (naming the column: numbers as text or
+    in an object column, dates, duplicate names); other columns are left to scikit-learn's
+    conversion, as before."""
+    if isinstance(X, pd.DataFrame):
+        check_feature_columns(X, "X", numeric=False)
+    else:
+        refuse_text(X, "X")
+    return X
 
 
 class _BinaryProba(ClassifierMixin, BaseEstimator):
@@ -152,7 +166,7 @@ class _TiltClassifier(_BinaryProba):
                                  f"{DEFAULT_N_BOOT} resamples cannot calibrate this level (at "
                                  f"least {_min_boot(alpha)} are needed); use "
                                  "pi_interval='profile' or a larger alpha")
-        X, y = validate_data(self, X, y, dtype=float)
+        X, y = validate_data(self, _refuse_text(X), y, dtype=float)
         self.classes_, s = _binary_target(self, y)
         if self.pos_label is not None:
             hit = [i for i, c in enumerate(self.classes_.tolist()) if c == self.pos_label]
@@ -194,7 +208,7 @@ class _TiltClassifier(_BinaryProba):
         Section 4.2): column 1 is the probability that ``x`` is positive; ``classes_[1]`` (the
         labeled rows' label) names the positive class, as labeled rows are positives."""
         check_is_fitted(self)
-        X = validate_data(self, X, dtype=float, reset=False)
+        X = validate_data(self, _refuse_text(X), dtype=float, reset=False)
         out = _proba_columns(self.results_.predict(X))
         return out if self._pos_col == 1 else out[:, ::-1]
 
@@ -223,7 +237,7 @@ class _TiltClassifier(_BinaryProba):
         """
         check_is_fitted(self)
         X, y, sample_weight = _aligned(X=X, y=y, sample_weight=sample_weight)
-        X = validate_data(self, X, dtype=float, reset=False)
+        X = validate_data(self, _refuse_text(X), dtype=float, reset=False)
         y = np.asarray(y)
         if y.shape != (X.shape[0],):
             raise ValueError(f"y has shape {y.shape}; expected ({X.shape[0]},)")
@@ -325,7 +339,7 @@ class _CalibratorEstimator(_BinaryProba):
         self
         """
         X, y, sample_weight = _aligned(X=X, y=y, sample_weight=sample_weight)
-        X, y = validate_data(self, X, y, dtype=float)
+        X, y = validate_data(self, _refuse_text(X), y, dtype=float)
         self.classes_, y01 = _binary_target(self, y)
         s = self._scores(X)
         w = None if sample_weight is None else _check_sample_weight(sample_weight, X)
@@ -335,7 +349,7 @@ class _CalibratorEstimator(_BinaryProba):
     def predict_proba(self, X):
         """``[1 - g(score), g(score)]``, the calibrated probabilities of the two classes."""
         check_is_fitted(self)
-        X = validate_data(self, X, dtype=float, reset=False)
+        X = validate_data(self, _refuse_text(X), dtype=float, reset=False)
         return _proba_columns(self.fitted_.predict(self._scores(X)))
 
     def _scores(self, X):
@@ -490,7 +504,7 @@ class CalEMClassifier(_BinaryProba):
         self
         """
         X, y = _aligned(X=self._by_name(X), y=y)
-        X, y = validate_data(self, X, y, dtype=float)
+        X, y = validate_data(self, _refuse_text(X), y, dtype=float)
         self.classes_, y01 = _binary_target(self, y)
         s, treated = self._columns(X)
         model = _calem.CalEM(s, y01, treated, calibrator=self.calibrator, eps=self.eps)
@@ -505,7 +519,7 @@ class CalEMClassifier(_BinaryProba):
     def predict_proba(self, X):
         """``[1 - g(score), g(score)]`` with ``g`` the CalEM calibration map."""
         check_is_fitted(self)
-        X = validate_data(self, self._by_name(X), dtype=float, reset=False)
+        X = validate_data(self, _refuse_text(self._by_name(X)), dtype=float, reset=False)
         return _proba_columns(self.results_.predict(self._columns(X)[0]))
 
 

@@ -536,3 +536,47 @@ def test_pandas_rows_with_one_duplicated_index_are_taken_as_they_are(scores, pu_
     cv = cross_val_score(ps.LogisticCalibrator(), X, pd.Series(y, index=idx), cv=3)
     assert np.all(np.isfinite(cv))
 
+
+
+# ---------------------------------------------------------------------------------------------
+# numbers written as text in X: refused, as the puinfer models refuse them
+# ---------------------------------------------------------------------------------------------
+def test_numbers_as_text_in_X_refused_as_by_the_models(scores, pu_data, calem_data):
+    # scikit-learn's validate_data(dtype=float) converted them; pu.SETM and
+    # pu.LogisticCalibrator refuse the same data
+    X, s = pu_data
+    Xt = X.assign(x2=X["x2"].astype(str))
+    with pytest.raises(ValueError, match="column 'x2' holds numbers stored as text"):
+        pu.SETM(Xt[s == 1], Xt[s == 0])
+    for est in (ps.SETMClassifier(pi_interval="profile"), ps.DETMClassifier()):
+        with pytest.raises(ValueError, match="X: column 'x2' holds numbers stored as text"):
+            est.fit(Xt, s)
+    with pytest.raises(ValueError, match="X: column 'x2' holds numbers in an object column"):
+        ps.SETMClassifier(pi_interval="profile").fit(X.astype({"x2": object}), s)
+    fitted = ps.SETMClassifier(pi_interval="profile").fit(X, s)
+    for call in (fitted.predict_proba, lambda x: fitted.score(x, s)):
+        with pytest.raises(ValueError, match="X: column 'x2' holds numbers stored as text"):
+            call(Xt)
+    sc, y = scores
+    with pytest.raises(ValueError, match="score holds text"):
+        pu.LogisticCalibrator().fit(sc.astype(str), y)
+    for est in CALIBRATORS[:2]:
+        with pytest.raises(ValueError, match="X holds text, not numbers"):
+            clone(est).fit(sc.astype(str)[:, None], y)
+        with pytest.raises(ValueError, match="X: column 'score' holds numbers stored as text"):
+            clone(est).fit(pd.DataFrame({"score": sc.astype(str)}), y)
+    cal = ps.LogisticCalibrator().fit(sc[:, None], y)
+    with pytest.raises(ValueError, match="X holds text, not numbers"):
+        cal.predict_proba([["0.3"]])
+    d = calem_data
+    Xc = d[["score", "treated"]]
+    with pytest.raises(ValueError, match="X: column 'score' holds numbers stored as text"):
+        ps.CalEMClassifier("logistic").fit(Xc.astype({"score": str}), d.label)
+    with pytest.raises(ValueError, match="X holds text, not numbers"):
+        ps.CalEMClassifier("logistic").fit(Xc.to_numpy().astype(str), d.label)
+    calem = ps.CalEMClassifier("logistic").fit(Xc, d.label)
+    with pytest.raises(ValueError, match="X: column 'score' holds numbers stored as text"):
+        calem.predict_proba(Xc.astype({"score": str}))
+    # numbers as before
+    assert_allclose(calem.predict_proba(Xc)[:, 1], calem.results_.predict(d.score.to_numpy()),
+                    rtol=1e-12)

@@ -165,3 +165,31 @@ def test_text_predictions_and_base_rates_are_refused_by_urc():
     np.testing.assert_array_equal(val.as_float_vector(pd.Series([1, 0], dtype="Int64"), "y"),
                                   [1.0, 0.0])
     np.testing.assert_array_equal(val.as_float_vector([True, False], "y"), [1.0, 0.0])
+
+
+@pytest.mark.parametrize("value, err, match", [
+    ("0.3", TypeError, r"x must be a number in \[0, 1\]; got '0.3'"),
+    (True, TypeError, "got True"),
+    (np.True_, TypeError, "got "),
+    (None, TypeError, "got None"),
+    ([0.3], TypeError, r"got \[0.3\]"),
+    (np.array([0.3]), TypeError, "got "),
+    (np.nan, ValueError, "got nan"),
+    (np.inf, ValueError, "got inf"),
+    (-0.1, ValueError, "got -0.1"),
+    (1.5, ValueError, "got 1.5"),
+])
+def test_check_real(value, err, match):
+    with pytest.raises(err, match=match):
+        val.check_real(value, "x", minimum=0, maximum=1)
+
+
+def test_check_real_numbers_and_messages():
+    for v in (0, 1, 0.5, np.float32(0.5), np.int64(1), np.array(0.25)):
+        out = val.check_real(v, "x", minimum=0, maximum=1)
+        assert type(out) is float and out == float(v)
+    assert val.check_real(-1e300, "x") == -1e300
+    with pytest.raises(ValueError, match="^tol must be a finite number >= 0; got -1.0$"):
+        val.check_real(-1, "tol", minimum=0)
+    with pytest.raises(TypeError, match=r"^p must be a probability; got 'a'$"):
+        val.check_real("a", "p", what="a probability")

@@ -7,7 +7,7 @@ import pandas as pd
 from scipy.special import expit
 
 from ..base.results import LikelihoodResults
-from .hypothesis import _comparable, describe_fit, format_pvalue, lr_test
+from .hypothesis import _comparable, check_tol, describe_fit, format_pvalue, lr_test
 
 __all__ = ["CalibratorLikelihood", "anova"]
 
@@ -113,6 +113,7 @@ def anova(*results, tol: float = 1e-6) -> pd.DataFrame:
     ValueError
         Fewer than two fits, or a pair that is not nested (the reason is given).
     """
+    tol = check_tol(tol)  # (before the loop: lr_test's message would name a pair of fits)
     if len(results) < 2:
         raise ValueError(f"anova needs at least two fits; got {len(results)}")
     fits = [_comparable(r, f"results[{i}]") for i, r in enumerate(results)]

@@ -11,7 +11,7 @@ import pandas as pd
 from scipy import stats
 
 from .._align import align_rows
-from .._validation import check_int
+from .._validation import check_int, check_real
 from ..base.results import FrozenDict
 
 __all__ = ["HypothesisTestResult", "lr_test", "chisq_gof", "format_pvalue", "pvalue_phrase"]
@@ -170,11 +170,13 @@ def lr_test(restricted, full, *, tol: float = 1e-6) -> HypothesisTestResult:
     Raises
     ------
     TypeError
-        If either argument is not a puinfer results object.
+        If either argument is not a puinfer results object, or ``tol`` is not a number.
     ValueError
         If the models are not nested, were fitted to different data, or computed their
-        log-likelihoods differently (e.g. one penalised, one not).
+        log-likelihoods differently (e.g. one penalised, one not); if ``tol`` is negative or
+        NaN.
     """
+    tol = check_tol(tol)
     restricted, full = _comparable(restricted, "restricted"), _comparable(full, "full")
     reason = restricted._nesting(full)
     if reason is not None:
@@ -201,6 +203,15 @@ def lr_test(restricted, full, *, tol: float = 1e-6) -> HypothesisTestResult:
                      method=f"Likelihood-ratio test: {r_name} vs {f_name}",
                      extra={"maximised log-likelihoods (restricted, full)":
                             f"{llf0:.4f}, {full.llf_penalized:.4f}"})
+
+
+def check_tol(tol) -> float:
+    """:func:`lr_test`'s ``tol``: a number >= 0 (``inf``: any excess of the restricted
+    log-likelihood counts as optimiser error); text, ``None`` and bools are refused (``"abc"``,
+    ``-1`` and ``None`` were accepted: an argument read only when the excess is positive)."""
+    if isinstance(tol, (float, np.floating)) and np.isposinf(tol):
+        return float(tol)
+    return check_real(tol, "tol", minimum=0.0, what="a number >= 0")
 
 
 def describe_fit(r) -> str:

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 from scipy import optimize, stats
 
-from .._validation import check_alpha, check_int, level_label
+from .._validation import check_alpha, check_int, check_real, level_label
 
 #: ``|R - cutoff|`` (relative to ``max(1, cutoff)``) below which a limit search whose Newton
 #: residual no longer halves stops: the rounding of ``R`` (a difference of maximised
@@ -307,7 +307,10 @@ class Profile:
                        cutoff: float | None = None) -> list[float]:
         """Values beyond the interval limits (``n`` per side, evenly spaced up to the bound)
         where ``R`` is below the cut-off (``chi2_{1, 1 - alpha}`` unless given): if any, the
-        confidence set is not an interval."""
+        confidence set is not an interval. ``n`` is a positive integer."""
+        # (n=-1 or True searched no point and said none was inside; "4" and 2.5 failed inside
+        # numpy without naming n)
+        n = check_int(n, "n", minimum=1)
         ci = self.conf_int(alpha, cutoff)
         cutoff = ci.attrs["cutoff"]
         out = []
@@ -379,6 +382,8 @@ class Profile:
 
         Parameters
         ----------
+        true_value : float, optional
+            A finite number, drawn as a vertical line (e.g. the truth of a simulation).
         interval : pandas.Series, optional
             An interval for this parameter to draw instead of the chi-square one at ``alpha``
             (e.g. DETM's bootstrap-calibrated ``conf_int_pi()``): its limits, and its cut-off
@@ -390,6 +395,9 @@ class Profile:
         """
         from ..plotting import get_ax, plain_text
 
+        if true_value is not None:
+            # ("0.2" failed in the legend's format; NaN and inf drew no line, silently)
+            true_value = check_real(true_value, "true_value")
         ax = get_ax(ax)
         ci = self.conf_int(alpha) if interval is None else interval
         if not isinstance(ci, pd.Series) or not {"level", "cutoff"} <= set(ci.attrs):

@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 from scipy import integrate, stats
 
-from .._validation import check_int, check_rng, check_unit_interval
+from .._validation import check_int, check_real, check_rng, check_unit_interval
 
 __all__ = ["MISCALIBRATIONS", "TRANSITIONS", "simulate_calem", "oracle_curve", "beta_params",
            "clean_event_rate"]
@@ -81,6 +81,9 @@ def beta_params(event_prob: float) -> tuple[float, float]:
     tuple of float
         ``(alpha, beta) = (1, (1 - P) / P)``.
     """
+    # ("0.5" failed in a comparison without naming the argument; True was refused as "in
+    # (0, 1); got True")
+    event_prob = check_real(event_prob, "event_prob", what="a number in (0, 1)")
     if not 0 < event_prob < 1:
         raise ValueError(f"event_prob must be in (0, 1); got {event_prob}")
     return 1.0, (1.0 - event_prob) / event_prob
@@ -163,6 +166,7 @@ def simulate_calem(n: int = 10_000, *, event_prob: float = 0.5, miscalibration: 
         raise ValueError(f"miscalibration must be one of {list(MISCALIBRATIONS)}")
     if transition not in TRANSITIONS:
         raise ValueError(f"transition must be one of {list(TRANSITIONS)}")
+    clean_share = check_real(clean_share, "clean_share", what="a number in (0, 1)")
     if not 0 < clean_share < 1:
         raise ValueError(f"clean_share must be in (0, 1); got {clean_share}")
     n = check_int(n, "n", minimum=2)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .._validation import check_int, check_rng
+from .._validation import check_int, check_real, check_rng
 
 __all__ = ["pu_normal", "scar_design", "sar_design", "gamma_design"]
 
@@ -25,6 +25,12 @@ def _sizes(n, m, p=None, n_shift=None):
     return out
 
 
+def _pi(pi) -> float:
+    """The share of positives among the target rows, a number in [0, 1] (True was taken as 1;
+    "0.3" failed in a comparison without naming pi)."""
+    return check_real(pi, "pi", minimum=0.0, maximum=1.0)
+
+
 def pu_normal(n: int, m: int, pi: float, mu_source, mu_target_pos, mu_target_neg, *,
               rng=None) -> pd.DataFrame:
     """Positive-unlabeled sample with multivariate normal components (identity covariance).
@@ -34,8 +40,7 @@ def pu_normal(n: int, m: int, pi: float, mu_source, mu_target_pos, mu_target_neg
     Binomial(m, pi). Columns ``x1..xp``, ``labeled`` and ``y_true`` (the latent class; 1 for
     source rows).
     """
-    if not 0 <= pi <= 1:
-        raise ValueError(f"pi must be in [0, 1]; got {pi}")
+    pi = _pi(pi)
     n, m = _sizes(n, m)
     rng = _rng(rng)
     mu_s = np.asarray(mu_source, dtype=float)
@@ -93,8 +98,7 @@ def gamma_design(n: int, m: int, pi: float, *, p: int = 15, shape: float = 2.0,
     beyond the source sample's has no empirical-likelihood weight to carry it.) Columns as
     :func:`pu_normal`.
     """
-    if not 0 <= pi <= 1:
-        raise ValueError(f"pi must be in [0, 1]; got {pi}")
+    pi = _pi(pi)
     try:
         shape_ok = float(shape) > 0 and np.isfinite(float(shape))
     except (TypeError, ValueError):

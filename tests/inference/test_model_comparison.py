@@ -125,6 +125,23 @@ def test_anova_table(pu_frame, detm_fits):
         pu.anova(big)
 
 
+@pytest.mark.parametrize("tol, err", [("abc", TypeError), (None, TypeError), (True, TypeError),
+                                      ("1e-6", TypeError), (-1, ValueError),
+                                      (np.nan, ValueError)])
+def test_lr_test_and_anova_tol_checked(detm_fits, tol, err):
+    # tol is read only when the restricted fit's log-likelihood exceeds the full one's: "abc",
+    # -1 and None were accepted silently
+    small, big = detm_fits
+    with pytest.raises(err, match="tol must be a number >= 0; got "):
+        pu.lr_test(small, big, tol=tol)
+    with pytest.raises(err, match="^tol must be a number >= 0; got "):  # (no pair named)
+        pu.anova(small, big, tol=tol)
+    ref = pu.lr_test(small, big)
+    for ok in (0, np.float64(1e-3), np.inf):
+        assert pu.lr_test(small, big, tol=ok).statistic == ref.statistic
+        assert pu.anova(small, big, tol=ok).statistic.iloc[1] == ref.statistic
+
+
 def test_update(pu_frame, detm_fits):
     small, big = detm_fits
     assert update_formula("y ~ x1 + x2", ". ~ . - x2") == "y ~ (x1 + x2) - x2"

@@ -177,3 +177,42 @@ def test_curve_has_gaps_where_the_profile_cannot_be_computed():
     fig, ax = plt.subplots()
     assert pr.plot(ax=ax) is ax and ci["lower"] > 0
     plt.close(fig)
+
+
+@pytest.mark.parametrize("n, err, match", [
+    # -1, 0 and True searched no point and reported none inside; "4" and 2.5 failed inside
+    # numpy without naming n
+    (-1, ValueError, "n must be >= 1; got -1"),
+    (0, ValueError, "n must be >= 1; got 0"),
+    (True, TypeError, "n must be an integer; got True"),
+    ("4", TypeError, "n must be an integer; got '4'"),
+    (2.5, TypeError, "n must be an integer; got 2.5"),
+])
+def test_outside_points_n_checked(n, err, match):
+    # a second maximum beyond the upper limit: the confidence set is not an interval
+    def ll(v):
+        return max(-((v - 0.3) ** 2) / (2 * 0.05**2), -((v - 0.8) ** 2) / (2 * 0.05**2) - 1.0)
+
+    prof = Profile("theta", 0.3, 0.0, ll, bounds=(0, 1), step=0.05)
+    with pytest.raises(err, match=match):
+        prof.outside_points(n=n)
+    found = prof.outside_points(n=4)
+    assert found and all(v > prof.conf_int()["upper"] for v in found)
+    assert prof.outside_points(n=np.int64(4)) == found
+
+
+@pytest.mark.parametrize("true_value, err", [("0.2", TypeError), (True, TypeError),
+                                             (float("nan"), ValueError),
+                                             (float("inf"), ValueError)])
+def test_plot_true_value_must_be_a_finite_number(true_value, err):
+    # "0.2" failed in the legend's format ("Unknown format code 'g'"), NaN and inf drew no line
+    import matplotlib.pyplot as plt
+
+    prof = Profile("theta", 0.4, 0.0, _quadratic(0.4, 0.05), bounds=(0, 1), step=0.05)
+    fig, ax = plt.subplots()
+    with pytest.raises(err, match="true_value must be a finite number; got "):
+        prof.plot(ax=ax, true_value=true_value)
+    ax.clear()
+    prof.plot(ax=ax, true_value=np.float64(0.45))
+    assert "true 0.45" in [t.get_text() for t in ax.get_legend().get_texts()]
+    plt.close(fig)

@@ -178,3 +178,49 @@ def test_pu_normal_and_oracle_curve_refuse_bad_arguments():
         oracle_curve([0.5, 1.5], "g1")
     assert np.all((oracle_curve(np.linspace(0, 1, 11), "g2") >= 0)
                   & (oracle_curve(np.linspace(0, 1, 11), "g2") <= 1))
+
+
+# ---- rates, shifts and shares: numbers, not text or True/False -------------------------------
+@pytest.mark.parametrize("call, err, match", [
+    # taken as numbers: "0.3" as 0.3, True as the rate 1 or the shift 1
+    (lambda: simulate_urc(50, 100, field_base_rate="0.3", rng=0), ValueError,
+     "field_base_rate holds text"),
+    (lambda: simulate_urc(50, 100, field_base_rate=[0.1, "0.2"], rng=0), ValueError,
+     "field_base_rate holds text"),
+    (lambda: simulate_urc(50, 100, field_base_rate=True, rng=0), ValueError,
+     "field_base_rate must be numeric, not True/False"),
+    (lambda: simulate_urc(50, 100, field_base_rate=[[False, True]], rng=0), ValueError,
+     "field_base_rate must be numeric, not True/False"),
+    (lambda: simulate_urc(50, 100, lab_base_rates="0.5", rng=0), ValueError,
+     "lab_base_rates holds text"),
+    (lambda: simulate_urc(50, 100, field_shift=True, rng=0), ValueError,
+     "field_shift must be a finite number; got True"),
+    (lambda: simulate_urc_regression(50, 100, field_shift="2", rng=0), ValueError,
+     "field_shift must be a number or a sequence of numbers, not text or True/False"),
+    (lambda: simulate_urc_regression(50, 100, field_shift=True, rng=0), ValueError,
+     "field_shift must be a number or a sequence of numbers, not text or True/False"),
+    (lambda: simulate_urc_regression(50, 100, field_scale=["1", "2"], rng=0), ValueError,
+     "field_scale must be a number or a sequence of numbers, not text"),
+    (lambda: scar_design(20, 20, True, p=2, rng=0), TypeError,
+     r"pi must be a number in \[0, 1\]; got True"),
+    # failed in a comparison without naming the argument
+    (lambda: scar_design(20, 20, "0.3", p=2, rng=0), TypeError,
+     r"pi must be a number in \[0, 1\]; got '0.3'"),
+    (lambda: simulate_calem(100, event_prob="0.5", rng=0), TypeError,
+     r"event_prob must be a number in \(0, 1\); got '0.5'"),
+    (lambda: simulate_calem(100, clean_share="0.1", rng=0), TypeError,
+     r"clean_share must be a number in \(0, 1\); got '0.1'"),
+])
+def test_simulators_refuse_numbers_as_text_and_bools(call, err, match):
+    with pytest.raises(err, match=match):
+        call()
+    # numbers of numpy's types are numbers, as before
+    assert _urc_equal(simulate_urc(50, 100, field_base_rate=np.float64(0.3), rng=0),
+                      simulate_urc(50, 100, field_base_rate=0.3, rng=0))
+    assert scar_design(20, 20, np.float64(0.3), p=2, rng=0).equals(
+        scar_design(20, 20, 0.3, p=2, rng=0))
+    assert scar_design(20, 20, 1, p=2, rng=0).y_true.eq(1).all()
+    assert simulate_calem(100, event_prob=np.float32(0.5), rng=0).equals(
+        simulate_calem(100, event_prob=0.5, rng=0))
+    a = simulate_urc_regression(50, 100, field_shift=np.array([0, 1]), rng=0)
+    assert a.field_shift.tolist() == [0.0, 1.0]

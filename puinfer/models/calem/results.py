@@ -11,7 +11,7 @@ import pandas as pd
 
 from ..._align import align_rows
 from ..._dask import is_dask as _is_dask
-from ..._validation import as_float_vector, check_alpha, check_bool, level_label
+from ..._validation import as_float_vector, check_alpha, check_bool, check_int, level_label
 from ...base.results import LikelihoodResults, data_fingerprint, readonly
 from ...inference.hypothesis import HypothesisTestResult, lr_test
 from ...summary import Summary, coef_table
@@ -198,9 +198,12 @@ class _CurvesMixin:
         return np.linspace(q[0], q[1], n_points)
 
     def plot_calibration(self, *, ax=None, n_points: int = 200):
-        """The three calibration curves (baseline, ``g_eta``, CalEM) against the score."""
+        """The three calibration curves (baseline, ``g_eta``, CalEM) against the score, on
+        ``n_points`` (at least 2) scores."""
         from ...plotting import get_ax
 
+        # (n_points=True drew a curve of one point; 0 and "200" failed without naming it)
+        n_points = check_int(n_points, "n_points", minimum=2)
         ax = get_ax(ax)
         s = self._grid(n_points)
         ax.plot(s, self.baseline.predict(s), label="baseline (control only)")
@@ -250,11 +253,13 @@ class _CurvesMixin:
         The band has level ``1 - alpha`` at each score: the delta method on ``log(1 - h)``
         with the joint sandwich covariance of ``(theta, eta)`` (parametric calibrators with
         an estimated ``h``; isotonic fits and fits with a known ``h`` have no covariance and
-        get no band, which the legend says). Returns the Axes.
+        get no band, which the legend says), on ``n_points`` (at least 2) scores. Returns the
+        Axes.
         """
         from ...plotting import get_ax
 
         alpha = check_alpha(alpha)
+        n_points = check_int(n_points, "n_points", minimum=2)
         ax = get_ax(ax)
         s = self._grid(n_points)
         ax.plot(s, self.treatment_effect(s), color="C3", label="h(score), estimated")

@@ -55,14 +55,23 @@ def bandwidth(data, smooth) -> float:
 
 def bandwidth_for(N: int, p: int, smooth) -> float:
     """:func:`bandwidth` for ``N`` rows and ``p`` features."""
+    if check_smooth(smooth) == "silverman":
+        return float((4 / (p + 2)) ** (1 / (p + 4)) * N ** (-1 / (p + 4)))
+    return float(smooth)
+
+
+def check_smooth(smooth):
+    """``smooth`` if it is ``"silverman"`` or a finite number >= 0, else ``ValueError`` (needs
+    no data: :meth:`~puinfer.models.detm.results.TiltResults.test_scar` checks it before its
+    ``reference="chi2"`` branch, which does not use it)."""
     if isinstance(smooth, str):
         if smooth != "silverman":
             raise ValueError(f"smooth must be 'silverman' or a number >= 0; got {smooth!r}")
-        return float((4 / (p + 2)) ** (1 / (p + 4)) * N ** (-1 / (p + 4)))
+        return smooth
     if isinstance(smooth, bool) or not isinstance(smooth, (int, float, np.floating)) \
             or not np.isfinite(smooth) or smooth < 0:
         raise ValueError(f"smooth must be 'silverman' or a number >= 0; got {smooth!r}")
-    return float(smooth)
+    return smooth
 
 
 def world(data, setm) -> BootstrapWorld:

@@ -60,6 +60,16 @@ def _min_boot(alpha: float) -> int:
     return b
 
 
+def _check_boot_options(n_boot, smooth, n_jobs, rng=None):
+    """The bootstrap's options checked without the data, whether or not the bootstrap runs
+    (an invalid option is never ignored silently); returns the random Generator of ``rng``."""
+    if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 1:
+        raise ValueError(f"n_boot must be a positive integer; got {n_boot!r}")
+    bootstrap.check_smooth(smooth)
+    bootstrap.check_n_jobs(n_jobs)
+    return check_rng(rng)
+
+
 class TiltResults(LikelihoodResults):
     """Results of a DETM or SETM fit (built by ``fit()``; immutable).
 
@@ -353,8 +363,7 @@ class TiltResults(LikelihoodResults):
             from ._dask import refuse
 
             refuse("conf_int_pi(method='bootstrap')")
-        if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 1:
-            raise ValueError(f"n_boot must be a positive integer; got {n_boot!r}")
+        _check_boot_options(n_boot, smooth, n_jobs)
         return bootstrap.bandwidth(self.model.data, smooth), bootstrap.check_n_jobs(n_jobs)
 
     @cached_property
@@ -477,6 +486,9 @@ class TiltResults(LikelihoodResults):
         if method not in ("profile", "bootstrap"):
             raise ValueError(f"method must be 'profile' or 'bootstrap'; got {method!r}")
         alpha = check_alpha(alpha)
+        # (checked whichever the method: with "profile" an invalid n_boot, rng or smooth was
+        # ignored silently)
+        _check_boot_options(n_boot, smooth, n_jobs, rng)
         cutoff, boot_attrs = None, {}
         if method == "bootstrap":
             cutoff, boot_attrs = self._bootstrap_cutoff(alpha, n_boot, rng, smooth, n_jobs)
@@ -883,22 +895,22 @@ class DETMResults(TiltResults):
             Processes refitting the resamples (``-1``: every CPU). The resamples are drawn
             first, in order, so the result does not depend on ``n_jobs``.
         """
+        if reference not in ("chi2", "bootstrap"):
+            raise ValueError(f"reference must be 'chi2' or 'bootstrap'; got {reference!r}")
+        # the bootstrap's options are checked whichever the reference (with "chi2" an invalid
+        # n_boot, refit or smooth was ignored silently)
+        if refit not in ("quick", "full"):
+            raise ValueError(f"refit must be 'quick' or 'full'; got {refit!r}")
+        gen = _check_boot_options(n_boot, smooth, n_jobs, rng)
+        n_jobs = bootstrap.check_n_jobs(n_jobs)
         res = self._scar_lr
         if reference == "chi2":
             return res
-        if reference != "bootstrap":
-            raise ValueError(f"reference must be 'chi2' or 'bootstrap'; got {reference!r}")
         if getattr(self.model.data, "lazy", False):  # fitted on Dask collections
             from ._dask import refuse
 
             refuse("test_scar(reference='bootstrap')")
-        if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 1:
-            raise ValueError(f"n_boot must be a positive integer; got {n_boot!r}")
-        if refit not in ("quick", "full"):
-            raise ValueError(f"refit must be 'quick' or 'full'; got {refit!r}")
-        gen = check_rng(rng)
         h = bootstrap.bandwidth(self.model.data, smooth)
-        n_jobs = bootstrap.check_n_jobs(n_jobs)
         stats_b = bootstrap.replicate(self, self.null_fit, int(n_boot), gen, refit, h, n_jobs)
         ok = np.isfinite(stats_b)
         if not ok.any():

@@ -88,6 +88,13 @@ def _tests_table(tests, several_groups, random_lab) -> pd.DataFrame:
                                        for t in tests]}, index=index)
 
 
+def _check_n_boot(n_boot) -> None:
+    """The Bartlett bootstrap's ``n_boot``: an integer >= 2 (bools refused)."""
+    if isinstance(n_boot, (bool, np.bool_)) or not isinstance(n_boot, (int, np.integer)) \
+            or n_boot < 2:
+        raise ValueError(f"n_boot must be an integer >= 2; got {n_boot!r}")
+
+
 class URCResults(URCTestsMixin, InformationCriteria, LikelihoodResults):
     """Results of :meth:`URC.fit`: field base rates, profile intervals, tests, recalibration.
 
@@ -364,8 +371,7 @@ class URCResults(URCTestsMixin, InformationCriteria, LikelihoodResults):
         """
         if self.constraint.kind != "free":
             raise ValueError("Bartlett factors are available for the unrestricted fit only")
-        if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 2:
-            raise ValueError(f"n_boot must be an integer >= 2; got {n_boot!r}")
+        _check_n_boot(n_boot)
         gen = check_rng(rng)
         R = lik.bootstrap_lr(self._d, self._record.estimate, list(self._free_index),
                              int(n_boot), gen, self._record.options)
@@ -417,6 +423,13 @@ class URCResults(URCTestsMixin, InformationCriteria, LikelihoodResults):
         profile evaluations.
         """
         alpha = check_alpha(alpha)
+        if kind not in ("profile", "wald", "bartlett"):
+            raise ValueError(f"kind must be 'profile', 'wald' or 'bartlett' for URC; got "
+                             f"{kind!r}")
+        # the bootstrap's options are checked whichever the kind (an invalid n_boot or rng was
+        # ignored silently by the profile and Wald intervals)
+        _check_n_boot(n_boot)
+        check_rng(rng)
         if kind == "wald":
             return super().conf_int(alpha)
         if kind == "bartlett":
@@ -432,9 +445,6 @@ class URCResults(URCTestsMixin, InformationCriteria, LikelihoodResults):
             return pd.DataFrame({"lower": [r["lower"] for r in rows],
                                  "upper": [r["upper"] for r in rows],
                                  "factor": b.to_numpy()}, index=self._params.index)
-        if kind != "profile":
-            raise ValueError(f"kind must be 'profile', 'wald' or 'bartlett' for URC; got "
-                             f"{kind!r}")
         if alpha == 0.05:
             return self._profile_ci.copy()
         return self._profile_intervals(alpha)

@@ -323,3 +323,25 @@ def test_treatment_effect_clip_must_be_a_bool(ref, clip):
         ref.treatment_effect(np.linspace(0.01, 0.99, 5), clip=clip)
     s = np.linspace(0.01, 0.99, 5)
     assert_array_equal(ref.treatment_effect(s, clip=np.True_), ref.treatment_effect(s))
+
+
+@pytest.mark.parametrize("n_points, err, match", [
+    # True drew a "curve" of one point; 0, -1 and "200" failed inside numpy without naming it
+    (True, TypeError, "n_points must be an integer; got True"),
+    ("200", TypeError, "n_points must be an integer; got '200'"),
+    (2.5, TypeError, "n_points must be an integer; got 2.5"),
+    (0, ValueError, "n_points must be >= 2; got 0"),
+    (-1, ValueError, "n_points must be >= 2; got -1"),
+    (1, ValueError, "n_points must be >= 2; got 1"),
+])
+def test_plot_n_points_checked(ref, n_points, err, match):
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots()
+    for plot in (ref.plot_calibration, ref.plot_treatment_effect):
+        with pytest.raises(err, match=match):
+            plot(ax=ax, n_points=n_points)
+        ax.clear()
+        assert len(plot(ax=ax, n_points=np.int64(7)).lines[0].get_xdata()) == 7
+        ax.clear()
+    plt.close(fig)

@@ -398,3 +398,55 @@ def test_small_bootstrap_size_study():
             resampled.append(boot.statistic(r, r.null_fit, *_sample(r, rng, smooth=h)))
     assert stats.ks_2samp(observed, resampled).pvalue > 0.01
     assert 1 < np.mean(resampled) < 4
+
+
+@pytest.fixture(scope="module")
+def small_fit():
+    df = scar_design(150, 150, 0.4, p=2, rng=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return pu.DETM.from_formula("labeled ~ x1 + x2", data=df).fit(
+            label_rule="pi<0.5", pi_interval="profile")
+
+
+BAD_BOOT_OPTIONS = [
+    (dict(n_boot="x"), ValueError, "n_boot must be a positive integer; got 'x'"),
+    (dict(n_boot=0), ValueError, "n_boot must be a positive integer; got 0"),
+    (dict(smooth="z"), ValueError, "smooth must be 'silverman' or a number >= 0; got 'z'"),
+    (dict(smooth=-1.0), ValueError, "smooth must be 'silverman' or a number >= 0; got -1.0"),
+    (dict(rng="r"), TypeError, "rng must be an int seed"),
+    (dict(n_jobs=0), ValueError, r"n_jobs must be a positive integer or -1"),
+]
+
+
+@pytest.mark.parametrize("kwargs, err, match", BAD_BOOT_OPTIONS)
+def test_conf_int_pi_checks_the_bootstrap_options_whatever_the_method(kwargs, err, match,
+                                                                     small_fit):
+    # with method="profile" the bootstrap's options were ignored silently (session 72)
+    with pytest.raises(err, match=match):
+        small_fit.conf_int_pi(method="profile", **kwargs)
+    ok = small_fit.conf_int_pi(method="profile", n_boot=np.int64(50), smooth=0, rng=3,
+                               n_jobs=-1)
+    assert ok.equals(small_fit.conf_int_pi(method="profile"))
+
+
+@pytest.mark.parametrize("kwargs, err, match", [
+    # with the default reference="chi2" the bootstrap's options were ignored silently
+    (dict(n_boot="x"), ValueError, "n_boot must be a positive integer; got 'x'"),
+    (dict(n_boot=0), ValueError, "n_boot must be a positive integer; got 0"),
+    (dict(refit="y"), ValueError, "refit must be 'quick' or 'full'; got 'y'"),
+    (dict(smooth="z"), ValueError, "smooth must be 'silverman' or a number >= 0; got 'z'"),
+    (dict(smooth=-1.0), ValueError, "smooth must be 'silverman' or a number >= 0; got -1.0"),
+    (dict(rng="r"), TypeError, "rng must be an int seed"),
+    (dict(n_jobs=0), ValueError, r"n_jobs must be a positive integer or -1"),
+])
+def test_test_scar_checks_the_bootstrap_options_whatever_the_reference(kwargs, err, match,
+                                                                       small_fit):
+    r = small_fit
+    with pytest.raises(err, match=match):
+        r.test_scar(**kwargs)
+    with pytest.raises(err, match=match):
+        r.test_scar("chi2", **kwargs)
+    # valid options leave the chi-square test as it was
+    t = r.test_scar("chi2", n_boot=np.int64(50), refit="full", smooth=0, rng=3, n_jobs=-1)
+    assert t.pvalue == r.test_scar().pvalue and t.distribution == r.test_scar().distribution

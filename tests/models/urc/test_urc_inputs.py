@@ -651,3 +651,39 @@ def test_gof_by_group_must_be_a_bool(grouped, by_group):
     with pytest.raises(ValueError, match="by_group must be True or False"):
         res.gof(by_group=by_group)
     assert res.gof(by_group=np.False_).statistic == res.gof().statistic
+
+
+@pytest.mark.parametrize("kind", ["profile", "wald"])
+@pytest.mark.parametrize("kwargs, err, match", [
+    # the bootstrap's options were ignored silently unless kind="bartlett"
+    (dict(n_boot="x"), ValueError, "n_boot must be an integer >= 2; got 'x'"),
+    (dict(n_boot=True), ValueError, "n_boot must be an integer >= 2; got True"),
+    (dict(n_boot=1), ValueError, "n_boot must be an integer >= 2; got 1"),
+    (dict(rng="y"), TypeError, "rng must be an int seed"),
+    (dict(rng=-1), ValueError, "rng must be a non-negative int seed"),
+])
+def test_conf_int_bootstrap_options_checked_for_every_kind(binary, kind, kwargs, err, match):
+    res = pu.URC(binary.lab_pred, binary.lab_y).fit(binary.field_pred)
+    with pytest.raises(err, match=match):
+        res.conf_int(kind=kind, **kwargs)
+    ref = res.conf_int(kind=kind)
+    pd.testing.assert_frame_equal(res.conf_int(kind=kind, n_boot=np.int64(50), rng=3), ref)
+    pd.testing.assert_frame_equal(
+        res.conf_int(kind=kind, rng=np.random.default_rng(3)), ref)
+
+
+@pytest.mark.parametrize("true_value, err", [("0.2", TypeError), (np.True_, TypeError),
+                                             (np.nan, ValueError), (np.inf, ValueError)])
+def test_plot_profile_true_value_must_be_a_finite_number(binary, true_value, err):
+    # "0.2" failed with "Unknown format code 'g' for object of type 'str'"; NaN and inf were
+    # accepted and drew no line
+    import matplotlib.pyplot as plt
+
+    res = pu.URC(binary.lab_pred, binary.lab_y).fit(binary.field_pred)
+    fig, ax = plt.subplots()
+    with pytest.raises(err, match="true_value must be a finite number; got "):
+        res.plot_profile(ax=ax, true_value=true_value)
+    ax.clear()
+    res.plot_profile(ax=ax, true_value=0.31)
+    assert "true 0.31" in [t.get_text() for t in ax.get_legend().get_texts()]
+    plt.close(fig)
