@@ -191,7 +191,8 @@ def paired_table(d: pd.DataFrame) -> pd.DataFrame:
         diff = cn - co
         n = len(diff)
         b, a = int((diff > 0).sum()), int((diff < 0).sum())
-        moved = (w["est"]["new"] - w["est"]["old"]).abs()
+        delta = w["est"]["new"] - w["est"]["old"]
+        moved = delta.abs()
         rows.append(dict(
             cell=c, cls=j, truth=g.truth.iloc[0], reps=n, cov_old=co.mean(), cov_new=cn.mean(),
             diff=diff.mean(), se=float(np.sqrt(((diff - diff.mean()) ** 2).sum() / (n - 1) / n)),
@@ -201,7 +202,9 @@ def paired_table(d: pd.DataFrame) -> pd.DataFrame:
             bias_sd_old=ct.loc[(c, j, "old"), "bias_sd"],
             bias_sd_new=ct.loc[(c, j, "new"), "bias_sd"],
             rmse_old=ct.loc[(c, j, "old"), "rmse"], rmse_new=ct.loc[(c, j, "new"), "rmse"],
-            est_moved=int((moved > 1e-8).sum()), max_abs_move=float(moved.max())))
+            est_moved=int((moved > 1e-8).sum()), max_abs_move=float(moved.max()),
+            mean_move_sd=float(delta.mean() / ct.loc[(c, j, "old"), "sd"]),
+            mean_move_se_sd=float(delta.std() / np.sqrt(n) / ct.loc[(c, j, "old"), "sd"])))
     return pd.DataFrame(rows)
 
 
@@ -256,7 +259,9 @@ def report(out: Path) -> str:
           "`diff` = coverage(new) - coverage(old) on the same replicates, `se` its paired SE "
           "(McNemar: from the discordant replicates `only_new` / `only_old`); `bias_sd` = "
           "bias / SD of the estimate; `est_moved`: replicates whose estimate of the class "
-          "changed by more than 1e-8; `max_abs_move`: the largest change.\n",
+          "changed by more than 1e-8; `max_abs_move`: the largest change; `mean_move_sd`: the "
+          "paired mean change of the estimate (new - old) in units of the old SD, "
+          "`mean_move_se_sd` its SE (the paired difference of the two biases).\n",
           pc.to_markdown(pt), "",
           "## Size of `test_no_shift(value=truth)` at 5% per cell, new vs old\n",
           "`only_new` / `only_old`: replicates rejected by one only; `diff`, `se`: paired.\n",
