@@ -241,3 +241,37 @@ def test_interval_at_the_half_bound_of_a_pi_rule_reports_that_bound():
     # the two rules are mirror images of one fit
     np.testing.assert_allclose(lo.conf_int_pi().to_numpy(),
                                1 - hi.conf_int_pi().to_numpy()[::-1], atol=1e-8)
+
+
+def test_pi_rules_profile_from_mirrored_skeletons():
+    # the profiles under "pi<0.5" and "pi>0.5" are mirror images (the same EL with the
+    # components swapped); the skeleton of "pi>0.5" was on 0.5, 0.6, .., 0.9, not the mirror of
+    # "pi<0.5"'s 0.05, 0.15, .., 0.45, and missed the branch the start at 0.05 reaches: upper
+    # limit 0.9463 for the mirror's 0.9573, R*(0.95) = 4.31 for R*(0.05) = 3.58 (session 72's
+    # metamorphic audit)
+    df = pu.simulate.sar_design(404, 224, 0.8, p=3, rng=797688)
+    S, T = df.loc[df.labeled == 1, ["x1", "x2", "x3"]], df.loc[df.labeled == 0, ["x1", "x2", "x3"]]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        lo = pu.DETM(S, T).fit(label_rule="pi<0.5", pi_interval="profile")
+        hi = pu.DETM(S, T).fit(label_rule="pi>0.5", pi_interval="profile")
+    np.testing.assert_allclose(lo.conf_int_pi().to_numpy(),
+                               1 - hi.conf_int_pi().to_numpy()[::-1], atol=1e-6)
+    assert hi.test_pi(0.95).statistic == pytest.approx(lo.test_pi(0.05).statistic, abs=1e-6)
+
+
+def test_pi_rules_reach_the_maximum_the_kl_rule_reaches():
+    # the maximum of the EL does not depend on the labelling: every rule must report the same
+    # llf_penalized. Under "pi<0.5" the probe's skeleton ran on [0.05, 0.45] only and missed
+    # the branch that a chain through pi = 0.5 reaches: pi-hat 0.2287 at -4217.1194 where the
+    # "kl" fit (and the mirror of its solution) has -4216.8187, pi = 0.8936 (session 72's
+    # metamorphic audit)
+    df = pu.simulate.sar_design(289, 398, 0.2, p=7, rng=703570)
+    cols = [f"x{j}" for j in range(1, 8)]
+    S, T = df.loc[df.labeled == 1, cols], df.loc[df.labeled == 0, cols]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        kl = pu.DETM(S, T).fit(pi_interval="profile")
+        lo = pu.DETM(S, T).fit(label_rule="pi<0.5", pi_interval="profile")
+    assert lo.llf_penalized == pytest.approx(kl.llf_penalized, rel=1e-10)
+    assert lo.pi == pytest.approx(min(kl.pi, 1 - kl.pi), abs=1e-7)
