@@ -31,6 +31,7 @@ __all__ = [
     "check_int",
     "check_real",
     "check_bool",
+    "unwrap_0d",
     "warn_and_record",
 ]
 
@@ -444,8 +445,7 @@ def check_real(value, name: str, *, minimum: float | None = None,
                 and maximum is not None else
                 f"a finite number >= {minimum:g}" if minimum is not None else
                 f"a finite number <= {maximum:g}")
-    if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iuf":
-        value = value.item()  # (a 0-d array of a number, as numpy's reductions may give)
+    value = unwrap_0d(value)
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be {what}; got {value!r:.60}")
     v = float(value)
@@ -455,9 +455,16 @@ def check_real(value, name: str, *, minimum: float | None = None,
     return v
 
 
+def unwrap_0d(value):
+    """The element of a 0-d numpy array (as numpy's reductions may give), else ``value``: a
+    scalar check then sees what the array holds (``np.array("0.3")`` is text, not a number)."""
+    return value.item() if isinstance(value, np.ndarray) and value.ndim == 0 else value
+
+
 def check_bool(value, name: str) -> bool:
     """``value`` if it is ``True`` or ``False`` (numpy's too), else ``ValueError`` naming
     ``name``: an option read by its truthiness took ``"False"`` as true and ``None`` as false."""
+    value = unwrap_0d(value)
     if not isinstance(value, (bool, np.bool_)):
         raise ValueError(f"{name} must be True or False; got {value!r:.60}")
     return bool(value)

@@ -41,7 +41,7 @@ new and old (old: 0.938). Reported also: how many replicates' estimates moved at
 
 Usage (``PYTHONPATH`` = the repository root, ``OPENBLAS_NUM_THREADS=1``)::
 
-    python urc_midpoint_cuts.py --reps 3 --out /tmp/x --check-default  # smoke run
+    python urc_midpoint_cuts.py --reps 3 --out /tmp/x --check-default 3  # smoke run
     python urc_midpoint_cuts.py --reps 1000 --max-seconds 540          # resumable, repeated
     python urc_midpoint_cuts.py --report                               # tables from the CSV
 

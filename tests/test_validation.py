@@ -193,3 +193,13 @@ def test_check_real_numbers_and_messages():
         val.check_real(-1, "tol", minimum=0)
     with pytest.raises(TypeError, match=r"^p must be a probability; got 'a'$"):
         val.check_real("a", "p", what="a probability")
+
+
+def test_scalar_checks_read_zero_dimensional_arrays():
+    # a 0-d array is its element: np.array(True) is a bool, np.array("0.3") text
+    assert val.check_bool(np.array(True), "x") is True
+    with pytest.raises(ValueError, match="x must be True or False"):
+        val.check_bool(np.array("True"), "x")
+    assert val.check_real(np.array(0.25), "x") == 0.25
+    with pytest.raises(TypeError, match="x must be"):
+        val.check_real(np.array("0.3"), "x")

@@ -35,7 +35,7 @@ from scipy.interpolate import CubicSpline, PPoly
 from scipy.special import expit
 
 from ..._align import align_rows
-from ..._validation import as_float_vector, check_unit_interval, warn
+from ..._validation import as_float_vector, check_unit_interval, unwrap_0d, warn
 from ...base.gram import weighted_grams
 from ...base.numeric import softplus
 from ...base.optimize import newton_maximize
@@ -351,6 +351,7 @@ class Calibrator:
     parametric = True
 
     def __init__(self, *, eps: float = 1e-12):
+        eps = unwrap_0d(eps)
         if isinstance(eps, (bool, np.bool_)) or not isinstance(eps, (int, float, np.integer,
                                                                      np.floating)):
             raise TypeError(f"eps must be a number in (0, 0.5); got {eps!r}")
@@ -529,6 +530,7 @@ def _check_newton_options(maxiter, tol) -> None:
     if isinstance(maxiter, (bool, np.bool_)) or not isinstance(maxiter, (int, np.integer)) \
             or maxiter < 1:
         raise ValueError(f"maxiter must be a positive integer; got {maxiter!r}")
+    tol = unwrap_0d(tol)
     if isinstance(tol, (bool, np.bool_)) or not isinstance(tol, (int, float, np.integer,
                                                                  np.floating)):
         raise TypeError(f"tol must be a positive number; got {tol!r}")

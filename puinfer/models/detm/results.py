@@ -11,7 +11,7 @@ from scipy.special import expit
 from scipy.stats import chi2, norm
 
 from ... import exceptions
-from ..._validation import check_alpha, check_rng, level_label, warn
+from ..._validation import check_alpha, check_rng, level_label, unwrap_0d, warn
 from ...base.results import LikelihoodResults
 from ...exceptions import BootstrapWarning, ConfidenceSetWarning, ConvergenceWarning
 from ...inference.hypothesis import (
@@ -613,6 +613,7 @@ class TiltResults(LikelihoodResults):
         the bootstrap's and ``chi2_1``'s, and ``extra["reference"]`` says so."""
         # (text is refused, as numbers written as text are elsewhere: test_pi("0.05") tested
         # pi = 0.05; None and "abc" failed inside float() without naming the argument)
+        value = unwrap_0d(value)  # (np.array("0.3") is text)
         if isinstance(value, (bool, np.bool_, str, bytes)) or np.ndim(value) != 0:
             raise TypeError(f"value must be one number in (0, 1); got {value!r}")
         try:

@@ -39,6 +39,12 @@ def _null_rates(value, pi_lab, classes, random_lab=False):
     return arr, (f"{arr[1]:.4g}" if len(classes) == 2 else str(np.round(arr, 4).tolist()))
 
 
+def _check_n_boot(n_boot) -> None:
+    """The Bartlett bootstrap's ``n_boot``: an integer >= 2 (bools refused)."""
+    if isinstance(n_boot, (bool, np.bool_)) or not isinstance(n_boot, (int, np.integer)) \
+            or n_boot < 2:
+        raise ValueError(f"n_boot must be an integer >= 2; got {n_boot!r}")
+
 class URCTestsMixin:
     """Restricted fits and tests of :class:`~puinfer.models.urc.URCResults` (which provides
     the fit's data ``_d``, estimate, record and model)."""
@@ -240,14 +246,12 @@ class URCTestsMixin:
             raise ValueError(f"statistic must be 'lr' or 'score'; got {statistic!r}")
         if statistic == "score" and reference != "chi2":
             raise ValueError("the score statistic has the chi-square reference only")
-        if reference == "bartlett":
-            if self.constraint.kind != "free":
-                raise ValueError("the Bartlett reference is available for the unrestricted fit "
-                                 "only")
-            if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or \
-                    n_boot < 2:
-                raise ValueError(f"n_boot must be an integer >= 2; got {n_boot!r}")
-            gen = check_rng(rng)
+        # the bootstrap's options are checked whichever the reference (with "chi2" an invalid
+        # n_boot or rng was ignored silently)
+        _check_n_boot(n_boot)
+        gen = check_rng(rng)
+        if reference == "bartlett" and self.constraint.kind != "free":
+            raise ValueError("the Bartlett reference is available for the unrestricted fit only")
         self._check_free("test_no_shift")
         _, what = _null_rates(value, self._d.pi_lab, self.model.classes, self._d.random_lab)
         null = self.fit_no_shift(value)

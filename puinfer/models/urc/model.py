@@ -9,7 +9,7 @@ import pandas as pd
 from scipy import stats
 
 from ..._align import align_rows, check_missing_option, drop_missing
-from ..._validation import warn_and_record
+from ..._validation import unwrap_0d, warn_and_record
 from ...base.model import Model
 from ...base.results import freeze_arrays
 from ...exceptions import (
@@ -629,6 +629,7 @@ class URC(Model):
         try:
             # (text and bools refused, as for prior_strength: tol="1e-6" and tol=True were
             # taken as numbers)
+            tol = unwrap_0d(tol)  # (np.array("1e-6") is text)
             tol_ok = not isinstance(tol, (bool, np.bool_, str, bytes)) and float(tol) > 0 \
                 and np.isfinite(float(tol))
         except (TypeError, ValueError):

@@ -26,7 +26,7 @@ from ...prior_shift import adjust_prior
 from ...summary import Summary, interval_labels
 from . import _likelihood as lik
 from ._inputs import check_rowwise, label_array, rates_vector
-from .hypotheses import URCTestsMixin
+from .hypotheses import URCTestsMixin, _check_n_boot
 
 __all__ = ["URCResults", "URCFitRecord"]
 
@@ -86,13 +86,6 @@ def _tests_table(tests, several_groups, random_lab) -> pd.DataFrame:
                          # (an invalid test has none: session 68's audit saw "chi2" there)
                          "reference": [None if t.invalid_reason else t.distribution
                                        for t in tests]}, index=index)
-
-
-def _check_n_boot(n_boot) -> None:
-    """The Bartlett bootstrap's ``n_boot``: an integer >= 2 (bools refused)."""
-    if isinstance(n_boot, (bool, np.bool_)) or not isinstance(n_boot, (int, np.integer)) \
-            or n_boot < 2:
-        raise ValueError(f"n_boot must be an integer >= 2; got {n_boot!r}")
 
 
 class URCResults(URCTestsMixin, InformationCriteria, LikelihoodResults):

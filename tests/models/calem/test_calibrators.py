@@ -255,7 +255,17 @@ def test_fit_options_valid_values_unchanged(data):
     IsotonicCalibrator().fit(s, y, start=[1.0])
 
 
-@pytest.mark.parametrize("eps", ["1e-6", None, [1e-6], True])
+def test_zero_dimensional_arrays_are_their_numbers(data):
+    # (np.array(1e-6) was refused as "not a number" by eps and tol; np.array("1e-8") is text)
+    s, y, _ = data
+    assert LogisticCalibrator(eps=np.array(1e-6)).eps == LogisticCalibrator(eps=1e-6).eps
+    assert_allclose(LogisticCalibrator().fit(s, y, tol=np.array(1e-10)).params,
+                    LogisticCalibrator().fit(s, y, tol=1e-10).params)
+    with pytest.raises(TypeError, match="tol must be a positive number"):
+        LogisticCalibrator().fit(s, y, tol=np.array("1e-8"))
+
+
+@pytest.mark.parametrize("eps", ["1e-6", None, [1e-6], True, np.array("1e-6")])
 def test_eps_type_named(eps):
     with pytest.raises((TypeError, ValueError), match="eps must be"):
         LogisticCalibrator(eps=eps)

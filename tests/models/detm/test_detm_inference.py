@@ -90,18 +90,15 @@ class TestProfileInterval:
         assert t0.statistic == sar_fit.profile_pi().statistic(1e-6) and t0.null == "pi = 1e-06"
         assert "the value 1e-12 lies outside [1e-06, 1 - 1e-06]" in t0.extra["note"]
 
-    @pytest.mark.parametrize("value", ["0.3", b"0.3", None, "abc"])
-    def test_test_pi_refuses_text_and_none(self, value):
+    @pytest.mark.parametrize("value", ["0.3", b"0.3", None, "abc", np.array("0.3")])
+    def test_test_pi_refuses_text_and_none(self, value, small_fit):
         # test_pi("0.3") tested pi = 0.3 (text is refused everywhere else); None and "abc"
         # failed inside float() without naming the argument
-        df = scar_design(150, 150, 0.4, p=2, rng=1)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            r = pu.DETM.from_formula("labeled ~ x1 + x2", data=df).fit(
-                label_rule="pi<0.5", pi_interval="profile")
+        r = small_fit
         with pytest.raises(TypeError, match=r"value must be one number in \(0, 1\); got "):
             r.test_pi(value)
         assert r.test_pi(np.float64(0.3)).statistic == r.test_pi(0.3).statistic
+        assert r.test_pi(np.array(0.3)).statistic == r.test_pi(0.3).statistic
 
     def test_profile_error_when_fit_not_at_maximum(self, sar_fit):
         prof = sar_fit.profile_pi()

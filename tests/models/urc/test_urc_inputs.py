@@ -377,6 +377,7 @@ def test_constructor_options_validated(binary, kwargs, match):
     # numbers written as text and bools were taken as numbers (also by RegressionURC.fit)
     ({"tol": "1e-6"}, "tol must be a positive number"),
     ({"tol": True}, "tol must be a positive number"),
+    ({"tol": np.array("1e-6")}, "tol must be a positive number"),
     ({"prior_strength": "x"}, "prior_strength must be a non-negative number"),
     ({"missing": None}, "missing must be 'raise' or 'drop'"),
     ({"likelihood": 3}, "likelihood must be"),
@@ -687,3 +688,19 @@ def test_plot_profile_true_value_must_be_a_finite_number(binary, true_value, err
     res.plot_profile(ax=ax, true_value=0.31)
     assert "true 0.31" in [t.get_text() for t in ax.get_legend().get_texts()]
     plt.close(fig)
+
+
+@pytest.mark.parametrize("kwargs, err, match", [
+    (dict(n_boot="x"), ValueError, "n_boot must be an integer >= 2; got 'x'"),
+    (dict(n_boot=1), ValueError, "n_boot must be an integer >= 2; got 1"),
+    (dict(rng="y"), TypeError, "rng must be an int seed"),
+])
+def test_no_shift_checks_the_bootstrap_options_whatever_the_reference(binary, kwargs, err,
+                                                                      match):
+    # with reference="chi2" (the default) an invalid n_boot or rng was ignored silently, where
+    # conf_int checks them whatever its kind (session 72's review)
+    res = pu.URC(binary.lab_pred, binary.lab_y).fit(binary.field_pred)
+    with pytest.raises(err, match=match):
+        res.test_no_shift(**kwargs)
+    assert res.test_no_shift(n_boot=np.int64(50), rng=3).statistic == \
+        res.test_no_shift().statistic
