@@ -32,6 +32,7 @@ __all__ = [
     "check_real",
     "check_bool",
     "unwrap_0d",
+    "refuse_text_and_bools",
     "warn_and_record",
 ]
 
@@ -453,6 +454,25 @@ def check_real(value, name: str, *, minimum: float | None = None,
             (maximum is not None and v > maximum):
         raise ValueError(f"{name} must be {what}; got {v}")
     return v
+
+
+def _is_bool_valued(value) -> bool:
+    """Whether ``value`` is True/False or an array of them (False where it cannot be read as
+    an array, e.g. ragged: the caller's conversion refuses that)."""
+    try:
+        return isinstance(value, (bool, np.bool_)) or np.asarray(value).dtype == bool
+    except (TypeError, ValueError):
+        return False
+
+
+def refuse_text_and_bools(value, name: str, what: str = "numeric") -> None:
+    """``ValueError`` naming ``name`` if ``value`` holds numbers written as text
+    (:func:`refuse_text`) or is True/False (or an array of them): rates and shares so written
+    were taken as numbers (True as a base rate of 1). ``what`` completes "<name> must be
+    <what>, not True/False"."""
+    refuse_text(value, name)
+    if _is_bool_valued(value):
+        raise ValueError(f"{name} must be {what}, not True/False; got {value!r:.60}")
 
 
 def unwrap_0d(value):

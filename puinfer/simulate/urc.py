@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special
 
-from .._validation import check_int, check_rng, refuse_text
+from .._validation import check_int, check_rng, refuse_text_and_bools
 
 __all__ = ["URCSimulation", "simulate_urc", "spambase_lab_field", "SPAMBASE_FEATURES",
            "SPAMBASE_MAILBOXES"]
@@ -77,20 +77,8 @@ def _stratified_counts(n, p):
     return base
 
 
-def _refuse_text_and_bools(value, name):
-    """Rates and shares written as text ("0.3") or as True/False were taken as numbers (True
-    as the base rate 1): refused, naming the argument, as URC refuses them."""
-    refuse_text(value, name)
-    try:
-        is_bool = isinstance(value, (bool, np.bool_)) or np.asarray(value).dtype == bool
-    except (TypeError, ValueError):  # (ragged: refused by the conversion)
-        is_bool = False
-    if is_bool:
-        raise ValueError(f"{name} must be numeric, not True/False; got {value!r:.60}")
-
-
 def _rates(value, name):
-    _refuse_text_and_bools(value, name)
+    refuse_text_and_bools(value, name)
     try:
         arr = np.atleast_1d(np.asarray(value, dtype=float))
     except (TypeError, ValueError):
@@ -170,7 +158,7 @@ def simulate_urc(n_lab=200, n_field=5000, lab_base_rates=0.5, field_base_rate=0.
     if np.any(pi_lab == 0):  # (its lab predictions would all be 0: URC refuses such a lab set)
         raise ValueError(f"lab_base_rates must be positive for every class; got "
                          f"{pi_lab.tolist()}")
-    _refuse_text_and_bools(field_base_rate, "field_base_rate")
+    refuse_text_and_bools(field_base_rate, "field_base_rate")
     try:
         fb = np.asarray(field_base_rate, dtype=float)
     except (TypeError, ValueError):

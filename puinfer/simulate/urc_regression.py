@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from .._validation import check_int, check_rng, refuse_text
+from .._validation import check_int, check_rng, refuse_text_and_bools
 from ..models.urc.predictive import NormalPredictive
 
 __all__ = ["URCRegressionSimulation", "simulate_urc_regression"]
@@ -111,9 +111,7 @@ def simulate_urc_regression(n_lab: int = 1000, n_field=5000, field_shift=0.5, fi
                       ("field_scale", field_scale)):
         # (field_shift="2" was taken as 2, True as 1)
         try:
-            refuse_text(val, name)
-            if isinstance(val, (bool, np.bool_)) or np.asarray(val).dtype == bool:
-                raise ValueError
+            refuse_text_and_bools(val, name)
         except ValueError:
             raise ValueError(f"{name} must be a number or a sequence of numbers, not text or "
                              f"True/False; got {val!r:.60}") from None

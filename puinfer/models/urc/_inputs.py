@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..._validation import refuse_dask, refuse_text
+from ..._validation import refuse_dask, refuse_text, refuse_text_and_bools
 from ._likelihood import ROW_TOL
 
 __all__ = ["PredInput", "as_pred", "check_pred", "check_rowwise", "rates_vector",
@@ -205,16 +205,9 @@ def rates_vector(value, name: str, classes, *, open_: bool = False) -> np.ndarra
                              f"its index (one share per class); missing: {missing}, extra: "
                              f"{extra}")
         value = value.reindex(list(classes)).to_numpy()
-    refuse_text(value, name)
-    try:
-        is_bool = isinstance(value, (bool, np.bool_)) or np.asarray(value).dtype == bool
-    except (TypeError, ValueError):  # (ragged: refused below)
-        is_bool = False
-    if is_bool:
-        # (True was the base rate 1, False 0: test_no_shift(value=True) tested P(Y = 1) = 1;
-        # adjust_prior refuses a bool prior too)
-        raise ValueError(f"{name} must be numeric base rates, not True/False; got "
-                         f"{value!r:.60}")
+    # (True was the base rate 1, False 0: test_no_shift(value=True) tested P(Y = 1) = 1;
+    # adjust_prior refuses a bool prior too)
+    refuse_text_and_bools(value, name, "numeric base rates")
     try:
         arr = np.array(value, dtype=float, copy=True)
     except (TypeError, ValueError):
