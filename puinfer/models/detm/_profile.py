@@ -227,6 +227,12 @@ class PiProfiler:
             gap = _el.label_gap(theta, d.Z, (d.m * pi / d.N, d.m * (1 - pi) / d.N))
         return True if gap is None else bool(gap >= 0)  # None: cannot tell, do not exclude
 
+    @property
+    def mirrored(self) -> bool:
+        """DETM under a pi rule: the profile at pi is also the mirror image of the profile at
+        ``1 - pi`` (the components swapped), and the skeleton covers both halves."""
+        return self.fit.label_rule in ("pi<0.5", "pi>0.5") and not self.fit.restricted
+
     @cached_property
     def skeleton(self) -> dict:
         """Profile solutions on a grid of pi (step 0.1 within the profiled range; for DETM
@@ -252,7 +258,7 @@ class PiProfiler:
         # maximum the "kl" fit found, pi-hat 0.2287 for 0.1064; and "pi>0.5"'s grid 0.5, ..,
         # 0.9 was not the mirror of "pi<0.5"'s 0.05, .., 0.45: upper limit 0.9463 for the
         # mirror's 0.9573; session 72's metamorphic audit)
-        mirror = rule in ("pi<0.5", "pi>0.5") and not self.fit.restricted
+        mirror = self.mirrored
         # (SETM has no mirror: its range under a pi rule stays that half)
         lo = 0.5 if rule == "pi>0.5" and not mirror else 0.05
         hi = 0.5 if rule == "pi<0.5" and not mirror else 0.95
@@ -780,7 +786,14 @@ class _PiProfile(Profile):
         bar = cutoff - _R_NOISE * max(1.0, cutoff)
         prof = self._loglik_at
         out = []
+        lo, hi = self.bounds
         for q, sols in prof._maxima.items():
+            if not lo <= q <= hi:
+                # beyond the profiled range: under DETM's pi rules the skeleton's other half,
+                # whose maxima are the labelled maxima at 1 - q with the components swapped
+                if not prof.mirrored:
+                    continue
+                q = 1 - q
             if ci["lower"] <= q <= ci["upper"]:
                 continue
             for s in sorted(sols, key=lambda s: -s.f):
