@@ -128,7 +128,7 @@ print(res.score(sim.field_pred.take(np.arange(1000)), sim.field_y[:1000]).round(
 # * The base rates of ten narrow intervals are a deconvolution problem: with a model of R^2 =
 #   0.5, neighbouring intervals' prediction histograms overlap heavily. Without the smoothness
 #   penalty (`smoothing=0`, the column `unpenalised` above) the estimates jump between 0 and
-#   about 0.26, four of the ten at 0; the penalty is what makes
+#   about 0.23, four of the ten at 0; the penalty is what makes
 #   the fit usable, and it biases estimates towards a log-linear shift.
 # * Axiom 2 holds for the outcome but only approximately for the intervals (within an
 #   interval the field's outcome distribution is tilted), and the penalised fit is not the

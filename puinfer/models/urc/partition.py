@@ -83,7 +83,7 @@ class Partition(ReadOnlyArrays):
         return self.cell_of_raw[self.raw_bins(pred)]
 
 
-def _quantile_edges(sorted_vals: np.ndarray, m: int, midpoints: bool = True) -> np.ndarray:
+def _quantile_edges(sorted_vals: np.ndarray, m: int) -> np.ndarray:
     """Cut points of ``m`` cells of equal lab probability: halfway between the lab order
     statistics ``c_(r)`` and ``c_(r + 1)``, ``r = floor(j n / m)`` (``c_(r + 1)`` itself where
     the two are tied or adjacent floats), so the lab rows fall in the cells of eq. (11) and a
@@ -91,14 +91,13 @@ def _quantile_edges(sorted_vals: np.ndarray, m: int, midpoints: bool = True) -> 
     empirical CDF's convention) put every prediction in that gap into the lower cell: the
     lowest cell's population share is then ``1 / (n + 1)`` above the lab count's, which biased
     the base rates towards the class of low predictions (binary URC at lab 60: 0.480 for 0.5,
-    the relabelled fit 0.512; session 72's audit)."""
+    the relabelled fit 0.512; session 72's audit), and RegressionURC's shares of the outcome
+    intervals towards the low intervals (reflecting the outcome moved them by up to 0.014)."""
     n = sorted_vals.size
     if n == 0:
         return np.full(m - 1, np.inf)
     idx = np.minimum((np.arange(1, m) * n) // m, n - 1)
     hi = sorted_vals[idx]
-    if not midpoints:  # (RegressionURC's partition of the predicted value: the cut at c_(r+1))
-        return hi
     lo = sorted_vals[np.maximum(idx - 1, 0)]
     with np.errstate(invalid="ignore", over="ignore"):
         mid = lo + (hi - lo) / 2.0
@@ -107,11 +106,11 @@ def _quantile_edges(sorted_vals: np.ndarray, m: int, midpoints: bool = True) -> 
 
 
 def _raw_partition(pred: np.ndarray, k: int, n_bins: int, binary: bool,
-                   class_names=None, midpoints: bool = True) -> Partition:
+                   class_names=None) -> Partition:
     """The partition before merging empty bins (multiclass cells labelled by
     ``class_names``, else by the classes' positions)."""
     if binary:
-        edges = (_quantile_edges(np.sort(pred), n_bins, midpoints),)
+        edges = (_quantile_edges(np.sort(pred), n_bins),)
         kind = "quantile"
         bounds = np.concatenate([[0.0], edges[0], [1.0]])
         raw_labels = [f"[{bounds[a]:.4g}, {bounds[a + 1]:.4g}" + ("]" if a == n_bins - 1 else ")")
@@ -119,7 +118,7 @@ def _raw_partition(pred: np.ndarray, k: int, n_bins: int, binary: bool,
     else:
         am = np.argmax(pred, axis=1)
         top = np.take_along_axis(pred, am[:, None], axis=1)[:, 0]
-        edges = tuple(_quantile_edges(np.sort(top[am == j]), n_bins, midpoints)
+        edges = tuple(_quantile_edges(np.sort(top[am == j]), n_bins)
                       for j in range(k))
         kind = "argmax-quantile"
         raw_labels = []
@@ -136,7 +135,7 @@ def _raw_partition(pred: np.ndarray, k: int, n_bins: int, binary: bool,
 
 
 def build_partition(pred: np.ndarray, k: int, n_bins: int, binary: bool,
-                    record: list, class_names=None, midpoints: bool = True) -> Partition:
+                    record: list, class_names=None) -> Partition:
     """Build the partition from the (validated) lab predictions.
 
     Parameters
@@ -152,16 +151,12 @@ def build_partition(pred: np.ndarray, k: int, n_bins: int, binary: bool,
         Receives ``(category, message)`` of an :class:`EmptyBinWarning` (also issued).
     class_names : sequence, optional
         The classes, in order, for the multiclass cells' labels (``argmax=<class>``).
-    midpoints : bool, default True
-        Cut halfway between the lab order statistics ``c_(r)`` and ``c_(r + 1)`` (see
-        :func:`_quantile_edges`); False: at ``c_(r + 1)`` (RegressionURC's partition of the
-        predicted value, unchanged).
 
     Returns
     -------
     Partition
     """
-    part = _raw_partition(pred, k, n_bins, binary, class_names, midpoints)
+    part = _raw_partition(pred, k, n_bins, binary, class_names)
     raw_labels = part.labels
     n_raw = len(raw_labels)
     lab_tot = np.bincount(part.raw_bins(pred), minlength=n_raw)

@@ -103,7 +103,12 @@ class MeanPartition(Partition):
     """Cells of equal lab probability of the predicted value ``s = C @ weights`` (eq. (11)
     applied to the predicted value, as Section 5 of the paper suggests).
 
-    A value on a cut point belongs to the cell above it (``[t_a, t_{a+1})``); raw cells that
+    The cut points lie halfway between the lab order statistics ``s_(r)`` and ``s_(r + 1)``,
+    ``r = floor(a n / |A|)``, as URC's (:func:`~puinfer.models.urc.partition._quantile_edges`;
+    at ``s_(r + 1)`` itself where the two are tied): lab rows are in the cells of eq. (11), a
+    new value between the two goes to the nearer cell (before session 72 to the lower one, so
+    reflecting the outcome, ``y -> -y``, changed the shares by up to 0.014). A value on a cut
+    point belongs to the cell above it (``[t_a, t_{a+1})``); raw cells that
     hold no lab row (ties among the lab predicted values) are merged into their nearest
     non-empty neighbour, as :func:`~puinfer.models.urc.partition.build_partition` merges them.
 
@@ -132,7 +137,7 @@ def _build_mean_partition(pred, weights, n_cells, record) -> MeanPartition:
     sub: list = []
     with warnings.catch_warnings():  # its message is about bins of scores: said again below
         warnings.simplefilter("ignore", EmptyBinWarning)
-        part = build_partition(s, 2, n_cells, True, sub, midpoints=False)
+        part = build_partition(s, 2, n_cells, True, sub)
     n_raw = part.cell_of_raw.size
     if part.n_cells < n_raw:
         warn_and_record(record, f"ties among the lab predicted values: {n_raw - part.n_cells} of "
@@ -442,9 +447,10 @@ class RegressionURC(URC):
         ``K = 10``, see :func:`default_n_intervals`). Fewer, wider intervals strain the
         interval form of Axiom 2 (above): under a location shift of 0.5 SD (lab 1000, field
         5000, 50 replicates, ``studies/urc_regression_interval_width.py``, at the current
-        defaults) the top interval's share was overestimated by 0.080 on average with
-        ``K = 2`` (95% interval coverage 0.16), 0.037 with ``K = 4`` (0.84) and 0.009 with
-        ``K = 10`` (0.96).
+        defaults) the top interval's share was overestimated by 0.081 on average with
+        ``K = 2`` (95% interval coverage 0.14), 0.038 with ``K = 4`` (0.84) and 0.010 with
+        ``K = 10`` (0.96) (with the cells' cuts before session 72: 0.080 (0.16), 0.037 (0.84)
+        and 0.009 (0.96)).
     n_cells : int, optional
         ``|A|``, the cells of the partition of the predictions: quantiles of the predicted
         value (``partition="mean"``, default ``2 K``) or, with ``partition="argmax"``, cells
@@ -455,7 +461,8 @@ class RegressionURC(URC):
         counts the rest (e.g. about 17 instead of 10 at ``K = 10``; see ``gof().df``).
     partition : {"mean", "argmax"}
         ``"mean"`` (default): cells of equal lab probability of the predicted value
-        ``s_i = sum_j C_ij m_j`` (the paper's suggestion for regression, Section 5).
+        ``s_i = sum_j C_ij m_j`` (the paper's suggestion for regression, Section 5), cut
+        halfway between its lab order statistics as URC's cells (:class:`MeanPartition`).
         ``"argmax"``: URC's multiclass partition of the interval probabilities.
     missing : {"raise", "drop"}
         Lab rows with a missing prediction or outcome: refused (default) or dropped.

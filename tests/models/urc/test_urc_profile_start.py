@@ -366,17 +366,20 @@ def test_penalised_profile_far_below_its_estimate_is_not_stuck():
     where the profile never reaches the cut-off (the randomised comparison's problem 92). The
     landscape has many local maxima there (random interior starts and BFGS in softmax
     parameters stop 33-66 units lower). Reference: the best of the unrestricted fit's own
-    set of starts (lab rates and each vertex, smoothed M), each searched to its end."""
+    set of starts (lab rates and each vertex, smoothed M), each searched to its end. (At
+    0.003 before the mean partition's midpoint cuts of session 72; with them the search from
+    the maximum stops 110, 57, 34 and 30 units low at 1e-4, 0.001, 0.003 and 0.0058, and at
+    0.003 the interior start's maximum is 1.9e-6 below the vertex starts' same point.)"""
     res = _regression_fit(60, 19451, [1.666625], [1.059299], 0.724602, 353117301, 7,
                           likelihood="joint", lab_pseudocount=0.0,
                           trend_sd=None)  # (the penalty of these problems: no trend prior)
-    d, v = res._d, 0.003
+    d, v = res._d, 0.001
     con = lik.Constraint("entry", group=0, cls=5, v=v)
     ref = max(lik.maximize(d, con, start=st).objective
               for st in lik._extra_starts(d, con, None))
     prof = res.profile(res.groups[0], res.model.classes[5])
     assert prof.loglik(v) - d.const >= ref - 1e-6
-    assert prof.statistic(v) < 3.841  # (81.6 when stuck)
+    assert prof.statistic(v) < 3.841  # (115.6 when stuck)
 
 
 def test_limit_search_steps_by_the_standard_error_with_m_profiled_out(grouped):
