@@ -118,8 +118,7 @@ def _raw_partition(pred: np.ndarray, k: int, n_bins: int, binary: bool,
     else:
         am = np.argmax(pred, axis=1)
         top = np.take_along_axis(pred, am[:, None], axis=1)[:, 0]
-        edges = tuple(_quantile_edges(np.sort(top[am == j]), n_bins)
-                      for j in range(k))
+        edges = tuple(_quantile_edges(np.sort(top[am == j]), n_bins) for j in range(k))
         kind = "argmax-quantile"
         raw_labels = []
         for j in range(k):

@@ -23,7 +23,7 @@ import pandas as pd
 from scipy import stats
 
 from ..._align import align_rows
-from ..._validation import refuse_dask, refuse_text
+from ..._validation import refuse_dask, refuse_text, refuse_text_and_bools
 
 __all__ = ["NormalPredictive", "GridPredictive", "QuantilePredictive", "as_predictive"]
 
@@ -138,9 +138,7 @@ class NormalPredictive(_Predictive):
         al, index = align_rows({"mean": mean, "sd": None if scalar_sd else sd})
         self.mean = _vector(al["mean"], "mean")
         if scalar_sd:
-            refuse_text(sd, "sd")
-            if isinstance(sd, (bool, np.bool_)):
-                raise ValueError(f"sd must be numeric; got {sd!r}")
+            refuse_text_and_bools(sd, "sd")
             try:
                 self.sd = np.full(self.mean.size, float(sd))
             except (TypeError, ValueError):
