@@ -58,7 +58,7 @@ def _numbers_as_text(col: pd.Series) -> bool:
 
 
 def check_feature_columns(df: pd.DataFrame, name: str, columns=None, *,
-                          numeric: bool = True) -> None:
+                          numeric: bool = True, encode: str | None = None) -> None:
     """Refuse DataFrame columns that would silently be misread as features.
 
     Parameters
@@ -73,6 +73,9 @@ def check_feature_columns(df: pd.DataFrame, name: str, columns=None, *,
         ``Float64`` / ``boolean`` count as numeric, their ``pd.NA`` as missing). ``False``
         (formulas): categorical and text columns are allowed (they become dummies), but not
         numbers stored as text.
+    encode : str, optional
+        How the messages say a column of labels is to be encoded (default: as a pandas
+        Categorical, for a formula), e.g. "with OneHotEncoder in a Pipeline".
 
     Raises
     ------
@@ -82,6 +85,7 @@ def check_feature_columns(df: pd.DataFrame, name: str, columns=None, *,
         columns.
     """
     cols = list(df.columns) if columns is None else list(columns)
+    labels = "to a pandas Categorical" if encode is None else f"encode them {encode}"
     dup = sorted({str(c) for c in df.columns[df.columns.duplicated()] if c in cols})
     if dup:
         raise ValueError(f"{name}: duplicate column name(s) {dup}; each column must have a "
@@ -97,17 +101,16 @@ def check_feature_columns(df: pd.DataFrame, name: str, columns=None, *,
         if (pd.api.types.is_object_dtype(dt) or pd.api.types.is_string_dtype(dt)) \
                 and not isinstance(dt, pd.CategoricalDtype) and _numbers_as_text(col):
             raise ValueError(f"{name}: column {str(c)!r} holds numbers stored as text; convert "
-                             "with pd.to_numeric (or to a pandas Categorical if they are labels)")
+                             f"with pd.to_numeric (or {labels} if they are labels)")
         if pd.api.types.is_object_dtype(dt) and pd.api.types.infer_dtype(col, skipna=True) in (
                 "integer", "floating", "mixed-integer-float", "decimal"):
             # (a formula made such a column categorical dummies, one per distinct number:
             # session 67's audit)
             raise ValueError(f"{name}: column {str(c)!r} holds numbers in an object column; "
-                             "convert with pd.to_numeric (or to a pandas Categorical if they "
-                             "are labels)")
+                             f"convert with pd.to_numeric (or {labels} if they are labels)")
         if numeric and not pd.api.types.is_numeric_dtype(dt) and not pd.api.types.is_bool_dtype(dt):
-            raise ValueError(f"{name}: non-numeric column {str(c)!r} ({dt}); encode it or use a "
-                             "formula")
+            how = "encode it or use a formula" if encode is None else f"encode it {encode}"
+            raise ValueError(f"{name}: non-numeric column {str(c)!r} ({dt}); {how}")
 
 
 def refuse_text(x, name: str) -> None:

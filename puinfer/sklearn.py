@@ -91,11 +91,12 @@ def _refuse_text(X):
     """``X`` as it is, once numbers written as text are refused as the package's models refuse
     them: scikit-learn's ``validate_data(dtype=float)`` converted "0.3" to 0.3, where
     :class:`puinfer.SETM` and :class:`puinfer.LogisticCalibrator` refuse the same data. A
-    DataFrame's columns are checked as a formula's are (naming the column: numbers as text or
-    in an object column, dates, duplicate names); other columns are left to scikit-learn's
-    conversion, as before."""
+    DataFrame's columns are checked as the models' arrays of features are (naming the column:
+    numbers as text or in an object column, dates, duplicate names, and categorical columns,
+    whose values numpy's conversion took as numbers: categories 10, 20, 5 as a linear
+    feature); other inputs are left to scikit-learn's conversion, as before."""
     if isinstance(X, pd.DataFrame):
-        check_feature_columns(X, "X", numeric=False)
+        check_feature_columns(X, "X", encode="with OneHotEncoder in a Pipeline")
     else:
         refuse_text(X, "X")
     return X

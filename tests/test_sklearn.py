@@ -580,3 +580,27 @@ def test_numbers_as_text_in_X_refused_as_by_the_models(scores, pu_data, calem_da
     # numbers as before
     assert_allclose(calem.predict_proba(Xc)[:, 1], calem.results_.predict(d.score.to_numpy()),
                     rtol=1e-12)
+
+
+def test_categorical_columns_in_X_refused_as_by_the_models(pu_data, calem_data):
+    # numpy's conversion took a categorical column's values as numbers (categories 10, 20, 5
+    # as one linear feature), where pu.SETM refuses the same column; text categories failed
+    # in numpy's conversion without naming the column
+    X, s = pu_data
+    codes = np.arange(len(X)) % 3
+    for cat in (pd.Categorical(np.array([10, 20, 5])[codes]),
+                pd.Categorical(np.array(["a", "b", "c"])[codes])):
+        Xc = X.assign(x3=cat)
+        with pytest.raises(ValueError, match="non-numeric column 'x3'"):
+            pu.SETM(Xc[s == 1], Xc[s == 0])
+        for est in (ps.SETMClassifier(pi_interval="profile"), ps.DETMClassifier()):
+            with pytest.raises(ValueError, match="X: non-numeric column 'x3' \\(category\\); "
+                                                 "encode it with OneHotEncoder"):
+                est.fit(Xc, s)
+    fitted = ps.SETMClassifier(pi_interval="profile").fit(X, s)
+    with pytest.raises(ValueError, match="X: non-numeric column 'x2'"):
+        fitted.predict_proba(X.assign(x2=pd.Categorical(X["x2"])))
+    d = calem_data
+    Xd = d[["score", "treated"]].assign(treated=pd.Categorical(d.treated))
+    with pytest.raises(ValueError, match="X: non-numeric column 'treated'"):
+        ps.CalEMClassifier("logistic").fit(Xd, d.label)
