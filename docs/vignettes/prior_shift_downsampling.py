@@ -1,0 +1,1 @@
+../../vignettes/prior_shift_downsampling.py
