@@ -121,7 +121,45 @@ def demo_urc() -> None:
           f"{np.mean((rec - y) ** 2):.4f} after recalibration")
 
 
-DEMOS = {"pu": demo_pu, "calem": demo_calem, "urc": demo_urc}
+def demo_prior() -> None:
+    """The down-sampling correction (Haupt) on the Hillstrom conversions: a logistic regression
+    trained on all conversions and 5% of the other customers, checked on held-out customers
+    (the vignette ``prior_shift_downsampling`` goes further)."""
+    import numpy as np
+    import pandas as pd
+    import statsmodels.formula.api as smf
+
+    from . import downsampling_correction
+    from .datasets import load_hillstrom
+    from .metrics import compare_calibration
+
+    _section("Prior shift: probabilities after negative down-sampling (Haupt; Hillstrom "
+             "conversions)")
+    df = load_hillstrom()
+    rng = np.random.default_rng(2024)
+    is_test = rng.random(len(df)) < 0.5
+    train, test = df[~is_test], df[is_test]
+    kept = train[(train["conversion"] == 1) | (rng.random(len(train)) < 0.05)]
+    formula = ("conversion ~ np.log1p(history) + recency + mens + womens + newbie + "
+               "C(zip_code) + C(channel) + C(segment)")
+    b, b_kept = train["conversion"].mean(), kept["conversion"].mean()
+    print(f"A logistic regression of conversion (base rate {b:.4f} in the {len(train):,} "
+          f"training customers) fitted on all of them and on the {len(kept):,} left after "
+          f"keeping each non-converter with probability 0.05 (base rate {b_kept:.4f}); "
+          f"scored on {len(test):,} held-out customers.")
+    full = smf.logit(formula, data=train).fit(disp=0).predict(test)
+    down = smf.logit(formula, data=kept).fit(disp=0).predict(test)
+    forecasts = {"all rows": full, "down-sampled, raw": down,
+                 "down-sampled, corrected": downsampling_correction(
+                     down, base_rate=b, sampled_base_rate=b_kept)}
+    table = compare_calibration(test["conversion"], forecasts, n_bins=10)
+    table.insert(0, "mean prediction", [p.mean() for p in forecasts.values()])
+    with pd.option_context("display.width", 120):
+        print(table.round(5).to_string())
+    print(f"observed conversion rate of the held-out customers: {test['conversion'].mean():.5f}")
+
+
+DEMOS = {"pu": demo_pu, "calem": demo_calem, "urc": demo_urc, "prior": demo_prior}
 
 
 def main(argv=None) -> int:

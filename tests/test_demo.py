@@ -27,7 +27,7 @@ def test_options(capsys):
     # named plainly (session 68's audit: "choose from [], 'pu', ..."), and a section given
     # twice runs once
     err = capsys.readouterr().err
-    assert "unknown section(s) ['nope']; choose from ['pu', 'calem', 'urc']" in err
+    assert "unknown section(s) ['nope']; choose from ['pu', 'calem', 'urc', 'prior']" in err
     assert main(["calem", "calem"]) == 0
     assert capsys.readouterr().out.count("CalEM: calibration with clean control") == 1
 
@@ -39,3 +39,15 @@ def test_pu_section_prints_its_warnings_in_the_summaries_not_on_stderr(capsys):
         assert main(["pu"]) == 0  # (its simplefilter("default") acts inside this block)
     assert "Warning (SeparationWarning): SCAR test's null fit (SETM)" in capsys.readouterr().out
     assert not [w for w in caught if issubclass(w.category, PuinferWarning)]
+
+
+def test_prior_section_corrects_the_down_sampled_model(capsys):
+    assert main(["prior"]) == 0
+    out = capsys.readouterr().out
+    rows = {line.split("  ")[0]: line.split()[-5:] for line in out.splitlines()
+            if line.startswith(("all rows", "down-sampled"))}
+    mean = {k: float(v[0]) for k, v in rows.items()}
+    # the raw down-sampled predictions average the training set's base rate (~0.15); corrected
+    # they average the population's, as the model fitted on every row does
+    assert mean["down-sampled, raw"] > 0.1
+    assert abs(mean["down-sampled, corrected"] - mean["all rows"]) < 0.001
