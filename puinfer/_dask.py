@@ -13,6 +13,7 @@ module among those already imported, so puinfer never needs dask itself.
 from __future__ import annotations
 
 import functools
+import re
 import sys
 
 import numpy as np
@@ -125,13 +126,18 @@ def add_sums(a, b):
     return a + b
 
 
+#: a refusal that counts values or rows (of one partition, where it is raised in a block)
+_COUNTED = re.compile(r"missing value|\b\d+ value\(s\)")
+
+
 def in_one_partition(func, *args):
-    """``func(*args)`` on one block; a refusal of missing values says that its count is one
-    partition's (session 67's audit: "[1] row(s)" where the collection held 3)."""
+    """``func(*args)`` on one block; a refusal that counts missing or bad values says that its
+    count is one partition's (session 67's audit: "[1] row(s)" where the collection held 3;
+    "score must be in [0, 1]; 1 value(s) are not" where it held 3)."""
     try:
         return func(*args)
     except ValueError as exc:
-        if "missing value" not in str(exc):
+        if not _COUNTED.search(str(exc)):
             raise
         raise ValueError(f"{exc} (counted in one partition of the Dask collection; others may "
                          "hold more)") from None

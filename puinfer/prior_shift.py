@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from ._align import align_rows
-from ._validation import refuse_text, warn
+from ._validation import refuse_dask, refuse_text, warn
 from .exceptions import BoundaryWarning
 
 __all__ = ["adjust_prior", "downsampling_correction"]
@@ -25,6 +25,7 @@ _ROW_TOL = 1e-6
 
 def _as_prob_array(prob, name="prob"):
     """Return ``(array, wrap)``: a new float array and a function re-attaching pandas labels."""
+    refuse_dask(prob, name)  # (np.array would compute it and drop its index)
     if isinstance(prob, pd.DataFrame):
         bad = [c for c in prob.columns if not pd.api.types.is_numeric_dtype(prob[c])]
         if bad:
@@ -220,6 +221,8 @@ def adjust_prior(prob, old_prior, new_prior):
     >>> pu.adjust_prior(np.array([0.5, 0.9]), old_prior=0.5, new_prior=0.2)
     array([0.2       , 0.69230769])
     """
+    for value, name in ((prob, "prob"), (old_prior, "old_prior"), (new_prior, "new_prior")):
+        refuse_dask(value, name)  # (a Dask Series of priors was matched to prob by position)
     new_prior = _match_prior_rows(prob, new_prior)
     old_prior = _match_classes(prob, old_prior, "old_prior")
     arr, wrap = _as_prob_array(prob, "prob")

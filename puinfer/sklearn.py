@@ -47,7 +47,7 @@ except ImportError as exc:  # pragma: no cover - scikit-learn < 1.6
                       "pip install 'puinfer[sklearn]'") from exc
 
 from ._align import _is_pandas, align_rows
-from ._validation import check_alpha, check_feature_columns, refuse_text
+from ._validation import check_alpha, check_feature_columns, refuse_dask, refuse_text
 from .models import calem as _calem
 from .models import detm as _detm
 
@@ -77,7 +77,11 @@ def _proba_columns(p):
 def _aligned(**args):
     """``X``, ``y`` (and weights) with pandas rows matched on their index, never by position
     (the package's rule, :func:`puinfer._align.align_rows`); scikit-learn would match them by
-    position. A single pandas argument, or several with one index, are left as they are."""
+    position. A single pandas argument, or several with one index, are left as they are.
+    Dask collections are refused: scikit-learn's conversion would compute them and match
+    their rows by position."""
+    for k, v in args.items():
+        refuse_dask(v, k)
     pandas = [v.index for v in args.values() if v is not None and _is_pandas(v)]
     if len(pandas) < 2 or all(ix.equals(pandas[0]) for ix in pandas[1:]):
         # nothing to match, or the same labels in the same order (then also duplicated ones,

@@ -1062,3 +1062,39 @@ def test_urc_dask_empty_partitions_missing_counts_and_group_labels(client):
         r1 = m.fit(d.p, d[["g"]])
     assert r0.groups.tolist() == r1.groups.tolist() == ["y", "x"]
     close(r0.base_rates, r1.base_rates)
+
+
+def test_dask_refused_by_prior_shift_and_sklearn_wrappers():
+    # session 73's audit: a Dask Series of per-row priors was computed and matched to a pandas
+    # prob by position (adjust_prior gave 0.5, 0.5, 0.5 for 0.012, 0.5, 0.988), a Dask prob
+    # came back as an array without its index, and the scikit-learn wrappers matched a Dask y
+    # to a pandas X by position (SETMClassifier's pi 0.98 for 0.09)
+    prob = pd.Series([0.1, 0.5, 0.9], index=["a", "b", "c"])
+    new = pd.Series([0.9, 0.5, 0.1], index=["c", "b", "a"])
+    with dask_config.set(scheduler="synchronous"):
+        for args in [(prob, 0.5, dd.from_pandas(new, npartitions=1, sort=False)),
+                     (dd.from_pandas(prob, npartitions=2), 0.5, 0.2),
+                     (prob, da.from_array(np.array(0.5)), 0.2)]:
+            with pytest.raises(TypeError, match="a Dask collection"):
+                pu.adjust_prior(*args)
+        with pytest.raises(TypeError, match="prob: a Dask collection"):
+            pu.downsampling_correction(dd.from_pandas(prob, npartitions=2), 0.5)
+        sk = pytest.importorskip("puinfer.sklearn")
+        X = pd.DataFrame({"score": [0.2, 0.4, 0.6, 0.8] * 5})
+        y = pd.Series([0, 1, 0, 1] * 5)
+        with pytest.raises(TypeError, match="y: a Dask collection"):
+            sk.LogisticCalibrator().fit(X, dd.from_pandas(y, npartitions=2))
+        with pytest.raises(TypeError, match="X: a Dask collection"):
+            sk.SETMClassifier().fit(dd.from_pandas(X, npartitions=2), y)
+
+
+def test_bad_value_counts_said_to_be_one_partitions():
+    # session 73's audit: "score must be in [0, 1]; 1 value(s) are not" where the collection
+    # held 3 (only the missing-value refusals said their count was one partition's)
+    d = pd.DataFrame({"score": np.linspace(0.01, 0.99, 300), "label": [0.0, 1.0] * 150,
+                      "treated": np.repeat([0.0, 1.0], [60, 240])})
+    d.iloc[[10, 150, 290], 0] = 1.2
+    ddf = dd.from_pandas(d, npartitions=3)
+    with dask_config.set(scheduler="synchronous"), \
+            pytest.raises(ValueError, match=r"1 value\(s\) are not.*counted in one partition"):
+        CalEM(ddf["score"], ddf["label"], ddf["treated"], calibrator="logistic")
