@@ -125,6 +125,13 @@ def test_calem_dask_arrays_and_predict(client, calem_data):
     close(r1.predict(d["score"].to_numpy()), p.compute(), rtol=0)
     with pytest.raises(ValueError, match="Dask"):
         r1.predict()
+    # without scores the other methods say to pass them in memory (the message offered them a
+    # Dask Series, which they then refused)
+    for method in (r1.treatment_effect, r1.predict_baseline, r1.predict_biased):
+        with pytest.raises(ValueError, match="pass the scores in memory"):
+            method()
+        with pytest.raises(TypeError, match="a Dask collection"):
+            method(arrs[0])
     ax = r1.plot_treatment_effect()  # the band from the fit's joint sandwich
     assert len(ax.collections) == 1
 

@@ -72,8 +72,11 @@ class _CurvesMixin:
     def _score_in(self, score):
         if score is None:
             if self.model._dask is not None:
+                # (only predict takes a Dask collection: session 73's audit found this message
+                # offering one to treatment_effect, which then refused it)
                 raise ValueError("score: the model's rows are Dask collections; pass the scores "
-                                 "to predict (a Dask Series or array gives a lazy result)")
+                                 "in memory (predict also takes a Dask Series or array, and "
+                                 "gives a lazy result)")
             return self.model.score, self.model.index
         idx = score.index if isinstance(score, (pd.Series, pd.DataFrame)) else None
         s = as_float_vector(self._score_column(score), "score")
