@@ -425,7 +425,7 @@ def detm_fits(client, detm_data):
     from puinfer.models.detm import _dask
 
     # every pass on the partitions (on 900 rows they would be added in memory after the
-    # first: tests/models/detm/test_detm_dask_speed.py)
+    # first: the test_small_fit_* tests below)
     with mock.patch.object(_dask, "LOCAL_ROWS", 0):
         m1 = pu.DETM.from_formula("labeled ~ x1 + x2", data=ddf)
     assert m1.data._rows is None
@@ -448,6 +448,24 @@ def test_detm_equals_in_memory(detm_fits):
     close(pu.lr_test(r0.null_fit, r0).statistic, pu.lr_test(r1.null_fit, r1).statistic)
     assert m1.data.passes > 1  # counted, and not one per row
     assert "SCAR test" in str(r1.summary())
+
+
+def test_small_dask_data_search_as_in_memory(client, detm_data):
+    # on small data (every row held in memory) the Dask fit polished the sample's best runs
+    # only: "Starts at best: 1 of 1" for the in-memory fit's 71 of 72, and the in-memory
+    # fit's StartsDisagreeWarning (a maximum at pi = 0 within 0.734 log-EL units) was lost
+    d, ddf = detm_data
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r0 = pu.SETM.from_formula("labeled ~ x1 + x2", data=d).fit(pi_interval="profile")
+        r1 = pu.SETM.from_formula("labeled ~ x1 + x2", data=ddf).fit()
+    assert r1.model.data.local
+    close(r0.pi, r1.pi)
+    assert len(r1.starts) == len(r0.starts) > 1
+    assert r1.n_starts_at_best == r0.n_starts_at_best
+    close(r0.starts["objective"].to_numpy(), r1.starts["objective"].to_numpy())
+    assert r0.warnings == r1.warnings
+    assert any(w[0] == "StartsDisagreeWarning" for w in r1.warnings)
 
 
 def test_detm_dask_results_pickle_and_predict(detm_fits, detm_data):

@@ -32,16 +32,18 @@ in-memory fit on the same rows up to the order of the additions (tested to 1e-9 
 :attr:`DaskTiltData.passes` counts the passes.
 
 Small data: up to :data:`LOCAL_ROWS` rows (``2 * SUBSAMPLE_SIZE``) the first pass's sample *is*
-every row, already held in memory; every later pass then adds the same block sums over those
-rows in memory, not over the Dask partitions (:meth:`DaskTiltData.reduce`; no task reaches the
-scheduler or cluster): the same functions of the same rows and the same searches; only the
-order of the additions differs (so rounding can send a search down a slightly different path,
-to the same answer within 1e-9 in the tests). A Dask computation costs milliseconds of scheduling whatever the
-rows, and the profile's searches can make thousands of passes: on 800 rows where pi is not
-identified (pi-hat 0.80, the 95% interval all of [0, 1]; found in session 61) the fit made
-11,768 passes, 140 s on the synchronous scheduler (9,397 of them in the probe's label-boundary
-searches, 8,680 in four by SLSQP near pi = 1), in memory 2.3 s; now about 6 s. Larger data take
-the partition route (``LOCAL_ROWS = 0`` forces it: the tests of the block sums).
+every row, already held in memory; the pi-free search runs on it as an in-memory fit's does
+(every start, its runs the starts table), and every later pass adds the same block sums over
+those rows in memory, not over the Dask partitions (:meth:`DaskTiltData.reduce`; no task
+reaches the scheduler or cluster): the same functions of the same rows and the same searches;
+only the order of the additions differs (so rounding can send a search down a slightly
+different path, to the same answer within 1e-9 in the tests). A Dask computation costs
+milliseconds of scheduling whatever the rows, and the profile's searches can make thousands
+of passes: on 800 rows where pi is not identified (pi-hat 0.80, the 95% interval all of
+[0, 1]; found in session 61) the fit made 11,768 passes, 140 s on the synchronous scheduler
+(9,397 of them in the probe's label-boundary searches, 8,680 in four by SLSQP near pi = 1), in
+memory 2.3 s; now about 6 s. Larger data take the partition route (``LOCAL_ROWS = 0`` forces
+it: the tests of the block sums).
 :attr:`DaskTiltData.dask_passes` counts the passes computed on the Dask collections.
 
 Not distributed: the bootstrap (``test_scar(reference="bootstrap")``,
@@ -420,6 +422,13 @@ class DaskTiltData:
     @property
     def N(self) -> int:
         return self.n + self.m
+
+    @property
+    def local(self) -> bool:
+        """Whether every row is held in memory and every pass adds them there (small data,
+        up to :data:`LOCAL_ROWS` rows); the pi-free search then runs in memory, as
+        :func:`~._starts.run_starts` does for an in-memory fit."""
+        return self._rows is not None
 
     @property
     def p(self) -> int:

@@ -674,8 +674,16 @@ def run_starts(data, restricted: bool, c, maxiter, tol, extra_starts=(), setm_st
     data and options, already computed, which DETM then does not repeat. ``seed``: of the
     hops' random moves.
     """
-    # (rows in Dask collections: always, the subsample being every row of a small sample)
-    if setm_start is None and (data.N > 2 * SUBSAMPLE_SIZE or getattr(data, "lazy", False)):
+    lazy = getattr(data, "lazy", False)
+    if setm_start is None and lazy and data.local:
+        # rows in Dask collections, every one of them held in memory (small data): the
+        # in-memory search itself, whose runs make the starts table (session 73's audit:
+        # polished from the sample's best only, a Dask fit reported "1 of 1" starts at the
+        # best and lost the StartsDisagreeWarning that the same rows in memory give)
+        return run_starts(subsample(data), restricted, c, maxiter, tol, extra_starts,
+                          setm_runs=setm_runs, seed=seed)
+    # (rows in Dask collections: always, on the partition route)
+    if setm_start is None and (data.N > 2 * SUBSAMPLE_SIZE or lazy):
         opts = subsample_starts(data, restricted, c, maxiter, tol, seed=seed)
         # SETM's subsample gives only its start; DETM's adds its best subsample maxima
         opts["extra_starts"] = [*extra_starts, *opts.get("extra_starts", [])]
