@@ -466,6 +466,8 @@ def test_small_dask_data_search_as_in_memory(client, detm_data):
     close(r0.starts["objective"].to_numpy(), r1.starts["objective"].to_numpy())
     assert r0.warnings == r1.warnings
     assert any(w[0] == "StartsDisagreeWarning" for w in r1.warnings)
+    # and the model says its formula, as in memory (it said features=['x1', 'x2'])
+    assert repr(r1.model) == repr(r0.model) == "<SETM: formula='labeled ~ x1 + x2'>"
 
 
 def test_detm_dask_results_pickle_and_predict(detm_fits, detm_data):

@@ -74,7 +74,9 @@ class Model(ReadOnlyArrays):
     @property
     def formula(self) -> str | None:
         """The formula the model was built from (None if built from arrays)."""
-        return None if self.design is None else self.design.formula
+        if self.design is None:  # (a model of Dask collections keeps the formula's text)
+            return self.__dict__.get("_formula_text")
+        return self.design.formula
 
     @classmethod
     def from_formula(cls, formula: str, data: pd.DataFrame, *, missing: str = "raise",

@@ -944,6 +944,7 @@ def from_formula_dask(cls, formula, data, missing, source=None, target=None):
         raise ValueError(f"formula must be a string like 'labeled ~ x1 + x2'; got {formula!r}")
     lhs, rhs = (s.strip() for s in formula.split("~", 1))
     model = cls.__new__(cls)
+    model._formula_text = formula  # (its repr said features=[...], the in-memory one formula=)
     if data is None:
         if lhs:  # as in memory: the two frames are the samples, there is no indicator
             raise ValueError(f"formula {formula!r} must not have a left-hand side here; "
