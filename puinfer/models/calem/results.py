@@ -484,8 +484,14 @@ class CalEMResults(_CurvesMixin, LikelihoodResults):
         (treated) of the same family. ``LR = 2 {l_c(theta0) + l_t(eta) - l_pooled}``,
         chi-square with ``k`` (number of parameters) degrees of freedom, computed by
         :func:`puinfer.lr_test`. For a penalised spline the penalised objectives and the
-        effective degrees of freedom are used (approximate); for isotonic calibration there is
-        no chi-square reference and the result is marked invalid. Computed once (cached).
+        effective degrees of freedom are used (approximate): under the alternative each group's
+        curve is refitted with the penalty scaled by the group's share of the rows
+        (``lam n_c / n``, ``lam n_t / n``), so that the two curves together pay the pooled
+        curve's penalty when they coincide and the hypotheses nest (the control-only and
+        biased fits, each penalised by the full ``lam``, paid it twice: the test was invalid,
+        "restricted log-likelihood exceeds the full one", in 23-99% of simulated data sets
+        without bias whose curve was not linear). For isotonic calibration there is no
+        chi-square reference and the result is marked invalid. Computed once (cached).
         """
         return self._bias_test
 
@@ -506,6 +512,9 @@ class CalEMResults(_CurvesMixin, LikelihoodResults):
                 f"the {', '.join(unconverged)} calibrator fit(s) did not converge (separated "
                 "data?), so the likelihood ratio is not at its maximum", null=null,
                 method=method)
+        P = cal.penalty(self.basis)
+        if P is not None and np.any(P):
+            return self._penalised_bias_test(P, null, method)
         restricted = _CurvesResults(cal, self.basis, (self.pooled,), self.data_fingerprint,
                                     "one calibration curve for control and treated (no bias)")
         full = _CurvesResults(cal, self.basis, (self.baseline, self.biased),
@@ -515,11 +524,61 @@ class CalEMResults(_CurvesMixin, LikelihoodResults):
         except ValueError as exc:  # a fit short of its maximum (separated data)
             return HypothesisTestResult.invalid(str(exc), null=null, method=method)
         # the test's own words, valid or not (session 69's audit: lr_test's generic title)
-        t = dataclasses.replace(t, null=null, method=method)
-        if full.penalized:
-            t = dataclasses.replace(t, extra={**t.extra, "note": "penalised spline: effective "
-                                              "degrees of freedom (approximate)"})
-        return t
+        return dataclasses.replace(t, null=null, method=method)
+
+    def _penalised_bias_test(self, P, null, method) -> HypothesisTestResult:
+        """:meth:`test_bias` for a penalised spline: the pooled fit (penalty ``P``) against
+        control and treated curves refitted with penalties ``P n_c / n`` and ``P n_t / n``
+        (at equal curves their penalties add up to the pooled one, so the statistic is >= 0);
+        degrees of freedom: the difference of the effective degrees of freedom
+        ``tr((H + P)^-1 H)``."""
+        from ...inference.hypothesis import chi2_test
+        from ._engine import canonical_rows
+        from .calibrators import ArrayRows, logistic_fit_rows
+
+        m, cal, basis = self.model, self.model.calibrator, self.basis
+        n_c, n_t = m.n_control, m.n_treated
+        if m._dask is not None:
+            from ._dask import DaskRows
+
+            d = m._dask
+            start_t = self.biased._params.to_numpy()
+            rows = (ArrayRows(np.asfortranarray(cal.design(basis, d.s_c)),
+                              np.asarray(d.y, dtype=float), np.ones(n_c)),
+                    DaskRows(d, cal, basis, None, start=start_t))
+        else:
+            s_c, s_t, y, z, _ = canonical_rows(m)
+            rows = (ArrayRows(np.asfortranarray(cal.design(basis, s_c)),
+                              y.astype(float), np.ones(n_c)),
+                    ArrayRows(np.asfortranarray(cal.design(basis, s_t)),
+                              z.astype(float), np.ones(n_t)))
+        full, edf = 0.0, 0.0
+        for r, share, f, who in zip(rows, (n_c / (n_c + n_t), n_t / (n_c + n_t)),
+                                    (self.baseline, self.biased), ("control", "treated"),
+                                    strict=True):
+            Ps = share * P
+            _, obj, info, conv, _ = logistic_fit_rows(r, penalty=Ps, start=f._params.to_numpy())
+            if not conv.converged:
+                return HypothesisTestResult.invalid(
+                    f"the {who} calibrator refit (penalty scaled to the group's share of the "
+                    "rows) did not converge", null=null, method=method)
+            full += obj
+            edf += float(np.trace(np.linalg.solve(info, info - Ps)))
+        th = self.pooled._params.to_numpy()
+        restricted = self.pooled.llf - 0.5 * th @ P @ th
+        stat = 2.0 * (full - restricted)
+        if stat < 0:  # optimiser error only: the refits start from curves at least as good
+            if stat < -2e-6 * max(1.0, abs(full)):
+                return HypothesisTestResult.invalid(
+                    f"the pooled penalised objective exceeds the separate curves' by "
+                    f"{-stat / 2:.3g}; a fit did not reach its maximum", null=null,
+                    method=method)
+            stat = 0.0
+        return chi2_test(stat, edf - self.pooled.df_model, null=null, method=method, extra={
+            "maximised penalised log-likelihoods (restricted, full)":
+                f"{restricted:.4f}, {full:.4f}",
+            "note": "penalised spline: separate curves penalised by each group's share of "
+                    "the rows; effective degrees of freedom (approximate)"})
 
     # -- presentation ------------------------------------------------------------------------
     def summary(self, alpha: float = 0.05) -> Summary:
