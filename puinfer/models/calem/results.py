@@ -567,7 +567,8 @@ class CalEMResults(_CurvesMixin, LikelihoodResults):
         th = self.pooled._params.to_numpy()
         restricted = self.pooled.llf - 0.5 * th @ P @ th
         stat = 2.0 * (full - restricted)
-        if stat < 0:  # optimiser error only: the refits start from curves at least as good
+        if stat < 0:  # optimiser error only: the pooled curve is a candidate for both refits,
+            # where their objectives add up to the pooled one
             if stat < -2e-6 * max(1.0, abs(full)):
                 return HypothesisTestResult.invalid(
                     f"the pooled penalised objective exceeds the separate curves' by "
