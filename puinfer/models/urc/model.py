@@ -544,7 +544,10 @@ class URC(Model):
             the lab order statistics; with today's midpoint cuts (session 72,
             ``studies/urc_midpoint_cuts.py``, the default on the same 9,000 data sets) the
             worst coverage is 0.939, the test's size 3.7-5.8%, the large-shift bias 0.12 and
-            0.07 SD, and the binary shift cell's 0.20 SD (was 0.09). ``c = 0`` gives maximum
+            0.07 SD, and the binary shift cell's 0.20 SD (was 0.09); all five candidates
+            re-run so (session 73, ``studies/urc_pc_default_newcuts.py``), the rule still
+            chooses Perks, tied with ``c = 1/2`` uniform (worst 0.944) at exactly the 0.005
+            bound, by the lower RMSE. ``c = 0`` gives maximum
             likelihood. Estimates, profiles and tests all use the penalised objective (as
             profile penalised likelihood intervals do for Firth's logistic regression);
             ``llf`` is the unpenalised log-likelihood at the estimate. Not used by the fixed
