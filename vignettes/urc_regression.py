@@ -133,7 +133,7 @@ print(res.score(sim.field_pred.take(np.arange(1000)), sim.field_y[:1000]).round(
 # * Axiom 2 holds for the outcome but only approximately for the intervals (within an
 #   interval the field's outcome distribution is tilted), and the penalised fit is not the
 #   maximum likelihood fit: the goodness-of-fit test is approximate (without a shift it
-#   rejected 4.7-7.0% of true models at 5% in `studies/results/urc_regression_pseudocount.md`;
+#   rejected 3.0-6.0% of true models at 5% in `studies/results/urc_regression_pseudocount.md`;
 #   under this shift with 4 intervals it rejected 6%, where the top interval's 95% interval
 #   covered 0.84: `studies/urc_regression_interval_width.py`) and should be read as a rough
 #   diagnostic only.

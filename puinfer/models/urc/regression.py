@@ -66,8 +66,9 @@ DEFAULT_TREND_SD = 1.0
 #: lab cells) biased the intervals' shares in the direction of a shift (the fit offsets the
 #: shrinkage of each interval's lab histogram towards the pooled one); without them, with the
 #: trend prior, the declared study studies/urc_regression_pseudocount.py (lab 50-1000, shifts
-#: 0-1 SD, 300 replicates per cell) had lower RMSE in every cell, coverage 0.94-0.98 where the
-#: pseudo-counts gave 0.61-0.98, and the goodness-of-fit test's size 4.7-7.0% against 7-13%
+#: 0-1 SD, 300 replicates per cell; rerun with the midpoint cuts in session 73) had lower RMSE
+#: in every cell, coverage 0.94-0.98 where the pseudo-counts gave 0.59-0.98, and the
+#: goodness-of-fit test's size 3.0-6.0% against 4.3-11.7%
 DEFAULT_LAB_PSEUDOCOUNT_REGRESSION = 0.0
 #: where lab pseudo-counts go when asked for (``lab_pseudocount > 0``): the pooled lab histogram,
 #: URC's spread before session 71 (URC.fit's default is now Perks' 1/|A| spread evenly)
@@ -686,11 +687,11 @@ class RegressionURC(URC):
             mass in the direction of a shift: in the declared study
             ``studies/urc_regression_pseudocount.py`` (session 70: lab 50-1000, location
             shifts 0, 0.5 and 1 SD, field 5000, 300 replicates per cell, trend prior at its
-            default) the 95% intervals covered 0.61-0.98 of the shares with 0.5 and
-            0.94-0.98 with 0 (0.936-0.941 both at lab 50 without a shift), RMSE was lower
-            with 0 in every cell, and the goodness-of-fit test rejected 7-13% of true models
-            at 5% with 0.5 against 4.7-7.0% with 0; the no-shift test's size was 4-8% with
-            either.
+            default; rerun with the midpoint cuts in session 73) the 95% intervals covered
+            0.59-0.98 of the shares with 0.5 and 0.94-0.98 with 0 (at lab 50 without a shift
+            0.950 with 0.5 and 0.939 with 0), RMSE was lower with 0 in every cell, and the
+            goodness-of-fit test rejected 4.3-11.7% of true models at 5% with 0.5 against
+            3.0-6.0% with 0; the no-shift test's size was 3-7% with either.
         missing : {"raise", "drop"}
             Field rows with a missing prediction or group.
         trend_sd : float or None
@@ -747,8 +748,8 @@ class RegressionURC(URC):
         figures are of the defaults before session 70 (``lab_pseudocount=0.5``,
         ``trend_sd=None``); at the current defaults, in
         ``studies/results/urc_regression_pseudocount.md`` (lab 50-1000, no shift), the
-        no-shift test's size was 4-8% (100 replicates per lab size) and the goodness-of-fit
-        test's 4.7-7.0% (300).
+        no-shift test's size was 3-7% (100 replicates per lab size) and the goodness-of-fit
+        test's 3.0-6.0% (300; session 73's rerun with the midpoint cuts).
         """
         lam = DEFAULT_SMOOTHING if smoothing is None else smoothing
         order = DEFAULT_ORDER if smooth_order is None else smooth_order
