@@ -184,8 +184,12 @@ def one_replicate(c: int, r: int) -> list:
     return rows
 
 
-def run(reps: int, out: Path, max_seconds: float, only=None) -> None:
-    path = out / RAW
+def run(reps: int, out: Path, max_seconds: float, only=None, raw: str = RAW,
+        **to_csv) -> None:
+    """Fit replicates ``0..reps-1`` of every cell (of ``only``), appending to ``out / raw``
+    (``to_csv``: options of each append) and skipping those already there; stops after
+    ``max_seconds``."""
+    path = out / raw
     have = set()
     if path.exists():
         d = pd.read_csv(path, usecols=["cell", "rep"])
@@ -202,7 +206,7 @@ def run(reps: int, out: Path, max_seconds: float, only=None) -> None:
                       f"{time.process_time() - cpu0:.0f} CPU s", flush=True)
                 return
             df = pd.DataFrame(one_replicate(c, r))
-            df.to_csv(path, mode="a", header=not path.exists(), index=False)
+            df.to_csv(path, mode="a", header=not path.exists(), index=False, **to_csv)
             n += 1
         if (r + 1) % 25 == 0:
             print(f"round {r + 1}: {n} new replicates, {time.time() - t0:.0f} s wall, "
@@ -214,7 +218,11 @@ def run(reps: int, out: Path, max_seconds: float, only=None) -> None:
 def load(out: Path) -> tuple[pd.DataFrame, int]:
     """The raw rows restricted to replicates 0..R'-1 present in every cell and candidate."""
     # (the repository keeps the rows gzipped, floats to 10 significant digits)
-    d = pd.read_csv(out / RAW if (out / RAW).exists() else out / (RAW + ".gz"))
+    return complete(pd.read_csv(out / RAW if (out / RAW).exists() else out / (RAW + ".gz")))
+
+
+def complete(d: pd.DataFrame) -> tuple[pd.DataFrame, int]:
+    """Rows ``d`` restricted to replicates 0..R'-1 complete (every candidate) in every cell."""
     done = d.groupby(["cell", "rep"]).cand.nunique()
     done = done[done == len(CANDIDATES)].reset_index()
     R = min(int(done[done.cell == c].rep.max()) + 1 if (done.cell == c).any() else 0

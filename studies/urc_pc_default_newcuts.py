@@ -39,7 +39,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -98,53 +97,20 @@ def verify(n: int, old_dir: Path) -> float:
 
 
 def run(reps: int, out: Path, max_seconds: float, only=None) -> None:
-    path = out / RAW
-    have = set()
-    if path.exists():
-        d = pd.read_csv(path, usecols=["cell", "rep"])
-        have = set(zip(d.cell, d.rep, strict=True))
-    t0 = time.time()
-    cpu0 = time.process_time()
-    n = 0
+    """``urc_pc_default.run`` for the four other candidates, into ``out / RAW`` (gzipped,
+    floats to 10 significant digits; each append is a gzip member, and readers take the
+    concatenation)."""
     with only_candidates(OTHERS):
-        for r in range(reps):  # interleaved: round r of every cell before round r + 1
-            for c in range(len(pc.CELLS)):
-                if (c, r) in have or (only is not None and c not in only):
-                    continue
-                if time.time() - t0 > max_seconds:
-                    print(f"stopped at the time limit: {n} new replicates, "
-                          f"{time.process_time() - cpu0:.0f} CPU s", flush=True)
-                    return
-                df = pd.DataFrame(pc.one_replicate(c, r))
-                # (each append is a gzip member; readers take the concatenation)
-                df.to_csv(path, mode="a", header=not path.exists(), index=False,
-                          float_format="%.10g", compression="gzip")
-                n += 1
-            if (r + 1) % 25 == 0:
-                print(f"round {r + 1}: {n} new replicates, {time.time() - t0:.0f} s wall, "
-                      f"{time.process_time() - cpu0:.0f} CPU s", flush=True)
-    print(f"done: {n} new replicates, {time.process_time() - cpu0:.0f} CPU s", flush=True)
+        pc.run(reps, out, max_seconds, only, raw=RAW, float_format="%.10g",
+               compression="gzip")
 
 
 # -- analysis -----------------------------------------------------------------------------------
-def complete(d: pd.DataFrame) -> tuple[pd.DataFrame, int]:
-    """``urc_pc_default.load``'s rule: replicates 0..R'-1 complete (all five candidates) in
-    every cell."""
-    done = d.groupby(["cell", "rep"]).cand.nunique()
-    done = done[done == len(pc.CANDIDATES)].reset_index()
-    R = min(int(done[done.cell == c].rep.max()) + 1 if (done.cell == c).any() else 0
-            for c in range(len(pc.CELLS)))
-    for c in range(len(pc.CELLS)):
-        reps = set(done[done.cell == c].rep)
-        R = min(R, next((i for i in range(R) if i not in reps), R))
-    return d[d.rep < R].copy(), R
-
-
 def load_new(out: Path, old_dir: Path) -> tuple[pd.DataFrame, int]:
     others = pd.read_csv(out / RAW)
     perks = pd.read_csv(old_dir / PERKS_RAW)
     d = pd.concat([others, perks[perks.cand == "perks"]], ignore_index=True)
-    return complete(d)
+    return pc.complete(d)  # (urc_pc_default.load's rule)
 
 
 def analyse(d: pd.DataFrame):
