@@ -120,31 +120,12 @@ def one_replicate(c: int, r: int, check_default: bool = False) -> list:
 
 
 def run(reps: int, out: Path, max_seconds: float, only=None, check_default=0) -> None:
-    path = out / RAW
-    have = set()
-    if path.exists():
-        d = pd.read_csv(path, usecols=["cell", "rep"])
-        have = set(zip(d.cell, d.rep, strict=True))
-    t0 = time.time()
-    cpu0 = time.process_time()
-    n = 0
-    for r in range(reps):  # interleaved: round r of every cell before round r + 1
-        for c in range(len(CELLS)):
-            if (c, r) in have or (only is not None and c not in only):
-                continue
-            if time.time() - t0 > max_seconds:
-                print(f"stopped at the time limit: {n} new replicates, "
-                      f"{time.process_time() - cpu0:.0f} CPU s", flush=True)
-                return
-            df = pd.DataFrame(one_replicate(c, r, check_default=r < check_default))
-            # (each append is a gzip member; readers take the concatenation)
-            df.to_csv(path, mode="a", header=not path.exists(), index=False,
-                      float_format="%.10g", compression="gzip")
-            n += 1
-        if (r + 1) % 25 == 0:
-            print(f"round {r + 1}: {n} new replicates, {time.time() - t0:.0f} s wall, "
-                  f"{time.process_time() - cpu0:.0f} CPU s", flush=True)
-    print(f"done: {n} new replicates, {time.process_time() - cpu0:.0f} CPU s", flush=True)
+    """``urc_pc_default.run`` with this study's replicate, into ``out / RAW`` (gzipped, floats
+    to 10 significant digits; each append is a gzip member, and readers take the
+    concatenation); the first ``check_default`` replicates also check the package default."""
+    pc.run(reps, out, max_seconds, only, raw=RAW,
+           replicate=lambda c, r: one_replicate(c, r, check_default=r < check_default),
+           float_format="%.10g", compression="gzip")
 
 
 # -- analysis -----------------------------------------------------------------------------------

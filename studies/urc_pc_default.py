@@ -185,10 +185,11 @@ def one_replicate(c: int, r: int) -> list:
 
 
 def run(reps: int, out: Path, max_seconds: float, only=None, raw: str = RAW,
-        **to_csv) -> None:
-    """Fit replicates ``0..reps-1`` of every cell (of ``only``), appending to ``out / raw``
-    (``to_csv``: options of each append) and skipping those already there; stops after
-    ``max_seconds``."""
+        replicate=None, **to_csv) -> None:
+    """Fit replicates ``0..reps-1`` of every cell (of ``only``) by ``replicate(c, r)`` (default
+    :func:`one_replicate`; its rows), appending to ``out / raw`` (``to_csv``: options of each
+    append) and skipping those already there; stops after ``max_seconds``."""
+    replicate = one_replicate if replicate is None else replicate
     path = out / raw
     have = set()
     if path.exists():
@@ -205,7 +206,7 @@ def run(reps: int, out: Path, max_seconds: float, only=None, raw: str = RAW,
                 print(f"stopped at the time limit: {n} new replicates, "
                       f"{time.process_time() - cpu0:.0f} CPU s", flush=True)
                 return
-            df = pd.DataFrame(one_replicate(c, r))
+            df = pd.DataFrame(replicate(c, r))
             df.to_csv(path, mode="a", header=not path.exists(), index=False, **to_csv)
             n += 1
         if (r + 1) % 25 == 0:
