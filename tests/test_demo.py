@@ -50,4 +50,6 @@ def test_prior_section_corrects_the_down_sampled_model(capsys):
     # the raw down-sampled predictions average the training set's base rate (~0.15); corrected
     # they average the population's, as the model fitted on every row does
     assert mean["down-sampled, raw"] > 0.1
-    assert abs(mean["down-sampled, corrected"] - mean["all rows"]) < 0.001
+    # (the full model's mean prediction 0.0088 has a sampling SD of about 0.0001 over
+    # repeated down-samples: the vignette prior_shift_downsampling)
+    assert abs(mean["down-sampled, corrected"] - mean["all rows"]) < 0.0005

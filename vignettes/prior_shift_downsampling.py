@@ -150,8 +150,10 @@ print(pd.DataFrame({name: calibration_in_the_large(y, p) for name, p in
 #
 # ## What the down-sampling cost
 #
-# The slopes are the same parameters in both fits (only the intercept moves, by `log w`), so
-# the down-sampled estimates differ from the full ones by sampling error alone. Because the
+# Under a correctly specified model the slopes are the same parameters in both fits (only the
+# intercept moves, by `log w`), so the down-sampled estimates differ from the full ones by
+# sampling error alone; a misspecified model's slopes would differ, which is what the test
+# checks. Because the
 # full fit is efficient and the down-sampled rows are a subset of its rows, the variance of
 # the difference is the difference of the variances (Hausman, 1978): a test of "the same
 # slopes" and a measure of the information lost.

@@ -542,6 +542,11 @@ class CalEMResults(_CurvesMixin, LikelihoodResults):
             from ._dask import DaskRows
 
             d = m._dask
+            if d.blocks is None:  # unpickled before the test was computed (see __getstate__)
+                return HypothesisTestResult.invalid(
+                    "a penalised spline's test refits the curves on the model's rows, and this "
+                    "model of Dask collections was unpickled without them", null=null,
+                    method=method)
             start_t = self.biased._params.to_numpy()
             rows = (ArrayRows(np.asfortranarray(cal.design(basis, d.s_c)),
                               np.asarray(d.y, dtype=float), np.ones(n_c)),
@@ -569,6 +574,8 @@ class CalEMResults(_CurvesMixin, LikelihoodResults):
         stat = 2.0 * (full - restricted)
         if stat < 0:  # optimiser error only: the pooled curve is a candidate for both refits,
             # where their objectives add up to the pooled one
+            # (lr_test's rule: an excess of the restricted objective up to 1e-6 of |llf| is
+            # optimiser error and gives 0)
             if stat < -2e-6 * max(1.0, abs(full)):
                 return HypothesisTestResult.invalid(
                     f"the pooled penalised objective exceeds the separate curves' by "
@@ -580,6 +587,17 @@ class CalEMResults(_CurvesMixin, LikelihoodResults):
                 f"{restricted:.4f}, {full:.4f}",
             "note": "penalised spline: separate curves penalised by each group's share of "
                     "the rows; effective degrees of freedom (approximate)"})
+
+    def __getstate__(self):
+        # a penalised spline's test_bias refits the two curves on the model's rows, which an
+        # unpickled model of Dask collections no longer holds (its summary() raised
+        # RuntimeError): the test is computed, and cached, before pickling
+        if self.model._dask is not None and self.model._dask.blocks is not None:
+            try:
+                self._bias_test  # noqa: B018 (the cached property, for its side effect)
+            except Exception:  # e.g. a closed cluster: the unpickled test says it is invalid
+                pass
+        return super().__getstate__()
 
     # -- presentation ------------------------------------------------------------------------
     def summary(self, alpha: float = 0.05) -> Summary:
