@@ -106,6 +106,29 @@ def _refuse_text(X):
     return X
 
 
+def _validate(est, X, y=None, *, reset):
+    """``validate_data(est, X[, y], dtype=float, reset=reset)`` after :func:`_refuse_text`, and
+    the columns of a DataFrame matched by name when scikit-learn does not: it records
+    ``feature_names_in_`` (and refuses other or reordered columns at predict time) only when
+    every column name is text. A frame with other names (``pd.DataFrame(arr)``: 0, 1, ...) was
+    taken by position, so its columns reordered at predict time were silently used as the
+    wrong features (where :class:`puinfer.SETM`'s ``predict`` matches them by name). Its
+    columns are remembered at fit and a frame with other columns, or in another order, is
+    refused at predict time, as scikit-learn refuses named ones."""
+    cols = list(X.columns) if isinstance(X, pd.DataFrame) else None
+    if not reset:
+        seen = getattr(est, "_frame_columns", None)
+        if cols is not None and seen is not None and cols != seen:
+            raise ValueError(f"{type(est).__name__}: X's columns {cols[:10]} differ from the "
+                             f"columns seen in fit {seen[:10]} (columns are matched by name, "
+                             "not by position)")
+        return validate_data(est, _refuse_text(X), dtype=float, reset=False)
+    out = validate_data(est, _refuse_text(X), y, dtype=float)
+    est._frame_columns = cols if cols is not None and not hasattr(est, "feature_names_in_") \
+        else None
+    return out
+
+
 class _BinaryProba(ClassifierMixin, BaseEstimator):
     """``predict`` from ``predict_proba``: the positive class where its probability > 0.5."""
 
@@ -171,7 +194,7 @@ class _TiltClassifier(_BinaryProba):
                                  f"{DEFAULT_N_BOOT} resamples cannot calibrate this level (at "
                                  f"least {_min_boot(alpha)} are needed); use "
                                  "pi_interval='profile' or a larger alpha")
-        X, y = validate_data(self, _refuse_text(X), y, dtype=float)
+        X, y = _validate(self, X, y, reset=True)
         self.classes_, s = _binary_target(self, y)
         if self.pos_label is not None:
             hit = [i for i, c in enumerate(self.classes_.tolist()) if c == self.pos_label]
@@ -213,7 +236,7 @@ class _TiltClassifier(_BinaryProba):
         Section 4.2): column 1 is the probability that ``x`` is positive; ``classes_[1]`` (the
         labeled rows' label) names the positive class, as labeled rows are positives."""
         check_is_fitted(self)
-        X = validate_data(self, _refuse_text(X), dtype=float, reset=False)
+        X = _validate(self, X, reset=False)
         out = _proba_columns(self.results_.predict(X))
         return out if self._pos_col == 1 else out[:, ::-1]
 
@@ -242,7 +265,7 @@ class _TiltClassifier(_BinaryProba):
         """
         check_is_fitted(self)
         X, y, sample_weight = _aligned(X=X, y=y, sample_weight=sample_weight)
-        X = validate_data(self, _refuse_text(X), dtype=float, reset=False)
+        X = _validate(self, X, reset=False)
         y = np.asarray(y)
         if y.shape != (X.shape[0],):
             raise ValueError(f"y has shape {y.shape}; expected ({X.shape[0]},)")
@@ -344,7 +367,7 @@ class _CalibratorEstimator(_BinaryProba):
         self
         """
         X, y, sample_weight = _aligned(X=X, y=y, sample_weight=sample_weight)
-        X, y = validate_data(self, _refuse_text(X), y, dtype=float)
+        X, y = _validate(self, X, y, reset=True)
         self.classes_, y01 = _binary_target(self, y)
         s = self._scores(X)
         w = None if sample_weight is None else _check_sample_weight(sample_weight, X)
@@ -354,7 +377,7 @@ class _CalibratorEstimator(_BinaryProba):
     def predict_proba(self, X):
         """``[1 - g(score), g(score)]``, the calibrated probabilities of the two classes."""
         check_is_fitted(self)
-        X = validate_data(self, _refuse_text(X), dtype=float, reset=False)
+        X = _validate(self, X, reset=False)
         return _proba_columns(self.fitted_.predict(self._scores(X)))
 
     def _scores(self, X):
@@ -509,7 +532,7 @@ class CalEMClassifier(_BinaryProba):
         self
         """
         X, y = _aligned(X=self._by_name(X), y=y)
-        X, y = validate_data(self, _refuse_text(X), y, dtype=float)
+        X, y = _validate(self, X, y, reset=True)
         self.classes_, y01 = _binary_target(self, y)
         s, treated = self._columns(X)
         model = _calem.CalEM(s, y01, treated, calibrator=self.calibrator, eps=self.eps)
@@ -524,7 +547,7 @@ class CalEMClassifier(_BinaryProba):
     def predict_proba(self, X):
         """``[1 - g(score), g(score)]`` with ``g`` the CalEM calibration map."""
         check_is_fitted(self)
-        X = validate_data(self, _refuse_text(self._by_name(X)), dtype=float, reset=False)
+        X = _validate(self, self._by_name(X), reset=False)
         return _proba_columns(self.results_.predict(self._columns(X)[0]))
 
 

@@ -604,3 +604,28 @@ def test_categorical_columns_in_X_refused_as_by_the_models(pu_data, calem_data):
     Xd = d[["score", "treated"]].assign(treated=pd.Categorical(d.treated))
     with pytest.raises(ValueError, match="X: non-numeric column 'treated'"):
         ps.CalEMClassifier("logistic").fit(Xd, d.label)
+
+
+def test_frame_columns_without_text_names_matched_by_name(pu_data, calem_data):
+    # session 73's audit: scikit-learn records feature_names_in_ only for text column names;
+    # a frame with columns 0, 1 reordered at predict time was taken by position (SETM's
+    # posterior off by up to 0.6), where the model's own predict matches the columns by name
+    X, s = pu_data
+    Xi = pd.DataFrame(X.to_numpy() * [1.0, 3.0])
+    est = ps.SETMClassifier(pi_interval="profile").fit(Xi, s)
+    ref = pu.SETM(Xi[s == 1], Xi[s == 0]).fit(pi_interval="profile")
+    assert_allclose(est.predict_proba(Xi)[:, 1], ref.predict(Xi).to_numpy(), rtol=1e-10)
+    for bad in (Xi[[1, 0]], Xi.set_axis([0, 2], axis=1)):
+        with pytest.raises(ValueError, match="matched by name"):
+            est.predict_proba(bad)
+        with pytest.raises(ValueError, match="matched by name"):
+            est.score(bad, s)
+    assert_allclose(est.predict_proba(Xi.to_numpy()), est.predict_proba(Xi), rtol=0, atol=0)
+    d = calem_data
+    Xc = pd.DataFrame(d[["score", "treated"]].to_numpy())
+    cal = ps.CalEMClassifier(calibrator="logistic").fit(Xc, d["label"])
+    with pytest.raises(ValueError, match="matched by name"):
+        cal.predict_proba(Xc[[1, 0]])
+    # a refit on an array (or on named columns) forgets the columns
+    assert_allclose(cal.fit(Xc.to_numpy(), d["label"]).predict_proba(Xc[[1, 0]].to_numpy()),
+                    cal.predict_proba(Xc[[1, 0]]), rtol=0, atol=0)
