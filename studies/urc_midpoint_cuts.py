@@ -52,7 +52,6 @@ significant digits; appended as replicates come, and a rerun resumes where it st
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 import warnings
@@ -253,15 +252,10 @@ def report(out: Path) -> str:
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--reps", type=int, default=1000)
-    ap.add_argument("--out", type=Path, default=OUT)
-    ap.add_argument("--max-seconds", type=float, default=540.0)
-    ap.add_argument("--cells", type=lambda v: {int(c) for c in v.split(",")}, default=None)
+    ap = pc.study_parser(__doc__, OUT)
     ap.add_argument("--check-default", type=int, default=0, metavar="N",
                     help="in replicates r < N also fit with URC.fit's defaults and require "
                          "the same result")
-    ap.add_argument("--report", action="store_true", help="only write the tables")
     a = ap.parse_args(argv)
     a.out.mkdir(parents=True, exist_ok=True)
     if not a.report:

@@ -353,14 +353,21 @@ def report(out: Path) -> str:
     return text
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def study_parser(doc: str, out: Path = OUT) -> argparse.ArgumentParser:
+    """The options of this study's runs, shared by the studies that rerun its cells
+    (``urc_midpoint_cuts.py``, ``urc_pc_default_newcuts.py``): ``--reps``, ``--out``,
+    ``--max-seconds``, ``--cells``, ``--report``."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
     ap.add_argument("--reps", type=int, default=1000)
-    ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument("--out", type=Path, default=out)
     ap.add_argument("--max-seconds", type=float, default=540.0)
     ap.add_argument("--cells", type=lambda v: {int(c) for c in v.split(",")}, default=None)
     ap.add_argument("--report", action="store_true", help="only write the tables")
-    a = ap.parse_args(argv)
+    return ap
+
+
+def main(argv=None):
+    a = study_parser(__doc__).parse_args(argv)
     a.out.mkdir(parents=True, exist_ok=True)
     if not a.report:
         run(a.reps, a.out, a.max_seconds, a.cells)

@@ -36,7 +36,6 @@ replicates come, and a rerun resumes where it stops) and, with ``--report`` (or 
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import sys
 from pathlib import Path
@@ -217,19 +216,14 @@ def report(out: Path, old_dir: Path = OLD_DIR, header: str = "") -> str:
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--reps", type=int, default=1000)
-    ap.add_argument("--out", type=Path, default=OUT)
+    ap = pc.study_parser(__doc__, OUT)
     ap.add_argument("--old-dir", type=Path, default=OLD_DIR,
                     help="where urc_pc_default_raw.csv.gz and urc_midpoint_cuts_raw.csv.gz are")
-    ap.add_argument("--max-seconds", type=float, default=540.0)
-    ap.add_argument("--cells", type=lambda v: {int(c) for c in v.split(",")}, default=None)
     ap.add_argument("--verify", type=int, default=0, metavar="N",
                     help="refit perks on replicates 0..N-1 of every cell and compare with "
                          "session 72's rows first")
     ap.add_argument("--header", type=Path, default=None,
                     help="a file whose text goes at the top of the report (commands, CPU)")
-    ap.add_argument("--report", action="store_true", help="only write the tables")
     a = ap.parse_args(argv)
     a.out.mkdir(parents=True, exist_ok=True)
     if a.verify:
