@@ -59,10 +59,17 @@ class _Poly:
         # R's poly(): QR of the Vandermonde matrix gives alpha and norm2 for the recurrence.
         xbar = x.mean()
         xc = x - xbar
+        if np.unique(x).size <= degree:
+            raise ValueError(f"poly(): degree {degree} needs at least {degree + 1} distinct values")
         X = np.vander(xc, degree + 1, increasing=True)
         q, r = np.linalg.qr(X)
-        if np.min(np.abs(np.diag(r))) < 1e-10 * max(1.0, np.abs(np.diag(r)).max()):
-            raise ValueError(f"poly(): degree {degree} needs at least {degree + 1} distinct values")
+        # each power against its own norm, so that the unit of x does not matter (R's qr() rank
+        # test is column-relative too): against the largest diagonal element, x in dollars
+        # (values near 6e4) failed degree 3 as "needs at least 4 distinct values"
+        if np.any(np.abs(np.diag(r)) <= 1e-10 * np.linalg.norm(X, axis=0)):
+            raise ValueError(f"poly(): the powers of x up to degree {degree} are numerically "
+                             "collinear (too few distinct values, or one value far from the "
+                             "others); lower the degree")
         z = q * np.diag(r)
         norm2 = np.sum(z**2, axis=0)
         alpha = (np.sum(xc[:, None] * z**2, axis=0) / norm2 + xbar)[:degree]

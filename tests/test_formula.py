@@ -305,3 +305,17 @@ def test_numeric_multi_column_terms_get_no_categorical_hint():
                    ("labeled ~ bs(c, df=3)", "drop them")):
         with pytest.raises(ValueError, match=f"{end}$"):
             pu.SETM.from_formula(f, data=df)
+
+
+def test_poly_does_not_depend_on_the_unit_of_x():
+    # the orthonormal basis is the same (up to rounding) whatever the unit of x; the rank test
+    # was relative to the largest power's norm, so x in dollars (about 6e4) was refused for
+    # degree 3 as "needs at least 4 distinct values" (dtype/scale audit)
+    g = np.random.default_rng(1)
+    x = g.normal(60_000, 15_000, 300)
+    ref = build_design("~ poly(x, 3)", pd.DataFrame({"x": x / 1000})).X.to_numpy()
+    for s in (1e-9, 1.0, 1e3):
+        B = build_design("~ poly(x, 3)", pd.DataFrame({"x": x * s})).X.to_numpy()
+        np.testing.assert_allclose(B, ref, atol=1e-8)
+    with pytest.raises(ValueError, match="at least 4 distinct"):
+        build_design("~ poly(x, 3)", pd.DataFrame({"x": np.tile([1e5, 2e5, 3e5], 5)}))
