@@ -1,10 +1,10 @@
 """Every vignette in ``vignettes/`` executes end to end (jupytext percent-format scripts).
 
 The documentation build (``tests/test_docs.py``, when the docs extra provides Sphinx and
-myst-nb) executes the vignettes that ``docs/vignettes/`` links, in full, as notebooks; they
-are not run a second time here (about 100 s of the suite's CPU time, session 46). Without the
-docs extra every vignette runs here, with ``PUINFER_VIGNETTE_TEST=1`` (fewer resamples where a
-vignette reads it)."""
+myst-nb) executes the vignettes that ``docs/vignettes/`` links, as notebooks; they are not
+run a second time here (about 100 s of the suite's CPU time, session 46). Without the docs
+extra every vignette runs here. Both run them with ``PUINFER_VIGNETTE_TEST=1`` (fewer
+resamples where a vignette reads it)."""
 
 import importlib.util
 import os

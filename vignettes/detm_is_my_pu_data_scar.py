@@ -23,6 +23,7 @@ from puinfer.inference import pvalue_phrase
 from puinfer.simulate import sar_design, scar_design
 
 FAST = os.environ.get("PUINFER_VIGNETTE_TEST") == "1"
+N_BOOT = 19 if FAST else 199  # resamples of the bootstrap test and intervals (fewer in tests)
 formula = "labeled ~ " + " + ".join(f"x{j}" for j in range(1, 16))
 
 # %% [markdown]
@@ -38,7 +39,7 @@ fits = {name: pu.DETM.from_formula(formula, data=d).fit() for name, d in
         [("SCAR", scar), ("SAR", sar)]}
 for name, res in fits.items():
     t = res.test_scar()
-    ci, plain = res.conf_int_pi(), res.conf_int_pi(method="profile")
+    ci, plain = res.conf_int_pi(n_boot=N_BOOT), res.conf_int_pi(method="profile")
     print(f"{name}: R_N = {t.statistic:8.2f}  df = {t.df:g}  {pvalue_phrase(t.pvalue, 'p')}   "
           f"pi-hat = {res.pi:.3f}  95% CI [{ci['lower']:.3f}, {ci['upper']:.3f}] "
           f"(plain profile [{plain['lower']:.3f}, {plain['upper']:.3f}])   "
@@ -64,7 +65,7 @@ for name, res in fits.items():
 # skewed (gamma) features where `chi2_p` rejects 11% (`studies/detm_studies.py bootsmooth`):
 
 # %%
-boot = fits["SCAR"].test_scar("bootstrap", n_boot=19 if FAST else 199, rng=3)
+boot = fits["SCAR"].test_scar("bootstrap", n_boot=N_BOOT, rng=3)
 print(boot)
 
 # %% [markdown]
@@ -102,7 +103,7 @@ df = pu.datasets.load_mobile_pu()
 mformula = "labeled ~ " + " + ".join(pu.datasets.MOBILE_FEATURES)
 mob = pu.DETM.from_formula(mformula, data=df).fit(label_rule="pi>0.5")
 print(mob.test_scar())
-ci, plain = mob.conf_int_pi(), mob.conf_int_pi(method="profile")
+ci, plain = mob.conf_int_pi(n_boot=N_BOOT), mob.conf_int_pi(method="profile")
 print(f"pi-hat = {mob.pi:.4f}, 95% CI [{ci['lower']:.4f}, {ci['upper']:.4f}] (bootstrap-"
       f"calibrated, cut-off {ci.attrs['cutoff']:.2f}; SE = {mob.bse['pi']:.4f}); plain profile "
       f"[{plain['lower']:.4f}, {plain['upper']:.4f}] (the paper's: [0.6425, 0.6903])")
