@@ -17,6 +17,7 @@ __all__ = [
     "EmptyBinWarning",
     "LabelAmbiguityWarning",
     "BootstrapWarning",
+    "PenaltyWarning",
 ]
 
 
@@ -69,3 +70,9 @@ class LabelAmbiguityWarning(PuinferWarning):
 class BootstrapWarning(PuinferWarning):
     """Some bootstrap resamples could not be used (the procedure failed on them), so the
     reference distribution rests on the others, which need not be a random subset."""
+
+
+class PenaltyWarning(PuinferWarning):
+    """A penalty meant to vanish (a default ridge) moves an estimate by a material part of its
+    standard error away from the unpenalised maximum nearby: the estimate depends on the
+    penalty and on how the features are written (e.g. an uncentred feature and its square)."""

@@ -14,7 +14,7 @@ import numpy as np
 from ...base.numeric import logaddexp, softplus
 from ...base.optimize import newton_maximize
 from . import _el
-from ._starts import free_fun
+from ._starts import free_fun, pi_of_v
 
 __all__ = ["separated_target_points", "check_separation"]
 
@@ -84,8 +84,9 @@ def _margin(proj: np.ndarray) -> np.ndarray:
     return proj.max(axis=0) + 1e-9 * (1.0 + np.abs(proj).max(axis=0))
 
 
-def ridge_binding(data, restricted: bool, v: np.ndarray) -> bool:
-    """Whether the unpenalised log-EL has no maximum near the penalised fit ``v``.
+def ridge_binding(data, restricted: bool, v: np.ndarray) -> tuple[bool, np.ndarray | None]:
+    """Whether the unpenalised log-EL has no maximum near the penalised fit ``v``, and where
+    that maximum is (``v`` of the unpenalised maximum, None where the ridge binds).
 
     Newton's method on the *unpenalised* log-EL, started at the fit, either settles nearby
     (the ridge only nudges an interior maximum) or runs off (slopes above 50), or stops where
@@ -115,7 +116,8 @@ def ridge_binding(data, restricted: bool, v: np.ndarray) -> bool:
     flat = bool(ev.min() <= 1e-12 * max(ev.max(), 1.0))
     # flat at zero slopes is not a ridge: the tilts vanish (e.g. target = source) and the
     # maximum exists but is not unique in pi (reported by conf_int_pi), not separation
-    return bool(free > 50 or (flat and free > 1e-8))
+    binding = bool(free > 50 or (flat and free > 1e-8))
+    return binding, None if binding or flat else expand(u)
 
 
 def check_separation(data, restricted: bool, name: str, c: float, check, v: np.ndarray):
@@ -132,34 +134,39 @@ def check_separation(data, restricted: bool, name: str, c: float, check, v: np.n
     ridge_binding : bool or None
     message : str or None
         The text of a ``SeparationWarning``, if one is due.
+    pi_unpenalised : float or None
+        pi at the unpenalised maximum that Newton's method reaches from the fit (where the
+        ridge was checked and does not bind, and that maximum is not flat).
     """
     if check is False:
-        return None, None, None
+        return None, None, None, None
     p = data.p
     s1, b1, s2, b2 = _el.split(v, p)
     big = float(max(np.abs(b1).max(initial=0), np.abs(b2).max(initial=0)))
-    binding = None
+    binding = pi_free = None
     if c and data.N <= RIDGE_CHECK_MAX_N:
         # Dask rows: on the starts' in-memory sample when it holds every row (up to 60
         # Newton steps on a ridge would each cost passes), else by passes
         rows = (data.in_memory() or data) if getattr(data, "lazy", False) else data
-        binding = ridge_binding(rows, restricted, v)
+        binding, v_free = ridge_binding(rows, restricted, v)
+        pi_free = None if v_free is None else pi_of_v(rows, v_free)
     diverging = big > 10 or bool(binding)
     if check is None and not diverging:
-        return None, binding, None
+        return None, binding, None, pi_free
     if getattr(data, "lazy", False):  # Dask rows: the hull LPs need every source point
         if not diverging or (c and binding is False):
-            return None, binding, None
+            return None, binding, None, pi_free
         return None, binding, (_message(name, c, big, np.array([], dtype=int), 0, binding)
-                               + " (The convex-hull check is not run on Dask collections.)")
+                               + " (The convex-hull check is not run on Dask collections.)"), \
+            pi_free
     Zs, Zt = data.Z[: data.n], data.Z[data.n:]
     logP0_t = -softplus(logaddexp(s1 + Zt @ b1, s2 + Zt @ b2))
     # candidates: the target points the fit pushes furthest from the source
     cand = np.argsort(logP0_t)[:N_CANDIDATES]
     sep = separated_target_points(Zs, Zt, cand, directions=(b1, b2))
     if not diverging or (c and binding is False):
-        return sep, binding, None  # large slopes, but the unpenalised maximum exists
-    return sep, binding, _message(name, c, big, sep, len(cand), binding)
+        return sep, binding, None, pi_free  # large slopes, but the unpenalised maximum exists
+    return sep, binding, _message(name, c, big, sep, len(cand), binding), pi_free
 
 
 def _message(name, c, big, sep, n_cand, binding) -> str:

@@ -95,6 +95,12 @@ class TiltResults(LikelihoodResults):
         attains as the tilt slopes grow, so the ridge defines the estimate; a
         ``SeparationWarning`` says so). ``None`` when not checked (unpenalised fits,
         ``check_separation=False``, more than 50,000 rows).
+    pi_unpenalised : float or None
+        Where the ridge was checked and does not bind: pi at the unpenalised maximum that
+        Newton's method reaches from the fit. The default ridge is meant to vanish, moving
+        pi-hat by a small fraction of its standard error; a ``PenaltyWarning`` says when it
+        moves it by more than a quarter of one (e.g. strongly correlated columns, such as an
+        uncentred feature and its square). ``None`` when not checked or where the ridge binds.
     label_check : LabelCheck or None
         DETM: what the label rule compared (both KL divergences, or pi-hat against 0.5), the
         standard error of that comparison and whether it is a near-tie (then a
@@ -139,7 +145,7 @@ class TiltResults(LikelihoodResults):
         for name in ("label_rule", "labels_swapped", "kl_divergences", "label_check",
                      "llf_method",
                      "lagrange_multipliers", "n_starts_at_best",
-                     "separated_points", "ridge_binding", "seed"):
+                     "separated_points", "ridge_binding", "pi_unpenalised", "seed"):
             setattr(self, name, getattr(fit, name))
 
     def __setstate__(self, state):
@@ -707,7 +713,9 @@ class TiltResults(LikelihoodResults):
         s.add_info("Penalty", f"ridge c={self.penalty_strength:.3g}" if self.penalized else "none")
         if self.ridge_binding is not None:
             s.add_info("Unpenalised maximum", "does not exist (ridge binding)"
-                       if self.ridge_binding else "exists (ridge not binding)")
+                       if self.ridge_binding else "exists (ridge not binding)" + (
+                           f", pi there {self.pi_unpenalised:.4f}"
+                           if self.pi_unpenalised is not None else ""))
         s.add_info("Label rule", self.label_rule)
         s.add_info("Starts at best", f"{self.n_starts_at_best} of {len(self.starts)}")
         s.add_info("Search seed", self.seed)

@@ -9,7 +9,7 @@ from scipy import optimize
 from scipy.special import expit, logit
 
 import puinfer as pu
-from puinfer.exceptions import SeparationWarning
+from puinfer.exceptions import PenaltyWarning, SeparationWarning
 from puinfer.inference import ProfileError
 from puinfer.models.detm import _profile, _starts
 from puinfer.models.detm._profile import PiProfiler
@@ -410,7 +410,7 @@ class TestSeparation:
         df = scar_design(1000, 1000, 0.75, rng=np.random.default_rng([1, 1000, 0, 0]))
         with pytest.warns(SeparationWarning, match="no maximum"):
             res = pu.DETM.from_formula(FORMULA15, data=df).fit()
-        assert res.ridge_binding is True
+        assert res.ridge_binding is True and res.pi_unpenalised is None
         assert any(cat == "SeparationWarning" for cat, _ in res.warnings)
         assert "does not exist" in res.summary().as_text()
         # independent check: BFGS on the unpenalised form, from the fit, climbs far above the
@@ -431,9 +431,37 @@ class TestSeparation:
         # only nudges it: no warning, and pi-hat is that of the unpenalised fit to 1e-3
         with warnings.catch_warnings():
             warnings.simplefilter("error", SeparationWarning)
+            warnings.simplefilter("error", PenaltyWarning)
             res = pu.DETM.from_formula(FORMULA15, data=sar3000).fit()
         assert res.ridge_binding is False
         assert res.pi == pytest.approx(sar_fits[0].pi, abs=1e-3)
+        # the unpenalised maximum the check reaches is the unpenalised fit's
+        assert res.pi_unpenalised == pytest.approx(sar_fits[0].pi, abs=1e-8)
+        assert f"pi there {sar_fits[0].pi:.4f}" in res.summary().as_text()
+
+    def test_a_ridge_that_moves_pi_hat_is_said(self):
+        # the helper audit of session 74: age + I(age**2) with an uncentred age (columns
+        # correlated 0.99) and poly(age, 2) are one model, but the default ridge, said not to
+        # bind, moved SETM's pi-hat from the unpenalised 0.3654 to 0.3495 (0.42 SE) on the
+        # first and only to 0.3640 on the second
+        rng = np.random.default_rng(7)
+        ys = rng.random(500) < 0.4
+        age = np.r_[rng.normal(45, 10, 500),
+                    np.where(ys, rng.normal(45, 10, 500), rng.normal(60, 6, 500))]
+        df = pd.DataFrame({"age": age, "labeled": np.r_[np.ones(500), np.zeros(500)]})
+        free = pu.SETM.from_formula("labeled ~ age + I(age**2)", data=df).fit(penalty="none")
+        with pytest.warns(PenaltyWarning, match=r"moves pi-hat by 0\.4\d standard errors"):
+            raw = pu.SETM.from_formula("labeled ~ age + I(age**2)", data=df).fit(
+                pi_interval="profile")
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", PenaltyWarning)
+            orth = pu.SETM.from_formula("labeled ~ poly(age, 2)", data=df).fit()
+        assert raw.ridge_binding is False and orth.ridge_binding is False
+        for res in (raw, orth):  # the same unpenalised maximum, whatever the columns
+            assert res.pi_unpenalised == pytest.approx(free.pi, abs=1e-8)
+        assert abs(raw.pi - free.pi) > 0.25 * raw.bse["pi"] > abs(orth.pi - free.pi)
+        assert [c for c, _ in raw.warnings] == ["PenaltyWarning"]
+        assert "PenaltyWarning" in raw.summary().as_text()
 
     def test_hull_check(self):
         rng = np.random.default_rng(1)
