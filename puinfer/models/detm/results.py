@@ -597,8 +597,10 @@ class TiltResults(LikelihoodResults):
                    "could not be fitted (e.g. a column constant in the resample) and were "
                    "left out of the interval's calibration; the cut-off rests on the others, "
                    "which are not a random subset")
-            prof = self.__dict__.get("_profiler", self._given_profiler)
-            if prof is not None and (BootstrapWarning.__name__, msg) not in prof.warnings:
+            # (the profiler, built if need be: after fit(probe=False) none was yet, and the
+            # warning was issued but not recorded)
+            prof = self._profiler
+            if (BootstrapWarning.__name__, msg) not in prof.warnings:
                 prof.warnings.append((BootstrapWarning.__name__, msg))
             warn(msg, BootstrapWarning)
         srt = np.sort(draws[ok, 0])
@@ -846,10 +848,12 @@ class DETMResults(TiltResults):
             # the null fit's warnings (e.g. pi-hat on the boundary, where chi-square is not
             # the statistic's reference) were neither issued nor recorded here (session 68's
             # audit): issued once, recorded on these results, and said with the test
-            prof = self.__dict__.get("_profiler", self._given_profiler)
+            # (the profiler, built if need be: after fit(probe=False) none was yet, and the
+            # null fit's warnings were issued but not recorded)
+            prof = self._profiler
             for cat, msg in null.warnings:
                 entry = (cat, f"SCAR test's null fit (SETM): {msg}")
-                if prof is not None and entry not in prof.warnings:
+                if entry not in prof.warnings:
                     prof.warnings.append(entry)
                 warn(entry[1], getattr(exceptions, cat, exceptions.PuinferWarning))
             extra["note"] = ("the null fit (SETM) has warnings: "

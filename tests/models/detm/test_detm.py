@@ -1,5 +1,6 @@
 """DETM / SETM estimation (Liu et al., Sections 2-3): exactness, invariance, bad input."""
 
+import pickle
 import warnings
 
 import numpy as np
@@ -1016,14 +1017,17 @@ def test_features_far_from_zero_leak_no_numpy_warning():
     np.testing.assert_allclose(ci.to_numpy(), ref.conf_int_pi().to_numpy(), atol=1e-5)
 
 
-def test_scar_test_says_and_records_its_null_fits_warnings():
+@pytest.mark.parametrize("probe", [None, False])
+def test_scar_test_says_and_records_its_null_fits_warnings(probe):
     # session 68's audit: the SETM null sat on the boundary (pi-hat 2.5e-11, chi-square not
     # the reference there), with a singular information; none of it was issued or recorded
-    # on the DETM results, and the test reported p = 0.0248 without a note
+    # on the DETM results, and the test reported p = 0.0248 without a note. Session 74's
+    # audit: after fit(probe=False) (no profiler yet) they were issued but not recorded
     df = sar_design(50, 50, 0.3, p=3, rng=2)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        r = pu.DETM.from_formula("labeled ~ x1 + x2 + x3", data=df).fit(pi_interval="profile")
+        r = pu.DETM.from_formula("labeled ~ x1 + x2 + x3", data=df).fit(pi_interval="profile",
+                                                                       probe=probe)
     null = r.null_fit
     assert "BoundaryWarning" in {c for c, _ in null.warnings}
     with warnings.catch_warnings(record=True) as caught:
@@ -1037,6 +1041,10 @@ def test_scar_test_says_and_records_its_null_fits_warnings():
         warnings.simplefilter("always")
         r.test_scar()
     assert not again  # (the test is cached: said once)
+    # recorded for good: in the summary and after a pickle round trip
+    assert "SCAR test's null fit (SETM)" in r.summary().as_text()
+    r2 = pickle.loads(pickle.dumps(r))
+    assert sum(m.startswith("SCAR test's null fit") for _, m in r2.warnings) == len(null.warnings)
 
 
 def test_scar_tests_chi_square_p_value_is_said_to_be_asymptotic():

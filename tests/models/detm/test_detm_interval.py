@@ -378,15 +378,18 @@ def test_away_from_the_boundary_the_bootstrap_cutoff_stands():
     assert "reference" not in r.test_pi(0.12).extra
 
 
-def test_unusable_bootstrap_resamples_are_said():
+@pytest.mark.parametrize("probe", [None, False])
+def test_unusable_bootstrap_resamples_are_said(probe):
     # session 68's audit: a dummy on 2 of 80 rows; 25 of the interval's 199 resamples lost it
-    # and could not be fitted, silently (the cut-off rests on a non-random subset)
+    # and could not be fitted, silently (the cut-off rests on a non-random subset). Session
+    # 74's audit: after fit(probe=False) (no profiler yet) the warning was not recorded
     df = pu_normal(40, 40, 0.5, [0], [1], [-1], rng=1)
     df["b"] = 0.0
     df.loc[[3, 50], "b"] = 1.0
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        r = pu.DETM.from_formula("labeled ~ x1 + b", data=df).fit(pi_interval="profile")
+        r = pu.DETM.from_formula("labeled ~ x1 + b", data=df).fit(pi_interval="profile",
+                                                                  probe=probe)
     with pytest.warns(pu.exceptions.BootstrapWarning, match="bootstrap resamples could not "
                       "be fitted"):
         ci = r.conf_int_pi(method="bootstrap")
