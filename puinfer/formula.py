@@ -121,8 +121,12 @@ class Design:
     """
 
     formula: str
-    y: pd.Series | None
-    X: pd.DataFrame
+    #: (held privately and handed out as copies by :attr:`y` and :attr:`X`: a fitted model's
+    #: design is read by its results, e.g. when it is rebuilt after unpickling; session 74's
+    #: audit found ``r.model.design.X.rename(..., inplace=True)`` breaking the unpickled
+    #: result's ``predict``)
+    _y: pd.Series | None
+    _X: pd.DataFrame
     has_intercept: bool
     _rhs_info: object = field(repr=False, compare=False, default=None)
     #: the data columns the formula reads (rows as fitted): the learned state of the
@@ -132,9 +136,19 @@ class Design:
     kept: np.ndarray | None = field(repr=False, compare=False, default=None)
 
     @property
+    def y(self) -> pd.Series | None:
+        """The left-hand side (a copy), or None."""
+        return None if self._y is None else self._y.copy(deep=False)
+
+    @property
+    def X(self) -> pd.DataFrame:
+        """The right-hand side design (a copy)."""
+        return self._X.copy(deep=False)
+
+    @property
     def exog_names(self) -> list[str]:
         """Column names of the right-hand side design."""
-        return list(self.X.columns)
+        return list(self._X.columns)
 
     @property
     def rhs(self) -> str:
@@ -148,6 +162,11 @@ class Design:
         return state
 
     def __setstate__(self, state):
+        # (designs pickled before session 74 hold "X" and "y")
+        state = dict(state)
+        for name in ("X", "y"):
+            if name in state:
+                state["_" + name] = state.pop(name)
         self.__dict__.update(state)
 
     def _info(self):
@@ -157,9 +176,9 @@ class Design:
                                    "its source columns were not kept")
             X = patsy.dmatrix(self.rhs, self._source, eval_env=_env(),
                               NA_action=patsy.NAAction(NA_types=[]), return_type="dataframe")
-            if list(X.columns) != list(self.X.columns):
+            if list(X.columns) != list(self._X.columns):
                 raise RuntimeError(f"rebuilding the design of {self.formula!r} gave columns "
-                                   f"{list(X.columns)}, not {list(self.X.columns)}")
+                                   f"{list(X.columns)}, not {list(self._X.columns)}")
             object.__setattr__(self, "_rhs_info", X.design_info)
         return self._rhs_info
 
@@ -403,5 +422,5 @@ def build_design(formula: str, data, *, require_lhs: bool | None = None,
     X.index = data.index
     source = data[_used_columns(formula.split("~", 1)[-1], data)].copy()
     n_dropped = 0 if keep is None else int((~keep).sum())
-    return Design(formula=formula, y=ys, X=X, has_intercept="Intercept" in X.columns,
+    return Design(formula=formula, _y=ys, _X=X, has_intercept="Intercept" in X.columns,
                   _rhs_info=X.design_info, _source=source, n_dropped=n_dropped, kept=keep)

@@ -257,7 +257,7 @@ def _writable_arrays(obj, path="r", seen=None, depth=0):
 def test_nothing_reachable_from_a_result_can_be_written_into(case):
     # review (session 60): results changed through r.model.score, the URC partition's edges,
     # RegressionURC's edges, a DETM model's rows, a spline basis's knots, a convergence trace
-    name, r, *_ = case
+    name, r, _, predict, _ = case
     assert _writable_arrays(r) == []
     # and after a pickle round trip (numpy does not pickle the write flag)
     assert _writable_arrays(pickle.loads(pickle.dumps(r))) == []
@@ -296,6 +296,23 @@ def test_nothing_reachable_from_a_result_can_be_written_into(case):
         before = r.predict([0.5])
         r.calibrator.params.iloc[:] = 5.0
         np.testing.assert_array_equal(r.predict([0.5]), before)
+    # a formula's design (the model's, a formula calibrator's basis) hands out copies of its
+    # frames: session 74's audit renamed r.model.design.X's columns in place, and the
+    # unpickled result's predict() then failed rebuilding the design
+    from puinfer.formula import Design
+
+    for design in (getattr(r.model, "design", None), getattr(r, "basis", None)):
+        if isinstance(design, Design):
+            for frame in (design.X, design.y):
+                if frame is not None:
+                    if frame.ndim == 1:
+                        frame.name = "edited"
+                    else:
+                        frame.columns = [f"edited{i}" for i in range(frame.shape[1])]
+            assert "edited0" not in design.X.columns
+            assert design.y is None or design.y.name != "edited"
+            r2 = pickle.loads(pickle.dumps(r))
+            _same(predict(r2), predict(r))
 
 
 def test_second_interval_is_cached(case):
