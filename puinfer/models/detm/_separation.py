@@ -108,8 +108,8 @@ def ridge_binding(data, restricted: bool, v: np.ndarray) -> tuple[bool, np.ndarr
 
     with warnings.catch_warnings(), np.errstate(over="ignore", invalid="ignore"):
         warnings.simplefilter("ignore")
-        u, _, _, Hu, _ = newton_maximize(fun, v[sidx] if restricted else v, maxiter=60, tol=0.0,
-                                         callback=settled)
+        u, _, _, Hu, info = newton_maximize(fun, v[sidx] if restricted else v, maxiter=60,
+                                            tol=0.0, callback=settled)
     _, b1u, _, b2u = _el.split(expand(u), p)
     free = float(max(np.abs(b1u).max(initial=0), np.abs(b2u).max(initial=0)))
     ev = np.linalg.eigvalsh(-Hu) if np.all(np.isfinite(Hu)) else np.array([0.0])
@@ -117,7 +117,8 @@ def ridge_binding(data, restricted: bool, v: np.ndarray) -> tuple[bool, np.ndarr
     # flat at zero slopes is not a ridge: the tilts vanish (e.g. target = source) and the
     # maximum exists but is not unique in pi (reported by conf_int_pi), not separation
     binding = bool(free > 50 or (flat and free > 1e-8))
-    return binding, None if binding or flat else expand(u)
+    # (where it ran out of iterations without settling, no maximum is known)
+    return binding, None if binding or flat or not info.converged else expand(u)
 
 
 def check_separation(data, restricted: bool, name: str, c: float, check, v: np.ndarray):
