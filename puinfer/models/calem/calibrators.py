@@ -245,6 +245,11 @@ class FittedCalibrator:
     score_range : (float, float) or None
         The smallest and largest score of a :meth:`Calibrator.fit` call (where
         :func:`puinfer.lr_test` compares two families); None inside CalEM.
+    edge_eps : float or None
+        Inside CalEM results, the model's ``eps``: :meth:`predict` and
+        :meth:`linear_predictor` move a score of exactly 0 or 1 to ``eps`` and ``1 - eps``, as
+        the fit and :meth:`CalEMResults.predict` take it; None elsewhere (the calibrator's own
+        ``eps`` clips it).
     """
 
     calibrator: Calibrator
@@ -261,6 +266,7 @@ class FittedCalibrator:
     prior_corrected: bool = False
     data_fingerprint: str | None = None
     score_range: tuple | None = None
+    edge_eps: float | None = None
 
     def __post_init__(self):
         object.__setattr__(self, "warnings", tuple(self.warnings))
@@ -292,15 +298,22 @@ class FittedCalibrator:
     def predict(self, score):
         """Calibrated probability ``g_theta(score)`` for new scores (a pandas Series in gives
         a Series with its index out; an array gives an array)."""
-        s = self.calibrator._prepare_score(score, "score")
+        s = self._edge(self.calibrator._prepare_score(score, "score"))
         return _like(score, self.calibrator._predict_fitted(self, s), "calibrated")
 
     def linear_predictor(self, score):
         """``logit g_theta(score)`` (parametric calibrators only; a Series in gives a Series
         out)."""
         eta = self.calibrator._eta(self.basis, self.params.to_numpy(),
-                                   self.calibrator._prepare_score(score, "score"))
+                                   self._edge(self.calibrator._prepare_score(score, "score")))
         return _like(score, eta, "linear predictor")
+
+    def _edge(self, s):
+        """``s`` with scores of exactly 0 or 1 moved to ``edge_eps`` (CalEM's ``eps``) where
+        set: a CalEM fit's maps predict them as the fit and ``CalEMResults.predict`` take them
+        (session 74's audit: ``r.baseline.predict(0)`` gave 4.4e-4 where
+        ``r.predict_baseline(0)`` gave 0.023)."""
+        return s if self.edge_eps is None else edge_scores_moved(s, self.edge_eps)
 
     @property
     def bse(self) -> pd.Series:

@@ -359,10 +359,15 @@ class CalEMResults(_CurvesMixin, LikelihoodResults):
         self.basis = fit.basis
         self.method = fit.method
         self.convergence = fit.convergence
-        self.calibrator: FittedCalibrator = fit.fitted
-        self.baseline: FittedCalibrator = fit.baseline
-        self.biased: FittedCalibrator = fit.biased
-        self.pooled: FittedCalibrator = fit.pooled
+        # the maps handed out predict a score of 0 or 1 at the model's eps, as the fit took it
+        # and as predict() does (FittedCalibrator.edge_eps)
+        def edge(f):
+            return None if f is None else dataclasses.replace(f, edge_eps=float(model.eps))
+
+        self.calibrator: FittedCalibrator = edge(fit.fitted)
+        self.baseline: FittedCalibrator = edge(fit.baseline)
+        self.biased: FittedCalibrator = edge(fit.biased)
+        self.pooled: FittedCalibrator = edge(fit.pooled)
         self.objective_17 = fit.objective_17
         self.llf = fit.surrogate + fit.penalty
         self._llf_penalized = fit.surrogate

@@ -992,6 +992,33 @@ def test_a_score_of_0_or_1_moves_alone_and_predicts_as_fitted():
             assert_allclose(new.to_numpy(), inside.to_numpy(), rtol=1e-12, atol=0)
 
 
+def test_the_fitted_maps_predict_a_score_of_0_or_1_as_the_results_do():
+    # session 74's audit: r.baseline.predict(0) (and r.calibrator, r.biased, r.pooled) put a
+    # score of exactly 0 or 1 at the calibrator's own 1e-12, where the fit and
+    # r.predict_baseline(0) take it at the model's eps (logistic: 4.4e-4 against 0.023)
+    from puinfer.simulate.calem import simulate_calem
+
+    df = simulate_calem(3000, miscalibration="g2", rng=3)
+    s = np.array([0.0, 1.0, 0.3])
+    for cal in ("logistic", "beta", "temperature", "spline", "isotonic"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            r = CalEM(df.score, df.label, df.treated, calibrator=cal, eps=1e-5).fit()
+        for fit, fn in ((r.calibrator, r.predict), (r.baseline, r.predict_baseline),
+                        (r.biased, r.predict_biased)):
+            assert_allclose(fit.predict(s), fn(s), rtol=1e-12, atol=0)
+            assert_allclose(fit.predict(s[:2]), fit.predict(np.array([1e-5, 1 - 1e-5])),
+                            rtol=1e-12, atol=0)
+        if cal == "logistic":
+            assert_allclose(r.calibrator.linear_predictor(s),
+                            np.log(r.predict(s)) - np.log1p(-r.predict(s)), rtol=1e-9)
+            assert_allclose(r.pooled.predict(s[:1]), r.pooled.predict(np.array([1e-5])))
+    # a calibrator fitted on its own keeps its own clip
+    f = pu.LogisticCalibrator().fit(df.score, df.label)
+    assert f.edge_eps is None
+    assert_allclose(f.predict(s[:1]), f.predict(np.array([1e-12])), rtol=1e-12)
+
+
 def test_an_ill_conditioned_sandwich_is_no_covariance():
     # session 69's audit: a separated spline fit's sandwich had diagonal -4.8e18, shown as
     # std err 0, z = -inf, p < 2.2e-16 and a zero-width interval
