@@ -292,6 +292,11 @@ def _as_frame(data, name):
     if isinstance(data, pd.DataFrame):
         return data
     if isinstance(data, dict):
+        if data and all(np.ndim(v) == 0 for v in data.values()):
+            # (pandas' own "If using all scalar values, you must pass an index" reached the
+            # caller of predict({"x1": 1.0, "x2": 0.0}): session 74's audit)
+            raise ValueError(f"{name}: a dict of columns needs a list of values per column; "
+                             f"for one row write {{{next(iter(data))!r}: [value], ...}}")
         return pd.DataFrame(data)
     raise TypeError(f"{name} must be a pandas DataFrame (or a dict of columns), got {type(data).__name__}")
 

@@ -141,8 +141,8 @@ class Model(ReadOnlyArrays):
         """The model's features for ``newdata`` as a float array, with the rows' index.
 
         With a formula, the formula's right-hand side (without the intercept column) is
-        evaluated on ``newdata``; without one, a DataFrame's columns are selected by name (never
-        by position) and an array must have the model's number of columns.
+        evaluated on ``newdata``; without one, a DataFrame's (or a dict's) columns are selected
+        by name (never by position) and an array must have the model's number of columns.
         """
         if self.design is not None:
             if not isinstance(newdata, (pd.DataFrame, dict)):
@@ -152,6 +152,12 @@ class Model(ReadOnlyArrays):
             return X.to_numpy(dtype=float), X.index
         names = list(self.exog_names)
         index = None
+        if isinstance(newdata, dict):
+            # a dict of columns, as for a formula model (session 74's audit: it was read as an
+            # array, "newdata must be numeric; got values that cannot be converted to float")
+            from ..formula import _as_frame
+
+            newdata = _as_frame(newdata, "newdata")
         if isinstance(newdata, pd.DataFrame):
             cols = [str(c) for c in newdata.columns]
             missing = [c for c in names if c not in cols]

@@ -320,6 +320,27 @@ class TestResults:
         with pytest.raises(ValueError, match="x2"):
             r.predict(tgt[["x1", "x3"]])
 
+    def test_predict_takes_a_dict_of_columns(self, fit):
+        # session 74's audit: a model of frames read a dict as an array ("newdata must be
+        # numeric; got values that cannot be converted to float") and a dict of one value per
+        # column reached the caller as pandas' "If using all scalar values, you must pass an
+        # index"
+        df, rf = fit
+        src, tgt = df[df.labeled == 1][["x1", "x2", "x3"]], df[df.labeled == 0][["x1", "x2", "x3"]]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            r = pu.SETM(src, tgt).fit(pi_interval="profile", probe=False)
+        rows = tgt.head(3)
+        cols = {c: rows[c].tolist() for c in ["x3", "x1", "x2"]}
+        for res in (r, rf):
+            out = res.predict(cols)
+            assert isinstance(out, pd.Series)
+            np.testing.assert_allclose(out.to_numpy(), res.predict(rows).to_numpy(), rtol=1e-12)
+            with pytest.raises(ValueError, match="a dict of columns needs a list of values"):
+                res.predict({c: v[0] for c, v in cols.items()})
+        with pytest.raises(ValueError, match="x2"):
+            r.predict({"x1": [1.0], "x3": [0.0]})
+
     def test_predict_matches_a_named_series_by_name(self, fit):
         # session 67's audit: a one-feature model of Series x1 predicted a Series x2 as x1
         df, _ = fit
