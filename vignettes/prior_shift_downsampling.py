@@ -30,10 +30,6 @@
 # %%
 import os
 
-import matplotlib
-
-if os.environ.get("PUINFER_VIGNETTE_TEST"):
-    matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd

@@ -27,12 +27,6 @@
 # log shifts `log(p_j / pi_lab_j)` (the paper's "continuity component").
 
 # %%
-import os
-
-import matplotlib
-
-if os.environ.get("PUINFER_VIGNETTE_TEST"):
-    matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 

@@ -593,6 +593,17 @@ class CalEMResults(_CurvesMixin, LikelihoodResults):
             "note": "penalised spline: separate curves penalised by each group's share of "
                     "the rows; effective degrees of freedom (approximate)"})
 
+    def __setstate__(self, state):
+        # (results pickled before session 74: their maps predicted a score of 0 or 1 at the
+        # calibrator's own eps, not at the model's as predict() does)
+        state = dict(state)
+        eps = getattr(state.get("model"), "eps", None)
+        for name in ("calibrator", "baseline", "biased", "pooled"):
+            f = state.get(name)
+            if eps is not None and isinstance(f, FittedCalibrator) and f.edge_eps is None:
+                state[name] = dataclasses.replace(f, edge_eps=float(eps))
+        super().__setstate__(state)
+
     def __getstate__(self):
         # a penalised spline's test_bias refits the two curves on the model's rows, which an
         # unpickled model of Dask collections no longer holds (its summary() raised

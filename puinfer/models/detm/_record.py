@@ -232,15 +232,17 @@ def _inference(data, restricted, name, v, pi, kl, theta, H, runs, record, *, c, 
     if restricted:
         params = params.drop(names[: p + 1])
     sep, binding, msg, pi_free = check_separation(data, restricted, name, c,
-                                                  check_separation_opt, v)
+                                                  check_separation_opt, v,
+                                                  label_rule=label_rule)
     if msg:
         record.append((SeparationWarning, msg))
     se = float(np.sqrt(cov.loc["pi", "pi"])) if cov.loc["pi", "pi"] > 0 else float("nan")
     if pi_free is not None and abs(pi - pi_free) > RIDGE_SHIFT_SE * se:
         record.append((PenaltyWarning, f"{name}: the ridge (c = {c:.3g}) moves pi-hat by "
-                       f"{abs(pi - pi_free) / se:.2g} standard errors: {pi:.4f}, against "
-                       f"{pi_free:.4f} at the unpenalised maximum nearest the fit. The "
-                       "estimate depends on the penalty and on how the features are written "
+                       f"{abs(pi - pi_free) / se:.2g} standard errors (observed information): "
+                       f"{pi:.4f}, against {pi_free:.4f} at the unpenalised maximum nearest the "
+                       "fit. The estimate depends on the penalty (more so in small samples) "
+                       "and on how the features are written "
                        "(the ridge acts on each standardised column: strongly correlated "
                        "columns, such as an uncentred feature and its square, draw more of "
                        "it); write such terms as poly(x, k) or of centred features, or compare "

@@ -14,6 +14,7 @@ import numpy as np
 from ...base.numeric import logaddexp, softplus
 from ...base.optimize import newton_maximize
 from . import _el
+from ._label import swap_needed
 from ._starts import free_fun, pi_of_v
 
 __all__ = ["separated_target_points", "check_separation"]
@@ -121,7 +122,8 @@ def ridge_binding(data, restricted: bool, v: np.ndarray) -> tuple[bool, np.ndarr
     return binding, None if binding or flat or not info.converged else expand(u)
 
 
-def check_separation(data, restricted: bool, name: str, c: float, check, v: np.ndarray):
+def check_separation(data, restricted: bool, name: str, c: float, check, v: np.ndarray,
+                     label_rule: str | None = None):
     """Detect a diverging tilt and, if so, the target points separated from the source.
 
     Unpenalised, a diverging tilt shows in the fit itself (standardised slopes above 10).
@@ -137,7 +139,8 @@ def check_separation(data, restricted: bool, name: str, c: float, check, v: np.n
         The text of a ``SeparationWarning``, if one is due.
     pi_unpenalised : float or None
         pi at the unpenalised maximum that Newton's method reaches from the fit (where the
-        ridge was checked and does not bind, and that maximum is not flat).
+        ridge was checked and does not bind, and that maximum is not flat), labelled by
+        ``label_rule`` (DETM) as an unpenalised fit would label it.
     """
     if check is False:
         return None, None, None, None
@@ -150,7 +153,13 @@ def check_separation(data, restricted: bool, name: str, c: float, check, v: np.n
         # Newton steps on a ridge would each cost passes), else by passes
         rows = (data.in_memory() or data) if getattr(data, "lazy", False) else data
         binding, v_free = ridge_binding(rows, restricted, v)
-        pi_free = None if v_free is None else pi_of_v(rows, v_free)
+        if v_free is not None:
+            pi_free = pi_of_v(rows, v_free)
+            # labelled by the fit's rule, as an unpenalised fit labels it (DETM): near 0.5
+            # the nearby maximum can lie on the other side of the rule's line
+            if not restricted and label_rule is not None and \
+                    swap_needed(rows, v_free, pi_free, label_rule):
+                pi_free = 1.0 - pi_free
     diverging = big > 10 or bool(binding)
     if check is None and not diverging:
         return None, binding, None, pi_free

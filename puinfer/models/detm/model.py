@@ -329,11 +329,12 @@ class _TiltModel(Model):
             0.5165, upper 95% limit 0.861 / 0.851 / 0.861; unpenalised, the codings agree).
             It depends more on how strongly correlated columns are written: ``age +
             I(age**2)`` with an uncentred age and ``poly(age, 2)`` are one model, but their
-            penalised fits differ (DETM pi-hat 0.173 and 0.573 at n = m = 500; unpenalised
-            0.626 both). ``pi_unpenalised`` on the results gives pi at the unpenalised maximum
-            nearest the fit, and a ``PenaltyWarning`` says when the ridge moves pi-hat by more
-            than 0.25 standard errors from it; write polynomial terms with ``poly()`` or of
-            centred features.
+            penalised fits differ (DETM pi-hat 0.173 and 0.573 at n = m = 500; with
+            ``penalty="none"`` 0.626 both). ``pi_unpenalised`` on the results gives pi at the
+            unpenalised maximum nearest the fit (0.222 and 0.626 here), and a
+            ``PenaltyWarning`` says when the ridge moves pi-hat by more than 0.25 standard
+            errors from it (here both fits); write polynomial terms with ``poly()`` or of
+            centred features, and compare with ``penalty="none"``.
             ``"none"``: the plain empirical likelihood, whose maximum may not exist (the
             profile interval is then refused with the reason where a run is seen to climb
             without end). At fixed pi the profile may also have only a supremum, approached

@@ -151,6 +151,8 @@ class TiltResults(LikelihoodResults):
     def __setstate__(self, state):
         # (results pickled before session 67 hold el_weights, now a property of the fit's)
         state = {k: v for k, v in state.items() if k != "el_weights"}
+        # (and before session 74 no pi_unpenalised: their summary() raised AttributeError)
+        state.setdefault("pi_unpenalised", None)
         super().__setstate__(state)
 
     @property

@@ -1019,6 +1019,27 @@ def test_the_fitted_maps_predict_a_score_of_0_or_1_as_the_results_do():
     assert_allclose(f.predict(s[:1]), f.predict(np.array([1e-12])), rtol=1e-12)
 
 
+def test_results_pickled_before_edge_eps_predict_as_the_results_do():
+    # review of session 74: an older pickle's maps had no edge_eps and kept predicting a score
+    # of 0 at the calibrator's own eps
+    import dataclasses
+
+    from puinfer.simulate.calem import simulate_calem
+
+    df = simulate_calem(1500, miscalibration="g2", rng=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = CalEM(df.score, df.label, df.treated, calibrator="logistic", eps=1e-5).fit()
+    state = dict(r.__dict__)
+    for name in ("calibrator", "baseline", "biased", "pooled"):
+        state[name] = dataclasses.replace(state[name], edge_eps=None)
+    old = object.__new__(type(r))
+    old.__setstate__(state)
+    s = np.array([0.0, 1.0, 0.3])
+    assert_allclose(old.baseline.predict(s), r.predict_baseline(s), rtol=1e-12)
+    assert_allclose(old.calibrator.predict(s), r.predict(s), rtol=1e-12)
+
+
 def test_an_ill_conditioned_sandwich_is_no_covariance():
     # session 69's audit: a separated spline fit's sandwich had diagonal -4.8e18, shown as
     # std err 0, z = -inf, p < 2.2e-16 and a zero-width interval

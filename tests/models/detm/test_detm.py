@@ -485,6 +485,43 @@ class TestSeparation:
         assert [c for c, _ in raw.warnings] == ["PenaltyWarning"]
         assert "PenaltyWarning" in raw.summary().as_text()
 
+    def test_pi_unpenalised_follows_the_label_rule(self):
+        # review of session 74: near pi = 0.5 the unpenalised maximum next to the fit lies on
+        # the other side of the rule's line; it was reported unlabelled (0.4815 under
+        # "pi>0.5", where penalty="none" gives 0.5185) and drew a PenaltyWarning (0.26 SE)
+        rng = np.random.default_rng(57)
+        xs = rng.normal(0, 1, (60, 2))
+        yt = rng.random(60) < 0.5
+        xt = np.where(yt[:, None], rng.normal(0, 1, (60, 2)), rng.normal(1.5, 1, (60, 2)))
+        df = pd.DataFrame(np.r_[xs, xt], columns=["x1", "x2"])
+        df["labeled"] = np.r_[np.ones(60), np.zeros(60)]
+        for rule in ("pi>0.5", "pi<0.5"):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", pu.exceptions.LabelAmbiguityWarning)
+                warnings.simplefilter("error", PenaltyWarning)
+                r = pu.DETM.from_formula("labeled ~ x1 + x2", data=df).fit(
+                    label_rule=rule, pi_interval="profile", probe=False)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                free = pu.DETM.from_formula("labeled ~ x1 + x2", data=df).fit(
+                    label_rule=rule, penalty="none", pi_interval="profile", probe=False)
+            assert (r.pi_unpenalised > 0.5) == (rule == "pi>0.5")
+            assert r.pi_unpenalised == pytest.approx(free.pi, abs=1e-6)
+
+    def test_results_pickled_before_pi_unpenalised_load(self, sar3000):
+        # review of session 74: an older pickle has no pi_unpenalised; its summary() raised
+        # AttributeError
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            r = pu.SETM.from_formula("labeled ~ x1 + x2", data=sar3000).fit(
+                pi_interval="profile", probe=False)
+        state = dict(pickle.loads(pickle.dumps(r)).__dict__)
+        state.pop("pi_unpenalised")
+        old = object.__new__(type(r))
+        old.__setstate__(state)
+        assert old.pi_unpenalised is None
+        assert "Unpenalised maximum" in old.summary().as_text()
+
     def test_hull_check(self):
         rng = np.random.default_rng(1)
         src = rng.normal(size=(100, 2))
