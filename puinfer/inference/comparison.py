@@ -46,6 +46,8 @@ class CalibratorLikelihood(LikelihoodResults):
             return "a penalised spline (lam > 0) has no chi-square likelihood-ratio reference"
         if f.data_fingerprint is None:
             return "the fit was not made by Calibrator.fit (its data are unknown)"
+        if getattr(f, "lr_refusal", None) is not None:
+            return f.lr_refusal
         return None
 
     def _grid(self, other):

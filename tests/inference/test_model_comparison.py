@@ -376,3 +376,25 @@ def test_urc_anova_rows_are_on_the_scale_their_tests_use():
                         - rg.test_equal_base_rates().statistic, rtol=1e-10)
         tab3 = pu.anova(rg.fit_no_shift(), rg.fit_equal_base_rates(), rg)
     assert_allclose(tab3["statistic"].iloc[1:].sum(), rg.test_no_shift().statistic, rtol=1e-10)
+
+
+def test_lr_test_refuses_calibrators_fitted_with_non_frequency_weights_or_soft_labels():
+    """The weighted log-likelihood with non-integer weights, or soft labels, has no chi-square
+    reference: weights 1/n gave p = 0.90 where the unweighted fit gave 0.004, and Exp(1)
+    importance weights a 17% size at 5% (helper study, session 74)."""
+    import numpy as np
+    from scipy.special import expit, logit
+
+    import puinfer as pu
+    from puinfer.models.calem import LogisticCalibrator, TemperatureCalibrator
+    rng = np.random.default_rng(3)
+    s = rng.beta(2, 2, 500)
+    y = (rng.random(500) < expit(0.25 + logit(s) / 1.5)).astype(float)
+    small, large = TemperatureCalibrator(), LogisticCalibrator()
+    assert pu.lr_test(small.fit(s, y), large.fit(s, y)).pvalue < 0.01
+    # integer weights are frequencies: accepted
+    pu.lr_test(small.fit(s, y, np.full(500, 2.0)), large.fit(s, y, np.full(500, 2.0)))
+    for w, yy, what in ((np.full(500, 1 / 500), y, "non-integer sample weights"),
+                        (None, 0.1 + 0.8 * y, "soft labels")):
+        with pytest.raises(ValueError, match=what):
+            pu.lr_test(small.fit(s, yy, w), large.fit(s, yy, w))
