@@ -128,17 +128,23 @@ def full(dat, fit, setm_v):
 
 VARIANTS = ("cur", "map", "both", "mapsh")
 
-if __name__ == "__main__":
-    design, seed, nb, nfull = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-    n = 1000
+
+def world_fit(design: str, seed: int, n: int = 1000):
+    """The default DETM fit (its null fit is the SETM world) of the world ``design``
+    (``"sar"`` or ``"scar"``, n = m = ``n``, p = 15, pi = 0.3, seed ``n + 15 + seed``)."""
     sim = {"sar": sar_design, "scar": scar_design}[design]
     df = sim(n, n, 0.3, p=15, rng=np.random.default_rng(n + 15 + seed))
     X = df[[f"x{j}" for j in range(1, 16)]].to_numpy()
     lab = df.labeled.to_numpy() == 1
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        d = pu.DETM(X[lab], X[~lab]).fit()
-        s = d.null_fit
+        return pu.DETM(X[lab], X[~lab]).fit()
+
+
+if __name__ == "__main__":
+    design, seed, nb, nfull = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+    d = world_fit(design, seed)
+    s = d.null_fit
     data0 = d.model.data
     p = data0.p
     fit = d._fit

@@ -18,17 +18,15 @@ from pathlib import Path
 os.environ["OPENBLAS_NUM_THREADS"] = "1"
 import numpy as np  # noqa: E402
 
-import puinfer as pu  # noqa: E402
 from puinfer.models.detm import _starts  # noqa: E402
 from puinfer.models.detm import bootstrap as boot  # noqa: E402
 from puinfer.models.detm._data import prepare  # noqa: E402
 from puinfer.models.detm._profile import PiProfiler  # noqa: E402
 from puinfer.models.detm._starts import fit_fixed_pi  # noqa: E402
 from puinfer.models.detm.model import fit_data  # noqa: E402
-from puinfer.simulate import sar_design, scar_design  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from detm_bootstrap_starts import to_sample  # noqa: E402
+from detm_bootstrap_starts import to_sample, world_fit  # noqa: E402
 
 RAW = Path(__file__).resolve().parent / "results" / "detm_bootstrap_starts_raw"
 
@@ -99,14 +97,7 @@ VARIANTS = ("cur", "map", "both")
 
 if __name__ == "__main__":
     design, seed, nb, nfull = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-    n = 1000
-    sim = {"sar": sar_design, "scar": scar_design}[design]
-    df = sim(n, n, 0.3, p=15, rng=np.random.default_rng(n + 15 + seed))
-    X = df[[f"x{j}" for j in range(1, 16)]].to_numpy()
-    lab = df.labeled.to_numpy() == 1
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        d = pu.DETM(X[lab], X[~lab]).fit()
+    d = world_fit(design, seed)
     data0 = d.model.data
     p = data0.p
     fit = d._fit
