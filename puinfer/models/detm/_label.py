@@ -181,8 +181,12 @@ class LabelCheck:
         Its standard error (sandwich for the KL difference, pi's observed-information SE for
         the pi rules; NaN when not available).
     z, pvalue : float
-        ``difference / se`` and the two-sided p-value of equality (the two labellings equally
-        supported by the rule).
+        The two-sided test of equality (the two labellings equally supported by the rule):
+        for ``"kl"``, ``z = difference / se`` against the normal; for the pi rules, the
+        profile likelihood ratio ``R(0.5)`` against ``chi2_1`` and ``z`` its signed root
+        (at a true tie, n = m = 500, 600 data sets, the Wald ``z`` of pi-hat against 0.5
+        rejected 8.7% at 5%, this statistic 6.0%: session 74's size audit), the Wald test
+        where the profile at 0.5 could not be computed.
     near_tie : bool
         ``pvalue > NEAR_TIE_LEVEL`` (0.05): the data do not clearly determine the labelling.
     """
@@ -196,8 +200,10 @@ class LabelCheck:
     near_tie: bool
 
 
-def label_check(rule: str, kl: tuple, kl_se: float, pi: float, pi_se: float) -> LabelCheck:
-    """The :class:`LabelCheck` of a fit labelled by ``rule``."""
+def label_check(rule: str, kl: tuple, kl_se: float, pi: float, pi_se: float,
+                lr_half: float | None = None) -> LabelCheck:
+    """The :class:`LabelCheck` of a fit labelled by ``rule``; ``lr_half``: the profile
+    likelihood ratio statistic of pi = 0.5 (the pi rules' test, if computed)."""
     if rule == "kl":
         diff = kl[1] - kl[0]
         se = kl_se
@@ -208,6 +214,14 @@ def label_check(rule: str, kl: tuple, kl_se: float, pi: float, pi_se: float) -> 
         se = pi_se
         # the fit's observed-information SE (the default bse["pi"] comes from the bootstrap,
         # computed later and only on request)
+        if lr_half is not None and np.isfinite(lr_half):
+            lr = max(float(lr_half), 0.0)
+            compared = (f"pi-hat = {pi:.4f} vs 0.5 (profile likelihood ratio {lr:.3g}; "
+                        f"observed-information SE {se:.3g})")
+            pval = float(stats.chi2.sf(lr, 1))
+            return LabelCheck(rule, compared, float(diff), float(se),
+                              float(np.copysign(np.sqrt(lr), diff)), pval,
+                              bool(pval > NEAR_TIE_LEVEL))
         compared = f"pi-hat = {pi:.4f} vs 0.5 (observed-information SE {se:.3g})"
     ok = np.isfinite(se) and se > 0
     z = diff / se if ok else float("nan")

@@ -29,7 +29,7 @@ from ._label import (
     swap_needed,
 )
 from ._separation import check_separation
-from ._starts import StartRun, free_fun, pi_of_v, theta_pi
+from ._starts import StartRun, fit_fixed_pi, free_fun, pi_of_v, theta_pi
 
 __all__ = ["TiltFit", "build_record", "LABEL_RULES", "param_names", "to_original_map"]
 
@@ -201,8 +201,16 @@ def _starts_table(data, restricted, rule, runs, pi, record, name):
     return st, int(at_best.sum())
 
 
+def _lr_at_half(data, theta, llf_pen: float, c: float, maxiter: int, tol: float):
+    """The profile likelihood ratio statistic of pi = 0.5, ``2 (l(pi-hat) - l_p(0.5))`` on the
+    penalised log-EL, the maximum at 0.5 by Newton's method from the fit's theta (None if that
+    run fails): the pi rules' test of equality (:func:`._label.label_check`)."""
+    f, _, info = fit_fixed_pi(data, False, 0.5, theta, c, maxiter, tol)
+    return 2.0 * (llf_pen - f) if info.converged and np.isfinite(f) else None
+
+
 def _inference(data, restricted, name, v, pi, kl, theta, H, runs, record, *, c, label_rule,
-               check_separation_opt):
+               check_separation_opt, llf_pen, maxiter, tol):
     """What a fit reports beyond its estimates: the starts table, the covariance, the label
     rule's check, the parameters on the user's scale and the separation check."""
     p = data.p
@@ -219,7 +227,9 @@ def _inference(data, restricted, name, v, pi, kl, theta, H, runs, record, *, c, 
     check = None
     if not restricted:
         kl_se = kl_difference_se(data, v, c) if label_rule == "kl" else float("nan")
-        check = label_check(label_rule, kl, kl_se, pi, float(np.sqrt(cov.loc["pi", "pi"])))
+        check = label_check(label_rule, kl, kl_se, pi, float(np.sqrt(cov.loc["pi", "pi"])),
+                            None if label_rule == "kl" else
+                            _lr_at_half(data, theta, llf_pen, c, maxiter, tol))
         if check.near_tie:
             record.append((LabelAmbiguityWarning, f"{name}: the labelling is weakly determined: "
                            f"rule {label_rule!r} compared {check.compared}; equality has "
@@ -284,6 +294,7 @@ def build_record(data, restricted: bool, name: str, best: StartRun, runs: list, 
     theta = normalise_alphas(data, restricted, v, theta)
     llf, H, extra, llf_method = _exact_llf(data, v, theta, pi, record, name)
     _, b1, _, b2 = _el.split(v, p)
+    llf_pen = float(llf - (_el.penalty(b1, b2, c) if c else 0.0))
     if not best.info.converged:
         record.append((ConvergenceWarning, f"{name}: the optimiser did not converge "
                        f"({best.info.message})"))
@@ -293,13 +304,14 @@ def build_record(data, restricted: bool, name: str, best: StartRun, runs: list, 
     else:
         starts, n_at_best, cov, check, params, sep, binding, pi_free = _inference(
             data, restricted, name, v, pi, kl, theta, H, runs, record, c=c,
-            label_rule=label_rule, check_separation_opt=check_separation_opt)
+            label_rule=label_rule, check_separation_opt=check_separation_opt,
+            llf_pen=llf_pen, maxiter=maxiter, tol=tol)
     return TiltFit(
         restricted=restricted, name=name, penalty_strength=c,
         label_rule=label_rule if not restricted else "none (SETM)", maxiter=maxiter, tol=tol,
         v=readonly(v), theta=readonly(theta), pi=pi, labels_swapped=swapped, kl_divergences=kl,
         label_check=check,
-        llf=llf, llf_penalized=float(llf - (_el.penalty(b1, b2, c) if c else 0.0)),
+        llf=llf, llf_penalized=llf_pen,
         llf_method=llf_method, lagrange_multipliers=readonly(extra["lam"]),
         # per-row values (None for rows in Dask collections)
         el_weights=None if extra["p"] is None else readonly(extra["p"]),

@@ -350,7 +350,8 @@ class _TiltModel(Model):
             label so that pi is below / above one half. Ignored by SETM (no switching).
             The rule compares estimates: when the two sides are within their sampling error
             (a two-sided test of equality at 5%: the delta-method sandwich SE of the KL
-            difference, or ``SE(pi)`` against 0.5) a ``LabelAmbiguityWarning`` says the
+            difference, or the profile likelihood ratio of pi = 0.5) a
+            ``LabelAmbiguityWarning`` says the
             labelling is weakly determined; ``label_check`` on the results and the summary
             always show what the rule compared. On the Mobile Phone data the KL rule compares
             13.74 with 14.20 (SE of the difference 0.73): weakly determined.

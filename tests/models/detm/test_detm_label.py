@@ -154,6 +154,24 @@ class TestNearTie:
         assert abs(0.5 - res.pi) < 1.96 * chk.se  # pi-hat within its sampling error of 0.5
         assert chk.near_tie and LabelAmbiguityWarning in cats
 
+    def test_pi_rules_test_equality_by_the_profile_likelihood_ratio(self):
+        # session 74's size audit: at a true tie (pi = 0.5, n = m = 500, 600 data sets) the
+        # Wald z of pi-hat against 0.5 rejected 8.7% at 5% (z-score 4.1), the profile
+        # likelihood ratio (as test_pi(0.5) computes it) 6.0%; the check now uses the latter
+        df = pu_normal(500, 500, 0.5, [0, 0], [1.5, 0], [0, 1.5], rng=2000)
+        for rule in ("pi>0.5", "pi<0.5"):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                res = pu.DETM.from_formula(F2, data=df).fit(label_rule=rule,
+                                                            pi_interval="profile")
+            chk, t = res.label_check, res.test_pi(0.5)
+            assert "profile likelihood ratio" in chk.compared
+            assert chk.z ** 2 == pytest.approx(t.statistic, rel=1e-6)
+            assert chk.pvalue == pytest.approx(t.pvalue, rel=1e-6)
+            assert np.sign(chk.z) == np.sign(chk.difference)
+            # (not the Wald statistic (pi-hat - 0.5)^2 / SE^2: 0.0915 against R(0.5) = 0.0922)
+            assert chk.z ** 2 != pytest.approx((chk.difference / chk.se) ** 2, rel=1e-3)
+
     def test_setm_has_no_label_check(self, clear):
         df, _, _ = clear
         with warnings.catch_warnings():
