@@ -392,8 +392,13 @@ def test_lr_test_refuses_calibrators_fitted_with_non_frequency_weights_or_soft_l
     y = (rng.random(500) < expit(0.25 + logit(s) / 1.5)).astype(float)
     small, large = TemperatureCalibrator(), LogisticCalibrator()
     assert pu.lr_test(small.fit(s, y), large.fit(s, y)).pvalue < 0.01
-    # integer weights are frequencies: accepted
+    # integer weights are frequencies: accepted, also integers up to rounding (0.1 * 3 * 10 =
+    # 3.0000000000000004 was refused: review of session 74)
     pu.lr_test(small.fit(s, y, np.full(500, 2.0)), large.fit(s, y, np.full(500, 2.0)))
+    w3 = np.full(500, 0.1 * 3 * 10)
+    assert pu.lr_test(small.fit(s, y, w3), large.fit(s, y, w3)).statistic == pytest.approx(
+        pu.lr_test(small.fit(s, y, np.full(500, 3.0)), large.fit(s, y, np.full(500, 3.0))).statistic,
+        rel=1e-9)
     for w, yy, what in ((np.full(500, 1 / 500), y, "non-integer sample weights"),
                         (None, 0.1 + 0.8 * y, "soft labels")):
         with pytest.raises(ValueError, match=what):

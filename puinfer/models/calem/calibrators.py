@@ -492,7 +492,8 @@ class Calibrator:
         # a chi-square likelihood ratio needs a likelihood: 0/1 labels, and weights that count
         # rows (integers); other weights rescale the statistic (weights w / n turn LR 8.4,
         # p = 0.004, into 0.017, p = 0.90; Exp(1) importance weights gave a 17% size at 5%)
-        if sample_weight is not None and np.any(w != np.round(w)):
+        if sample_weight is not None and not np.allclose(w, np.round(w), rtol=1e-12, atol=0.0):
+            # (integers up to rounding: 0.1 * 3 * 10 = 3.0000000000000004 counts 3 rows)
             fitted = dataclasses.replace(fitted, lr_refusal=(
                 "fitted with non-integer sample weights: they are not frequencies, so the "
                 "weighted log-likelihood has no chi-square likelihood-ratio reference"))

@@ -201,12 +201,28 @@ def _starts_table(data, restricted, rule, runs, pi, record, name):
     return st, int(at_best.sum())
 
 
-def _lr_at_half(data, theta, llf_pen: float, c: float, maxiter: int, tol: float):
+def _lr_at_half(data, theta, llf_pen: float, c: float, maxiter: int, tol: float, runs=()):
     """The profile likelihood ratio statistic of pi = 0.5, ``2 (l(pi-hat) - l_p(0.5))`` on the
-    penalised log-EL, the maximum at 0.5 by Newton's method from the fit's theta (None if that
-    run fails): the pi rules' test of equality (:func:`._label.label_check`)."""
-    f, _, info = fit_fixed_pi(data, False, 0.5, theta, c, maxiter, tol)
-    return 2.0 * (llf_pen - f) if info.converged and np.isfinite(f) else None
+    penalised log-EL, the maximum at 0.5 by Newton's method from the fit's theta and from the
+    other local maxima the starts reached (one run from the fit's theta alone can stop at a
+    lower maximum at 0.5, overstating the statistic against ``test_pi(0.5)``), the best
+    converged value (None if no run converges): the pi rules' test of equality
+    (:func:`._label.label_check`)."""
+    starts, seen = [theta], []
+    for r in sorted(runs, key=lambda r: -r.f):
+        if not (r.info.converged and np.isfinite(r.f)):
+            continue
+        th, pi_r = theta_pi(data, False, r.v)
+        if not np.all(np.isfinite(th)) or any(abs(pi_r - q) < 1e-3 for q in seen):
+            continue
+        seen += [pi_r, 1 - pi_r]
+        starts.append(th)
+    best = None
+    for th in starts:
+        f, _, info = fit_fixed_pi(data, False, 0.5, th, c, maxiter, tol)
+        if info.converged and np.isfinite(f) and (best is None or f > best):
+            best = f
+    return None if best is None else 2.0 * (llf_pen - best)
 
 
 def _inference(data, restricted, name, v, pi, kl, theta, H, runs, record, *, c, label_rule,
@@ -229,7 +245,7 @@ def _inference(data, restricted, name, v, pi, kl, theta, H, runs, record, *, c, 
         kl_se = kl_difference_se(data, v, c) if label_rule == "kl" else float("nan")
         check = label_check(label_rule, kl, kl_se, pi, float(np.sqrt(cov.loc["pi", "pi"])),
                             None if label_rule == "kl" else
-                            _lr_at_half(data, theta, llf_pen, c, maxiter, tol))
+                            _lr_at_half(data, theta, llf_pen, c, maxiter, tol, runs))
         if check.near_tie:
             record.append((LabelAmbiguityWarning, f"{name}: the labelling is weakly determined: "
                            f"rule {label_rule!r} compared {check.compared}; equality has "

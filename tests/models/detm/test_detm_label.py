@@ -172,6 +172,24 @@ class TestNearTie:
             # (not the Wald statistic (pi-hat - 0.5)^2 / SE^2: 0.0915 against R(0.5) = 0.0922)
             assert chk.z ** 2 != pytest.approx((chk.difference / chk.se) ** 2, rel=1e-3)
 
+    def test_pi_rules_profile_at_half_from_every_maximum(self):
+        # review of session 74: one Newton run at pi = 0.5 from the fit stopped at a lower
+        # maximum there (R 5.27, p = 0.022, no warning) where the profile, from the fit's
+        # other maxima too, gives R(0.5) = 3.77, p = 0.052: a near tie
+        rng = np.random.default_rng(516)
+        ms = rng.normal(0, 1, 4)
+        mp, mn = ms + rng.normal(0, 0.5, 4), rng.normal(0, 1.5, 4)
+        df = pu_normal(150, 150, 0.7, ms, mp, mn, rng=rng)
+        f4 = "labeled ~ x1 + x2 + x3 + x4"
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            res = pu.DETM.from_formula(f4, data=df).fit(pi_interval="profile",
+                                                        label_rule="pi>0.5")
+        chk, t = res.label_check, res.test_pi(0.5)
+        assert chk.z ** 2 == pytest.approx(t.statistic, rel=1e-6)
+        assert chk.near_tie and t.pvalue > 0.05
+        assert any(issubclass(w.category, LabelAmbiguityWarning) for w in caught)
+
     def test_setm_has_no_label_check(self, clear):
         df, _, _ = clear
         with warnings.catch_warnings():
