@@ -31,6 +31,26 @@ from puinfer.simulate import sar_design, scar_design  # noqa: E402
 RAW = Path(__file__).resolve().parent / "results" / "detm_bootstrap_starts_raw"
 
 
+def setm_runs(dat, setm_givens, c, maxiter, tol):
+    """SETM's quick-refit runs on the resample ``dat``: from each given start and SETM's grid
+    (as the bootstrap's quick refit, with several given starts)."""
+    starts_r = [
+        ("given" if k == 0 else f"given{k}", v) for k, v in enumerate(setm_givens)
+    ] + _starts.grid_starts(dat, True, dat.logistic_slopes)
+    fun_r, expand_r = _starts.free_fun(dat, c, True)
+    return _starts._newton_runs(
+        fun_r,
+        [(f"SETM {lab}", v) for lab, v in starts_r],
+        maxiter,
+        tol,
+        "Newton (SETM, pi free)",
+        known=[],
+        boundary=True,
+        pick=_starts._setm_index(dat.p),
+        expand=expand_r,
+    )
+
+
 def to_sample(v, p, m0, s0, dat, shrink=None):
     v = np.array(v, float)
     out = v.copy()
@@ -62,22 +82,7 @@ def quick(dat, fit, setm_givens, detm_extras):
         "probe": False,
         "lean": True,
     }
-    bL = dat.logistic_slopes
-    starts_r = [
-        ("given" if k == 0 else f"given{k}", v) for k, v in enumerate(setm_givens)
-    ] + _starts.grid_starts(dat, True, bL)
-    fun_r, expand_r = _starts.free_fun(dat, c, True)
-    runs_r = _starts._newton_runs(
-        fun_r,
-        [(f"SETM {lab}", v) for lab, v in starts_r],
-        maxiter,
-        tol,
-        "Newton (SETM, pi free)",
-        known=[],
-        boundary=True,
-        pick=_starts._setm_index(dat.p),
-        expand=expand_r,
-    )
+    runs_r = setm_runs(dat, setm_givens, c, maxiter, tol)
     so = {"setm_start": setm_givens[0], "grid": True, "setm_runs": runs_r}
     s_b = fit_data(dat, True, start_options=so, **opts)[0]
     d_b = fit_data(

@@ -18,7 +18,6 @@ from pathlib import Path
 os.environ["OPENBLAS_NUM_THREADS"] = "1"
 import numpy as np  # noqa: E402
 
-from puinfer.models.detm import _starts  # noqa: E402
 from puinfer.models.detm import bootstrap as boot  # noqa: E402
 from puinfer.models.detm._data import prepare  # noqa: E402
 from puinfer.models.detm._profile import PiProfiler  # noqa: E402
@@ -26,31 +25,15 @@ from puinfer.models.detm._starts import fit_fixed_pi  # noqa: E402
 from puinfer.models.detm.model import fit_data  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from detm_bootstrap_starts import to_sample, world_fit  # noqa: E402
+from detm_bootstrap_starts import setm_runs, to_sample, world_fit  # noqa: E402
 
 RAW = Path(__file__).resolve().parent / "results" / "detm_bootstrap_starts_raw"
 
 
 def istat(dat, fit, setm_givens, extras, prof_starts, pi0):
-    p = dat.p
     c = fit.penalty_strength
     assert not fit.restricted
-    bL = dat.logistic_slopes
-    starts_r = [
-        ("given" if k == 0 else f"given{k}", v) for k, v in enumerate(setm_givens)
-    ] + _starts.grid_starts(dat, True, bL)
-    fun_r, expand_r = _starts.free_fun(dat, c, True)
-    runs_r = _starts._newton_runs(
-        fun_r,
-        [(f"SETM {lab}", v) for lab, v in starts_r],
-        fit.maxiter,
-        fit.tol,
-        "Newton (SETM, pi free)",
-        known=[],
-        boundary=True,
-        pick=_starts._setm_index(p),
-        expand=expand_r,
-    )
+    runs_r = setm_runs(dat, setm_givens, c, fit.maxiter, fit.tol)
     opts = {
         "setm_start": setm_givens[0],
         "grid": True,
