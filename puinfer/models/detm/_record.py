@@ -74,7 +74,7 @@ class TiltFit(ReadOnlyArrays):
 #: a ``PenaltyWarning`` when the ridge moves pi-hat from the unpenalised maximum nearest the
 #: fit by more than this many standard errors (observed information). The default vanishing
 #: ridge moved it by at most 0.09 SE on 48 SAR and SCAR samples (n = m = 300-3000, p = 5 and
-#: 15, SETM and DETM; session 74); an uncentred ``age + I(age**2)`` by 0.43 (SETM) and 0.93
+#: 15, SETM and DETM; session 74); an uncentred ``age + I(age**2)`` by 0.42 (SETM) and 0.93
 #: (DETM) at n = m = 500
 RIDGE_SHIFT_SE = 0.25
 
