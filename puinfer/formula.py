@@ -254,8 +254,9 @@ def _clean(data: pd.DataFrame, used: list, what: str, missing: str, can_drop: bo
 
     Refuses (``ValueError`` naming the column) duplicate names, dates/times and numbers stored
     as text; nullable numeric columns (``Int64``, ``Float64``, ``boolean``) become numpy
-    columns with ``pd.NA`` as missing. ``missing="raise"`` refuses missing values in a used
-    column, naming it; ``"drop"`` drops those rows. Returns the (new) frame and the boolean
+    columns of the same kind (integer, float, bool) with ``pd.NA`` as missing.
+    ``missing="raise"`` refuses missing values in a used column, naming it; ``"drop"`` drops
+    those rows. Returns the (new) frame and the boolean
     mask of kept rows (None if none was dropped). ``data`` is not modified.
     """
     check_feature_columns(data, what, used, numeric=False)
@@ -279,8 +280,12 @@ def _clean(data: pd.DataFrame, used: list, what: str, missing: str, can_drop: bo
     for c in used:
         dt = data[c].dtype
         if _is_nullable_numeric(dt):
-            # patsy does not understand pandas' nullable dtypes: plain numpy columns
-            conv[c] = data[c].to_numpy(dtype=bool if pd.api.types.is_bool_dtype(dt) else float)
+            # patsy does not understand pandas' nullable dtypes: plain numpy columns of the
+            # same kind (integers stay integers, so that C(k) names its levels T.1, not T.1.0;
+            # no missing values are left here)
+            conv[c] = data[c].to_numpy(dtype=bool if pd.api.types.is_bool_dtype(dt) else
+                                       dt.numpy_dtype if pd.api.types.is_integer_dtype(dt)
+                                       else float)
     if conv:
         data = data.copy(deep=False)  # a new frame: the caller's is not modified
         for c, v in conv.items():

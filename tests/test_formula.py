@@ -117,6 +117,14 @@ def test_nullable_dtypes_are_numeric_and_pd_na_is_missing():
     d = build_design("y ~ x + k", df.assign(k=kn), missing="drop")
     assert d.n_dropped == 1 and d.X.index.equals(df.index.delete(4))
     np.testing.assert_array_equal(d.X["k"], np.delete(k, 4).astype(float))
+    # integers stay integers: a factor of an Int64 column names its levels as one of int64
+    # (they were named T.1.0, T.2.0, from a float conversion)
+    for dt in ("Int64", "UInt8", "Int16"):
+        c = build_design("y ~ x + C(k)", df.assign(k=pd.array(k, dtype=dt)))
+        assert c.exog_names == build_design("y ~ x + C(k)", df.assign(k=k)).exog_names
+        assert c.exog_names[1:4] == ["C(k)[T.1]", "C(k)[T.2]", "C(k)[T.3]"]
+    c = build_design("y ~ x + C(k)", df.assign(k=kn), missing="drop")
+    assert c.exog_names[1:4] == ["C(k)[T.1]", "C(k)[T.2]", "C(k)[T.3]"]
     bo = pd.array([True, False, None] * 4, dtype="boolean")
     with pytest.raises(ValueError, match=r"\['b'\]"):
         build_design("y ~ x + b", df.assign(b=bo))
