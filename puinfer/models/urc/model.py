@@ -13,6 +13,7 @@ from ..._validation import unwrap_0d, warn_and_record
 from ...base.model import Model
 from ...base.results import freeze_arrays
 from ...exceptions import (
+    AssumptionWarning,
     BoundaryWarning,
     ConvergenceWarning,
     EmptyBinWarning,
@@ -506,7 +507,11 @@ class URC(Model):
         likelihood : {"joint", "fixed"}
             ``"joint"`` (default): lab and field histograms in one likelihood with ``M_A`` free,
             so intervals and tests carry the lab set's uncertainty. ``"fixed"`` (alias
-            ``"paper"``): ``M_A`` fixed at its lab estimate (eq. (13)). Under either, a random
+            ``"paper"``): ``M_A`` fixed at its lab estimate (eq. (13)); valid only where the
+            lab set is much larger than the field: an
+            :class:`~puinfer.exceptions.AssumptionWarning` says when the lab set's sampling
+            error would widen the base rates' standard errors by more than 10% (their
+            two-step, Murphy-Topel, variance). Under either, a random
             lab design (:class:`URC`'s ``lab_design``) adds the multinomial of the lab class
             counts, ``sum_i n_i log pi_lab[i]``, with ``pi_lab`` free: for the fixed likelihood
             too the lab class counts are data on the lab population's base rates, and
@@ -687,8 +692,24 @@ class URC(Model):
                             "rates are barely determined, and the chi-square references of "
                             "gof() and the tests are poor there", EmptyBinWarning)
         self._check_fit(est, gindex, record)
+        if not d.joint:
+            self._check_fixed(d, est, record)
         return URCResults(URCFitRecord(self, d, est, gindex, naive, lik.Constraint(), options,
                                        tuple(record), n_dropped))
+
+    def _check_fixed(self, d: lik.Data, est: lik.Estimate, record: list) -> None:
+        """The fixed likelihood takes ``M_A`` as known: warn where the lab set's sampling error
+        would widen the base rates' standard errors by more than ``lik.FIXED_SE_RATIO``."""
+        k = self.n_classes
+        idx = [g * k + j for g in range(d.F.shape[0]) for j in ([1] if k == 2 else range(k))]
+        ratio = lik.lab_error_se_ratio(d, est, idx)
+        if ratio > lik.FIXED_SE_RATIO:
+            warn_and_record(record, f"likelihood='fixed' takes M_A as known, but the lab set "
+                            f"({int(d.L.sum())} items) is not large against the field: its "
+                            f"sampling error would widen the base rates' standard errors by "
+                            f"up to {ratio:.2f}x, so this fit's intervals are too narrow and "
+                            "its tests (gof, test_no_shift, ...) reject too often; "
+                            "likelihood='joint' (the default) counts it", AssumptionWarning)
 
     def _maximize(self, d: lik.Data, options: lik.FitOptions) -> lik.Estimate:
         """The unrestricted maximum of the fit's objective (a hook: RegressionURC also looks

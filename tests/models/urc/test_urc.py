@@ -12,6 +12,7 @@ from scipy import optimize, special, stats
 
 import puinfer as pu
 from puinfer.exceptions import (
+    AssumptionWarning,
     BoundaryWarning,
     EmptyBinWarning,
     IllConditionedWarning,
@@ -909,3 +910,37 @@ def test_penalty_must_be_a_penalty_object(sim):
     for bad in (0.1, "ridge"):
         with pytest.raises(TypeError, match="penalty must be a penalty object"):
             m.fit(sim.field_pred, penalty=bad)
+
+
+def test_the_fixed_likelihood_says_when_the_lab_set_is_too_small_for_it():
+    # session 75's audit: likelihood="fixed" takes M_A as known; with lab 500 and field 5000
+    # its gof() rejected a true Axiom 2 in 82% of replicates at 5% (mean X^2 28.6 on 2 df) and
+    # its intervals are about 3x too narrow, with no warning. Now an AssumptionWarning gives
+    # the two-step (Murphy-Topel) standard-error ratio, checked here against an independent
+    # calculation: the standard errors of the joint likelihood's own maximum (no
+    # pseudo-counts), which count the lab error; and gof's note gives the inflation factor
+    rng = np.random.default_rng(2024)
+    for n_lab, n_field, warns in ((500, 5000, True), (5000, 5000, True), (100_000, 1000, False)):
+        s = simulate_urc(n_lab=n_lab, n_field=n_field, lab_base_rates=0.5, field_base_rate=0.2,
+                         rng=rng, lab_design="random")
+        m = pu.URC(s.lab_pred, s.lab_y)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            r = m.fit(s.field_pred, likelihood="fixed")
+        said = [w for w in caught if issubclass(w.category, AssumptionWarning)]
+        assert bool(said) == warns
+        assert any("likelihood='fixed'" in msg for _, msg in r.warnings) == warns
+        joint = m.fit(s.field_pred, lab_pseudocount=0)
+        ratio = float(joint.bse.iloc[0] / r.bse.iloc[0])
+        if warns:
+            shown = float(str(said[0].message).split("up to ")[1].split("x")[0])
+            assert shown == pytest.approx(ratio, rel=0.1)
+            assert ratio > 1.3
+        else:
+            assert ratio < 1.05
+        F, L = r._d.F, r._d.L
+        p = r._P[0]
+        inflation = 1 + F.sum() * np.sum(p ** 2 / L.sum(axis=1))
+        note = r.gof().extra["note (fixed M_A)"]
+        assert f"inflated by about {inflation:.3g}" in note
+        assert "note (fixed M_A)" not in joint.gof().extra
