@@ -389,7 +389,11 @@ class URCResults(URCTestsMixin, InformationCriteria, LikelihoodResults):
             Profile: the limits solve ``R(v) = chi2_{1, 1 - alpha}`` by root-finding; a limit
             at 0 or 1 is one-sided (the profile never reaches the cut-off). Wald:
             ``estimate -/+ z se`` with ``se`` from the observed information (``bse``), which
-            can leave [0, 1]. Bartlett: the profile interval with the cut-off
+            can leave [0, 1], and NaN where the estimate is on the boundary. Near 0 or 1 it
+            misses on one side: at a true base rate of 0.05 (binary, lab 500, field 5000,
+            2000 replicates; session 75's audit) it covered 86.5% (NaN in 9% of fits; the
+            others missed only below), the profile interval 95.2% with balanced tails; at
+            0.3 both covered 95-96%. Bartlett: the profile interval with the cut-off
             ``b chi2_{1, 1 - alpha}``, ``b`` the mean of the profile statistic at the
             estimate over a parametric bootstrap of the histograms from the fitted model
             (:meth:`bartlett_factors`; ``E R = 1`` for an exact chi-square(1)). With maximum
