@@ -58,7 +58,7 @@ __all__ = ["Data", "Constraint", "Estimate", "FitOptions", "objective", "em_step
            "grad_hess", "grad_hess_blocks", "tangent", "maximize", "ModeCurvature",
            "ProfileLoglik", "profile_loglik", "approx_se", "base_rate_cov", "gof_test",
            "group_fits", "BOUNDARY", "ROW_TOL", "FIXED_SE_RATIO", "lab_error_se_ratio",
-           "fixed_gof_inflation"]
+           "fixed_gof_inflation", "permutation_lr_equal"]
 
 ROW_TOL = 1e-6        # rows of class probabilities must sum to 1 within this
 BOUNDARY = 1e-6       # base rates closer than this to 0 or 1 are on the boundary
@@ -1502,4 +1502,35 @@ def bootstrap_lr_test(d: Data, est0: Estimate, con: Constraint, n_boot: int,
         null = _maximize_once(dn, con, (P0, M0), options, warm=True)
         if free.convergence.converged and null.convergence.converged:
             out[b] = max(2.0 * (free.objective + db.const - null.objective - dn.const), 0.0)
+    return out
+
+
+def permutation_lr_equal(d: Data, est0: Estimate, n_boot: int, rng: np.random.Generator,
+                         options: FitOptions) -> np.ndarray:
+    """Permutation likelihood-ratio statistics of equal base rates across the field groups.
+
+    Under the null (with Axiom 2) the field rows of every group come from one distribution,
+    so their group labels are exchangeable: each resample reallocates the pooled field
+    histogram to the groups at random with their sizes kept (a permutation of the group
+    labels over the field rows: multivariate hypergeometric draws; the lab data, the partition
+    and any penalty unchanged), refits the free and the equal fits (warm-started at the equal
+    fit ``est0``) and returns ``2 (l_free - l_equal)`` (NaN where a fit failed). Exact in
+    finite samples, conditionally on the lab data, whatever a penalty does to the
+    statistic's distribution."""
+    P0, M0 = est0.P, est0.M
+    pooled = d.F.sum(axis=0).astype(np.int64)
+    Ng = d.F.sum(axis=1).astype(np.int64)
+    out = np.full(n_boot, np.nan)
+    for b in range(n_boot):
+        left = pooled.copy()
+        Fb = np.empty(d.F.shape)
+        for g, n in enumerate(Ng[:-1]):  # (groups, not rows: a few draws per resample)
+            Fb[g] = rng.multivariate_hypergeometric(left, int(n))
+            left -= Fb[g].astype(np.int64)
+        Fb[-1] = left
+        db = dataclasses.replace(d, F=Fb, pooled=False)
+        free = _maximize_once(db, Constraint(), (P0, M0), options, warm=True)
+        null = _maximize_once(db, Constraint("equal"), (P0, M0), options, warm=True)
+        if free.convergence.converged and null.convergence.converged:
+            out[b] = max(2.0 * (free.objective - null.objective), 0.0)
     return out

@@ -278,21 +278,84 @@ class URCTestsMixin:
                                    method=t.method + " (bootstrap Bartlett correction)",
                                    extra=extra)
 
-    def test_equal_base_rates(self) -> HypothesisTestResult:
+    def test_equal_base_rates(self, reference: str = "chi2", *, n_boot: int = 199,
+                              rng=0) -> HypothesisTestResult:
         """Likelihood-ratio test that all groups share one set of base rates.
+
+        Parameters
+        ----------
+        reference : {"chi2", "permutation"}
+            ``"chi2"`` (default): chi-square with ``(G - 1)(k - 1)`` degrees of freedom.
+            ``"permutation"``: the p-value ``(1 + #{T*_b >= T}) / (B' + 1)`` among the
+            statistics of ``n_boot`` random reallocations of the field rows to the groups
+            (group sizes kept, the lab data and the partition unchanged, both fits redone;
+            ``B'`` the usable ones): exact under the null, conditionally on the lab data,
+            whatever a penalty does to the statistic. Two fits on the histograms per
+            permutation.
+        n_boot : int
+            Permutations for ``reference="permutation"``.
+        rng : int, numpy.random.Generator or None
+            Their random source: an int seed (default 0: the same permutations, and so the
+            same p-value, on every call; cached per ``(n_boot, seed)``), or a Generator /
+            None for fresh draws (not cached).
 
         Returns
         -------
         HypothesisTestResult
-            Chi-square with ``(G - 1)(k - 1)`` degrees of freedom; invalid for a single group.
+            Invalid for a single group. With the permutation reference: ``distribution ==
+            "permutation"``, the chi-square p-value and the number of usable permutations in
+            ``extra``.
+
+        Notes
+        -----
+        Measured sizes at 5% with the chi-square reference (session 75's audit, 786
+        replicates per cell, URC's defaults): 5.0-6.6% over binary and three-class fits with
+        3-10 groups, equal and unequal group sizes, lab 200-2000, under both likelihoods.
+        Under :class:`~puinfer.models.urc.RegressionURC`'s smoothness penalty the chi-square
+        reference rejected none of 150 true nulls (the penalty shrinks the groups'
+        differences: the statistic's null 95% quantile 13.1 against chi-square(18)'s 28.9),
+        so there the permutation reference is the default.
         """
+        if reference not in ("chi2", "permutation"):
+            raise ValueError(f"reference must be 'chi2' or 'permutation'; got {reference!r}")
+        _check_n_boot(n_boot)
+        check_rng(rng)
         null = "all groups share the same field base rates"
         method = "URC likelihood-ratio test of equal base rates across groups"
         self._check_free("test_equal_base_rates")
         if len(self._groups) < 2:
             return HypothesisTestResult.invalid("only one group was fitted", null=null,
                                                 method=method)
-        return self._lr(self._equal_fit, null, method)
+        t = self._lr(self._equal_fit, null, method)
+        if reference == "chi2" or not np.isfinite(t.statistic):
+            return t
+        seeded = isinstance(rng, (int, np.integer)) and not isinstance(rng, (bool, np.bool_))
+        key = (int(n_boot), int(rng)) if seeded else None
+        T = self._permutation_cache.get(key) if key is not None else None
+        if T is None:
+            eq = self._equal_fit
+            T = lik.permutation_lr_equal(eq._d, eq._record.estimate, int(n_boot),
+                                         check_rng(rng), self._record.options)
+            T.setflags(write=False)
+            if key is not None:
+                self._permutation_cache[key] = T
+        ok = np.isfinite(T)
+        if not ok.any():
+            return dataclasses.replace(
+                HypothesisTestResult.invalid("no permutation could be fitted", null=null,
+                                             method=method, df=t.df),
+                distribution="permutation")
+        # (a permuted statistic equal to T up to rounding counts as at least as large)
+        pval = (1 + np.sum(T[ok] >= t.statistic - 1e-9 * max(1.0, t.statistic))) / (ok.sum() + 1)
+        extra = {**t.extra, "permutations": f"{int(ok.sum())} of {n_boot} usable",
+                 f"chi2({t.df:g}) p-value": f"{t.pvalue:.4g}"}
+        return dataclasses.replace(t, pvalue=float(pval), distribution="permutation",
+                                   method=method + " (permutation reference)", extra=extra)
+
+    @functools.cached_property
+    def _permutation_cache(self) -> dict:
+        """``(n_boot, seed) -> statistics`` of :meth:`test_equal_base_rates`' permutations."""
+        return {}
 
     def _check_free(self, name: str) -> None:
         # (session 69's audit: on a restricted fit these failed inside lr_test, with messages

@@ -1027,6 +1027,24 @@ class RegressionURCResults(URCResults):
                                     method=t.method + ", bootstrap of the procedure under the null",
                                     distribution="bootstrap", extra=extra)
 
+    def test_equal_base_rates(self, reference: str = "permutation", *,
+                              n_boot: int = DEFAULT_N_BOOT, rng=0) -> HypothesisTestResult:
+        """Test that all groups share one set of outcome-interval shares (see
+        :meth:`URCResults.test_equal_base_rates`), by default with the permutation reference.
+
+        The smoothness penalty shrinks each group's shift, and with it the differences
+        between groups, so the penalised likelihood-ratio statistic falls far below its
+        nominal chi-square: in session 75's audit (three groups of 5000 field rows, lab 1000,
+        ten intervals, 150 data sets per cell) the chi-square reference rejected none of the
+        true nulls at 5% or 10% (mean statistic 7.5 on 18 degrees of freedom) and 13.5% of
+        data sets with shifts (0, 0.05, 0.1) between the groups. The permutation reference
+        (random reallocations of the field rows to the groups, exact under the null) rejected
+        3.0% of true nulls at 5% (100 data sets, 39 permutations each; MC SE 1.7%) and 72% of
+        the shifted ones. ``reference="chi2"`` gives the chi-square p-value. Cost: two fits
+        on the histograms per permutation.
+        """
+        return super().test_equal_base_rates(reference, n_boot=n_boot, rng=rng)
+
     def _warn_unusable(self, why) -> None:
         """Say that many resamples of the no-shift bootstrap could not be used, and why (a
         ``BootstrapWarning`` with the counts by cause)."""

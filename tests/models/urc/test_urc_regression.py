@@ -520,7 +520,9 @@ def test_groups(sim):
     r = quiet(lambda: m.fit(s.field_pred, groups=g))
     truth = s.field_interval_rates(m.edges)
     assert np.max(np.abs(r.base_rates.to_numpy() - truth)) < 0.05
-    assert r.test_equal_base_rates().pvalue < 1e-6
+    # the permutation reference (the default) at its floor 1 / (B + 1); chi-square far below
+    assert r.test_equal_base_rates().pvalue == pytest.approx(1 / 200)
+    assert r.test_equal_base_rates("chi2").pvalue < 1e-6
     with pytest.raises(ValueError, match="several groups"):
         r.recalibrate(s.field_pred)
     Pt = r.recalibrate(s.field_pred.take(np.arange(5)), groups=g.iloc[:5])
@@ -905,3 +907,45 @@ def test_trend_prior_keeps_a_strong_shift_off_the_corner():
     a = quiet(lambda: m0.fit(sim0.field_pred)).base_rates.to_numpy()
     b = quiet(lambda: m0.fit(sim0.field_pred, trend_sd=None)).base_rates.to_numpy()
     assert np.abs(a - b).max() < 0.002
+
+
+def test_equal_shares_across_groups_by_permutation():
+    # session 75's audit: RegressionURC's equal-shares test referred the penalised LR statistic
+    # to chi-square((G - 1)(K - 1)); the smoothness penalty shrinks the groups' differences, so
+    # it rejected none of 150 true nulls at 10% (mean statistic 7.5 on 18 df) and 13.5% of
+    # shifted data sets. The default is now a permutation of the field rows over the groups
+    rng = np.random.default_rng([75, 1])
+    same = simulate_urc_regression(1000, [3000] * 3, field_shift=[0.3] * 3, rng=rng)
+    res = pu.RegressionURC(same.lab_pred, same.lab_y).fit(same.field_pred,
+                                                          groups=same.field_group)
+    t = res.test_equal_base_rates(n_boot=19)
+    chi = res.test_equal_base_rates("chi2")
+    assert t.distribution == "permutation" and chi.distribution != "permutation"
+    assert t.statistic == chi.statistic and t.df == chi.df
+    T = res._permutation_cache[(19, 0)]
+    assert np.all(np.isfinite(T))
+    assert t.pvalue == pytest.approx((1 + np.sum(T >= t.statistic)) / 20)
+    assert res.test_equal_base_rates(n_boot=19) == t  # cached: the same p-value, no refits
+    # the permuted statistics are refits of the free and equal fits: the identity "permutation"
+    # (each group keeps its own rows) gives back the observed statistic
+    eq = res._equal_fit
+
+    class Identity:
+        def __init__(self):
+            self.g = 0
+
+        def multivariate_hypergeometric(self, colors, nsample):
+            out = eq._d.F[self.g].astype(np.int64)
+            self.g += 1
+            assert out.sum() == nsample and np.all(out <= colors)
+            return out
+
+    again = lik.permutation_lr_equal(eq._d, eq._record.estimate, 1, Identity(),
+                                     res._record.options)
+    assert again[0] == pytest.approx(t.statistic, rel=1e-6, abs=1e-6)
+    # groups that differ: the observed statistic beyond every permutation's
+    rng = np.random.default_rng([75, 2])
+    apart = simulate_urc_regression(1000, [3000] * 3, field_shift=[0.0, 0.4, 0.8], rng=rng)
+    res2 = pu.RegressionURC(apart.lab_pred, apart.lab_y).fit(apart.field_pred,
+                                                             groups=apart.field_group)
+    assert res2.test_equal_base_rates(n_boot=19).pvalue == pytest.approx(1 / 20)
