@@ -181,6 +181,18 @@ class Results(ReadOnlyArrays):
         object.__delattr__(self, name)
 
 
+def standard_errors(cov: pd.DataFrame | None, index: pd.Index) -> pd.Series:
+    """Standard errors from a covariance matrix (its labelled diagonal), in the order of
+    ``index``; all NaN if ``cov`` is None."""
+    if cov is None:
+        return pd.Series(np.nan, index=index, name="std err")
+    d = np.diag(cov.to_numpy()).astype(float)
+    # a variance below 0 beyond rounding is no variance: NaN, not a standard error of 0
+    # with z = -inf and p < 2e-16; rounding noise around 0 is 0
+    d = np.where(below_zero(d), np.nan, np.clip(d, 0, None))
+    return pd.Series(np.sqrt(d), index=cov.index, name="std err").reindex(index)
+
+
 class LikelihoodResults(Results):
     """Base class of the results of a likelihood fit, with statsmodels' attribute names.
 
@@ -213,14 +225,7 @@ class LikelihoodResults(Results):
 
     @functools.cached_property
     def _bse(self) -> pd.Series:
-        if self._cov is None:
-            return pd.Series(np.nan, index=self._params.index, name="std err")
-        d = np.diag(self._cov.to_numpy()).astype(float)
-        # a variance below 0 beyond rounding is no variance: NaN, not a standard error of 0
-        # with z = -inf and p < 2e-16; rounding noise around 0 is 0
-        d = np.where(below_zero(d), np.nan, np.clip(d, 0, None))
-        return pd.Series(np.sqrt(d), index=self._cov.index,
-                         name="std err").reindex(self._params.index)
+        return standard_errors(self._cov, self._params.index)
 
     @property
     def bse(self) -> pd.Series:

@@ -174,11 +174,15 @@ def test_default_is_the_bootstrap_interval_computed_once(fit, monkeypatch):
     wald = fit.conf_int().loc["pi"]
     assert wald["upper"] - wald["lower"] == pytest.approx(ci["upper"] - ci["lower"], rel=1e-12)
     assert fit.cov_params().loc["pi", "pi"] == pytest.approx(se ** 2)
-    # the other parameters keep their information SEs; pi's correlations are kept
+    # pi-hat's calibrated variance carried to the other parameters (session 75): the part of
+    # each that moves with pi-hat (c / V per unit of pi) gets pi's calibrated variance
     info = fit._cov
-    np.testing.assert_allclose(fit.bse.drop("pi"), np.sqrt(np.diag(info))[:-1])
     k = se / fit._information_se["pi"]
-    np.testing.assert_allclose(fit.cov_params().loc["alpha1", "pi"], k * info.loc["alpha1", "pi"])
+    c, V = info["pi"].to_numpy(), info.loc["pi", "pi"]
+    resid = np.diag(info) - c ** 2 / V  # the variance of the part that does not move with pi
+    np.testing.assert_allclose(fit.bse ** 2, resid + (c / V) ** 2 * se ** 2, rtol=1e-10)
+    np.testing.assert_allclose(fit.cov_params().loc["alpha1", "pi"], k ** 2 * info.loc["alpha1", "pi"])
+    assert np.linalg.eigvalsh(fit.cov_params().to_numpy()).min() > -1e-12
     text = str(fit.summary())
     assert f"{ci['lower']:.4f}, {ci['upper']:.4f}" in text and "SE(pi) (calibrated CI width / 3.92)" in text
     import pickle
@@ -395,3 +399,27 @@ def test_unusable_bootstrap_resamples_are_said(probe):
         ci = r.conf_int_pi(method="bootstrap")
     assert ci.attrs["n_boot_used"] < 0.9 * 199
     assert any(c == "BootstrapWarning" for c, _ in r.warnings)
+
+
+def test_a_weakly_determined_pi_hat_widens_and_flags_the_tilts_wald_inference():
+    # session 75's audit: where pi is barely determined the tilt coefficients move with pi-hat
+    # (correlation about 0.9), but their Wald SEs came from the information alone. On this
+    # data set (source N(0, I); target 0.5 N((0.5, 0, 0), I) + 0.5 N((1, 1, 0), I), so
+    # beta1[x2] = 0) pi-hat is 0.992 with calibrated interval (0.008, 0.9996), and
+    # beta1[x2] was reported as 0.394 (SE 0.050, z = 7.9, p = 4e-15); the Monte Carlo SD of
+    # that estimate in this world is about 0.3
+    df = pu_normal(1000, 1000, 0.5, [0, 0, 0], [0.5, 0, 0], [1, 1, 0],
+                   rng=np.random.default_rng(300012))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        r = pu.DETM.from_formula("labeled ~ x1 + x2 + x3", data=df).fit()
+        z = r.tvalues
+    k = r.bse["pi"] / r._information_se["pi"]
+    assert k > 10
+    assert abs(z["beta1[x2]"]) < 1.96 < abs(r.params["beta1[x2]"] / r._information_se["beta1[x2]"])
+    said = [w for w in caught if issubclass(w.category, pu.exceptions.AssumptionWarning)]
+    assert said and "weakly determined" in str(said[0].message)
+    assert any(cat == "AssumptionWarning" and "weakly determined" in msg
+               for cat, msg in r.warnings)
+    assert "calibrated variance carried" in str(r.summary())
+    assert np.linalg.eigvalsh(r.cov_params().to_numpy()).min() > -1e-9 * r.cov_params().max().max()
