@@ -329,18 +329,21 @@ class TiltResults(LikelihoodResults):
             return None
         se = self._interval_se()
         k = float(se / self._information_se["pi"])
-        if not np.isfinite(k):
-            return None
-        if not self.restricted and k > WEAK_PI_K:
-            msg = (f"{self.model_name}: pi-hat is weakly determined (its calibrated SE "
-                   f"{se:.3g} is {k:.3g} times its information SE): the tilt coefficients "
-                   "move with it, and their Wald standard errors, z-tests and intervals are "
-                   "unreliable even with pi-hat's calibrated variance carried to them. "
-                   f"{WEAK_PI_EVIDENCE}")
+        if not self.restricted and not k <= WEAK_PI_K:
+            how = (f"its calibrated SE {se:.3g} is {k:.3g} times its information SE"
+                   if np.isfinite(k) else "its calibrated interval reaches both bounds or "
+                   "could not be computed, so no calibrated SE")
+            msg = (f"{self.model_name}: pi-hat is weakly determined ({how}): the tilt "
+                   "coefficients move with it, and their Wald standard errors, z-tests and "
+                   "intervals are unreliable" + (" even with pi-hat's calibrated variance "
+                                                 "carried to them" if np.isfinite(k) else "")
+                   + f". {WEAK_PI_EVIDENCE}")
             prof = self._profiler
             if (exceptions.AssumptionWarning.__name__, msg) not in prof.warnings:
                 prof.warnings.append((exceptions.AssumptionWarning.__name__, msg))
             warn(msg, exceptions.AssumptionWarning)
+        if not np.isfinite(k):
+            return None
         info = self._cov
         c = info["pi"].to_numpy()
         V = float(info.loc["pi", "pi"])

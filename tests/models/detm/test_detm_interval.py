@@ -423,3 +423,21 @@ def test_a_weakly_determined_pi_hat_widens_and_flags_the_tilts_wald_inference():
                for cat, msg in r.warnings)
     assert "calibrated variance carried" in str(r.summary())
     assert np.linalg.eigvalsh(r.cov_params().to_numpy()).min() > -1e-9 * r.cov_params().max().max()
+
+
+def test_an_undetermined_pi_flags_the_tilts_wald_inference():
+    # the same world, a data set whose calibrated interval for pi reaches both bounds: no
+    # calibrated SE to carry, and the tilts' Wald inference is flagged all the same
+    df = pu_normal(1000, 1000, 0.5, [0, 0, 0], [0.5, 0, 0], [1, 1, 0],
+                   rng=np.random.default_rng(700039))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        r = pu.DETM.from_formula("labeled ~ x1 + x2 + x3", data=df).fit()
+        r.bse  # noqa: B018
+    ci = r.conf_int_pi()
+    assert ci.attrs["lower_at_bound"] and ci.attrs["upper_at_bound"]
+    assert np.isnan(r.bse["pi"])
+    said = [str(w.message) for w in caught
+            if issubclass(w.category, pu.exceptions.AssumptionWarning)]
+    assert said and "reaches both bounds" in said[0]
+    assert any("reaches both bounds" in msg for _, msg in r.warnings)
