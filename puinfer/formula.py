@@ -283,9 +283,11 @@ def _clean(data: pd.DataFrame, used: list, what: str, missing: str, can_drop: bo
             # patsy does not understand pandas' nullable dtypes: plain numpy columns of the
             # same kind (integers stay integers, so that C(k) names its levels T.1, not T.1.0;
             # no missing values are left here)
+            # (int64 whatever the width, as a plain integer column: an UInt8 column kept as
+            # uint8 made I(k - 1) wrap to 255 at k = 0, and Int8's I(k * k) overflow)
             conv[c] = data[c].to_numpy(dtype=bool if pd.api.types.is_bool_dtype(dt) else
-                                       dt.numpy_dtype if pd.api.types.is_integer_dtype(dt)
-                                       else float)
+                                       (np.uint64 if dt.numpy_dtype == np.uint64 else np.int64)
+                                       if pd.api.types.is_integer_dtype(dt) else float)
     if conv:
         data = data.copy(deep=False)  # a new frame: the caller's is not modified
         for c, v in conv.items():

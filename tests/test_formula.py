@@ -327,3 +327,11 @@ def test_poly_does_not_depend_on_the_unit_of_x():
         np.testing.assert_allclose(B, ref, atol=1e-8)
     with pytest.raises(ValueError, match="at least 4 distinct"):
         build_design("~ poly(x, 3)", pd.DataFrame({"x": np.tile([1e5, 2e5, 3e5], 5)}))
+
+
+def test_narrow_nullable_integers_do_not_wrap_in_arithmetic():
+    # (review of session 75: an UInt8 column kept as uint8 made I(k - 1) 255 at k = 0)
+    df = pd.DataFrame({"y": [0.0, 1.0] * 5, "x": np.arange(10.0), "k": [0, 1, 2, 3, 0, 1, 2, 3, 0, 100]})
+    for dt in ("UInt8", "Int8", "Int16"):
+        d = build_design("y ~ x + I(k - 1) + I(k * k)", df.assign(k=df["k"].astype(dt)))
+        assert d.X["I(k - 1)"].iloc[0] == -1 and d.X["I(k * k)"].iloc[-1] == 10000

@@ -294,8 +294,8 @@ class URCTestsMixin:
             statistics of ``n_boot`` random reallocations of the field rows to the groups
             (group sizes kept, the lab data and the partition unchanged, both fits redone;
             ``B'`` the usable ones): exact under the null, conditionally on the lab data,
-            whatever a penalty does to the statistic. Two fits on the histograms per
-            permutation.
+            whatever a penalty does to the statistic. One free fit on the histograms per
+            permutation (the equal fit depends on the pooled histogram alone).
         n_boot : int
             Permutations for ``reference="permutation"``.
         rng : int, numpy.random.Generator or None
@@ -331,8 +331,10 @@ class URCTestsMixin:
             return HypothesisTestResult.invalid("only one group was fitted", null=null,
                                                 method=method)
         t = self._lr(self._equal_fit, null, method)
-        if reference == "chi2" or not np.isfinite(t.statistic):
+        if reference == "chi2":
             return t
+        if not np.isfinite(t.statistic):  # invalid: no p-value from the permutations either
+            return dataclasses.replace(t, distribution="permutation")
         seeded = isinstance(rng, (int, np.integer)) and not isinstance(rng, (bool, np.bool_))
         key = (int(n_boot), int(rng)) if seeded else None
         T = self._permutation_cache.get(key) if key is not None else None

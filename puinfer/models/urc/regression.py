@@ -1040,8 +1040,8 @@ class RegressionURCResults(URCResults):
         data sets with shifts (0, 0.05, 0.1) between the groups. The permutation reference
         (random reallocations of the field rows to the groups, exact under the null) rejected
         3.0% of true nulls at 5% (100 data sets, 39 permutations each; MC SE 1.7%) and 72% of
-        the shifted ones. ``reference="chi2"`` gives the chi-square p-value. Cost: two fits
-        on the histograms per permutation.
+        the shifted ones. ``reference="chi2"`` gives the chi-square p-value. Cost: one fit on
+        the histograms per permutation.
         """
         return super().test_equal_base_rates(reference, n_boot=n_boot, rng=rng)
 

@@ -944,3 +944,19 @@ def test_the_fixed_likelihood_says_when_the_lab_set_is_too_small_for_it():
         note = r.gof().extra["note (fixed M_A)"]
         assert f"inflated by about {inflation:.3g}" in note
         assert "note (fixed M_A)" not in joint.gof().extra
+
+
+def test_the_fixed_likelihood_check_beyond_the_dense_limit():
+    # (review of session 75: with more than 1500 free base rates the check was NaN, no warning,
+    # after building the dense (G k)^2 Hessian)
+    rng = np.random.default_rng(1)
+    lab_x = rng.uniform(size=300)
+    lab_y = (rng.uniform(size=300) < lab_x).astype(int)
+    G, per = 1600, 300
+    fx = rng.uniform(size=G * per)
+    m = pu.URC(np.column_stack([1 - lab_x, lab_x]), lab_y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = m.fit(np.column_stack([1 - fx, fx]), groups=np.repeat(np.arange(G), per),
+                  likelihood="fixed")
+    assert any(c == "AssumptionWarning" and "likelihood='fixed'" in msg for c, msg in r.warnings)

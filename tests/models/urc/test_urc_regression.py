@@ -909,7 +909,7 @@ def test_trend_prior_keeps_a_strong_shift_off_the_corner():
     assert np.abs(a - b).max() < 0.002
 
 
-def test_equal_shares_across_groups_by_permutation():
+def test_equal_shares_across_groups_by_permutation(monkeypatch):
     # session 75's audit: RegressionURC's equal-shares test referred the penalised LR statistic
     # to chi-square((G - 1)(K - 1)); the smoothness penalty shrinks the groups' differences, so
     # it rejected none of 150 true nulls at 10% (mean statistic 7.5 on 18 df) and 13.5% of
@@ -925,7 +925,10 @@ def test_equal_shares_across_groups_by_permutation():
     T = res._permutation_cache[(19, 0)]
     assert np.all(np.isfinite(T))
     assert t.pvalue == pytest.approx((1 + np.sum(T >= t.statistic)) / 20)
-    assert res.test_equal_base_rates(n_boot=19) == t  # cached: the same p-value, no refits
+    # cached: the same p-value, no refits
+    monkeypatch.setattr(lik, "permutation_lr_equal",
+                        lambda *a, **k: pytest.fail("permutations redone"))
+    assert res.test_equal_base_rates(n_boot=19) == t
     # the permuted statistics are refits of the free and equal fits: the identity "permutation"
     # (each group keeps its own rows) gives back the observed statistic
     eq = res._equal_fit
@@ -940,6 +943,7 @@ def test_equal_shares_across_groups_by_permutation():
             assert out.sum() == nsample and np.all(out <= colors)
             return out
 
+    monkeypatch.undo()
     again = lik.permutation_lr_equal(eq._d, eq._record.estimate, 1, Identity(),
                                      res._record.options)
     assert again[0] == pytest.approx(t.statistic, rel=1e-6, abs=1e-6)
