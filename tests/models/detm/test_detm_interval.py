@@ -404,6 +404,20 @@ def test_unusable_bootstrap_resamples_are_said(probe):
     assert any(c == "BootstrapWarning" for c, _ in r.warnings)
 
 
+def _weak_pi_fit(seed):
+    """The default DETM fit of session 75's audit world (source N(0, I); target
+    0.5 N((0.5, 0, 0), I) + 0.5 N((1, 1, 0), I); n = m = 1000) and the AssumptionWarnings
+    issued by the fit and its first SEs."""
+    df = pu_normal(1000, 1000, 0.5, [0, 0, 0], [0.5, 0, 0], [1, 1, 0],
+                   rng=np.random.default_rng(seed))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        r = pu.DETM.from_formula("labeled ~ x1 + x2 + x3", data=df).fit()
+        r.bse  # noqa: B018 (the SEs: where the warning is issued)
+    return r, [str(w.message) for w in caught
+               if issubclass(w.category, pu.exceptions.AssumptionWarning)]
+
+
 def test_a_weakly_determined_pi_hat_widens_and_flags_the_tilts_wald_inference():
     # session 75's audit: where pi is barely determined the tilt coefficients move with pi-hat
     # (correlation about 0.9), but their Wald SEs came from the information alone. On this
@@ -411,17 +425,12 @@ def test_a_weakly_determined_pi_hat_widens_and_flags_the_tilts_wald_inference():
     # beta1[x2] = 0) pi-hat is 0.992 with calibrated interval (0.008, 0.9996), and
     # beta1[x2] was reported as 0.394 (SE 0.050, z = 7.9, p = 4e-15); the Monte Carlo SD of
     # that estimate in this world is about 0.3
-    df = pu_normal(1000, 1000, 0.5, [0, 0, 0], [0.5, 0, 0], [1, 1, 0],
-                   rng=np.random.default_rng(300012))
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        r = pu.DETM.from_formula("labeled ~ x1 + x2 + x3", data=df).fit()
-        z = r.tvalues
+    r, said = _weak_pi_fit(300012)
+    z = r.tvalues
     k = r.bse["pi"] / r._information_se["pi"]
     assert k > 10
     assert abs(z["beta1[x2]"]) < 1.96 < abs(r.params["beta1[x2]"] / r._information_se["beta1[x2]"])
-    said = [w for w in caught if issubclass(w.category, pu.exceptions.AssumptionWarning)]
-    assert said and "weakly determined" in str(said[0].message)
+    assert said and "weakly determined" in said[0]
     assert any(cat == "AssumptionWarning" and "weakly determined" in msg
                for cat, msg in r.warnings)
     assert "calibrated variance carried" in str(r.summary())
@@ -431,17 +440,10 @@ def test_a_weakly_determined_pi_hat_widens_and_flags_the_tilts_wald_inference():
 def test_an_undetermined_pi_flags_the_tilts_wald_inference():
     # the same world, a data set whose calibrated interval for pi reaches both bounds: no
     # calibrated SE to carry, and the tilts' Wald inference is flagged all the same
-    df = pu_normal(1000, 1000, 0.5, [0, 0, 0], [0.5, 0, 0], [1, 1, 0],
-                   rng=np.random.default_rng(700039))
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        r = pu.DETM.from_formula("labeled ~ x1 + x2 + x3", data=df).fit()
-        r.bse  # noqa: B018
+    r, said = _weak_pi_fit(700039)
     ci = r.conf_int_pi()
     assert ci.attrs["lower_at_bound"] and ci.attrs["upper_at_bound"]
     assert np.isnan(r.bse["pi"])
-    said = [str(w.message) for w in caught
-            if issubclass(w.category, pu.exceptions.AssumptionWarning)]
     assert said and "reaches both bounds" in said[0]
     assert any("reaches both bounds" in msg for _, msg in r.warnings)
 
