@@ -292,7 +292,7 @@ class URCTestsMixin:
             ``"chi2"`` (default): chi-square with ``(G - 1)(k - 1)`` degrees of freedom.
             ``"permutation"``: the p-value ``(1 + #{T*_b >= T}) / (B' + 1)`` among the
             statistics of ``n_boot`` random reallocations of the field rows to the groups
-            (group sizes kept, the lab data and the partition unchanged, both fits redone;
+            (group sizes kept, the lab data and the partition unchanged, the free fit redone;
             ``B'`` the usable ones): exact under the null, conditionally on the lab data,
             whatever a penalty does to the statistic. One free fit on the histograms per
             permutation (the equal fit depends on the pooled histogram alone).
