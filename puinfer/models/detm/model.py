@@ -378,8 +378,8 @@ class _TiltModel(Model):
             (``conf_int_pi`` then profiles and raises ``ProfileError`` if it finds a higher
             point than the fit).
         pi_interval : {"bootstrap", "profile"}, optional
-            The inference on pi the results give by default (``conf_int_pi()``, ``bse["pi"]``
-            and the Wald interval of ``conf_int()``, ``test_pi`` and the summary).
+            The inference on pi the results give by default (``conf_int_pi()``, and with it
+            pi's row of ``conf_int()``, ``bse["pi"]``, ``test_pi`` and the summary).
             ``"bootstrap"`` (the default for data in memory; data in Dask collections default
             to ``"profile"``, as the bootstrap needs every row in memory): the profile
             interval with its cut-off calibrated by the smoothed empirical-likelihood

@@ -170,9 +170,14 @@ def test_default_is_the_bootstrap_interval_computed_once(fit, monkeypatch):
     assert se == pytest.approx((ci["upper"] - ci["lower"]) / (2 * q), rel=1e-12)
     assert se != pytest.approx(fit._information_se["pi"], rel=1e-3)
     assert se != pytest.approx(ci.attrs["bootstrap_se"], rel=1e-3)
-    np.testing.assert_allclose(fit.conf_int().loc["pi"], [fit.pi - q * se, fit.pi + q * se])
-    wald = fit.conf_int().loc["pi"]
-    assert wald["upper"] - wald["lower"] == pytest.approx(ci["upper"] - ci["lower"], rel=1e-12)
+    # conf_int()'s row of pi is the calibrated interval itself (session 76), at any level
+    np.testing.assert_array_equal(fit.conf_int().loc["pi"], ci[["lower", "upper"]])
+    ci90 = fit.conf_int_pi(0.1)
+    assert ci90["upper"] - ci90["lower"] < ci["upper"] - ci["lower"]
+    np.testing.assert_array_equal(fit.conf_int(0.1).loc["pi"], ci90[["lower", "upper"]])
+    tilts = fit.conf_int(0.1).drop("pi")
+    np.testing.assert_allclose(tilts["upper"], (fit.params + stats.norm.ppf(0.95) * fit.bse)
+                               .drop("pi"), rtol=1e-12)
     assert fit.cov_params().loc["pi", "pi"] == pytest.approx(se ** 2)
     # pi-hat's calibrated variance carried to the other parameters (session 75): the part of
     # each that moves with pi-hat (c / V per unit of pi) gets pi's calibrated variance
@@ -435,6 +440,12 @@ def test_a_weakly_determined_pi_hat_widens_and_flags_the_tilts_wald_inference():
                for cat, msg in r.warnings)
     assert "calibrated variance carried" in str(r.summary())
     assert np.linalg.eigvalsh(r.cov_params().to_numpy()).min() > -1e-9 * r.cov_params().max().max()
+    # pi's row of conf_int() is its calibrated interval (0.008, 0.9996), not the symmetric
+    # Wald interval pi-hat -/+ 1.96 SE, which was (0.496, 1.488) here (session 76)
+    ci = r.conf_int().loc["pi"]
+    np.testing.assert_array_equal(ci, r.conf_int_pi()[["lower", "upper"]])
+    assert 0 < ci["lower"] < 0.05 and ci["upper"] < 1
+    assert r.pi + 1.96 * r.bse["pi"] > 1.4
 
 
 def test_an_undetermined_pi_flags_the_tilts_wald_inference():
@@ -458,3 +469,24 @@ def test_a_pickle_with_the_old_cached_bse_is_recomputed(fit):
     old = type(fit).__new__(type(fit))
     old.__setstate__(state)
     np.testing.assert_allclose(old.bse ** 2, np.diag(old.cov_params()), rtol=1e-10)
+
+
+def test_conf_int_gives_pi_the_fits_own_interval_under_either_default():
+    # session 76: conf_int()'s row of pi was the Wald interval pi-hat -/+ z SE, which is not
+    # the interval the summary prints and test_pi inverts, and can leave [0, 1]; now it is
+    # conf_int_pi() at the same level: here the plain profile interval (pi_interval="profile"),
+    # for SETM and DETM alike
+    df = pu_normal(300, 300, 0.3, [0, 0], [1, 0], [0, 2], rng=np.random.default_rng(2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for cls in (pu.SETM, pu.DETM):
+            r = cls.from_formula("labeled ~ x1 + x2", data=df).fit(pi_interval="profile")
+            for alpha in (0.05, 0.2):
+                ci = r.conf_int_pi(alpha)
+                assert ci.attrs["method"] == "profile"
+                got = r.conf_int(alpha)
+                np.testing.assert_array_equal(got.loc["pi"], ci[["lower", "upper"]])
+                z = stats.norm.ppf(1 - alpha / 2)
+                np.testing.assert_allclose(got.drop("pi")["lower"],
+                                           (r.params - z * r.bse).drop("pi"), rtol=1e-12)
+                assert f"[{ci['lower']:.4f}, {ci['upper']:.4f}]" in str(r.summary(alpha))
