@@ -290,8 +290,10 @@ def test_nothing_reachable_from_a_result_can_be_written_into(case):
     # parameters)
     if name in ("DETM", "SETM"):
         st = r.starts
-        st.drop(index=st.index[1:], inplace=True)
-        assert len(r.starts) > 1
+        before = r.starts.copy()
+        # (set in place: pandas 3.1 deprecates drop(inplace=True))
+        st.loc[:, st.select_dtypes("number").columns] = -1.0
+        pd.testing.assert_frame_equal(r.starts, before)
     if name.startswith("CalEM") and name != "CalEM-isotonic":
         before = r.predict([0.5])
         r.calibrator.params.iloc[:] = 5.0
