@@ -371,7 +371,9 @@ class TiltResults(LikelihoodResults):
         """The SE of pi-hat that the default 95% interval implies: its width over
         ``2 z_0.975``, so that the Wald interval ``pi-hat +- z SE`` is as wide as the
         calibrated one (a limit at 0 or 1: the distance from pi-hat to the other limit over
-        ``z``; NaN if both limits are at the bounds or the interval cannot be computed).
+        ``z``, or the half-width over ``z`` where that is larger, i.e. where the interval
+        reaches the bound far from pi-hat; NaN if both limits are at the bounds or the
+        interval cannot be computed).
 
         Why not the SD of the resamples' pi-hat (``conf_int_pi().attrs["bootstrap_se"]``):
         over 400 replicates in each of eight cells (Liu et al.'s SAR and SCAR designs and one
@@ -388,11 +390,16 @@ class TiltResults(LikelihoodResults):
         lo_b, hi_b = ci.attrs["lower_at_bound"], ci.attrs["upper_at_bound"]
         if lo_b and hi_b:
             return float("nan")  # pi not identified (conf_int_pi warned)
+        half = float(ci["upper"] - ci["lower"]) / 2
         if lo_b:
-            return float(ci["upper"] - self.pi) / z
+            # the side at the bound is cut short there: where pi-hat is near that bound the
+            # other side is the longer and gives the SE; where the interval reaches the far
+            # bound (pi-hat 0.95, interval [0, 0.99]) the other side alone (0.04) made the SE
+            # 0.02 where the interval spans 0.99 (session 76's audit): at least the half-width
+            return max(float(ci["upper"] - self.pi), half) / z
         if hi_b:
-            return float(self.pi - ci["lower"]) / z
-        return float(ci["upper"] - ci["lower"]) / (2 * z)
+            return max(float(self.pi - ci["lower"]), half) / z
+        return half / z
 
     def _interval_se_how(self) -> str:
         """How :meth:`_interval_se` was found, for the summary's label."""
@@ -404,7 +411,9 @@ class TiltResults(LikelihoodResults):
         if lo_b and hi_b:
             return "calibrated CI at both bounds"
         if lo_b or hi_b:
-            return f"pi to the calibrated CI's {'upper' if lo_b else 'lower'} limit / 1.96"
+            other = ci["upper"] - self.pi if lo_b else self.pi - ci["lower"]
+            if other >= (ci["upper"] - ci["lower"]) / 2:
+                return f"pi to the calibrated CI's {'upper' if lo_b else 'lower'} limit / 1.96"
         return "calibrated CI width / 3.92"
 
     def cov_params(self) -> pd.DataFrame:

@@ -219,12 +219,16 @@ def test_test_pi_inverts_the_default_interval(fit):
 
 @pytest.mark.parametrize(("lower", "upper", "at_bound", "expect"), [
     (0.0, 0.5, (True, False), "upper"),
-    (0.1, 1.0, (False, True), "lower"),
+    # (pi-hat 0.24: the interval reaches the far bound, 1; the lower side alone, 0.14, gave
+    # the SE 0.073 of an interval 0.9 wide: session 76's audit)
+    (0.1, 1.0, (False, True), "half"),
     (0.0, 1.0, (True, True), "nan"),
 ])
 def test_se_of_a_one_sided_interval(fit, monkeypatch, lower, upper, at_bound, expect):
-    """A limit at 0 or 1 truncates the interval: the SE is the other limit's distance from
-    pi-hat over z; with both limits at the bounds (pi not identified) it is NaN."""
+    """A limit at 0 or 1 truncates the interval: where pi-hat is near that bound the SE is
+    the other limit's distance from pi-hat over z, where the interval reaches the far bound
+    its half-width over z (at least); with both limits at the bounds (pi not identified) it
+    is NaN."""
     import pandas as pd
 
     ci = pd.Series({"lower": lower, "upper": upper})
@@ -234,11 +238,15 @@ def test_se_of_a_one_sided_interval(fit, monkeypatch, lower, upper, at_bound, ex
     se = fit._interval_se()
     if expect == "nan":
         assert np.isnan(se)
+    elif expect == "half":
+        assert fit.pi - lower < (upper - lower) / 2
+        assert se == pytest.approx((upper - lower) / (2 * q), rel=1e-12)
     else:
         assert se == pytest.approx(abs(ci[expect] - fit.pi) / q, rel=1e-12)
     # the summary's label says how (session 68's audit: it said "width / 3.92" for these too)
     label = {"upper": "pi to the calibrated CI's upper limit / 1.96",
              "lower": "pi to the calibrated CI's lower limit / 1.96",
+             "half": "calibrated CI width / 3.92",
              "nan": "calibrated CI at both bounds"}[expect]
     assert fit._interval_se_how() == label
 
@@ -490,3 +498,20 @@ def test_conf_int_gives_pi_the_fits_own_interval_under_either_default():
                 np.testing.assert_allclose(got.drop("pi")["lower"],
                                            (r.params - z * r.bse).drop("pi"), rtol=1e-12)
                 assert f"[{ci['lower']:.4f}, {ci['upper']:.4f}]" in str(r.summary(alpha))
+
+
+def test_se_of_pi_where_the_calibrated_interval_reaches_the_far_bound():
+    # (session 76's consistency audit) pi-hat 0.953 with calibrated interval [0, 0.993]: the
+    # SE was the distance to the upper limit over 1.96, 0.020, whose Wald z for pi = 0.5 was
+    # 22 (p 1e-112) where test_pi(0.5) gave 0.085; at least the half-width now
+    df = pu_normal(150, 150, 0.9, [0, 0], [0, 0], [1.5, 0], rng=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = pu.SETM.from_formula("labeled ~ x1 + x2", data=df).fit()
+        ci = r.conf_int_pi()
+    assert ci.attrs["lower_at_bound"] and not ci.attrs["upper_at_bound"] and r.pi > 0.9
+    q = stats.norm.ppf(0.975)
+    assert r.bse["pi"] == pytest.approx((ci["upper"] - ci["lower"]) / (2 * q), rel=1e-12)
+    assert "SE(pi) (calibrated CI width / 3.92)" in str(r.summary())
+    assert abs(r.pi - 0.5) / r.bse["pi"] < q  # Wald no longer rejects pi = 0.5 ...
+    assert r.test_pi(0.5).pvalue > 0.05  # ... which test_pi does not reject either
