@@ -120,6 +120,16 @@ def as_pred(pred, name: str, classes=None, named: bool = False) -> PredInput:
                     f"{extra}")
             order = np.array([list(classes).index(c) for c in cols])
             pred = pred[list(classes)]
+        elif classes is not None and len(cols) == len(classes) and len(cols) >= 2 and \
+                set(cols) == set(classes) and cols != list(classes):
+            # (session 76's audit) the lab predictions had no column names, so the classes are
+            # positions 0..k-1, and columns named by them in another order were taken by
+            # position: recalibrate() labelled class 2's values "0", fit() swapped the rates
+            raise ValueError(
+                f"{name}: the columns {cols} are the classes {list(classes)} in another order, "
+                "but the lab predictions named no classes, so columns are taken by position; "
+                f"reorder them as {list(classes)} (or give lab_pred as a DataFrame with named "
+                "columns, to match them by name)")
         arr = pred.to_numpy(dtype=float, na_value=np.nan, copy=True)
         return PredInput(arr, cols, order)
     if np.asarray(pred).dtype == bool:

@@ -290,6 +290,24 @@ def test_unnamed_lab_takes_dataframes_by_position(multi):
     assert_allclose(res.base_rates.to_numpy(), ref.base_rates.to_numpy(), rtol=0, atol=1e-12)
 
 
+@QUIET
+def test_unnamed_lab_refuses_columns_that_are_the_classes_in_another_order(multi):
+    # (session 76's audit) the classes of an unnamed lab are 0..k-1; a frame whose columns
+    # are those labels in another order was taken by position: fit() returned other base
+    # rates under the same class labels, recalibrate() labelled one class's values by another
+    u = pu.URC(multi.lab_pred, multi.lab_y)
+    k = multi.field_pred.shape[1]
+    F = pd.DataFrame(multi.field_pred)
+    rev = list(range(k))[::-1]
+    with pytest.raises(ValueError, match="in another order"):
+        u.fit(F[rev])
+    res = u.fit(F)  # in the classes' order: accepted, as by position
+    assert_allclose(res.base_rates.to_numpy(), u.fit(multi.field_pred).base_rates.to_numpy(),
+                    rtol=0, atol=1e-12)
+    with pytest.raises(ValueError, match="in another order"):
+        res.recalibrate(F[rev])
+
+
 # ---- 3. validation naming the URC argument --------------------------------------------------
 @pytest.mark.parametrize("value,match", [
     (np.nan, "value must be finite"),
