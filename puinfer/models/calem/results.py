@@ -653,6 +653,12 @@ class CalEMResults(_CurvesMixin, LikelihoodResults):
             s.add_info(key, value)
         if m.missing == "drop":
             s.add_info("Rows dropped (missing='drop')", self.n_dropped)
+        if self.llf_penalized != self.llf:
+            # a penalised spline: F above is the unpenalised value; the maximised objective and
+            # the effective df are what the fit and its bias test rest on (session 76's audit:
+            # the summary showed neither, where DETM's and URC's show their penalised objective)
+            s.add_info("Penalised surrogate log-lik.", self.llf_penalized)
+            s.add_info("Effective df", f"{self.edf:.2f}")
         if m.calibrator.parametric:
             tab = coef_table(self._params, self.bse if self._cov is not None else None,
                              level=1 - alpha)

@@ -211,6 +211,16 @@ def test_penalised_spline_bias_test_against_direct_optimisation():
     pooled = best(np.ones(n, bool), P)
     assert_allclose(t.statistic, 2 * (full - pooled), rtol=1e-5, atol=1e-6)
     assert 0 < t.df < X.shape[1]  # effective degrees of freedom
+    # the summary gives the maximised (penalised) objective and the effective df too (session
+    # 76's audit: it showed the unpenalised F alone)
+    assert res.llf_penalized < res.llf and 0 < res.edf < X.shape[1]
+    text = str(res.summary())
+    assert "Penalised surrogate log-lik." in text and "Effective df" in text
+    assert f"{res.edf:.2f}" in text
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        plain = CalEM(s, lab, tr, calibrator="spline").fit()
+    assert "Penalised" not in str(plain.summary())
 
 
 def test_bias_test_invalid_for_isotonic(fits):
