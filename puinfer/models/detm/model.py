@@ -389,9 +389,11 @@ class _TiltModel(Model):
             ``benchmarks/results/README.md``; it depends on the data; the cut-off is at least
             ``chi2_1``'s where pi-hat is on or near the boundary, see
             ``DETMResults.conf_int_pi``) and the SE it implies (its width over
-            ``2 z_0.975``, so the Wald interval is as wide). ``"profile"``:
+            ``2 z_0.975``). ``"profile"``:
             the plain profile interval (``chi2_1`` cut-off, Theorem 3b) and the
-            observed-information SE, at no further cost. Why the default (issue 19,
+            observed-information SE, at no further cost (for DETM an ``AssumptionWarning``
+            where that interval is more than 1.25 times as wide as the SE implies: the tilts'
+            Wald inference is then unreliable). Why the default (issue 19,
             ``studies/results/README_detm.md``): in Liu et al.'s SAR design (p = 15, n = m =
             1000) the plain interval covers 0.74 / 0.69 (pi = 0.3 / 0.7) and the observed-
             information SE is a third of the SD of pi-hat; the calibrated interval covers

@@ -417,15 +417,16 @@ def test_unusable_bootstrap_resamples_are_said(probe):
     assert any(c == "BootstrapWarning" for c, _ in r.warnings)
 
 
-def _weak_pi_fit(seed):
-    """The default DETM fit of session 75's audit world (source N(0, I); target
+def _weak_pi_fit(seed, pi_interval="bootstrap"):
+    """The DETM fit of session 75's audit world (source N(0, I); target
     0.5 N((0.5, 0, 0), I) + 0.5 N((1, 1, 0), I); n = m = 1000) and the AssumptionWarnings
     issued by the fit and its first SEs."""
     df = pu_normal(1000, 1000, 0.5, [0, 0, 0], [0.5, 0, 0], [1, 1, 0],
                    rng=np.random.default_rng(seed))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        r = pu.DETM.from_formula("labeled ~ x1 + x2 + x3", data=df).fit()
+        r = pu.DETM.from_formula("labeled ~ x1 + x2 + x3", data=df).fit(
+            pi_interval=pi_interval)
         r.bse  # noqa: B018 (the SEs: where the warning is issued)
     return r, [str(w.message) for w in caught
                if issubclass(w.category, pu.exceptions.AssumptionWarning)]
@@ -454,6 +455,26 @@ def test_a_weakly_determined_pi_hat_widens_and_flags_the_tilts_wald_inference():
     np.testing.assert_array_equal(ci, r.conf_int_pi()[["lower", "upper"]])
     assert 0 < ci["lower"] < 0.05 and ci["upper"] < 1
     assert r.pi + 1.96 * r.bse["pi"] > 1.4
+
+
+def test_a_weakly_determined_pi_hat_is_flagged_under_the_plain_profile_interval_too():
+    # session 76: with fit(pi_interval="profile") the SEs stay the observed information's
+    # (Theorem 2, the paper's), but the same data set's profile interval (0.9035, 0.9985) is
+    # about 4 times as wide as they imply, and the tilts' z-tests there were not flagged
+    # (beta1[x2], a true zero: z = 7.9); in the study's fits with k above 1.25 such a test
+    # rejected a true zero in most data sets
+    r, said = _weak_pi_fit(300012, "profile")
+    ci = r.conf_int_pi()
+    assert ci.attrs["method"] == "profile"
+    k = (ci["upper"] - ci["lower"]) / (2 * stats.norm.ppf(0.975)) / r._information_se["pi"]
+    assert k > 3
+    from pandas.testing import assert_series_equal
+
+    assert_series_equal(r.bse, r._information_se)  # unchanged: the paper's SEs
+    assert said and "weakly determined" in said[0] and "profile interval" in said[0]
+    assert any(cat == "AssumptionWarning" and "weakly determined" in msg
+               for cat, msg in r.warnings)
+    assert "weakly determined" in str(r.summary())
 
 
 def test_an_undetermined_pi_flags_the_tilts_wald_inference():
