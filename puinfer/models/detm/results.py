@@ -88,6 +88,11 @@ WEAK_PI_EVIDENCE_PROFILE = (
     "its k is at most 1.25) and warns in more fits.")
 
 
+#: the version of the rule of :meth:`TiltResults._interval_se` (results pickled under an
+#: older one have their cached SEs recomputed on unpickling)
+_SE_RULE = 1
+
+
 class TiltResults(LikelihoodResults):
     """Results of a DETM or SETM fit (built by ``fit()``; immutable).
 
@@ -162,6 +167,7 @@ class TiltResults(LikelihoodResults):
         self._cov = fit.cov
         self.convergence = fit.convergence
         self.pi_interval = pi_interval
+        self._se_rule = _SE_RULE
         for name in ("label_rule", "labels_swapped", "kl_divergences", "label_check",
                      "llf_method",
                      "lagrange_multipliers", "n_starts_at_best",
@@ -177,6 +183,14 @@ class TiltResults(LikelihoodResults):
         # that bse, cov_params() and the summary agree)
         if "_calibrated_cov" not in state:
             state.pop("_bse", None)
+        # (and before session 76 pi's SE where the interval reaches the far bound was the other
+        # side alone, and pi_interval="profile" never checked k: both recomputed from the
+        # pickled interval, so that bse, cov_params(), the summary's label and warnings agree)
+        if state.get("_se_rule", 0) < _SE_RULE:
+            state.pop("_bse", None)
+            state.pop("_calibrated_cov", None)
+            state.pop("_default_summary", None)
+            state["_se_rule"] = _SE_RULE
         super().__setstate__(state)
 
     @property
@@ -317,8 +331,14 @@ class TiltResults(LikelihoodResults):
         "bootstrap"``, :meth:`_interval_se`) and its variance carried to the coefficients
         that move with pi-hat."""
         if self.pi_interval != "bootstrap":
-            if self._cov is not None:
-                self._weak_pi_check(self._interval_se())
+            # (SETM never warns: no profile computed for nothing)
+            if self._cov is not None and not self.restricted:
+                try:
+                    se = self._interval_se()
+                except RuntimeError:  # an unpickled Dask fit without its 95% interval
+                    se = None
+                if se is not None:
+                    self._weak_pi_check(se)
             return self._information_se.copy()
         cov = self._calibrated_cov
         if cov is None:
@@ -457,15 +477,19 @@ class TiltResults(LikelihoodResults):
         0.9996); 74% of the fits in the study below), and with the calibrated SE it covered
         0.76 where the calibrated interval covered 0.86 (session 76: DETM, p = 3, pi = 0.5,
         two close normal components, n = m = 1000, 250 data sets; MC SE 0.03). NaN for pi
-        where :meth:`conf_int_pi` cannot be computed (a ``ProfileError``, or too few
-        resamples for ``alpha``; a warning says why)."""
+        where :meth:`conf_int_pi` cannot be computed (a ``ProfileError``, too few resamples
+        for ``alpha``, or an unpickled Dask fit at a level not computed before pickling; a
+        warning says why)."""
         out = super().conf_int(alpha)
         try:
             ci = self.conf_int_pi(alpha)
-        except ValueError as exc:  # the tilts' intervals still stand
-            # (a ProfileError: the fit is not the maximum; else too few resamples for alpha)
+        except (ValueError, RuntimeError) as exc:  # the tilts' intervals still stand
+            # (a ProfileError: the fit is not the maximum; a RuntimeError: an unpickled Dask
+            # fit, whose rows a new level's profile needs; else too few resamples for alpha)
             warn(f"{self.model_name}: no confidence interval for pi in conf_int(): {exc}",
-                 ConvergenceWarning if isinstance(exc, ProfileError) else BootstrapWarning)
+                 ConvergenceWarning if isinstance(exc, ProfileError) else
+                 exceptions.PuinferWarning if isinstance(exc, RuntimeError) else
+                 BootstrapWarning)
             out.loc["pi"] = np.nan
         else:
             out.loc["pi"] = [ci["lower"], ci["upper"]]

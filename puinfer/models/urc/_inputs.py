@@ -121,7 +121,9 @@ def as_pred(pred, name: str, classes=None, named: bool = False) -> PredInput:
             order = np.array([list(classes).index(c) for c in cols])
             pred = pred[list(classes)]
         elif classes is not None and len(cols) == len(classes) and len(cols) >= 2 and \
-                set(cols) == set(classes) and cols != list(classes):
+                _reordered(cols, list(classes)):
+            # (compared as text too: a frame read back from CSV or Parquet names the classes
+            # 0, 1, 2 "0", "1", "2", and "2", "1", "0" were taken by position)
             # (session 76's audit) the lab predictions had no column names, so the classes are
             # positions 0..k-1, and columns named by them in another order were taken by
             # position: recalibrate() labelled class 2's values "0", fit() swapped the rates
@@ -139,6 +141,16 @@ def as_pred(pred, name: str, classes=None, named: bool = False) -> PredInput:
     except (TypeError, ValueError):
         raise ValueError(f"{name} must be numeric predicted probabilities") from None
     return PredInput(arr)
+
+
+def _reordered(cols: list, classes: list) -> bool:
+    """Whether ``cols`` name the ``classes`` in another order, as values (``2.0`` is class
+    ``2``) or as text (``"2"``)."""
+    def other_order(a, b):
+        return set(a) == set(b) and a != b
+
+    return other_order(cols, classes) or other_order([str(c) for c in cols],
+                                                     [str(c) for c in classes])
 
 
 def _class_column(arr, cls, classes, columns) -> PredInput:

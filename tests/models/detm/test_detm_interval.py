@@ -536,3 +536,26 @@ def test_se_of_pi_where_the_calibrated_interval_reaches_the_far_bound():
     assert "SE(pi) (calibrated CI width / 3.92)" in str(r.summary())
     assert abs(r.pi - 0.5) / r.bse["pi"] < q  # Wald no longer rejects pi = 0.5 ...
     assert r.test_pi(0.5).pvalue > 0.05  # ... which test_pi does not reject either
+
+
+def test_a_session_75_pickle_gets_the_far_bound_se():
+    # (review of session 76) a pickle of session 75's code kept its cached _bse and
+    # _calibrated_cov (SE 0.020, the near side alone) while the summary's label, recomputed,
+    # said "calibrated CI width / 3.92" (0.253): both are recomputed on unpickling
+    df = pu_normal(150, 150, 0.9, [0, 0], [0, 0], [1.5, 0], rng=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = pu.SETM.from_formula("labeled ~ x1 + x2", data=df).fit()
+        r.bse  # noqa: B018
+        state = r.__getstate__()
+        state.pop("_se_rule", None)
+        stale = state["_bse"].copy()
+        stale["pi"] = 0.0201
+        state["_bse"] = stale
+        cov = state["_calibrated_cov"].copy()
+        cov.loc["pi", "pi"] = 0.0201 ** 2
+        state["_calibrated_cov"] = cov
+        old = type(r).__new__(type(r))
+        old.__setstate__(state)
+        assert old.bse["pi"] == pytest.approx(r.bse["pi"], rel=1e-12)
+        assert old.cov_params().loc["pi", "pi"] == pytest.approx(r.bse["pi"] ** 2, rel=1e-12)

@@ -306,6 +306,12 @@ def test_unnamed_lab_refuses_columns_that_are_the_classes_in_another_order(multi
                     rtol=0, atol=1e-12)
     with pytest.raises(ValueError, match="in another order"):
         res.recalibrate(F[rev])
+    # the same labels as text (a frame read back from CSV or Parquet) or as floats
+    for cols in ([str(c) for c in rev], [float(c) for c in rev]):
+        with pytest.raises(ValueError, match="in another order"):
+            u.fit(F[rev].set_axis(cols, axis=1))
+    assert_allclose(u.fit(F.rename(columns=str)).base_rates.to_numpy(),
+                    res.base_rates.to_numpy(), rtol=0, atol=1e-12)
 
 
 # ---- 3. validation naming the URC argument --------------------------------------------------
