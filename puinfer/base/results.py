@@ -283,6 +283,11 @@ class LikelihoodResults(Results):
                     f"{type(other).__name__} ({other.model_name})")
         return None
 
+    def _lr_notes(self, restricted: LikelihoodResults) -> dict:
+        """Notes :func:`puinfer.lr_test` adds to its result's ``extra`` when this fit is the
+        full model of the test (e.g. a caveat on the chi-square reference); none by default."""
+        return {}
+
     def _llf_as_restriction_of(self, other: LikelihoodResults) -> float:
         """The maximised objective of this fit on the scale of ``other``'s (the two differ by a
         constant when the data are arranged differently, e.g. pooled vs grouped counts)."""

@@ -202,7 +202,8 @@ def lr_test(restricted, full, *, tol: float = 1e-6) -> HypothesisTestResult:
     return chi2_test(stat, df, null=f"{r_name} (restricted) holds",
                      method=f"Likelihood-ratio test: {r_name} vs {f_name}",
                      extra={"maximised log-likelihoods (restricted, full)":
-                            f"{llf0:.4f}, {full.llf_penalized:.4f}"})
+                            f"{llf0:.4f}, {full.llf_penalized:.4f}",
+                            **full._lr_notes(restricted)})
 
 
 def check_tol(tol) -> float:

@@ -53,6 +53,24 @@ def test_covariate_subset_equals_two_separate_fits(pu_frame, detm_fits):
     assert "labeled ~ x1 + x2" in t.method
 
 
+def test_covariate_subset_notes(pu_frame, detm_fits):
+    """Session 76: a DETM subset test says both pi-hats and the caveat on chi2_df (over-
+    rejection where pi is weakly determined); SETM in SETM only the pi-hats; the SCAR pair
+    (same features) is unchanged."""
+    small, big = detm_fits
+    t = pu.lr_test(small, big)
+    assert t.extra["pi-hat (restricted, full)"] == f"{small.pi:.4f}, {big.pi:.4f}"
+    assert "weakly determined" in t.extra["reference"] and "@" not in t.extra["reference"]
+    assert "weakly determined" in str(t)
+    s1 = _fit(pu.SETM.from_formula("labeled ~ x1", data=pu_frame))
+    s12 = _fit(s1.model.update(". ~ . + x2"))
+    ts = pu.lr_test(s1, s12)
+    assert "pi-hat (restricted, full)" in ts.extra and "reference" not in ts.extra
+    assert "reference" in pu.lr_test(s1, big).extra  # (SETM subset in DETM)
+    scar = pu.lr_test(big.null_fit, big)
+    assert "pi-hat (restricted, full)" not in scar.extra and "reference" not in scar.extra
+
+
 def test_setm_subset_in_detm_and_setm(pu_frame, detm_fits):
     _, big = detm_fits
     s1 = _fit(pu.SETM.from_formula("labeled ~ x1", data=pu_frame))

@@ -44,6 +44,15 @@ SCAR_CHI2_CAVEAT = ("chi2_p (Theorem 3a) is asymptotic and over-rejected true SC
                     "skewed features, 8.3% with p = 5, n = m = 300, 6.5% with p = 15, n = m = "
                     "2000; test_scar('bootstrap') held the level (3.7-5.5%)")
 
+#: said with lr_test's chi-square p-value for a DETM fit against a DETM/SETM fit with a subset
+#: of its features (studies/detm_lr_subset_pi.py, session 76)
+SUBSET_CHI2_CAVEAT = ("chi2_df is asymptotic; where pi is weakly determined it over-rejected "
+                      "a true null: 10.7% at the 5% level, 17.7% at 10% (n = m = 1000, "
+                      "pi = 0.5, 300 replicates), 16-25% at 5% where adding the features "
+                      "moved pi-hat by more than 0.05; with well separated components it held "
+                      "the level (6.3%, 10.3%). Different pi-hats in the two fits are a sign "
+                      "of a weakly determined pi")
+
 
 def _boundary_share(draws: np.ndarray) -> float:
     """The share of the fitted resamples (finite ``R*_b``) whose pi-hat is on the boundary."""
@@ -233,6 +242,19 @@ class TiltResults(LikelihoodResults):
     def penalized(self) -> bool:
         """Whether the ridge penalty was applied."""
         return self.penalty_strength > 0
+
+    def _lr_notes(self, restricted) -> dict:
+        """A covariate-subset test (:func:`puinfer.lr_test` with ``restricted`` fitted to a
+        subset of these features): both pi-hats, and for a DETM full model the caveat on
+        ``chi2_df`` (session 76: where pi is weakly determined the statistic is inflated,
+        most where adding the features moves pi-hat)."""
+        if not isinstance(restricted, TiltResults) or \
+                restricted.data_fingerprint == self.data_fingerprint:
+            return {}  # (the same features: SETM vs DETM is test_scar's, with its own caveat)
+        notes = {"pi-hat (restricted, full)": f"{restricted.pi:.4f}, {self.pi:.4f}"}
+        if not self.restricted:
+            notes["reference"] = SUBSET_CHI2_CAVEAT
+        return notes
 
     @property
     def theta(self) -> np.ndarray:
