@@ -79,8 +79,9 @@ def _check_boot_options(n_boot, smooth, n_jobs, rng=None):
     return check_rng(rng)
 
 
-#: DETM warns that the tilt coefficients' Wald inference is unreliable where pi-hat's
-#: calibrated SE exceeds its information SE by more than this factor ``k``: session 75's
+#: DETM warns that the tilt coefficients' Wald inference is unreliable where the SE of pi-hat
+#: its default interval implies (calibrated, or plain profile under ``pi_interval="profile"``,
+#: session 76) exceeds its information SE by more than this factor ``k``: session 75's
 #: audit (``WEAK_PI_EVIDENCE``; with pi-hat's calibrated variance carried to the tilts,
 #: :attr:`TiltResults._calibrated_cov`, the size of a test of a true zero of beta1 was 16.7%
 #: at 5% over all 383 data sets, 28.2% without)

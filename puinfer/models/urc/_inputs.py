@@ -122,11 +122,10 @@ def as_pred(pred, name: str, classes=None, named: bool = False) -> PredInput:
             pred = pred[list(classes)]
         elif classes is not None and len(cols) == len(classes) and len(cols) >= 2 and \
                 _reordered(cols, list(classes)):
-            # (compared as text too: a frame read back from CSV or Parquet names the classes
-            # 0, 1, 2 "0", "1", "2", and "2", "1", "0" were taken by position)
             # (session 76's audit) the lab predictions had no column names, so the classes are
             # positions 0..k-1, and columns named by them in another order were taken by
-            # position: recalibrate() labelled class 2's values "0", fit() swapped the rates
+            # position: recalibrate() labelled class 2's values "0", fit() swapped the rates;
+            # compared as text too (a frame read back from CSV names them "0", "1", "2")
             raise ValueError(
                 f"{name}: the columns {cols} are the classes {list(classes)} in another order, "
                 "but the lab predictions named no classes, so columns are taken by position; "
