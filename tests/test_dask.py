@@ -509,6 +509,11 @@ def test_detm_dask_results_pickle_and_predict(detm_fits, detm_data):
         tab = r2.conf_int(0.2)
     assert tab.loc["pi"].isna().all() and np.isfinite(tab.drop("pi").to_numpy()).all()
     close(r1.conf_int(0.2).drop("pi"), tab.drop("pi"), rtol=0)
+    # and its summary at that level says the interval is not available (it raised)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        text = str(r2.summary(0.2))
+    assert "not available" in text and "unpickled" in text
     target = ddf[ddf.labeled == 0]
     p = r1.predict(target)  # lazy, partition by partition, the in-memory rule
     assert hasattr(p, "compute")

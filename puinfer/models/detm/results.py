@@ -842,7 +842,8 @@ class TiltResults(LikelihoodResults):
     def _pi_interval_line(self, alpha, method=None) -> str:
         try:
             ci = self.conf_int_pi(alpha, method)
-        except ValueError as exc:  # e.g. ProfileError: reported, not hidden
+        except (ValueError, RuntimeError) as exc:  # reported, not hidden: e.g. a
+            # ProfileError, or an unpickled Dask fit at a level not computed before pickling
             return f"not available ({exc})"
         lo, hi = ci.attrs["lower_at_bound"], ci.attrs["upper_at_bound"]
         ends = (" (both ends at the bounds)" if lo and hi else " (one-sided)" if lo or hi
