@@ -722,13 +722,17 @@ class TiltResults(LikelihoodResults):
             ci["lower"] = 0.0 if lo_b <= 1e-3 else lo_b
         if ci.attrs["upper_at_bound"]:
             ci["upper"] = 1.0 if hi_b >= 1 - 1e-3 else hi_b
-        if ci.attrs["lower_at_bound"] and ci.attrs["upper_at_bound"] and \
-                lo_b <= 1e-3 and hi_b >= 1 - 1e-3:
+        if ci.attrs["lower_at_bound"] and ci.attrs["upper_at_bound"]:
             # the likelihood supports every pi: say so rather than let [0, 1] pass unnoticed
+            # (or the whole half a label rule "pi<0.5" / "pi>0.5" allows: the review of
+            # session 76 found [0, 0.5] with a NaN SE and no word)
+            rng = f"[{ci['lower']:g}, {ci['upper']:g}]"
+            where = "all of [0, 1]" if rng == "[0, 1]" else \
+                f"all of {rng}, the range the label rule {self.label_rule!r} allows"
             msg = (f"{self.model_name}: pi is not identified by these data: the profile "
-                   f"log-EL stays within the cut-off of its maximum over all of [0, 1], so "
-                   f"the {level_label(1 - alpha)} confidence interval is [0, 1] (e.g. a target sample "
-                   "distributed as the source, or too few rows)")
+                   f"log-EL stays within the cut-off of its maximum over {where}, so "
+                   f"the {level_label(1 - alpha)} confidence interval is {rng} (e.g. a target "
+                   "sample distributed as the source, or too few rows)")
             if (ConfidenceSetWarning.__name__, msg) not in self._profiler.warnings:
                 self._profiler.warnings.append((ConfidenceSetWarning.__name__, msg))
             warn(msg, ConfidenceSetWarning)

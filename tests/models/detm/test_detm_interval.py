@@ -559,3 +559,19 @@ def test_a_session_75_pickle_gets_the_far_bound_se():
         old.__setstate__(state)
         assert old.bse["pi"] == pytest.approx(r.bse["pi"], rel=1e-12)
         assert old.cov_params().loc["pi", "pi"] == pytest.approx(r.bse["pi"] ** 2, rel=1e-12)
+
+
+def test_an_interval_over_the_whole_half_a_label_rule_allows_is_said():
+    # (review of session 76) under label_rule="pi<0.5" an interval [0, 0.5] is the whole range
+    # the rule allows, pi not identified there, but only [0, 1] was said; its SE is NaN
+    df = pu_normal(100, 100, 0.45, [0, 0], [0.3, 0], [0, 0.3], rng=np.random.default_rng(1))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        r = pu.DETM.from_formula("labeled ~ x1 + x2", data=df).fit(
+            label_rule="pi<0.5", pi_interval="profile")
+        ci = r.conf_int_pi()
+    assert (ci["lower"], ci["upper"]) == (0.0, 0.5)
+    said = [str(w.message) for w in caught if issubclass(w.category, pu.exceptions.ConfidenceSetWarning)
+            and "not identified" in str(w.message)]
+    assert said and "[0, 0.5], the range the label rule 'pi<0.5' allows" in said[0]
+    assert any("not identified" in msg for _, msg in r.warnings)
