@@ -1,7 +1,8 @@
 """Session 51: how often does the plain 95% profile confidence set of pi go on beyond a limit
 of the interval ``conf_int_pi`` reports without its check saying so?
 
-``conf_int_pi`` returns the component of the set around pi-hat and flags the set as not an
+``conf_int_pi`` returned the component of the set around pi-hat (since session 77 its hull,
+the component in ``attrs["component"]``) and flags the set as not an
 interval (``attrs["interval"]``, a ``ConfidenceSetWarning``) when one of
 ``OUTSIDE_POINTS`` points spaced evenly between a limit and the bound lies inside the set. On
 SAR replicate 47000020 (pi = 0.3, n = m = 1000) the set has a component at pi = 0.50-0.547
@@ -89,10 +90,14 @@ def one(design: str, pi: float, n: int, p: int, seed: int) -> dict:
         warnings.simplefilter("ignore")
         res = pu.DETM(Xs, Xt).fit(pi_interval="profile")
         ci = res.conf_int_pi(method="profile")
-        up = _NO_SIDE if ci.attrs["upper_at_bound"] else _side(res, ci["upper"], 1 - 1e-3)
-        lo = _NO_SIDE if ci.attrs["lower_at_bound"] else _side(res, ci["lower"], 1e-3)
+        # the component around pi-hat (since session 77 the interval reported is the set's
+        # hull where the set is not an interval: hull_lower, hull_upper)
+        lower, upper = ci.attrs["component"]
+        up = _NO_SIDE if upper == 1.0 else _side(res, upper, 1 - 1e-3)
+        lo = _NO_SIDE if lower == 0.0 else _side(res, lower, 1e-3)
     row = dict(design=design, pi=pi, n=n, p=p, seed=seed, pi_hat=res.pi,
-               llf=res.llf_penalized, lower=ci["lower"], upper=ci["upper"],
+               llf=res.llf_penalized, lower=lower, upper=upper,
+               hull_lower=ci["lower"], hull_upper=ci["upper"],
                interval=bool(ci.attrs["interval"]), t=time.process_time() - t0)
     row.update({f"upper_{k}": v for k, v in up.items()})
     row.update({f"lower_{k}": v for k, v in lo.items()})

@@ -421,7 +421,9 @@ class Profile:
             ax.axvline(true_value, color="tab:blue", lw=1.5, label=f"true {true_value:g}")
         ax.set_xlabel(name)
         ax.set_ylabel("profile likelihood-ratio statistic")
-        ax.set_title(f"{level_label(level)} CI for {name} ({how} cut-off): "
+        # (a DETM set that is not an interval is reported by its hull: said in the title)
+        hull = "" if ci.attrs.get("interval", True) else ", the hull of a set of parts"
+        ax.set_title(f"{level_label(level)} CI for {name} ({how} cut-off{hull}): "
                      f"[{ci['lower']:.4f}, {ci['upper']:.4f}]")
         ax.legend(fontsize="small")
         return ax

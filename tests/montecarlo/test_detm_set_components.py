@@ -29,6 +29,10 @@ def test_the_grid_finds_the_component_beyond_the_limit():
     assert row["upper_min_r"] < study.CUT
     assert row["lower_n_inside"] == 0 and row["lower_min_r"] > study.CUT
     assert not (row["upper_above"] or row["lower_above"])
+    # the interval reported is the set's hull (session 77): from the component's lower limit
+    # to the limit of the part beyond it, which holds the grid's outermost point inside
+    assert row["hull_lower"] == row["lower"]
+    assert row["upper_outermost"] < row["hull_upper"] < row["upper_outermost"] + study.STEP
     # the grid's step from the limit
     assert np.isclose((row["upper_outermost"] - row["upper"]) / study.STEP,
                       round((row["upper_outermost"] - row["upper"]) / study.STEP))

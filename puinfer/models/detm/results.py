@@ -591,8 +591,15 @@ class TiltResults(LikelihoodResults):
         interval, flagged in ``.attrs``): 0 or 1, or 0.5 under the label rules ``"pi<0.5"``
         and ``"pi>0.5"``, which restrict pi to one half. If ``R*`` dips below the cut-off
         again beyond a limit, the confidence set is not an interval: a
-        ``ConfidenceSetWarning`` says so (recorded in ``warnings``) and
-        ``.attrs["interval"]`` is False.
+        ``ConfidenceSetWarning`` says so (recorded in ``warnings``),
+        ``.attrs["interval"]`` is False, and the interval returned is the set's hull (from
+        its lowest to its highest point found: the limits of its outermost parts, searched
+        as the limits around pi-hat are), which also holds the values of pi between the parts
+        that :meth:`test_pi` rejects. ``.attrs["component"]`` is the part around pi-hat (the
+        interval itself where the set is one), which is what was returned before session 77:
+        where pi is weakly identified the other part can hold the true pi (session 75's world,
+        n = m = 1000: every one of the 16 misses of the component in 44 such sets of 250,
+        coverage 0.864 -> 0.928; ``studies/results/detm_pi_hull.md``).
 
         Parameters
         ----------
@@ -698,7 +705,31 @@ class TiltResults(LikelihoodResults):
             self._warn_convergence(known)
             extra = prof.outside_points(alpha, n=OUTSIDE_POINTS, cutoff=cutoff)
         extra = sorted({*extra, *prof.known_outside(alpha, cutoff)})
+        lo_b, hi_b = prof.bounds
+
+        def at_bounds(lim, at, upper):
+            # a limit at the end of the profiled range is that end: 0 or 1 (the range stops
+            # PI_EPS short of them), or 0.5 under a label rule pi < 0.5 / pi > 0.5
+            if not at:
+                return float(lim)
+            if upper:
+                return 1.0 if hi_b >= 1 - 1e-3 else float(hi_b)
+            return 0.0 if lo_b <= 1e-3 else float(lo_b)
+
+        component = (at_bounds(ci["lower"], ci.attrs["lower_at_bound"], False),
+                     at_bounds(ci["upper"], ci.attrs["upper_at_bound"], True))
+        if extra:
+            # the set is not an interval: report its hull (the component around pi-hat can
+            # miss the true pi that its other part holds; see _PiProfile.hull)
+            known = len(self._profiler.warnings)
+            (lo, lo_at), (hi, hi_at) = prof.hull(alpha, cutoff, extra)
+            self._warn_convergence(known)
+            ci["lower"], ci["upper"] = at_bounds(lo, lo_at, False), at_bounds(hi, hi_at, True)
+            ci.attrs.update(lower_at_bound=lo_at, upper_at_bound=hi_at)
+        else:
+            ci["lower"], ci["upper"] = component
         ci.attrs["interval"] = not extra
+        ci.attrs["component"] = component
         ci.attrs["method"] = method
         ci.attrs.update(boot_attrs)
         if method == "bootstrap":
@@ -711,21 +742,18 @@ class TiltResults(LikelihoodResults):
             msg = (f"{self.model_name}: the {level_label(1 - alpha)} profile confidence set for pi is "
                    "not an interval: R*(pi) is also below the cut-off at pi = "
                    f"{', '.join(shown[:8])}{more} (a second local maximum of the "
-                   "profile); the interval returned is the component around pi-hat")
+                   f"profile); the interval returned is the set's hull [{ci['lower']:.4f}, "
+                   f"{ci['upper']:.4f}], which also holds values of pi that test_pi rejects; "
+                   f"the part around pi-hat is [{component[0]:.4f}, {component[1]:.4f}] "
+                   "(attrs['component'])")
             if (ConfidenceSetWarning.__name__, msg) not in self._profiler.warnings:
                 self._profiler.warnings.append((ConfidenceSetWarning.__name__, msg))
             warn(msg, ConfidenceSetWarning)
-        lo_b, hi_b = prof.bounds
-        # a limit at the end of the profiled range is that end: 0 or 1 (the range stops
-        # PI_EPS short of them), or 0.5 under a label rule pi < 0.5 / pi > 0.5
-        if ci.attrs["lower_at_bound"]:
-            ci["lower"] = 0.0 if lo_b <= 1e-3 else lo_b
-        if ci.attrs["upper_at_bound"]:
-            ci["upper"] = 1.0 if hi_b >= 1 - 1e-3 else hi_b
-        if ci.attrs["lower_at_bound"] and ci.attrs["upper_at_bound"]:
+        elif ci.attrs["lower_at_bound"] and ci.attrs["upper_at_bound"]:
             # the likelihood supports every pi: say so rather than let [0, 1] pass unnoticed
             # (or the whole half a label rule "pi<0.5" / "pi>0.5" allows: the review of
-            # session 76 found [0, 0.5] with a NaN SE and no word)
+            # session 76 found [0, 0.5] with a NaN SE and no word). (A hull over the whole
+            # range is said by the warning above: the set has gaps.)
             rng = f"[{ci['lower']:g}, {ci['upper']:g}]"
             where = "all of [0, 1]" if rng == "[0, 1]" else \
                 f"all of {rng}, the range the label rule {self.label_rule!r} allows"
@@ -794,7 +822,9 @@ class TiltResults(LikelihoodResults):
         The statistic ``R*_N(value)``, referred to the fit's default (``pi_interval``): the
         bootstrap draws of :meth:`conf_int_pi` (``p = (1 + #{R*_b >= R*}) / (B + 1)``, so
         the test rejects at level alpha about when ``value`` is outside the calibrated
-        interval) or ``chi2_1`` (``pi_interval="profile"``). Where pi-hat is on the boundary
+        confidence set) or ``chi2_1`` (``pi_interval="profile"``). Where the set is not an
+        interval, :meth:`conf_int_pi` returns its hull, and the test rejects the values
+        between its parts. Where pi-hat is on the boundary
         or the bootstrap world is near it (a ``boundary_share`` of at least
         :data:`NEAR_BOUNDARY_SHARE`, as for :meth:`conf_int_pi`), the p-value is the larger of
         the bootstrap's and ``chi2_1``'s, and ``extra["reference"]`` says so."""
@@ -852,6 +882,8 @@ class TiltResults(LikelihoodResults):
         lo, hi = ci.attrs["lower_at_bound"], ci.attrs["upper_at_bound"]
         ends = (" (both ends at the bounds)" if lo and hi else " (one-sided)" if lo or hi
                 else "")
+        if not ci.attrs.get("interval", True):
+            ends += " (hull: the set is not an interval)"
         cut = f"; cut-off {ci.attrs['cutoff']:.2f}" if ci.attrs.get("method") == "bootstrap" \
             else ""
         if "bootstrap_cutoff" in ci.attrs:
