@@ -231,6 +231,9 @@ class CalEM(Model):
     index: pd.Index | None = None
     #: rows given as Dask collections: their in-memory summaries and blocks (see ``._dask``)
     _dask = None
+    #: the stratified CMH z of the Assumption-1 check (treated minus control positives at equal
+    #: scores; :func:`assumption1_test`), None for models pickled before it was kept
+    _cmh_z: float | None = None
 
     def __init__(self, score, label, treated, *, calibrator="spline", eps: float = 1e-6,
                  missing: str = "raise", **calibrator_options):
@@ -311,6 +314,9 @@ class CalEM(Model):
         its boundary. Comparing the overall shares instead refused valid data whose treated
         rows simply have lower scores."""
         z, p = assumption1_test(hist_c, hist_t)
+        # kept: read upwards (treated positives more often), it is the family-free test of no
+        # label bias that CalEMResults.test_bias reports beside its likelihood ratio
+        self._cmh_z = z
         if not p < ASSUMPTION1_WARN:
             return
         msg = ("the treated rows' labels are positive less often than the control rows' at "
