@@ -1115,3 +1115,38 @@ def test_bias_test_says_when_a_fit_separates():
     assert any(c == "SeparationWarning" for c, _ in r.baseline.warnings)
     assert "control" in r.test_bias().extra["caveat"]
     assert "treated" not in r.test_bias().extra["caveat"]
+
+
+def test_predict_frame_gives_pointwise_intervals_of_g_and_h():
+    """predict_frame (session 77): the calibrated probability with the Wald interval of its
+    log-odds (the sandwich covariance), mapped by expit, and h with the band that
+    plot_treatment_effect draws; checked against the interval computed by hand from
+    cov_params() and Platt's design [1, logit(s)]."""
+    from scipy import stats
+
+    d = simulate_calem(3000, event_prob=0.3, miscalibration="g1", transition="h1",
+                       clean_share=0.2, rng=np.random.default_rng(3))
+    r = CalEM(d.score, d.label, d.treated, calibrator="logistic").fit()
+    s = pd.Series([0.05, 0.3, 0.7, 0.95], index=["a", "b", "c", "d"])
+    f = r.predict_frame(s, alpha=0.1)
+    assert list(f.index) == ["a", "b", "c", "d"] and f.attrs["level"] == pytest.approx(0.9)
+    assert_allclose(f["calem"], r.predict(s))
+    assert_allclose(f["h"], r.treatment_effect(s))
+    x = np.column_stack([np.ones(4), np.log(s / (1 - s))])
+    eta = x @ r.params.to_numpy()
+    se = np.sqrt(np.einsum("ij,jk,ik->i", x, r.cov_params().to_numpy(), x))
+    z = stats.norm.ppf(0.95)
+    assert_allclose(f["calem_lower"], expit(eta - z * se), rtol=1e-10)
+    assert_allclose(f["calem_upper"], expit(eta + z * se), rtol=1e-10)
+    assert (f["h_lower"] <= f["h"]).all() and (f["h"] <= f["h_upper"]).all()
+    wider = r.predict_frame(s, alpha=0.01)
+    assert (wider["calem_lower"] < f["calem_lower"]).all()
+    assert (wider["h_upper"] - wider["h_lower"] >= f["h_upper"] - f["h_lower"]).all()
+    with pytest.raises(ValueError, match="alpha"):
+        r.predict_frame(s, alpha=0.95)
+    # without a covariance (isotonic) the intervals are NaN and the reason is given
+    iso = CalEM(d.score, d.label, d.treated, calibrator="isotonic").fit()
+    fi = iso.predict_frame(s)
+    assert fi[["calem_lower", "calem_upper", "h_lower", "h_upper"]].isna().all().all()
+    assert "isotonic" in fi.attrs["no_interval"]
+    assert_allclose(fi["calem"], iso.predict(s))
