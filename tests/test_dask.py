@@ -1154,3 +1154,28 @@ def test_bad_value_counts_said_to_be_one_partitions():
     with dask_config.set(scheduler="synchronous"), \
             pytest.raises(ValueError, match=r"1 value\(s\) are not.*counted in one partition"):
         CalEM(ddf["score"], ddf["label"], ddf["treated"], calibrator="logistic")
+
+
+def test_detm_dask_results_pickled_before_the_hull_show_the_known_points():
+    """Review of session 77: a Dask fit pickled before the hull of a set that is not an interval
+    was searched (code before session 77) cannot search it once unpickled: conf_int_pi()
+    raised RuntimeError and the summary said "not available", where it showed the component.
+    Now the interval runs to the outermost points known inside the set, with a warning."""
+    import dask
+
+    from puinfer.simulate.detm import pu_normal
+
+    df = pu_normal(300, 300, 0.3, [0, 0], [1, 0], [0, 2], rng=np.random.default_rng(2))
+    with dask.config.set(scheduler="sync"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = pu.DETM.from_formula("labeled ~ x1 + x2",
+                                 data=dd.from_pandas(df, npartitions=2)).fit()
+        ci = r.conf_int_pi()
+        back = pickle.loads(pickle.dumps(r))
+    assert not ci.attrs["interval"] and back.conf_int_pi().equals(ci)
+    del back.profile_pi().__dict__["_hulls"]  # as pickled before session 77
+    with pytest.warns(pu.exceptions.PuinferWarning, match="not searched"):
+        old = back.conf_int_pi()
+    lo_c, hi_c = ci.attrs["component"]
+    assert old["lower"] == lo_c and hi_c < old["upper"] <= ci["upper"]
+    assert old.attrs["component"] == ci.attrs["component"] and not old.attrs["interval"]

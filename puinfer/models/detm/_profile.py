@@ -854,12 +854,15 @@ class _PiProfile(Profile):
             lim, at = part._limit(direction, cut)
             far = [] if at else part._inside_beyond(lim, edge, OUTSIDE_POINTS, cut)
         if far and not at:
+            # out of searches: the hull reaches at least the points known inside the set
+            outer = max(far, key=lambda q: direction * q)
             prof = self._loglik_at
             prof.warnings.append((ConvergenceWarning.__name__, (
-                f"{prof.fit.name}: the confidence set for pi goes on beyond the "
-                f"{'upper' if direction > 0 else 'lower'} limit {lim:.6g} of its hull (R* "
-                f"below the cut-off {cut:.4g} at {far[0]:.6g}) after {FULL_SEARCHES} "
-                "searches: the hull may reach further")))
+                f"{prof.fit.name}: the confidence set for pi goes on beyond the last "
+                f"{'upper' if direction > 0 else 'lower'} limit {lim:.6g} searched for its "
+                f"hull (R* below the cut-off {cut:.4g} at {outer:.6g}) after {FULL_SEARCHES} "
+                f"searches: the hull is taken to {outer:.6g} and may reach further")))
+            lim = outer
         return lim, at
 
     def _searches(self, direction: int, cutoff: float, start: int = 0) -> tuple[float, bool]:

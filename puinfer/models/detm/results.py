@@ -99,8 +99,13 @@ WEAK_PI_EVIDENCE_PROFILE = (
 
 
 #: the version of the rule of :meth:`TiltResults._interval_se` (results pickled under an
-#: older one have their cached SEs recomputed on unpickling)
-_SE_RULE = 1
+#: older one have their cached SEs recomputed on unpickling). 2: session 77, a confidence set
+#: that is not an interval is reported by its hull, whose width the SE of pi follows
+_SE_RULE = 2
+
+#: how the ConfidenceSetWarning of a set that is not an interval ended before session 77
+#: (results pickled then still record it: dropped on unpickling, the hull's said instead)
+_OLD_COMPONENT_TAIL = "the interval returned is the component around pi-hat"
 
 
 class TiltResults(LikelihoodResults):
@@ -200,6 +205,14 @@ class TiltResults(LikelihoodResults):
             state.pop("_bse", None)
             state.pop("_calibrated_cov", None)
             state.pop("_default_summary", None)
+            # (and before session 77 a set that is not an interval was reported by its part
+            # around pi-hat: the SEs and summary above follow its hull now; the warning that
+            # said "the component" is dropped, conf_int_pi() records the hull's)
+            for prof in {id(p): p for p in (state.get("_given_profiler"),
+                                             state.get("_profiler")) if p is not None}.values():
+                prof.warnings[:] = [(c, m) for c, m in prof.warnings
+                                    if not (c == ConfidenceSetWarning.__name__
+                                            and m.endswith(_OLD_COMPONENT_TAIL))]
             state["_se_rule"] = _SE_RULE
         super().__setstate__(state)
 
@@ -491,18 +504,18 @@ class TiltResults(LikelihoodResults):
         return super().cov_params() if cov is None else cov.copy()
 
     def conf_int(self, alpha: float = 0.05) -> pd.DataFrame:
-        """Confidence intervals at level ``1 - alpha``: Wald ``estimate -/+ z se`` for the
-        tilt coefficients (``se`` from :meth:`cov_params`); for pi the fit's own interval,
+        """Confidence intervals at level ``1 - alpha``: Wald ``estimate -/+ z se`` for the tilt
+        coefficients (``se`` from :meth:`cov_params`); for pi the fit's own interval,
         :meth:`conf_int_pi` at the same level (the bootstrap-calibrated one under the default
-        ``pi_interval="bootstrap"``, the plain profile interval under ``"profile"``), the
-        interval the summary prints and :meth:`test_pi` inverts. The symmetric Wald interval
-        of pi can leave [0, 1] (0.992 -/+ 0.496 where the calibrated interval is (0.008,
-        0.9996); 74% of the fits in the study below), and with the calibrated SE it covered
-        0.76 where the calibrated interval covered 0.86 (session 76: DETM, p = 3, pi = 0.5,
-        two close normal components, n = m = 1000, 250 data sets; MC SE 0.03). NaN for pi
-        where :meth:`conf_int_pi` cannot be computed (a ``ProfileError``, too few resamples
-        for ``alpha``, or an unpickled Dask fit at a level not computed before pickling; a
-        warning says why)."""
+        ``pi_interval="bootstrap"``, the plain profile interval under ``"profile"``), the interval
+        the summary prints and :meth:`test_pi` inverts (where the confidence set is not an interval,
+        its hull: ``test_pi`` also rejects the values between its parts). The symmetric Wald
+        interval of pi can leave [0, 1] (0.992 -/+ 0.496 where the calibrated interval is (0.008,
+        0.9996); 74% of the fits in the study below), and with the calibrated SE it covered 0.76
+        where the calibrated interval covered 0.86 (session 76: DETM, p = 3, pi = 0.5, two close
+        normal components, n = m = 1000, 250 data sets; MC SE 0.03). NaN for pi where
+        :meth:`conf_int_pi` cannot be computed (a ``ProfileError``, too few resamples for ``alpha``,
+        or an unpickled Dask fit at a level not computed before pickling; a warning says why)."""
         out = super().conf_int(alpha)
         try:
             ci = self.conf_int_pi(alpha)
@@ -570,7 +583,9 @@ class TiltResults(LikelihoodResults):
         maxima; the interval limits by Newton's method on the signed root of ``R*``, see
         :mod:`puinfer.models.detm._profile`). After a default fit the 95% interval is already
         computed (the fit's probe) and cached here. The returned
-        :class:`~puinfer.inference.Profile` gives ``.conf_int(alpha)``, ``.statistic(pi)``,
+        :class:`~puinfer.inference.Profile` gives ``.conf_int(alpha)`` (the part of the set
+        around pi-hat; :meth:`conf_int_pi` reports the hull of a set that is not an interval),
+        ``.statistic(pi)``,
         ``.to_frame()`` and ``.plot(ax=None)`` (as Liu et al., Figure 5: the chi-square
         cut-off; ``.plot(interval=res.conf_int_pi())`` draws the default interval and its
         cut-off instead). With the ridge
@@ -722,7 +737,24 @@ class TiltResults(LikelihoodResults):
             # the set is not an interval: report its hull (the component around pi-hat can
             # miss the true pi that its other part holds; see _PiProfile.hull)
             known = len(self._profiler.warnings)
-            (lo, lo_at), (hi, hi_at) = prof.hull(alpha, cutoff, extra)
+            try:
+                (lo, lo_at), (hi, hi_at) = prof.hull(alpha, cutoff, extra)
+            except RuntimeError as exc:
+                if getattr(self.model.data, "blocks", True) is not None:
+                    raise
+                # a Dask fit pickled before session 77, whose hull was not searched then: no
+                # profile point can be evaluated now, so the hull reaches at least the points
+                # known inside the set (said; the component was all it showed before)
+                (lo, lo_at), (hi, hi_at) = (
+                    (min(ci["lower"], *extra), ci.attrs["lower_at_bound"]),
+                    (max(ci["upper"], *extra), ci.attrs["upper_at_bound"]))
+                msg = (f"{self.model_name}: the outer limits of the hull of the "
+                       f"{level_label(1 - alpha)} confidence set for pi were not searched "
+                       f"({exc}): the interval returned runs to the outermost points known "
+                       "inside the set, and the set may reach further")
+                if (exceptions.PuinferWarning.__name__, msg) not in self._profiler.warnings:
+                    self._profiler.warnings.append((exceptions.PuinferWarning.__name__, msg))
+                warn(msg, exceptions.PuinferWarning)
             self._warn_convergence(known)
             ci["lower"], ci["upper"] = at_bounds(lo, lo_at, False), at_bounds(hi, hi_at, True)
             ci.attrs.update(lower_at_bound=lo_at, upper_at_bound=hi_at)

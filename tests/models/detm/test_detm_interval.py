@@ -618,3 +618,55 @@ def test_an_interval_over_the_whole_half_a_label_rule_allows_is_said():
             and "not identified" in str(w.message)]
     assert said and "[0, 0.5], the range the label rule 'pi<0.5' allows" in said[0]
     assert any("not identified" in msg for _, msg in r.warnings)
+
+
+def test_results_pickled_before_the_hull_recompute_their_se_and_summary():
+    """Review of session 77: results pickled before the hull (SE rule 1) kept a cached bse and
+    summary from the component around pi-hat (bse["pi"] 0.0754 against the hull's 0.192 on
+    these data) and the warning saying "the interval returned is the component"; they are
+    recomputed on unpickling, and that warning dropped."""
+    import pickle
+
+    from puinfer.models.detm import results as detm_results
+
+    df = pu_normal(300, 300, 0.3, [0, 0], [1, 0], [0, 2], rng=np.random.default_rng(2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = pu.DETM.from_formula("labeled ~ x1 + x2", data=df).fit(pi_interval="profile")
+        ci = r.conf_int_pi()
+        se = r._interval_se()
+        str(r)
+    # as pickled before session 77: rule 1, a stale SE and summary, the old warning
+    stale = ("DETM: ... (a second local maximum of the profile); the interval returned is the "
+             "component around pi-hat")
+    r._profiler.warnings.append(("ConfidenceSetWarning", stale))
+    state = r.__getstate__()
+    state = {**state, "_se_rule": 1, "_default_summary": "stale"}
+    back = object.__new__(type(r))
+    back.__setstate__(pickle.loads(pickle.dumps(state)))
+    assert "_default_summary" not in back.__dict__ and back._se_rule == detm_results._SE_RULE
+    assert all(m != stale for _, m in back.warnings)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert back.conf_int_pi().equals(ci) and back._interval_se() == se
+        assert "(hull: the set is not an interval)" in str(back)
+
+
+def test_a_set_with_a_part_below_pi_hat_is_reported_by_its_hull():
+    """Review of session 77: the hull's lower side (the other part below pi-hat's component),
+    untested before. Here the 95% set is [0.5265, 0.8465] around pi-hat 0.725 and a part whose
+    lowest point is 0.2879 (a grid of step 0.0025 on a fresh fit: from 0.29 to 0.845)."""
+    df = pu_normal(300, 300, 0.7, [0, 0], [1, 0], [0, 2], rng=np.random.default_rng(16))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = pu.DETM.from_formula("labeled ~ x1 + x2", data=df).fit(pi_interval="profile")
+        ci = r.conf_int_pi()
+    cut = stats.chi2.ppf(0.95, 1)
+    prof = r.profile_pi()
+    lo_c, hi_c = ci.attrs["component"]
+    assert not ci.attrs["interval"] and ci["upper"] == hi_c
+    assert 0.52 < lo_c < 0.53 and 0.287 < ci["lower"] < 0.289
+    assert not (ci.attrs["lower_at_bound"] or ci.attrs["upper_at_bound"])
+    for v in (ci["lower"], lo_c):
+        assert prof.statistic(v) == pytest.approx(cut, abs=1e-6)
+    assert all(prof.statistic(v) > cut for v in np.arange(0.001, ci["lower"], 0.01))
