@@ -15,7 +15,8 @@ itself holds the true pi), pi-hat and the CPU time.
     OPENBLAS_NUM_THREADS=1 python studies/detm_pi_hull.py run 0 300 --n 1000   # ~8 CPU s each
     python studies/detm_pi_hull.py summarise --n 1000
 
-Rows: ``studies/results/detm_pi_hull_n{n}.csv`` (appended, one per data set); the reading in
+Rows: ``studies/results/detm_pi_hull_n{n}.csv`` (appended, one per data set; those that raised
+in ``..._errors.csv``); the reading in
 ``studies/results/detm_pi_hull.md``.
 """
 
@@ -74,23 +75,24 @@ def one(n: int, seed: int) -> dict:
 
 
 def run(r0: int, r1: int, n: int) -> None:
-    path = OUT / f"detm_pi_hull_n{n}.csv"
-    done = set(pd.read_csv(path)["seed"]) if path.exists() else set()
+    path, errors = OUT / f"detm_pi_hull_n{n}.csv", OUT / f"detm_pi_hull_n{n}_errors.csv"
+    done = {int(q) for f in (path, errors) if f.exists() for q in pd.read_csv(f)["seed"]}
     for r in range(r0, r1):
         if SEED0 + r in done:
             continue
         try:
-            row = one(n, SEED0 + r)
-        except Exception as exc:  # recorded, not hidden (e.g. a ProfileError)
-            row = dict(seed=SEED0 + r, n=n, error=f"{type(exc).__name__}: {exc}")
-        pd.DataFrame([row]).to_csv(path, mode="a", header=not path.exists(), index=False)
+            row, out = one(n, SEED0 + r), path
+        except Exception as exc:  # recorded, not hidden (e.g. a ProfileError), in its own file
+            row, out = dict(seed=SEED0 + r, n=n, error=f"{type(exc).__name__}: {exc}"), errors
+        pd.DataFrame([row]).to_csv(out, mode="a", header=not out.exists(), index=False)
         print(r, {k: row.get(k) for k in ("pi_hat", "cal_lower", "cal_upper", "cal_interval",
-                                          "t")}, flush=True)
+                                          "t", "error")}, flush=True)
 
 
 def summarise(n: int) -> pd.DataFrame:
-    d = pd.read_csv(OUT / f"detm_pi_hull_n{n}.csv")
-    ok = d[d.get("error", pd.Series(np.nan, index=d.index)).isna()]
+    ok = pd.read_csv(OUT / f"detm_pi_hull_n{n}.csv")
+    errors = OUT / f"detm_pi_hull_n{n}_errors.csv"
+    err = pd.read_csv(errors) if errors.exists() else pd.DataFrame(columns=["seed", "error"])
     rows = []
     for tag in ("cal", "prof"):
         hull = (ok[f"{tag}_lower"] <= PI0) & (PI0 <= ok[f"{tag}_upper"])
@@ -111,8 +113,20 @@ def summarise(n: int) -> pd.DataFrame:
                      "reported": "not an interval (share)", "data sets": k,
                      "coverage": round((~ok[f"{tag}_interval"].astype(bool)).mean(), 3)})
     out = pd.DataFrame(rows)
-    print(f"{len(d)} rows, {len(d) - len(ok)} errors; CPU per data set {ok['t'].mean():.1f} s")
+    print(f"{len(ok)} data sets, {len(err)} more raised (seeds {list(err.seed)}); CPU per data "
+          f"set {ok['t'].mean():.1f} s")
     print(out.to_markdown(index=False))
+    for tag in ("cal", "prof"):
+        hull = (ok[f"{tag}_lower"] <= PI0) & (PI0 <= ok[f"{tag}_upper"])
+        comp = (ok[f"{tag}_comp_lower"] <= PI0) & (PI0 <= ok[f"{tag}_comp_upper"])
+        gap = ~ok[f"{tag}_interval"].astype(bool)
+        miss = ~hull
+        print(f"{tag}: paired, the hull covers where the component misses in "
+              f"{int((hull & ~comp).sum())} data sets (the reverse in {int((comp & ~hull).sum())}); "
+              f"sets not an interval {int(gap.sum())}, of which the hull misses "
+              f"{int((gap & miss).sum())}; misses {int(miss.sum())}: pi-hat above 0.5 in "
+              f"{int((miss & (ok.pi_hat > PI0)).sum())}, weak-pi warning in "
+              f"{int((miss & ok.weak.astype(bool)).sum())} (all fits: {int(ok.weak.astype(bool).sum())})")
     return out
 
 
