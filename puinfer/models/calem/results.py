@@ -555,8 +555,8 @@ class CalEMResults(_CurvesMixin, LikelihoodResults):
         3.2-5.8%, and under the paper's bias designs (h1, h2; 200 control, 2000 treated rows)
         in 97.7-99.3% (the LR test 98.3-100%). Where a fit separates (log-odds beyond
         +-30, e.g. a spline's outer knot fitted on a small control set) the chi-square
-        reference is poor (13-19% rejected at 5% without bias in those data sets), which
-        ``extra`` says.
+        reference is poor (12.7-14.7% rejected at 5% without bias where the spline's control
+        fit on 200 rows separated), which ``extra`` says.
         """
         return self._bias_test
 

@@ -1102,7 +1102,7 @@ def test_bias_test_reports_a_family_free_cmh_test():
 
 def test_bias_test_says_when_a_fit_separates():
     """A spline's outer knot fitted on a small control set can separate; the chi-square reference
-    of test_bias then over-rejects (13-19% at 5% without bias, session 77's audit): said."""
+    of test_bias then over-rejects (12.7-14.7% at 5% without bias, session 77's audit): said."""
     from scipy.special import expit
 
     rng = np.random.default_rng(0)  # (a data set whose control fit separates)
