@@ -166,12 +166,13 @@ class _CurvesMixin:
         singular sandwich) the interval columns are NaN and ``attrs["no_interval"]`` says why.
         The index is ``score``'s (a Series in), or the model's rows without ``score``.
 
-        Coverage (session 77's audit, ``studies/calem_audit_s77``; 1,000 data sets per cell,
-        biased labels, 200 / 2,000 to 1,000 / 20,000 control / treated rows): the log-odds
-        interval at a score of logit 2 covered 92.9-95.5% with Platt scaling, 88-92% with beta
-        calibration (a finite-sample shortfall: 95-96% at 5,000 / 50,000 rows), and 90.5-96.8%
-        with the spline (less at its outer knots, 84-91%); the ``h`` band 91.6-95.5% with
-        Platt, 86-93% with beta.
+        Coverage (session 77's audit, ``studies/calem_audit_s77``, ``results/table_cover.csv``;
+        1,000 data sets per cell, biased labels, 200 / 2,000 to 1,000 / 20,000 control /
+        treated rows, scores at logit -2, 0 and 2): the log-odds interval covered 93.1-96.0%
+        with Platt scaling, 89.0-96.6% with beta calibration (89.0-92.3% at logit 2: beta's
+        intervals fall short at these sizes, its coefficients' 95.0-96.0% at 5,000 / 50,000
+        rows) and 91.3-97.1% with the spline; the ``h`` band 91.6-95.5% with Platt, 86.0-96.3%
+        with beta, 90.3-96.8% with the spline.
         """
         from scipy import stats
         from scipy.special import expit
