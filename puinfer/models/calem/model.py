@@ -306,6 +306,22 @@ class CalEM(Model):
             return self._dask.s_c, self._dask.y
         return self.score[~self.treated], self.label[~self.treated]
 
+    def _assumption1_z(self) -> float | None:
+        """The stratified CMH z of the Assumption-1 check (:func:`assumption1_test`; positive:
+        treated labels positive more often at equal scores). Kept by the constructor; for a
+        model pickled before it was kept, recomputed from the model's rows (the control rows
+        and the treated rows' histogram are kept on the Dask path too)."""
+        z = self.__dict__.get("_cmh_z")
+        if z is not None:
+            return z
+        if self._dask is not None:
+            hist_t = getattr(self._dask, "hist_treated", None)
+            if hist_t is None:
+                return None
+        else:
+            hist_t = score_histogram(self.score[self.treated], self.label[self.treated])
+        return assumption1_test(score_histogram(*self._control_rows()), hist_t)[0]
+
     def _check_assumption1(self, hist_c, hist_t):
         """One-sided test of Assumption 1 at equal scores: are the treated rows' labels
         positive less often than the control rows' at the same score? Assumption 1 gives
