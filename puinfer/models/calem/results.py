@@ -574,8 +574,7 @@ class CalEMResults(_CurvesMixin, LikelihoodResults):
 
             notes["family-free test (stratified CMH at equal scores, one-sided: treated "
                   "positives more often)"] = f"z = {z:.2f}, p = {stats.norm.sf(z):.3g}"
-        sep = [who for who, f in (("control", self.baseline), ("treated", self.biased),
-                                  ("pooled", self.pooled))
+        sep = [who for who, f in self._bias_fits()
                if any(cat == "SeparationWarning" for cat, _ in f.warnings)]
         if sep:
             notes["caveat"] = (f"the {', '.join(sep)} fit(s) separate (fitted log-odds beyond "
@@ -583,6 +582,10 @@ class CalEMResults(_CurvesMixin, LikelihoodResults):
         notes["assumes"] = ("the calibrator family holds in both groups; otherwise groups "
                             "whose score distributions differ reject without bias")
         return dataclasses.replace(t, extra={**t.extra, **notes})
+
+    def _bias_fits(self) -> tuple:
+        """``(name, fit)`` of the three calibrator fits the bias test compares."""
+        return (("control", self.baseline), ("treated", self.biased), ("pooled", self.pooled))
 
     def _bias_lr_test(self) -> HypothesisTestResult:
         null = "treated labels carry no bias (one calibration curve for control and treated)"
@@ -593,8 +596,7 @@ class CalEMResults(_CurvesMixin, LikelihoodResults):
                 "parametric calibrator", null=null,
                 method="Likelihood-ratio test of no label bias")
         method = "Likelihood-ratio test of no label bias"
-        unconverged = [who for who, f in (("control", self.baseline), ("treated", self.biased),
-                                          ("pooled", self.pooled)) if not f.converged]
+        unconverged = [who for who, f in self._bias_fits() if not f.converged]
         if unconverged:
             return HypothesisTestResult.invalid(
                 f"the {', '.join(unconverged)} calibrator fit(s) did not converge (separated "
