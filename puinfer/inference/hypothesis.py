@@ -93,9 +93,9 @@ class HypothesisTestResult:
         lines = [self.method, f"H0: {self.null}"]
         if self.invalid_reason:
             lines.append(f"Invalid test: {self.invalid_reason}")
-            return lines
-        lines.append(f"statistic = {self.statistic:.4f}, df = {self.df:g}, "
-                     f"{pvalue_phrase(self.pvalue)} ({self.reference})")
+        else:
+            lines.append(f"statistic = {self.statistic:.4f}, df = {self.df:g}, "
+                         f"{pvalue_phrase(self.pvalue)} ({self.reference})")
         for k, v in self.extra.items():
             lines.append(f"{k}: {v}")
         return lines

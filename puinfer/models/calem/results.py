@@ -554,7 +554,9 @@ class CalEMResults(_CurvesMixin, LikelihoodResults):
         scores that the model computes for its Assumption-1 check, read one-sided upwards
         (bias raises the treated rows' positive rate); in the same data sets it rejected in
         3.2-5.8%, and under the paper's bias designs (h1, h2; 200 control, 2000 treated rows)
-        in 97.7-99.3% (the LR test 98.3-100%). Where a fit separates (log-odds beyond
+        in 97.7-99.3% (the LR test 98.3-100%); where the likelihood ratio cannot be computed
+        (isotonic calibration, a fit short of its maximum) the test is marked invalid and
+        ``extra`` still gives this one. Where a fit separates (log-odds beyond
         +-30, e.g. a spline's outer knot fitted on a small control set) the chi-square
         reference is poor (22.7-25.8% rejected at 5% without bias where the spline's control
         fit on 200 rows separated, 9% of the correctly specified data sets; 10.2-12.4% in 21%
@@ -565,8 +567,6 @@ class CalEMResults(_CurvesMixin, LikelihoodResults):
     @cached_property
     def _bias_test(self) -> HypothesisTestResult:
         t = self._bias_lr_test()
-        if t.invalid_reason is not None:
-            return t
         notes = {}
         z = self.model._assumption1_z()  # (recomputed for a model pickled before it was kept)
         if z is not None and np.isfinite(z):
@@ -574,6 +574,10 @@ class CalEMResults(_CurvesMixin, LikelihoodResults):
 
             notes["family-free test (stratified CMH at equal scores, one-sided: treated "
                   "positives more often)"] = f"z = {z:.2f}, p = {stats.norm.sf(z):.3g}"
+        if t.invalid_reason is not None:
+            # the CMH needs no calibrator fit: where the likelihood ratio cannot be computed
+            # (isotonic, a fit short of its maximum) it is the test there is
+            return dataclasses.replace(t, extra={**t.extra, **notes})
         sep = [who for who, f in self._bias_fits()
                if any(cat == "SeparationWarning" for cat, _ in f.warnings)]
         if sep:

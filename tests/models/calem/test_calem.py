@@ -228,6 +228,26 @@ def test_bias_test_invalid_for_isotonic(fits):
     assert t.invalid_reason is not None and np.isnan(t.pvalue)
 
 
+def test_invalid_bias_test_still_gives_the_family_free_test(sim, fits):
+    """Isotonic calibration has no likelihood-ratio test of bias; the stratified CMH needs no
+    calibrator fit, so it is given there too (it was left out of every invalid test), and
+    printed (an invalid test's details were not)."""
+    from scipy import stats
+
+    from puinfer.models.calem.model import assumption1_test, score_histogram
+
+    t = fits["isotonic"][1].test_bias()
+    key = next(k for k in t.extra if k.startswith("family-free test"))
+    tr = sim["treated"].to_numpy() == 1
+    s, y = sim["score"].to_numpy(), sim["label"].to_numpy()
+    zc, _ = assumption1_test(score_histogram(s[~tr], y[~tr]), score_histogram(s[tr], y[tr]))
+    assert t.extra[key] == f"z = {zc:.2f}, p = {stats.norm.sf(zc):.3g}"
+    # the same z as the parametric fits' (one Assumption-1 check per model's data)
+    assert fits["logistic"][1].test_bias().extra[key] == t.extra[key]
+    assert "Invalid test" in str(t) and key in str(t)
+    assert "assumes" not in t.extra  # (no family)
+
+
 def test_sandwich_reduces_to_glm_covariance_without_treated_information(sim):
     """With h known (no EM) there is no sandwich; with EM the SEs are finite and positive."""
     r = CalEM(sim["score"], sim["label"], sim["treated"], calibrator="logistic").fit()
