@@ -141,7 +141,8 @@ def chi2_test(statistic: float, df: float, *, null: str, method: str, extra=None
                                 method, extra=dict(extra or {}))
 
 
-def lr_test(restricted, full, *, tol: float = 1e-6) -> HypothesisTestResult:
+def lr_test(restricted, full, *, tol: float = 1e-6, reference: str = "chi2", n_boot: int = 200,
+            rng=None, smooth="silverman", n_jobs: int = 1) -> HypothesisTestResult:
     """Likelihood-ratio test of a restricted model against a full model that nests it.
 
     Parameters
@@ -159,6 +160,19 @@ def lr_test(restricted, full, *, tol: float = 1e-6) -> HypothesisTestResult:
         log-likelihood over the full one, which cannot be positive at the maxima: an excess up
         to ``tol * max(1, |full.llf_penalized|)`` (optimiser error) gives a statistic of 0,
         a larger one is refused (the full fit is not at its maximum).
+    reference : {"chi2", "bootstrap"}
+        The statistic's reference distribution: chi-square with ``df`` degrees of freedom, or
+        (DETM full models with a subset of the features: the test whose chi-square
+        reference over-rejects where pi is weakly determined) its bootstrap distribution
+        under the fitted restricted model: resamples drawn from it (its EL weights and
+        tilts, smoothed as ``test_scar``'s bootstrap), both models refitted on each, and the
+        p-value ``(1 + #{LR_b >= LR}) / (B + 1)``. Other pairs are refused.
+    n_boot, rng, smooth, n_jobs
+        The bootstrap's resamples, random source (an int seed or a Generator), kernel
+        bandwidth (``"silverman"`` or a number >= 0; 0 the discrete bootstrap) and
+        processes, as in :meth:`DETMResults.test_scar
+        <puinfer.models.detm.results.DETMResults.test_scar>`; checked whichever the
+        ``reference``.
 
     Returns
     -------
@@ -177,6 +191,11 @@ def lr_test(restricted, full, *, tol: float = 1e-6) -> HypothesisTestResult:
         NaN.
     """
     tol = check_tol(tol)
+    if reference not in ("chi2", "bootstrap"):
+        raise ValueError(f"reference must be 'chi2' or 'bootstrap'; got {reference!r}")
+    from ..models.detm.results import _check_boot_options
+
+    gen = _check_boot_options(n_boot, smooth, n_jobs, rng)
     restricted, full = _comparable(restricted, "restricted"), _comparable(full, "full")
     reason = restricted._nesting(full)
     if reason is not None:
@@ -199,11 +218,19 @@ def lr_test(restricted, full, *, tol: float = 1e-6) -> HypothesisTestResult:
                              f"{-stat / 2:.3g}; the full model did not reach its maximum")
         stat = 0.0
     r_name, f_name = describe_fit(restricted), describe_fit(full)
-    return chi2_test(stat, df, null=f"{r_name} (restricted) holds",
-                     method=f"Likelihood-ratio test: {r_name} vs {f_name}",
-                     extra={"maximised log-likelihoods (restricted, full)":
-                            f"{llf0:.4f}, {full.llf_penalized:.4f}",
-                            **full._lr_notes(restricted)})
+    t = chi2_test(stat, df, null=f"{r_name} (restricted) holds",
+                  method=f"Likelihood-ratio test: {r_name} vs {f_name}",
+                  extra={"maximised log-likelihoods (restricted, full)":
+                         f"{llf0:.4f}, {full.llf_penalized:.4f}",
+                         **full._lr_notes(restricted)})
+    if reference == "chi2":
+        return t
+    boot = getattr(full, "_lr_bootstrap", None)
+    reason = "not a DETM fit" if boot is None else full._lr_bootstrap_refusal(restricted)
+    if reason is not None:
+        raise ValueError(f"lr_test: reference='bootstrap' is available for a DETM fit against "
+                         f"a DETM or SETM fit with a subset of its features; {reason}")
+    return boot(restricted, t, int(n_boot), gen, smooth, n_jobs)
 
 
 def check_tol(tol) -> float:

@@ -123,6 +123,92 @@ def test_span_nesting_without_penalty(pu_frame):
         pu.lr_test(a, rb)
 
 
+def test_subset_bootstrap_reference(pu_frame, detm_fits):
+    """lr_test(reference="bootstrap") for a DETM covariate subset (session 78; the chi-square
+    reference over-rejects where pi is weakly determined): the same statistic, the p-value
+    (1 + #{LR_b >= LR}) / (B + 1) of the resamples' statistics (recomputed from
+    bootstrap.subset_replicate with the same seed), the same in two processes, and the
+    chi-square caveat no longer said (it is not this test's reference)."""
+    from puinfer.models.detm import bootstrap as boot
+
+    small, big = detm_fits
+    chi = pu.lr_test(small, big)
+    t = pu.lr_test(small, big, reference="bootstrap", n_boot=19, rng=5)
+    h = boot.bandwidth(big.model.data, "silverman")
+    stats_b = boot.subset_replicate(small, big, 19, np.random.default_rng(5), h)
+    assert np.isfinite(stats_b).all() and (stats_b >= 0).all()
+    assert t.statistic == chi.statistic and t.df == chi.df == 2
+    assert t.pvalue == (1 + np.sum(stats_b >= t.statistic)) / 20
+    assert t.distribution == "bootstrap" and "smoothed EL bootstrap" in t.method
+    assert "reference" not in t.extra and t.extra["bootstrap resamples"] == "19 of 19 usable"
+    assert t.extra["asymptotic p-value"] == f"{chi.pvalue:.4g}"
+    t2 = pu.lr_test(small, big, reference="bootstrap", n_boot=19, rng=5, n_jobs=2)
+    assert t2.pvalue == t.pvalue and t2.extra == t.extra
+    s1 = _fit(pu.SETM.from_formula("labeled ~ x1", data=pu_frame))  # SETM restricted: df 3
+    ts = pu.lr_test(s1, big, reference="bootstrap", n_boot=9, rng=1, smooth=0)
+    assert ts.df == 3 and "EL bootstrap" in ts.method and 0.1 <= ts.pvalue <= 1
+
+
+def test_subset_bootstrap_world_lies_in_the_null(pu_frame):
+    """The resampling world of the restricted fit, carried to the full model's features, tilts
+    each component exactly as the restricted fit does (up to a constant): for a feature of
+    the full model outside the restricted span the tilt is zero -- the null holds in it.
+    Checked with span nesting (a rescaled, shifted column; no penalty)."""
+    from puinfer.models.detm import bootstrap as boot
+
+    a = _fit(pu.DETM.from_formula("labeled ~ I(2 * x1 + 1)", data=pu_frame), penalty="none")
+    b = _fit(pu.DETM.from_formula("labeled ~ x1 + x2", data=pu_frame), penalty="none")
+    da, db = a.model.data, b.model.data
+    w = boot.subset_world(da, db, a._fit, boot.subset_map(da, db))
+    th = a.theta
+    for beta, slope in ((w.beta1, th[1:2]), (w.beta2, th[3:4])):
+        diff = db.X @ beta - da.Z @ slope
+        assert np.ptp(diff) < 1e-10 * max(1.0, np.abs(diff).max())
+        assert abs(beta[1]) < 1e-12  # x2: no tilt
+    assert w.pi == a.pi
+    el = np.asarray(a._fit.el_weights)
+    assert_allclose(w.ps, el / el.sum(), rtol=1e-12)
+
+
+def test_subset_bootstrap_statistic_equals_two_default_fits(pu_frame, detm_fits):
+    """The quick refits of a resample (from the observed solutions and a reduced grid of
+    starts, the restricted resample fit as a start of the full one) reach the maxima the
+    default fits (every start, hops, the profile probe) reach on the same resample: an
+    independent computation of the bootstrap statistic."""
+    from puinfer.models.detm import bootstrap as boot
+
+    small, big = detm_fits
+    a, b = small.model.data, big.model.data
+    C = boot.subset_map(a, b)
+    w = boot.subset_world(a, b, small._fit, C)
+    rng = np.random.default_rng(3)
+    for _ in range(2):
+        Xs, Xt = boot.sample_detm(b, w, rng, boot.bandwidth(b, "silverman"))
+        quick = boot._subset_statistic(small._fit, big._fit, (a.names, b.names), C, Xs, Xt)
+        fa = _fit(pu.DETM(Xs[:, :1], Xt[:, :1]))
+        fb = _fit(pu.DETM(Xs, Xt))
+        assert_allclose(quick, 2 * (fb.llf_penalized - fa.llf_penalized), rtol=1e-6, atol=1e-6)
+
+
+def test_subset_bootstrap_refusals(pu_frame, detm_fits):
+    small, big = detm_fits
+    with pytest.raises(ValueError, match="reference must be 'chi2' or 'bootstrap'"):
+        pu.lr_test(small, big, reference="exact")
+    with pytest.raises(ValueError, match="n_boot"):  # checked whichever the reference
+        pu.lr_test(small, big, n_boot=0)
+    with pytest.raises(ValueError, match="the full model is SETM"):
+        s1 = _fit(pu.SETM.from_formula("labeled ~ x1", data=pu_frame))
+        pu.lr_test(s1, _fit(s1.model.update(". ~ . + x2")), reference="bootstrap")
+    with pytest.raises(ValueError, match=r"test_scar\(reference='bootstrap'\)"):
+        pu.lr_test(big.null_fit, big, reference="bootstrap")
+    score = np.linspace(0.01, 0.99, 200)
+    y = (np.random.default_rng(0).random(200) < score).astype(float)
+    small_c = pu.TemperatureCalibrator().fit(score, y)
+    big_c = pu.LogisticCalibrator().fit(score, y)
+    with pytest.raises(ValueError, match="not a DETM fit"):
+        pu.lr_test(small_c, big_c, reference="bootstrap")
+
+
 def test_anova_table(pu_frame, detm_fits):
     small, big = detm_fits
     s1 = _fit(pu.SETM.from_formula("labeled ~ x1", data=pu_frame))

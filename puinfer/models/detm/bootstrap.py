@@ -10,6 +10,11 @@ Interval for pi (issue 19): resamples from the fitted DETM (:func:`detm_world`: 
 positives from ``p_i w1_i``, negatives from ``p_i w2_i``, both tilts carried through the
 smoothing the same way), refitted, give ``R*_b(pi-hat)``, the profile statistic at the world's
 true pi; their quantile calibrates the cut-off of the profile interval.
+
+Covariate-subset likelihood-ratio test (:func:`puinfer.lr_test` with ``reference="bootstrap"``,
+session 78): resamples from the fitted restricted model (:func:`subset_world`: its EL weights
+and tilts, the slopes carried to the full model's features, so that the null holds), smoothed
+as above; both models refitted on every resample.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from ._data import prepare
 
 __all__ = ["BootstrapWorld", "bandwidth", "bandwidth_for", "world", "sample", "statistic",
            "replicate", "DETMWorld", "detm_world", "sample_detm", "interval_statistic",
-           "interval_replicate"]
+           "interval_replicate", "subset_map", "subset_world", "subset_replicate"]
 
 
 @dataclass(frozen=True)
@@ -77,24 +82,38 @@ def check_smooth(smooth):
 def world(data, setm) -> BootstrapWorld:
     """The resampling world of the fitted SETM ``setm`` (a fit record or results)."""
     p = data.p
-    ps = np.asarray(setm.el_weights, dtype=float)  # (a results object's is labelled)
-    ps = ps / ps.sum()
+    ps = _el_weights(setm)
     a2, b2 = setm.theta[p + 1], setm.theta[p + 2:]
     pn = ps * np.exp(a2 + data.Z @ b2)
     pn = pn / pn.sum()
     pt = setm.pi * ps + (1 - setm.pi) * pn
-    Xc = data.X - ps @ data.X
+    L, S, smooth_cols = _kernel(data.X, ps)
+    return BootstrapWorld(readonly(ps), readonly(pn), readonly(pt / pt.sum()), float(setm.pi),
+                          readonly(L), readonly(S), readonly(b2 / data.sd),
+                          readonly(smooth_cols))
+
+
+def _el_weights(fit) -> np.ndarray:
+    """A fit's EL weights ``p_i`` (a record's or a results object's, which is labelled),
+    normalised."""
+    ps = np.asarray(fit.el_weights, dtype=float)
+    return ps / ps.sum()
+
+
+def _kernel(X, ps):
+    """``(L, S, smooth_cols)`` of the smoothing kernel on rows ``X`` weighted by ``ps``: ``S``
+    the weighted covariance with the rows and columns of two-valued (dummy) columns set to zero
+    (they are not jittered), ``L L' = S``."""
+    Xc = X - ps @ X
     S = Xc.T @ (Xc * ps[:, None])
-    smooth_cols = np.array([np.unique(data.X[:, j]).size > 2 for j in range(p)])
+    smooth_cols = np.array([np.unique(X[:, j]).size > 2 for j in range(X.shape[1])])
     S = S * np.outer(smooth_cols, smooth_cols)
     try:
         L = np.linalg.cholesky(S)
     except np.linalg.LinAlgError:  # singular (dummy columns): L = V diag(sqrt(w))
         w, V = np.linalg.eigh(S)
         L = V * np.sqrt(np.clip(w, 0, None))
-    return BootstrapWorld(readonly(ps), readonly(pn), readonly(pt / pt.sum()), float(setm.pi),
-                          readonly(L), readonly(S), readonly(b2 / data.sd),
-                          readonly(smooth_cols))
+    return L, S, smooth_cols
 
 
 def sample(data, w: BootstrapWorld, rng: np.random.Generator, smooth: float = 0.0):
@@ -374,3 +393,93 @@ def interval_replicate(res, n_boot: int, rng: np.random.Generator,
     out = _in_processes(_interval_statistics, args,
                         lambda: sample_detm(data, w, rng, smooth), n_boot, n_jobs)
     return np.asarray(out, dtype=float).reshape(n_boot, 2)
+
+
+# -- a covariate-subset likelihood-ratio test: resampling from the restricted fit ------------
+def subset_map(small, big) -> np.ndarray:
+    """``C``, ``(p_big + 1, p_small)``, with ``X_small = [1, X_big] C`` on the rows of both
+    (exact where the models nest: the restricted features lie in the full ones' span)."""
+    B = np.column_stack([np.ones(big.N), big.X])
+    return np.linalg.lstsq(B, small.X, rcond=None)[0]
+
+
+def subset_world(small_data, big_data, fit, C) -> DETMWorld:
+    """The fitted restricted model ``fit`` (DETM or SETM on ``small_data``) as a distribution
+    on the full model's rows: its EL weights and tilts, the slopes carried to the full
+    features through ``C`` (:func:`subset_map`), the kernel of the full features. Its tilts
+    are functions of the restricted features: the null holds in it."""
+    p = small_data.p
+    ps = _el_weights(fit)
+    L, S, smooth_cols = _kernel(big_data.X, ps)
+    b1 = C[1:] @ (fit.theta[1:p + 1] / small_data.sd)
+    b2 = C[1:] @ (fit.theta[p + 2:] / small_data.sd)
+    return DETMWorld(readonly(ps), float(fit.pi), readonly(b1), readonly(b2), readonly(L),
+                     readonly(S), readonly(smooth_cols))
+
+
+def _quick_fit(fit, names, Xs, Xt, extra=()):
+    """A bootstrap refit of a DETM/SETM on a resample (no probe): from the original solution's
+    parameter vector (taken as it is on the resample's standardisation), the SETM start and
+    the reduced grid (:func:`_interval_statistic`'s refit), and ``extra`` starts (DETM)."""
+    from .model import fit_data
+
+    dat = prepare(Xs, Xt, names=names)
+    p = dat.p
+    if fit.restricted:
+        opts = dict(setm_start=fit.v, grid=True)
+    else:
+        opts = dict(setm_start=np.r_[fit.v[0], np.zeros(p), fit.v[p + 1:]], grid=True,
+                    extra_starts=[("original DETM", fit.v), *extra])
+    rec = fit_data(dat, fit.restricted, c=fit.penalty_strength, label_rule="kl",
+                   maxiter=fit.maxiter, tol=fit.tol, check_separation=False, probe=False,
+                   start_options=opts, lean=True)[0]
+    return dat, rec
+
+
+def _subset_statistic(small, big, names, C, Xs, Xt) -> float:
+    """``2 (l_full - l_restricted)`` on a resample (full-feature rows ``Xs``, ``Xt``): both
+    models refitted quickly (:func:`_quick_fit`), the full one also from the restricted
+    resample fit's solution carried to its features (so its maximum is at least that)."""
+    from ._starts import v_from
+
+    Xs_a, Xt_a = C[0] + Xs @ C[1:], C[0] + Xt @ C[1:]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        dat_a, r_a = _quick_fit(small, names[0], Xs_a, Xt_a)
+        dat_b = prepare(Xs, Xt, names=names[1])
+        # the restricted tilts a + Z_a b on the full features' standardised scale
+        pa = dat_a.p
+        D = (dat_b.sd[:, None] * C[1:]) / dat_a.sd[None, :]
+        th = r_a.theta
+        theta_b = np.r_[th[0], D @ th[1:pa + 1], th[pa + 1], D @ th[pa + 2:]]
+        start = v_from(dat_b, False, theta_b, r_a.pi)
+        _, r_b = _quick_fit(big, names[1], Xs, Xt, extra=[("restricted resample fit", start)])
+    return max(0.0, 2 * (r_b.llf_penalized - r_a.llf_penalized))
+
+
+def _subset_statistics(small, big, names, C, samples) -> list:
+    """:func:`_subset_statistic` on each ``(Xs, Xt)`` of ``samples`` (NaN where one cannot be
+    fitted); module level, so that worker processes can run it."""
+    out = []
+    for Xs, Xt in samples:
+        try:
+            out.append(_subset_statistic(small, big, names, C, Xs, Xt))
+        except ValueError:  # e.g. a resample with a constant column
+            out.append(float("nan"))
+    return out
+
+
+def subset_replicate(small, big, n_boot: int, rng: np.random.Generator, smooth: float = 0.0,
+                     n_jobs: int = 1) -> np.ndarray:
+    """``n_boot`` bootstrap likelihood-ratio statistics of the restricted results ``small``
+    against the full DETM results ``big`` (fewer features, same rows), resampled from the
+    fitted restricted model (:func:`subset_world`; NaN where a resample cannot be fitted).
+    Drawn first, in order, then refitted in ``n_jobs`` processes: the statistics do not
+    depend on ``n_jobs``."""
+    a, b = small.model.data, big.model.data
+    C = subset_map(a, b)
+    w = subset_world(a, b, small._fit, C)
+    args = (small._fit, big._fit, (a.names, b.names), C)
+    out = _in_processes(_subset_statistics, args, lambda: sample_detm(b, w, rng, smooth),
+                        n_boot, check_n_jobs(n_jobs))
+    return np.asarray(out, dtype=float)

@@ -54,6 +54,30 @@ SUBSET_CHI2_CAVEAT = ("chi2_df is asymptotic; where pi is weakly determined it o
                       "of a weakly determined pi")
 
 
+def _bootstrap_test(t: HypothesisTestResult, stats_b: np.ndarray, h: float, smooth
+                    ) -> HypothesisTestResult:
+    """The likelihood-ratio test ``t`` referred to its bootstrap statistics ``stats_b`` (NaN:
+    a resample that could not be fitted, dropped and counted): p-value ``(1 + #{LR_b >= LR})
+    / (B + 1)``, ``B`` the usable resamples; ``h`` the kernel bandwidth (``smooth`` as
+    given)."""
+    ok = np.isfinite(stats_b)
+    if not ok.any():
+        return HypothesisTestResult.invalid("no bootstrap resample could be fitted",
+                                            null=t.null, method=t.method, df=t.df)
+    pval = (1 + np.sum(stats_b[ok] >= t.statistic)) / (ok.sum() + 1)
+    extra = dict(t.extra)
+    extra["bootstrap resamples"] = f"{ok.sum()} of {len(stats_b)} usable"
+    extra["bootstrap smoothing h"] = f"{h:.4g}" + (" (Silverman)" if smooth == "silverman"
+                                                   else "")
+    extra.pop("reference", None)  # (the chi-square caveat: not this test's reference)
+    extra["asymptotic p-value"] = f"{t.pvalue:.4g}"
+    extra["bootstrap 95% critical value"] = f"{np.quantile(stats_b[ok], 0.95):.4f}"
+    kind = "smoothed EL bootstrap" if h else "EL bootstrap"
+    return HypothesisTestResult(t.statistic, t.df, float(pval), null=t.null,
+                                method=f"{t.method}, {kind}", distribution="bootstrap",
+                                extra=extra)
+
+
 def _boundary_share(draws: np.ndarray) -> float:
     """The share of the fitted resamples (finite ``R*_b``) whose pi-hat is on the boundary."""
     pb = draws[np.isfinite(draws[:, 0]), 1]
@@ -269,6 +293,26 @@ class TiltResults(LikelihoodResults):
         if not self.restricted:
             notes["reference"] = SUBSET_CHI2_CAVEAT
         return notes
+
+    def _lr_bootstrap_refusal(self, restricted) -> str | None:
+        """Why :func:`puinfer.lr_test`'s bootstrap reference does not apply to ``restricted``
+        against these results (None if it does)."""
+        if self.restricted:
+            return "the full model is SETM"
+        if restricted.data_fingerprint == self.data_fingerprint:
+            return ("the two fits have the same features (SETM against DETM is the SCAR test: "
+                    "test_scar(reference='bootstrap'))")
+        if getattr(self.model.data, "lazy", False):
+            return "the models were fitted on Dask collections"
+        return None
+
+    def _lr_bootstrap(self, restricted, t: HypothesisTestResult, n_boot: int, gen, smooth,
+                      n_jobs) -> HypothesisTestResult:
+        """:func:`puinfer.lr_test`'s result ``t`` referred to the bootstrap distribution of the
+        statistic under the fitted restricted model (:func:`.bootstrap.subset_replicate`)."""
+        h = bootstrap.bandwidth(self.model.data, smooth)
+        stats_b = bootstrap.subset_replicate(restricted, self, n_boot, gen, h, n_jobs)
+        return _bootstrap_test(t, stats_b, h, smooth)
 
     @property
     def theta(self) -> np.ndarray:
@@ -1174,22 +1218,7 @@ class DETMResults(TiltResults):
             refuse("test_scar(reference='bootstrap')")
         h = bootstrap.bandwidth(self.model.data, smooth)
         stats_b = bootstrap.replicate(self, self.null_fit, int(n_boot), gen, refit, h, n_jobs)
-        ok = np.isfinite(stats_b)
-        if not ok.any():
-            return HypothesisTestResult.invalid("no bootstrap resample could be fitted",
-                                                null=res.null, method=res.method, df=res.df)
-        pval = (1 + np.sum(stats_b[ok] >= res.statistic)) / (ok.sum() + 1)
-        extra = dict(res.extra)
-        extra["bootstrap resamples"] = f"{ok.sum()} of {n_boot} usable"
-        extra["bootstrap smoothing h"] = f"{h:.4g}" + (" (Silverman)" if smooth == "silverman"
-                                                       else "")
-        extra.pop("reference", None)  # (the chi-square caveat: not this test's reference)
-        extra["asymptotic p-value"] = f"{res.pvalue:.4g}"
-        extra["bootstrap 95% critical value"] = f"{np.quantile(stats_b[ok], 0.95):.4f}"
-        kind = "smoothed EL bootstrap" if h else "EL bootstrap"
-        return HypothesisTestResult(res.statistic, res.df, float(pval), null=res.null,
-                                    method=f"{res.method}, {kind}",
-                                    distribution="bootstrap", extra=extra)
+        return _bootstrap_test(res, stats_b, h, smooth)
 
     def _extra_notes(self, s: Summary) -> None:
         t = self.test_scar()
