@@ -208,7 +208,12 @@ class Profile:
         ``derivative``), kept inside the bracket of evaluated points and replaced by bisection
         (or, before a point beyond the limit is found, by doubling the distance from the
         estimate) whenever a step would leave it or fails to halve the residual. None if it
-        does not settle within 60 evaluations (the caller then brackets and uses brentq)."""
+        does not settle within 60 evaluations (the caller then brackets and uses brentq).
+
+        A trial point where the profile is not computable (``loglik_at`` NaN) is no evidence
+        either way: the search retreats from it (halving towards it from the last point inside
+        the set, as towards a bound) and finds the limit from points it can compute; only if
+        the set reaches within 1e-4 of such a point does ``statistic`` raise there."""
         lo_b, hi_b = self.bounds
         edge = hi_b if direction > 0 else lo_b
         est = self.estimate
@@ -216,13 +221,26 @@ class Profile:
             return edge, True
         target = np.sqrt(cutoff)
         inner, outer = est, None
+        # the innermost trial point beyond inner where the profile was not computable (e.g. a
+        # constrained fit near the parameter bound that does not converge): the search stays
+        # inside it, as inside the bound (session 78: DETM's first trial point of the upper
+        # limit at pi = 0.999939, the quadratic approximation from pi-hat 0.867, not computable
+        # there; the profile crosses the cut-off at 0.961)
+        gap = None
+
+        def far_side():
+            far = outer if outer is not None else edge
+            return gap if gap is not None and direction * (gap - far) < 0 else far
+
         v = est + direction * target * self.step  # the quadratic approximation
         prev, dv_prev = np.inf, None  # (the last step taken, if it was Newton's)
         for _ in range(60):
-            far = outer if outer is not None else edge
+            far = far_side()
             if not (min(inner, far) < v < max(inner, far)):
                 newton, dv_prev = dv_prev is not None, None  # (the step taken is not it)
-                if outer is not None:
+                if far == gap:
+                    v = self._toward_edge(inner, gap, self.step)
+                elif outer is not None:
                     v = (inner + outer) / 2
                 elif self.newton_shortcuts and newton and not np.isnan(self.loglik(edge)):
                     # Newton's step from inside the set puts the crossing beyond the bound:
@@ -232,6 +250,12 @@ class Profile:
                     v = edge
                 else:
                     v = self._toward_edge(inner, edge, self.step)
+            if v != gap and np.isnan(self.loglik(v)):
+                # not computable here: retreat towards the last point inside (at gap itself,
+                # within 1e-4 of it, statistic raises)
+                gap, dv_prev = v, None
+                v = self._toward_edge(inner, gap, self.step)
+                continue
             r = self.statistic(v)
             if r < cutoff:
                 if v == edge:
@@ -252,7 +276,7 @@ class Profile:
                 dv, scale = v_new - v, max(1.0, abs(v))
                 if abs(dv) <= 1e-12 * scale:
                     return float(v), False
-                far = outer if outer is not None else edge
+                far = far_side()
                 if self.newton_shortcuts and dv_prev is not None and \
                         abs(dv) <= 0.01 * abs(dv_prev) and \
                         abs(dv) ** 3 <= 1e-14 * scale * dv_prev ** 2 and \

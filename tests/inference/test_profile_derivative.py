@@ -176,3 +176,38 @@ def test_newton_step_through_the_bound_evaluates_the_bound():
                              derivative=dll2).conf_int()
     assert a["upper"] == pytest.approx(root, abs=1e-12)
     assert a["upper"] == pytest.approx(b["upper"], abs=1e-12)
+
+
+@pytest.mark.parametrize("cls", [Profile, _EveryLimitEvaluated])
+def test_a_trial_point_where_the_profile_is_not_computable_is_stepped_back_from(cls):
+    """Session 78: DETM's first trial point of a limit (the quadratic approximation, estimate
+    + sqrt(cut-off) step) fell where the profile is not computable (pi = 0.999939, no
+    constrained fit converged) and the search raised ProfileError, although R crosses the
+    cut-off well inside, at 0.961. Such a point is no evidence either way: the search steps
+    back from it and finds the crossing from the points it can compute. Where the set reaches
+    up to such points (no crossing before them), it still raises: no limit is guessed."""
+    from scipy import stats
+
+    from puinfer.inference import ProfileError
+
+    cut = stats.chi2.ppf(0.95, 1)
+
+    def ll(v, start=0.98):  # a quadratic profile (se 0.2, estimate 0.5), NaN from `start` on
+        return np.nan if v >= start else -0.5 * ((v - 0.5) / 0.2) ** 2
+
+    def dll(v):
+        return -(v - 0.5) / 0.2 ** 2
+
+    # a poor first step (0.25 for the se 0.2) puts the first trial point at 0.99, in the gap
+    prof = cls("p", 0.5, 0.0, ll, bounds=(0.0, 1.0), step=0.25, derivative=dll)
+    ci = prof.conf_int()
+    root = 0.5 + 0.2 * np.sqrt(cut)  # 0.892
+    assert ci["upper"] == pytest.approx(root, abs=1e-10)
+    assert ci["lower"] == pytest.approx(0.5 - 0.2 * np.sqrt(cut), abs=1e-10)
+    assert not (ci.attrs["lower_at_bound"] or ci.attrs["upper_at_bound"])
+    assert np.isnan(prof._cache[0.5 + np.sqrt(cut) * 0.25])  # (the trial point in the gap)
+    # the set reaching the gap: R is below the cut-off up to 0.85, not computable beyond
+    gap = cls("p", 0.5, 0.0, lambda v: ll(v, 0.85), bounds=(0.0, 1.0), step=0.25,
+              derivative=dll)
+    with pytest.raises(ProfileError, match="could not be computed"):
+        gap.conf_int()

@@ -896,7 +896,10 @@ class _PiProfile(Profile):
             jump = not at_bound and abs(r_full - cutoff) > noise
             if not (higher or jump):
                 q = None if at_bound else self._beyond(lim, direction)
-                if q is None or not self.statistic(q) < cutoff - noise:
+                # (a point past the limit where the profile is not computable is no evidence
+                # that the set goes on, as in deepen: the limit stands)
+                if q is None or np.isnan(self.loglik(q)) or \
+                        not self.statistic(q) < cutoff - noise:
                     return lim, at_bound
                 # a crossing of a lower branch: the set goes on at q, on a branch that no
                 # start reaches at lim; search again past lim from q's solution

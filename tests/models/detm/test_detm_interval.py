@@ -475,6 +475,33 @@ def _weak_pi_fit(seed, pi_interval="bootstrap"):
                if issubclass(w.category, pu.exceptions.AssumptionWarning)]
 
 
+def test_a_limit_search_past_a_point_where_the_profile_is_not_computable():
+    """Session 78 (session 77's hull study, studies/detm_pi_hull.py, seed 77_000_295): the
+    default interval raised ProfileError "could not be computed at pi = 0.999939": the first
+    trial point of its upper limit (pi-hat 0.867 + sqrt(cut-off 4.558) x SE 0.062), where no
+    constrained fit converges (pi near 1: the second component's tilt all but unidentified).
+    R* crosses the cut-off at 0.961 (4.40 at 0.96, 6.22 at 0.97 on a grid) and rises to 11.8
+    at the bound: the search steps back from that point and finds the crossing; the point
+    that could not be computed is said (a ConvergenceWarning, recorded)."""
+    r, _ = _weak_pi_fit(77_000_295)  # (its bse computes the default interval)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ci = r.conf_int_pi()
+        plain = r.conf_int_pi(method="profile")
+    prof = r.profile_pi()
+    cut = ci.attrs["cutoff"]
+    assert 4.5 < cut < 4.6 and ci.attrs["interval"]
+    assert not (ci.attrs["lower_at_bound"] or ci.attrs["upper_at_bound"])
+    assert 0.595 < ci["lower"] < 0.596 and 0.960 < ci["upper"] < 0.961
+    for v in (ci["lower"], ci["upper"]):
+        assert prof.statistic(v) == pytest.approx(cut, abs=1e-6)
+    assert all(prof.statistic(v) > cut for v in (0.97, 0.98, 0.99))
+    assert any(kind == "ConvergenceWarning" and "pi = 0.999939 did not converge" in msg
+               for kind, msg in r.warnings)
+    # the plain interval (whose first trial point is computable) as before
+    np.testing.assert_allclose(plain.to_numpy(), [0.6508150, 0.9571557], atol=1e-6)
+
+
 def test_a_weakly_determined_pi_hat_widens_and_flags_the_tilts_wald_inference():
     # session 75's audit: where pi is barely determined the tilt coefficients move with pi-hat
     # (correlation about 0.9), but their Wald SEs came from the information alone. On this
