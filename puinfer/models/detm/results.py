@@ -45,13 +45,15 @@ SCAR_CHI2_CAVEAT = ("chi2_p (Theorem 3a) is asymptotic and over-rejected true SC
                     "2000; test_scar('bootstrap') held the level (3.7-5.5%)")
 
 #: said with lr_test's chi-square p-value for a DETM fit against a DETM/SETM fit with a subset
-#: of its features (studies/detm_lr_subset_pi.py, session 76)
+#: of its features (studies/detm_lr_subset_pi.py, session 76; studies/detm_lr_subset_boot.py,
+#: session 78)
 SUBSET_CHI2_CAVEAT = ("chi2_df is asymptotic; where pi is weakly determined it over-rejected "
                       "a true null: 10.7% at the 5% level, 17.7% at 10% (n = m = 1000, "
-                      "pi = 0.5, 300 replicates), 16-25% at 5% where adding the features "
-                      "moved pi-hat by more than 0.05; with well separated components it held "
-                      "the level (6.3%, 10.3%). Different pi-hats in the two fits are a sign "
-                      "of a weakly determined pi")
+                      "pi = 0.5, 300 replicates; 6.2% and 11.7% in 400 more), 13-25% at 5% "
+                      "where adding the features moved pi-hat by more than 0.05; with well "
+                      "separated components it held the level (6.3%, 10.3%). Different pi-hats "
+                      "in the two fits are a sign of a weakly determined pi; "
+                      "lr_test(..., reference='bootstrap') held the level there (4.0%, 7.5%)")
 
 
 def _bootstrap_test(t: HypothesisTestResult, stats_b: np.ndarray, h: float, smooth
