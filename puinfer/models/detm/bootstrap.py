@@ -191,16 +191,22 @@ def _statistic(fit, setm_v, names, Xs, Xt, refit: str) -> float:
     return max(0.0, 2 * (d_b.llf_penalized - s_b.llf_penalized))
 
 
-def _statistics(fit, setm_v, names, refit, samples) -> list:
-    """:func:`_statistic` on each ``(Xs, Xt)`` of ``samples`` (NaN where one cannot be
-    fitted); module level, so that worker processes can run it."""
+def _each_sample(stat, samples, fail=float("nan")) -> list:
+    """``stat(Xs, Xt)`` on each ``(Xs, Xt)`` of ``samples``; ``fail`` where one cannot be
+    fitted (``ValueError``, e.g. a resample with a constant column)."""
     out = []
     for Xs, Xt in samples:
         try:
-            out.append(_statistic(fit, setm_v, names, Xs, Xt, refit))
-        except ValueError:  # e.g. a resample with a constant column
-            out.append(float("nan"))
+            out.append(stat(Xs, Xt))
+        except ValueError:
+            out.append(fail)
     return out
+
+
+def _statistics(fit, setm_v, names, refit, samples) -> list:
+    """:func:`_statistic` on each ``(Xs, Xt)`` of ``samples`` (NaN where one cannot be
+    fitted); module level, so that worker processes can run it."""
+    return _each_sample(lambda Xs, Xt: _statistic(fit, setm_v, names, Xs, Xt, refit), samples)
 
 
 def check_n_jobs(n_jobs) -> int:
@@ -371,13 +377,8 @@ def _interval_statistic(fit, names, Xs, Xt, pi0: float) -> tuple[float, float]:
 def _interval_statistics(fit, names, pi0, samples) -> list:
     """:func:`_interval_statistic` on each ``(Xs, Xt)`` of ``samples`` (NaNs where one cannot
     be fitted); module level, so that worker processes can run it."""
-    out = []
-    for Xs, Xt in samples:
-        try:
-            out.append(_interval_statistic(fit, names, Xs, Xt, pi0))
-        except ValueError:  # e.g. a resample with a constant column
-            out.append((float("nan"), float("nan")))
-    return out
+    return _each_sample(lambda Xs, Xt: _interval_statistic(fit, names, Xs, Xt, pi0), samples,
+                        fail=(float("nan"), float("nan")))
 
 
 def interval_replicate(res, n_boot: int, rng: np.random.Generator,
@@ -460,13 +461,7 @@ def _subset_statistic(small, big, names, C, Xs, Xt) -> float:
 def _subset_statistics(small, big, names, C, samples) -> list:
     """:func:`_subset_statistic` on each ``(Xs, Xt)`` of ``samples`` (NaN where one cannot be
     fitted); module level, so that worker processes can run it."""
-    out = []
-    for Xs, Xt in samples:
-        try:
-            out.append(_subset_statistic(small, big, names, C, Xs, Xt))
-        except ValueError:  # e.g. a resample with a constant column
-            out.append(float("nan"))
-    return out
+    return _each_sample(lambda Xs, Xt: _subset_statistic(small, big, names, C, Xs, Xt), samples)
 
 
 def subset_replicate(small, big, n_boot: int, rng: np.random.Generator, smooth: float = 0.0,
