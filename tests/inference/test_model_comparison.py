@@ -507,3 +507,39 @@ def test_lr_test_refuses_calibrators_fitted_with_non_frequency_weights_or_soft_l
                         (None, 0.1 + 0.8 * y, "soft labels")):
         with pytest.raises(ValueError, match=what):
             pu.lr_test(small.fit(s, yy, w), large.fit(s, yy, w))
+
+
+def test_subset_bootstrap_smoothed_world_lies_in_the_null_with_a_mixed_dummy(pu_frame):
+    """A restricted feature combining a jittered and a two-valued (unjittered) column of the
+    full model (span nesting): the smoothed world tilts by beta / sqrt(1 + h^2) on jittered
+    columns only, which bent the tilt out of the restricted span (slope ratio d/x1 2.115 for
+    the restricted 2; a review's reproducer); such columns are left unjittered together, so
+    the effective tilt stays in it (and the dummy two-valued)."""
+    from puinfer.models.detm import bootstrap as boot
+
+    df = pu_frame.assign(d=(pu_frame.x2 > 0.5).astype(float))
+    a = _fit(pu.DETM.from_formula("labeled ~ I(x1 + 2 * d)", data=df), penalty="none")
+    b = _fit(pu.DETM.from_formula("labeled ~ x1 + d", data=df), penalty="none")
+    da, db = a.model.data, b.model.data
+    C = boot.subset_map(da, db)
+    w = boot.subset_world(da, db, a._fit, C)
+    h = boot.bandwidth(db, "silverman")
+    for beta in (w.beta1, w.beta2):
+        eff = np.where(w.smooth_cols, beta / np.sqrt(1 + h ** 2), beta)
+        g = np.linalg.lstsq(C[1:], eff, rcond=None)[0]
+        assert np.linalg.norm(eff - C[1:] @ g) < 1e-10 * np.linalg.norm(eff)
+    assert not w.smooth_cols.any()  # (x1 and d share the restricted feature)
+    Xs, Xt = boot.sample_detm(db, w, np.random.default_rng(0), h)
+    assert set(np.unique(np.r_[Xs[:, 1], Xt[:, 1]])) == {0.0, 1.0}
+
+
+def test_a_bootstrap_with_no_usable_resample_is_invalid_and_keeps_the_details():
+    """(review) The bootstrap result where no resample could be fitted is an invalid test that
+    keeps the likelihood-ratio test's details (log-likelihoods, pi-hats), which it prints."""
+    from puinfer.inference.hypothesis import chi2_test
+    from puinfer.models.detm.results import _bootstrap_test
+
+    t = chi2_test(3.0, 2, null="small holds", method="LR", extra={"pi-hat": "0.3, 0.4"})
+    r = _bootstrap_test(t, np.full(5, np.nan), 0.3, "silverman")
+    assert r.invalid_reason == "no bootstrap resample could be fitted" and np.isnan(r.pvalue)
+    assert dict(r.extra) == {"pi-hat": "0.3, 0.4"} and "pi-hat: 0.3, 0.4" in str(r)

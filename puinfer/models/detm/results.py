@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from dataclasses import replace
 from functools import cached_property
 
 import numpy as np
@@ -63,9 +64,10 @@ def _bootstrap_test(t: HypothesisTestResult, stats_b: np.ndarray, h: float, smoo
     / (B + 1)``, ``B`` the usable resamples; ``h`` the kernel bandwidth (``smooth`` as
     given)."""
     ok = np.isfinite(stats_b)
-    if not ok.any():
-        return HypothesisTestResult.invalid("no bootstrap resample could be fitted",
-                                            null=t.null, method=t.method, df=t.df)
+    if not ok.any():  # (the test's details kept: an invalid test prints them)
+        return replace(HypothesisTestResult.invalid("no bootstrap resample could be fitted",
+                                                    null=t.null, method=t.method, df=t.df),
+                       extra=dict(t.extra))
     pval = (1 + np.sum(stats_b[ok] >= t.statistic)) / (ok.sum() + 1)
     extra = dict(t.extra)
     extra["bootstrap resamples"] = f"{ok.sum()} of {len(stats_b)} usable"
