@@ -555,20 +555,6 @@ class PiProfiler:
         KL rule."""
         return not (self.fit.restricted or self.fit.label_rule != "kl")
 
-    def mirror_start(self, pi: float):
-        """DETM under the KL rule: the mirror image (components swapped) of the solution at
-        the solved point nearest ``1 - pi``, moved to ``1 - pi`` along its path's tangent: a
-        start at ``pi`` near the maximum with the other labelling and the log-EL of the
-        profile at ``1 - pi`` (unlabelled there, it starts the search on the label boundary;
-        :meth:`_on_boundary`). None elsewhere."""
-        if not self._on_boundary_applies or not self.solved:
-            return None
-        m = 1 - pi
-        q = min(self.solved, key=lambda t: abs(t - m))
-        th = np.asarray(self._moved(self.solved[q], self.hessians.get(q), q, m), dtype=float)
-        p = self.data.p
-        return th[np.r_[p + 1:2 * p + 2, :p + 1]]
-
     def _on_boundary(self, pi: float, unlabelled: list, best):
         """The highest maximum on the label boundary at ``pi`` above ``best`` (``(f, ...)``
         or None) from the :data:`BOUNDARY_STARTS` highest distinct unlabelled solutions of
@@ -990,8 +976,6 @@ class _PiProfile(Profile):
                 return lim, at_bound  # the bound, already evaluated from every start
             # the limit from every start (ProfileError if above the fit; cached if it was
             # already evaluated so)
-            if not at_bound:  # and from the mirror start (DETM under the KL rule)
-                self._mirrored(lim)
             r_full = self.statistic(lim)
             higher = lim in warm and self._cache[lim] > prof.warm_values[lim] + 1e-9 * max(
                 1.0, abs(prof.warm_values[lim]))
@@ -1007,7 +991,7 @@ class _PiProfile(Profile):
                 q = None if at_bound else self._beyond(lim, direction)
                 # (a point past the limit where the profile is not computable is no evidence
                 # that the set goes on, as in deepen: the limit stands)
-                if q is None or np.isnan(self._mirrored(q)) or \
+                if q is None or np.isnan(self.loglik(q)) or \
                         not self.statistic(q) < cutoff - noise:
                     return lim, at_bound
                 # a crossing of a lower branch: the set goes on at q, on a branch that no
@@ -1043,30 +1027,6 @@ class _PiProfile(Profile):
                               f"{prof.fit.name}: {what} after {WARM_SEARCHES + FULL_SEARCHES} "
                               "searches: the limit may lie further out"))
         return lim, at_bound
-
-    def _mirrored(self, q: float) -> float:
-        """The profile log-EL at ``q`` from every start (cached) and, DETM under the KL rule,
-        also from the maxima already found there and :meth:`PiProfiler.mirror_start` (runs
-        already made at ``q`` are not repeated); the cached value raised to the best. The
-        limit and the point :data:`BEYOND` it: the branch on which the set goes on can be the
-        labelled maximum on the label boundary next to the mirror image of the profile at
-        ``1 - q``, reached from no other start (session 78: ``pu_normal(300, 300, 0.5,
-        [0, 0, 0], [0.5, 0, 0], [1, 1, 0])``, seed 78200041, upper limit 0.7875 where that
-        maximum has R* = 3.50 and the set goes on to 0.833; seed 78200028, 0.9844 for
-        0.992)."""
-        value = self.loglik(q)
-        prof = self._loglik_at
-        th = prof.mirror_start(q)
-        if th is None:
-            return value
-        prof.known_mode, prof.known_extra = True, (th,)
-        try:
-            again = prof(q)
-        finally:
-            prof.known_mode, prof.known_extra = False, ()
-        if np.isfinite(again) and not again <= value:
-            self._cache[q] = again
-        return self._cache[q]
 
     def _beyond(self, lim: float, direction: int) -> float | None:
         """The point :data:`BEYOND` past the limit ``lim`` (at most half way to the bound;

@@ -721,39 +721,3 @@ def test_a_narrow_part_that_the_evenly_spaced_points_miss_is_found():
     assert 0.851 < ci["upper"] < 0.853
     assert prof.statistic(ci["upper"]) == pytest.approx(cut, abs=1e-6)
     assert prof.statistic(0.85) < cut
-
-
-def test_a_limit_is_not_a_crossing_of_a_branch_below_the_one_next_to_the_mirror_image():
-    """Session 78 (session 75's world at n = m = 300, seed 78_200_041): the plain 95% upper
-    limit was 0.7875, a crossing of the cut-off by the labelled branch that every start at the
-    limit (and 1e-3 past it) reaches; the labelled maximum on the label boundary next to the
-    mirror image (components swapped) of the profile at 1 - pi lies higher there (R* = 3.50
-    at 0.7875) and keeps the set going to 0.8335. The limit and the point past it are also
-    evaluated from that mirror image; checked here independently: the boundary maximum from
-    the mirror of a fresh profiler's solution at 1 - pi."""
-    from puinfer.models.detm._label_boundary import solve_on_label_boundary
-    from puinfer.models.detm._profile import PiProfiler
-
-    df = pu_normal(300, 300, 0.5, [0, 0, 0], [0.5, 0, 0], [1, 1, 0],
-                   rng=np.random.default_rng(78_200_041))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        r = pu.DETM.from_formula("labeled ~ x1 + x2 + x3", data=df).fit(pi_interval="profile")
-        ci = r.conf_int_pi(0.05)
-    prof, cut = r.profile_pi(), ci.attrs["cutoff"]
-    assert ci.attrs["interval"]
-    assert 0.1606 < ci["lower"] < 0.1608  # (as before)
-    assert 0.833 < ci["upper"] < 0.834  # was 0.7875
-    for v in (ci["lower"], ci["upper"]):
-        assert prof.statistic(v) == pytest.approx(cut, abs=1e-6)
-    fit, data = r._fit, r.model.data
-    fresh = PiProfiler(data, fit, float(r._information_se["pi"])).for_results()
-    swap = np.r_[data.p + 1:2 * data.p + 2, :data.p + 1]
-    for q in (0.79, 0.82):
-        fresh.profile.loglik(round(1 - q, 6))
-        b = solve_on_label_boundary(data, q, fresh.solved[round(1 - q, 6)][swap],
-                                    fit.penalty_strength)
-        assert b.info.converged and fresh.labelled(b.theta, q)
-        assert 2 * (fit.llf_penalized - b.f) < cut - 0.05  # inside the set
-        assert prof.statistic(q) < cut
-    assert prof.statistic(0.84) > cut
