@@ -860,7 +860,6 @@ class _PiProfile(Profile):
                        for q, sols in prof._maxima.items()
                        if sols and direction * (q - lim) > 0
                        and self.bounds[0] < q < self.bounds[1] and q not in skip)
-        known = {q for _, q in cands}  # (points with maxima found there already)
         mirror = {}
         if prof._on_boundary_applies:
             # DETM under the KL rule: the mirror image (components swapped) of a point solved
@@ -876,12 +875,6 @@ class _PiProfile(Profile):
             cands = sorted(cands + [(r, m) for m, (r, _) in mirror.items()])
         out = []
         for _, q in [c for c in cands if c[0] < bar][:SUSPECT_POINTS]:
-            if q in mirror and q not in known and not self._mirror_inside(q, *mirror[q], bar):
-                # (the full evaluation from every start only where the mirror's labelled
-                # maximum on the label boundary lies inside: on well determined fits every
-                # point solved inside has a mirror beyond the limit, and evaluating them all
-                # cost 0.22 s after a 1.7 s fit; bench_detm, n = m = 3000, p = 15)
-                continue
             prof.known_mode = True
             prof.known_extra = (mirror[q][1],) if q in mirror else ()
             try:
@@ -893,14 +886,6 @@ class _PiProfile(Profile):
             if np.isfinite(self._cache.get(q, np.nan)) and self.statistic(q) < bar:
                 out.append(float(q))
         return out
-
-    def _mirror_inside(self, q: float, r: float, theta: np.ndarray, bar: float) -> bool:
-        """Whether the labelled maximum on the label boundary at ``q`` from ``theta`` (the
-        mirror image of a point solved inside the set: an unlabelled maximum with ``R* = r``)
-        has ``R*`` below ``bar``; its log-EL is a lower bound of the profile there, so then
-        ``q`` lies inside the set. The run is cached (:meth:`PiProfiler._on_boundary`)."""
-        b = self._loglik_at._on_boundary(q, [(self.llf_max - r / 2, theta)], None)
-        return b is not None and 2 * (self.llf_max - b.f) < bar
 
     def hull(self, alpha: float, cutoff: float | None, inside: list) -> tuple:
         """The hull of the confidence set whose component around pi-hat is
