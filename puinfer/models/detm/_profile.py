@@ -49,10 +49,6 @@ PI_EPS = 1e-6
 #: points per side beyond the interval limits where ``conf_int_pi`` (and the fit's probe)
 #: looks for a second component of the confidence set
 OUTSIDE_POINTS = 3
-#: at most this many points per side beyond a limit where a maximum already found at that pi
-#: (either labelling: the skeleton's, the probe's, the searches') has ``R*`` below the cut-off
-#: are evaluated again, from every start and from those maxima (:meth:`_PiProfile.suspected_outside`)
-SUSPECT_POINTS = 8
 #: points of the profile evaluated between a rise and the dip before it (``higher_point``)
 RISE_POINTS = 3
 #: limit searches from warm starts only (each point from its nearest solved neighbour), then
@@ -125,11 +121,6 @@ class PiProfiler:
     frontier: tuple | None = None
     #: while True (:meth:`deep`) a full evaluation also starts from :attr:`deep_starts`
     deep_mode: bool = False
-    #: while True (:meth:`_PiProfile.suspected_outside`) a full evaluation also starts from
-    #: the maxima already found at that pi (either labelling: an unlabelled one above every
-    #: labelled one then starts the search on the label boundary)
-    known_mode: bool = False
-    known_extra: tuple = ()
     #: while True (the results' intervals and profile, after the fit's probe) a point where no
     #: start converges takes the best value an unconverged run reached there, a lower bound of
     #: the profile (its ``R*`` an upper bound: inside the set where below the cut-off), with a
@@ -429,8 +420,6 @@ class PiProfiler:
         if above:
             thetas.append(skel[min(above)])
         extra = self.deep_starts if self.deep_mode else []
-        if self.known_mode:
-            extra = extra + [m.theta for m in self._maxima.get(pi, [])] + list(self.known_extra)
         via = [self._moved(self.solved[v], self.hessians.get(v), v, pi)
                for v in self.via if v in self.solved and v != pi]
         return first + [(th, None, True) for th in thetas + self.branch_starts + extra] + \
@@ -821,72 +810,6 @@ class _PiProfile(Profile):
         done[cutoff] = sorted(set(out))
         return list(done[cutoff])
 
-    def suspected_outside(self, alpha: float = 0.05, cutoff: float | None = None) -> list[float]:
-        """The values of pi beyond the interval's limits where the set is found to go on by
-        evaluating again (from every start and from the maxima already found there, so that an
-        unlabelled one starts the search on the label boundary) the points where a maximum
-        already found (either labelling; the skeleton's runs included) has ``R*`` below the
-        cut-off: at most :data:`SUSPECT_POINTS` per side, the lowest first. The three evenly
-        spaced points of :meth:`outside_points` can miss a narrow part, or land in it on a
-        lower branch (session 78: ``pu_normal(300, 300, 0.3, [0, 0], [1, 0], [0, 2])``, seed
-        2, the 90% set [0.1374, 0.3894] and a part near 0.826-0.852, R* = 2.58 at 0.84, where
-        0.8473 was evaluated at R* = 23.8 without the label boundary; the skeleton's
-        unlabelled maximum at 0.85 has R* = 2.00, the labelled one on the boundary there
-        2.67). A point found inside raises its cached value (a lower bound of the profile,
-        as the deep search's). Cached per cut-off."""
-        ci = self.conf_int(alpha, cutoff)
-        cutoff = ci.attrs["cutoff"]
-        done = self.__dict__.setdefault("_suspected_outside", {})
-        if cutoff in done:
-            return list(done[cutoff])
-        known = set(self.known_outside(alpha, cutoff))
-        out = []
-        for direction, key in ((-1, "lower"), (1, "upper")):
-            if not ci.attrs[f"{key}_at_bound"]:
-                out += self._suspects(float(ci[key]), direction, cutoff, known)
-        done[cutoff] = sorted(out)
-        return list(done[cutoff])
-
-    def _suspects(self, lim: float, direction: int, cutoff: float, skip=()) -> list[float]:
-        """Of the points beyond ``lim`` (on the side ``direction``, short of the bound, not in
-        ``skip``) where a maximum already found has ``R*`` below ``cutoff``, the
-        :data:`SUSPECT_POINTS` lowest, evaluated again (:meth:`suspected_outside`): those
-        inside the set."""
-        bar = cutoff - _R_NOISE * max(1.0, cutoff)
-        prof = self._loglik_at
-        if getattr(prof.data, "blocks", True) is None:
-            return []  # an unpickled Dask fit (pickled before session 78): no rows to evaluate
-        cands = sorted((2 * (self.llf_max - max(s.f for s in sols)), q)
-                       for q, sols in prof._maxima.items()
-                       if sols and direction * (q - lim) > 0
-                       and self.bounds[0] < q < self.bounds[1] and q not in skip)
-        mirror = {}
-        if prof._on_boundary_applies:
-            # DETM under the KL rule: the mirror image (components swapped) of a point solved
-            # inside the set is an unlabelled maximum at 1 - q with the same R*
-            p = prof.data.p
-            swap = np.r_[p + 1:2 * p + 2, :p + 1]
-            for q, ll in self._cache.items():
-                m = float(np.round(1 - q, 12))
-                if (q in prof.solved and np.isfinite(ll) and 2 * (self.llf_max - ll) < bar
-                        and direction * (m - lim) > 0 and self.bounds[0] < m < self.bounds[1]
-                        and m not in skip):
-                    mirror.setdefault(m, (2 * (self.llf_max - ll), prof.solved[q][swap]))
-            cands = sorted(cands + [(r, m) for m, (r, _) in mirror.items()])
-        out = []
-        for _, q in [c for c in cands if c[0] < bar][:SUSPECT_POINTS]:
-            prof.known_mode = True
-            prof.known_extra = (mirror[q][1],) if q in mirror else ()
-            try:
-                value = prof(q)
-            finally:
-                prof.known_mode, prof.known_extra = False, ()
-            if np.isfinite(value):
-                self._cache[q] = max(value, self._cache.get(q, -np.inf))
-            if np.isfinite(self._cache.get(q, np.nan)) and self.statistic(q) < bar:
-                out.append(float(q))
-        return out
-
     def hull(self, alpha: float, cutoff: float | None, inside: list) -> tuple:
         """The hull of the confidence set whose component around pi-hat is
         ``conf_int(alpha, cutoff)`` and which also holds the points ``inside`` beyond its
@@ -929,8 +852,7 @@ class _PiProfile(Profile):
                               self._loglik_at, bounds=self.bounds, step=self.step,
                               tol=self.tol, derivative=self._derivative)
             lim, at = part._limit(direction, cut)
-            far = [] if at else part._inside_beyond(lim, edge, OUTSIDE_POINTS, cut) + \
-                self._suspects(lim, direction, cut)
+            far = [] if at else part._inside_beyond(lim, edge, OUTSIDE_POINTS, cut)
         if far and not at:
             # out of searches: the hull reaches at least the points known inside the set
             outer = max(far, key=lambda q: direction * q)

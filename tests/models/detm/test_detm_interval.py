@@ -697,27 +697,3 @@ def test_a_set_with_a_part_below_pi_hat_is_reported_by_its_hull():
     for v in (ci["lower"], lo_c):
         assert prof.statistic(v) == pytest.approx(cut, abs=1e-6)
     assert all(prof.statistic(v) > cut for v in np.arange(0.001, ci["lower"], 0.01))
-
-
-def test_a_narrow_part_that_the_evenly_spaced_points_miss_is_found():
-    """Session 78: the 90% set of the data above is [0.1374, 0.3894] and a part near
-    0.826-0.852 (a grid of step 0.005 from three evaluators: R* = 2.58 at 0.84, 2.67 at 0.85,
-    2.78 at 0.855; cut-off 2.71), but it was reported as an interval: of the three evenly
-    spaced points beyond the upper limit, 0.5423, 0.6947 and 0.8473, the last lies in the part
-    but was evaluated on a lower branch (R* = 23.8; its labelled maximum lies on the label
-    boundary, which no start reached there). The skeleton's run at 0.85 had found an unlabelled
-    maximum with R* = 2.00: evaluated again from it (``suspected_outside``), the labelled
-    maximum on the boundary has R* = 2.67, inside the set, and the hull is reported."""
-    df = pu_normal(300, 300, 0.3, [0, 0], [1, 0], [0, 2], rng=np.random.default_rng(2))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        r = pu.DETM.from_formula("labeled ~ x1 + x2", data=df).fit(pi_interval="profile")
-        ci = r.conf_int_pi(0.1)
-    cut = stats.chi2.ppf(0.9, 1)
-    prof = r.profile_pi()
-    lo_c, hi_c = ci.attrs["component"]
-    assert 0.137 < lo_c < 0.138 and 0.389 < hi_c < 0.390
-    assert not ci.attrs["interval"] and ci["lower"] == lo_c
-    assert 0.851 < ci["upper"] < 0.853
-    assert prof.statistic(ci["upper"]) == pytest.approx(cut, abs=1e-6)
-    assert prof.statistic(0.85) < cut
