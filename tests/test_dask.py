@@ -667,8 +667,13 @@ def test_detm_dask_profile_on_the_label_boundary(monkeypatch):
     close(r0.pi, r1.pi)
     assert r_star0 > 5  # the labelled profile, not the mirror's R* = 0
     close(r_star0, r_star1, rtol=1e-7)
-    close(r0.conf_int_pi(), r1.conf_int_pi(), rtol=1e-7)
-    assert r1.conf_int_pi().iloc[0] < 0.92  # the boundary's 0.9061, not 0.9317
+    # the interval around pi-hat (the set also holds a part from 0.0242, near the fit's mirror
+    # image, which conf_int_pi reports by the hull since session 79: its search runs on the
+    # same profile and is tested in memory, tests/models/detm/test_detm_interval.py; on the
+    # partitions' sums it took 97 s here)
+    ci0, ci1 = r0.profile_pi().conf_int(0.05), r1.profile_pi().conf_int(0.05)
+    close(ci0, ci1, rtol=1e-7)
+    assert ci1.iloc[0] < 0.92  # the boundary's 0.9061, not 0.9317
 
 
 def test_calem_empty_partitions_and_dask_inputs_to_in_memory_methods(client, calem_data):

@@ -49,6 +49,19 @@ PI_EPS = 1e-6
 #: points per side beyond the interval limits where ``conf_int_pi`` (and the fit's probe)
 #: looks for a second component of the confidence set
 OUTSIDE_POINTS = 3
+#: at most this many points per side beyond a limit where a maximum already found at that pi
+#: (either labelling: the skeleton's, the probe's, the searches') has ``R*`` below the cut-off
+#: are evaluated again, from every start and from those maxima (:meth:`_PiProfile.suspected_outside`)
+SUSPECT_POINTS = 8
+#: a point beyond a limit is evaluated again (:meth:`_PiProfile.suspected_outside`) only where
+#: its ``R*`` plus this share of the quadratic model's rise from the unlabelled maximum there to
+#: the label boundary (:meth:`PiProfiler.boundary_rise`) is below the cut-off. The model
+#: overstates the rise where the margin is far from linear: by up to 6.3 times on the
+#: candidates found inside the set of session 78's two worlds (1,829 candidates, 113 inside;
+#: session 79). With 0.2 none of those was left out (the smallest margin 0.185 in R*), with
+#: 0.25 two were; and on bench_detm's data at n = m = 3000 (rises of 16-23) the interval after
+#: the fit took 0.008 s with 0.2 and 0.063 s with 0.15 (0.004 s without the check).
+BOUNDARY_RISE_SHARE = 0.2
 #: points of the profile evaluated between a rise and the dip before it (``higher_point``)
 RISE_POINTS = 3
 #: limit searches from warm starts only (each point from its nearest solved neighbour), then
@@ -121,6 +134,11 @@ class PiProfiler:
     frontier: tuple | None = None
     #: while True (:meth:`deep`) a full evaluation also starts from :attr:`deep_starts`
     deep_mode: bool = False
+    #: while True (:meth:`_PiProfile.suspected_outside`) a full evaluation also starts from
+    #: the maxima already found at that pi (either labelling: an unlabelled one above every
+    #: labelled one then starts the search on the label boundary)
+    known_mode: bool = False
+    known_extra: tuple = ()
     #: while True (the results' intervals and profile, after the fit's probe) a point where no
     #: start converges takes the best value an unconverged run reached there, a lower bound of
     #: the profile (its ``R*`` an upper bound: inside the set where below the cut-off), with a
@@ -420,6 +438,8 @@ class PiProfiler:
         if above:
             thetas.append(skel[min(above)])
         extra = self.deep_starts if self.deep_mode else []
+        if self.known_mode:
+            extra = extra + [m.theta for m in self._maxima.get(pi, [])] + list(self.known_extra)
         via = [self._moved(self.solved[v], self.hessians.get(v), v, pi)
                for v in self.via if v in self.solved and v != pi]
         return first + [(th, None, True) for th in thetas + self.branch_starts + extra] + \
@@ -543,6 +563,46 @@ class PiProfiler:
         """Whether the profile looks for labelled maxima on the label boundary: DETM under the
         KL rule."""
         return not (self.fit.restricted or self.fit.label_rule != "kl")
+
+    def mirror_start(self, pi: float):
+        """DETM under the KL rule: the mirror image (components swapped) of the solution at
+        the solved point nearest ``1 - pi``, moved to ``1 - pi`` along its path's tangent: a
+        start at ``pi`` near the maximum with the other labelling and the log-EL of the
+        profile at ``1 - pi`` (unlabelled there, it starts the search on the label boundary;
+        :meth:`_on_boundary`). None elsewhere."""
+        if not self._on_boundary_applies or not self.solved:
+            return None
+        m = 1 - pi
+        q = min(self.solved, key=lambda t: abs(t - m))
+        th = np.asarray(self._moved(self.solved[q], self.hessians.get(q), q, m), dtype=float)
+        p = self.data.p
+        return th[np.r_[p + 1:2 * p + 2, :p + 1]]
+
+    def boundary_rise(self, pi: float, theta, H) -> float:
+        """How far ``R*`` rises from the unlabelled local maximum ``theta`` at ``pi`` (``H``:
+        the log-EL's Hessian there) to the labelled maximum on the label boundary next to it,
+        by the quadratic model of the log-EL and the linear one of the label margin ``g``
+        (gradient ``a``): ``g^2 / a'(-H)^{-1} a``, the first step of the boundary's Newton
+        solve (:func:`._label_boundary._sqp`) at the cost of one margin gradient. 0 where it
+        cannot be told (no Hessian, or not negative definite; no multipliers)."""
+        if H is None:
+            return 0.0
+        d = self.data
+        with np.errstate(over="ignore", invalid="ignore"):
+            if getattr(d, "lazy", False):
+                g, a = d.label_gap(theta, pi, order=1)
+            else:
+                g, a = _el.label_gap(theta, d.Z, (d.m * pi / d.N, d.m * (1 - pi) / d.N),
+                                     X1=d.X1, order=1)
+        if g is None or g >= 0 or not np.all(np.isfinite(a)):
+            return 0.0  # (labelled already, or cannot tell)
+        try:
+            c = np.linalg.cholesky(-np.asarray(H, dtype=float))
+        except np.linalg.LinAlgError:
+            return 0.0
+        u = np.linalg.solve(c, a)
+        q = float(u @ u)
+        return float(g * g / q) if q > 0 and np.isfinite(q) else 0.0
 
     def _on_boundary(self, pi: float, unlabelled: list, best):
         """The highest maximum on the label boundary at ``pi`` above ``best`` (``(f, ...)``
@@ -810,6 +870,100 @@ class _PiProfile(Profile):
         done[cutoff] = sorted(set(out))
         return list(done[cutoff])
 
+    def suspected_outside(self, alpha: float = 0.05, cutoff: float | None = None) -> list[float]:
+        """The values of pi beyond the interval's limits where the set is found to go on by
+        evaluating again (from every start and from the maxima already found there, so that an
+        unlabelled one starts the search on the label boundary) the points where a maximum
+        already found (either labelling; the skeleton's runs included) has ``R*`` below the
+        cut-off: at most :data:`SUSPECT_POINTS` per side, the lowest first. The three evenly
+        spaced points of :meth:`outside_points` can miss a narrow part, or land in it on a
+        lower branch (session 78: ``pu_normal(300, 300, 0.3, [0, 0], [1, 0], [0, 2])``, seed
+        2, the 90% set [0.1374, 0.3894] and a part near 0.826-0.852, R* = 2.58 at 0.84, where
+        0.8473 was evaluated at R* = 23.8 without the label boundary; the skeleton's
+        unlabelled maximum at 0.85 has R* = 2.00, the labelled one on the boundary there
+        2.67). A point found inside raises its cached value (a lower bound of the profile,
+        as the deep search's). Cached per cut-off."""
+        ci = self.conf_int(alpha, cutoff)
+        cutoff = ci.attrs["cutoff"]
+        done = self.__dict__.setdefault("_suspected_outside", {})
+        if cutoff in done:
+            return list(done[cutoff])
+        known = set(self.known_outside(alpha, cutoff))
+        out = []
+        for direction, key in ((-1, "lower"), (1, "upper")):
+            if not ci.attrs[f"{key}_at_bound"]:
+                out += self._suspects(float(ci[key]), direction, cutoff, known)
+        done[cutoff] = sorted(out)
+        return list(done[cutoff])
+
+    def _suspects(self, lim: float, direction: int, cutoff: float, skip=()) -> list[float]:
+        """Of the points beyond ``lim`` (on the side ``direction``, short of the bound, not in
+        ``skip``) where a maximum already found has ``R*`` below ``cutoff``, the
+        :data:`SUSPECT_POINTS` lowest, evaluated again (:meth:`suspected_outside`): those
+        inside the set."""
+        bar = cutoff - _R_NOISE * max(1.0, cutoff)
+        prof = self._loglik_at
+        if getattr(prof.data, "blocks", True) is None:
+            return []  # an unpickled Dask fit (pickled before session 78): no rows to evaluate
+        cands = sorted((2 * (self.llf_max - max(s.f for s in sols)), q)
+                       for q, sols in prof._maxima.items()
+                       if sols and direction * (q - lim) > 0
+                       and self.bounds[0] < q < self.bounds[1] and q not in skip)
+        known = {q for _, q in cands}  # (points with maxima found there already)
+        mirror = {}
+        if prof._on_boundary_applies:
+            # DETM under the KL rule: the mirror image (components swapped) of a point solved
+            # inside the set is an unlabelled maximum at 1 - q with the same R*
+            p = prof.data.p
+            swap = np.r_[p + 1:2 * p + 2, :p + 1]
+            for q, ll in self._cache.items():
+                m = float(np.round(1 - q, 12))
+                if (q in prof.solved and np.isfinite(ll) and 2 * (self.llf_max - ll) < bar
+                        and direction * (m - lim) > 0 and self.bounds[0] < m < self.bounds[1]
+                        and m not in skip):
+                    H = prof.hessians.get(q)
+                    mirror.setdefault(m, (2 * (self.llf_max - ll), prof.solved[q][swap],
+                                          None if H is None else H[np.ix_(swap, swap)]))
+            cands = sorted(cands + [(r, m) for m, (r, _, _) in mirror.items()])
+        def plausible(r, q):
+            # (the rise is a cheap screen: on well determined fits every point solved inside
+            # has a mirror beyond the limit, far below the label boundary)
+            if q in mirror and q not in known:
+                th, H = mirror[q][1:]
+            else:
+                top = max(prof._maxima[q], key=lambda s: s.f)
+                th, H = top.theta, top.H
+            return r + BOUNDARY_RISE_SHARE * prof.boundary_rise(q, th, H) < bar
+
+        out = []
+        for _, q in [c for c in cands if c[0] < bar and plausible(*c)][:SUSPECT_POINTS]:
+            if q in mirror and q not in known and \
+                    not self._mirror_inside(q, *mirror[q][:2], bar):
+                # (the full evaluation from every start only where the mirror's labelled
+                # maximum on the label boundary lies inside: on well determined fits every
+                # point solved inside has a mirror beyond the limit, and evaluating them all
+                # cost 0.22 s after a 1.7 s fit; bench_detm, n = m = 3000, p = 15)
+                continue
+            prof.known_mode = True
+            prof.known_extra = (mirror[q][1],) if q in mirror else ()
+            try:
+                value = prof(q)
+            finally:
+                prof.known_mode, prof.known_extra = False, ()
+            if np.isfinite(value):
+                self._cache[q] = max(value, self._cache.get(q, -np.inf))
+            if np.isfinite(self._cache.get(q, np.nan)) and self.statistic(q) < bar:
+                out.append(float(q))
+        return out
+
+    def _mirror_inside(self, q: float, r: float, theta: np.ndarray, bar: float) -> bool:
+        """Whether the labelled maximum on the label boundary at ``q`` from ``theta`` (the
+        mirror image of a point solved inside the set: an unlabelled maximum with ``R* = r``)
+        has ``R*`` below ``bar``; its log-EL is a lower bound of the profile there, so then
+        ``q`` lies inside the set. The run is cached (:meth:`PiProfiler._on_boundary`)."""
+        b = self._loglik_at._on_boundary(q, [(self.llf_max - r / 2, theta)], None)
+        return b is not None and 2 * (self.llf_max - b.f) < bar
+
     def hull(self, alpha: float, cutoff: float | None, inside: list) -> tuple:
         """The hull of the confidence set whose component around pi-hat is
         ``conf_int(alpha, cutoff)`` and which also holds the points ``inside`` beyond its
@@ -852,7 +1006,8 @@ class _PiProfile(Profile):
                               self._loglik_at, bounds=self.bounds, step=self.step,
                               tol=self.tol, derivative=self._derivative)
             lim, at = part._limit(direction, cut)
-            far = [] if at else part._inside_beyond(lim, edge, OUTSIDE_POINTS, cut)
+            far = [] if at else part._inside_beyond(lim, edge, OUTSIDE_POINTS, cut) + \
+                self._suspects(lim, direction, cut)
         if far and not at:
             # out of searches: the hull reaches at least the points known inside the set
             outer = max(far, key=lambda q: direction * q)
@@ -883,6 +1038,8 @@ class _PiProfile(Profile):
                 return lim, at_bound  # the bound, already evaluated from every start
             # the limit from every start (ProfileError if above the fit; cached if it was
             # already evaluated so)
+            if not at_bound:  # and from the mirror start (DETM under the KL rule)
+                self._mirrored(lim)
             r_full = self.statistic(lim)
             higher = lim in warm and self._cache[lim] > prof.warm_values[lim] + 1e-9 * max(
                 1.0, abs(prof.warm_values[lim]))
@@ -898,7 +1055,7 @@ class _PiProfile(Profile):
                 q = None if at_bound else self._beyond(lim, direction)
                 # (a point past the limit where the profile is not computable is no evidence
                 # that the set goes on, as in deepen: the limit stands)
-                if q is None or np.isnan(self.loglik(q)) or \
+                if q is None or np.isnan(self._mirrored(q)) or \
                         not self.statistic(q) < cutoff - noise:
                     return lim, at_bound
                 # a crossing of a lower branch: the set goes on at q, on a branch that no
@@ -934,6 +1091,30 @@ class _PiProfile(Profile):
                               f"{prof.fit.name}: {what} after {WARM_SEARCHES + FULL_SEARCHES} "
                               "searches: the limit may lie further out"))
         return lim, at_bound
+
+    def _mirrored(self, q: float) -> float:
+        """The profile log-EL at ``q`` from every start (cached) and, DETM under the KL rule,
+        also from the maxima already found there and :meth:`PiProfiler.mirror_start` (runs
+        already made at ``q`` are not repeated); the cached value raised to the best. The
+        limit and the point :data:`BEYOND` it: the branch on which the set goes on can be the
+        labelled maximum on the label boundary next to the mirror image of the profile at
+        ``1 - q``, reached from no other start (session 78: ``pu_normal(300, 300, 0.5,
+        [0, 0, 0], [0.5, 0, 0], [1, 1, 0])``, seed 78200041, upper limit 0.7875 where that
+        maximum has R* = 3.50 and the set goes on to 0.833; seed 78200028, 0.9844 for
+        0.992)."""
+        value = self.loglik(q)
+        prof = self._loglik_at
+        th = prof.mirror_start(q)
+        if th is None:
+            return value
+        prof.known_mode, prof.known_extra = True, (th,)
+        try:
+            again = prof(q)
+        finally:
+            prof.known_mode, prof.known_extra = False, ()
+        if np.isfinite(again) and not again <= value:
+            self._cache[q] = again
+        return self._cache[q]
 
     def _beyond(self, lim: float, direction: int) -> float | None:
         """The point :data:`BEYOND` past the limit ``lim`` (at most half way to the bound;

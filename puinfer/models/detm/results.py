@@ -768,7 +768,8 @@ class TiltResults(LikelihoodResults):
             ci = prof.conf_int(alpha, cutoff)
             self._warn_convergence(known)
             extra = prof.outside_points(alpha, n=OUTSIDE_POINTS, cutoff=cutoff)
-        extra = sorted({*extra, *prof.known_outside(alpha, cutoff)})
+        extra = sorted({*extra, *prof.known_outside(alpha, cutoff),
+                        *prof.suspected_outside(alpha, cutoff)})
         lo_b, hi_b = prof.bounds
 
         def at_bounds(lim, at, upper):

@@ -697,3 +697,96 @@ def test_a_set_with_a_part_below_pi_hat_is_reported_by_its_hull():
     for v in (ci["lower"], lo_c):
         assert prof.statistic(v) == pytest.approx(cut, abs=1e-6)
     assert all(prof.statistic(v) > cut for v in np.arange(0.001, ci["lower"], 0.01))
+
+
+def test_a_narrow_part_that_the_evenly_spaced_points_miss_is_found():
+    """Session 78: the 90% set of the data above is [0.1374, 0.3894] and a part near
+    0.826-0.852 (a grid of step 0.005 from three evaluators: R* = 2.58 at 0.84, 2.67 at 0.85,
+    2.78 at 0.855; cut-off 2.71), but it was reported as an interval: of the three evenly
+    spaced points beyond the upper limit, 0.5423, 0.6947 and 0.8473, the last lies in the part
+    but was evaluated on a lower branch (R* = 23.8; its labelled maximum lies on the label
+    boundary, which no start reached there). The skeleton's run at 0.85 had found an unlabelled
+    maximum with R* = 2.00: evaluated again from it (``suspected_outside``), the labelled
+    maximum on the boundary has R* = 2.67, inside the set, and the hull is reported."""
+    df = pu_normal(300, 300, 0.3, [0, 0], [1, 0], [0, 2], rng=np.random.default_rng(2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = pu.DETM.from_formula("labeled ~ x1 + x2", data=df).fit(pi_interval="profile")
+        ci = r.conf_int_pi(0.1)
+    cut = stats.chi2.ppf(0.9, 1)
+    prof = r.profile_pi()
+    lo_c, hi_c = ci.attrs["component"]
+    assert 0.137 < lo_c < 0.138 and 0.389 < hi_c < 0.390
+    assert not ci.attrs["interval"] and ci["lower"] == lo_c
+    assert 0.851 < ci["upper"] < 0.853
+    assert prof.statistic(ci["upper"]) == pytest.approx(cut, abs=1e-6)
+    assert prof.statistic(0.85) < cut
+
+
+def test_a_limit_is_not_a_crossing_of_a_branch_below_the_one_next_to_the_mirror_image():
+    """Session 78 (session 75's world at n = m = 300, seed 78_200_041): the plain 95% upper
+    limit was 0.7875, a crossing of the cut-off by the labelled branch that every start at the
+    limit (and 1e-3 past it) reaches; the labelled maximum on the label boundary next to the
+    mirror image (components swapped) of the profile at 1 - pi lies higher there (R* = 3.50
+    at 0.7875) and keeps the set going to 0.8335. The limit and the point past it are also
+    evaluated from that mirror image; checked here independently: the boundary maximum from
+    the mirror of a fresh profiler's solution at 1 - pi."""
+    from puinfer.models.detm._label_boundary import solve_on_label_boundary
+    from puinfer.models.detm._profile import PiProfiler
+
+    df = pu_normal(300, 300, 0.5, [0, 0, 0], [0.5, 0, 0], [1, 1, 0],
+                   rng=np.random.default_rng(78_200_041))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = pu.DETM.from_formula("labeled ~ x1 + x2 + x3", data=df).fit(pi_interval="profile")
+        ci = r.conf_int_pi(0.05)
+    prof, cut = r.profile_pi(), ci.attrs["cutoff"]
+    assert ci.attrs["interval"]
+    assert 0.1606 < ci["lower"] < 0.1608  # (as before)
+    assert 0.833 < ci["upper"] < 0.834  # was 0.7875
+    for v in (ci["lower"], ci["upper"]):
+        assert prof.statistic(v) == pytest.approx(cut, abs=1e-6)
+    fit, data = r._fit, r.model.data
+    fresh = PiProfiler(data, fit, float(r._information_se["pi"])).for_results()
+    swap = np.r_[data.p + 1:2 * data.p + 2, :data.p + 1]
+    for q in (0.79, 0.82):
+        fresh.profile.loglik(round(1 - q, 6))
+        b = solve_on_label_boundary(data, q, fresh.solved[round(1 - q, 6)][swap],
+                                    fit.penalty_strength)
+        assert b.info.converged and fresh.labelled(b.theta, q)
+        assert 2 * (fit.llf_penalized - b.f) < cut - 0.05  # inside the set
+        assert prof.statistic(q) < cut
+    assert prof.statistic(0.84) > cut
+
+
+def test_a_part_near_the_mirror_image_of_the_fit_is_found_from_the_maxima_there():
+    """Session 79: SAR design, pi = 0.7, n = m = 300, p = 2, seed 11 (``test_dask.py``'s
+    label-boundary data): the 95% set was reported as the interval [0.9061, 0.9968] around
+    pi-hat 0.984, but it also holds a part from 0.0242 (R* = 2.08 at 0.05), below the label
+    boundary's maxima next to the fit's mirror image. The unlabelled maxima found beyond the
+    lower limit are evaluated again from themselves (``suspected_outside``): the hull is
+    reported. Checked independently at 0.05: the profiler's solution there is labelled and its
+    log-EL, recomputed from the rows, has R* below the cut-off."""
+    from puinfer.models.detm import _el
+    from puinfer.simulate import sar_design
+
+    df = sar_design(300, 300, 0.7, p=2, rng=np.random.default_rng(11))
+    X = df[["x1", "x2"]].to_numpy()
+    lab = df.labeled.to_numpy() == 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = pu.DETM(X[lab], X[~lab]).fit(pi_interval="profile")
+        ci = r.conf_int_pi()
+    cut = stats.chi2.ppf(0.95, 1)
+    lo_c, hi_c = ci.attrs["component"]
+    assert 0.906 < lo_c < 0.9062 and ci["upper"] == hi_c
+    assert not ci.attrs["interval"] and 0.024 < ci["lower"] < 0.0243
+    prof = r.profile_pi()
+    assert prof.statistic(ci["lower"]) == pytest.approx(cut, abs=1e-6)
+    assert prof.statistic(0.05) < cut - 1
+    d, fit = r.model.data, r._fit
+    th = r._profiler.solved[0.05]
+    lam0 = (d.m * 0.05 / d.N, d.m * 0.95 / d.N)
+    assert _el.label_gap(th, d.Z, lam0) >= 0
+    f = _el.profile_log_el(th, 0.05, d.Z, d.y, fit.penalty_strength, order=0)
+    assert 2 * (fit.llf_penalized - f) < cut - 1

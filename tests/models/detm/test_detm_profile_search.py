@@ -44,6 +44,9 @@ class _TwoBranches:
         self.fit = type("Fit", (), {"name": "DETM"})()
         self.calls = 0
 
+    def mirror_start(self, pi):
+        return None  # no labelling: no mirror image to start from
+
     def __call__(self, pi):
         self.calls += 1
         branch = self.solved[self._nearest(pi)]
