@@ -925,18 +925,18 @@ class _PiProfile(Profile):
                     mirror.setdefault(m, (2 * (self.llf_max - ll), prof.solved[q][swap],
                                           None if H is None else H[np.ix_(swap, swap)]))
             cands = sorted(cands + [(r, m) for m, (r, _, _) in mirror.items()])
-        def plausible(r, q):
-            # (the rise is a cheap screen: on well determined fits every point solved inside
-            # has a mirror beyond the limit, far below the label boundary)
+
+        def rise(q):  # the quadratic model's rise to the label boundary (a cheap screen)
             if q in mirror and q not in known:
                 th, H = mirror[q][1:]
             else:
                 top = max(prof._maxima[q], key=lambda s: s.f)
                 th, H = top.theta, top.H
-            return r + BOUNDARY_RISE_SHARE * prof.boundary_rise(q, th, H) < bar
+            return prof.boundary_rise(q, th, H)
 
         out = []
-        for _, q in [c for c in cands if c[0] < bar and plausible(*c)][:SUSPECT_POINTS]:
+        for _, q in [(r, q) for r, q in cands
+                     if r < bar and self._plausible(r, rise(q), bar)][:SUSPECT_POINTS]:
             if q in mirror and q not in known and \
                     not self._mirror_inside(q, *mirror[q][:2], bar):
                 # (the full evaluation from every start only where the mirror's labelled
@@ -955,6 +955,14 @@ class _PiProfile(Profile):
             if np.isfinite(self._cache.get(q, np.nan)) and self.statistic(q) < bar:
                 out.append(float(q))
         return out
+
+    @staticmethod
+    def _plausible(r: float, rise: float, bar: float) -> bool:
+        """Whether a point beyond a limit with ``R* = r`` at a maximum there (or at the mirror
+        image of a point inside) and the quadratic model's ``rise`` to the label boundary is
+        evaluated again (:data:`BOUNDARY_RISE_SHARE`; on well determined fits every point
+        solved inside has a mirror beyond the limit, far below the label boundary)."""
+        return r + BOUNDARY_RISE_SHARE * rise < bar
 
     def _mirror_inside(self, q: float, r: float, theta: np.ndarray, bar: float) -> bool:
         """Whether the labelled maximum on the label boundary at ``q`` from ``theta`` (the
