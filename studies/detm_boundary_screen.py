@@ -49,8 +49,10 @@ def data(world: str, seed: int):
     return sar_design(1000, 1000, 0.7, p=2, rng=rng), "labeled ~ x1 + x2"
 
 
-def instrument():
-    """Every candidate evaluated as without the screen; its r, rise and outcome recorded."""
+def instrument(set_attr=setattr):
+    """Every candidate evaluated as without the screen; its r, rise and outcome recorded
+    (``set_attr``: how the package's functions are replaced, e.g. pytest's
+    ``monkeypatch.setattr``, which undoes it)."""
     rises, mirrors, evaluated = {}, {}, []
     rise0, inside0, call0, suspects0 = (P.PiProfiler.boundary_rise, P._PiProfile._mirror_inside,
                                         P.PiProfiler.__call__, P._PiProfile._suspects)
@@ -84,11 +86,24 @@ def instrument():
                                  outcome=self.statistic(q), bar=bar))
         return out
 
-    P.PiProfiler.boundary_rise = boundary_rise
-    P._PiProfile._mirror_inside = mirror_inside
-    P.PiProfiler.__call__ = call
-    P._PiProfile._suspects = suspects
-    P._PiProfile._plausible = staticmethod(lambda r, rise, bar: True)
+    set_attr(P.PiProfiler, "boundary_rise", boundary_rise)
+    set_attr(P._PiProfile, "_mirror_inside", mirror_inside)
+    set_attr(P.PiProfiler, "__call__", call)
+    set_attr(P._PiProfile, "_suspects", suspects)
+    set_attr(P._PiProfile, "_plausible", staticmethod(lambda r, rise, bar: True))
+
+
+def one(world: str, seed: int) -> pd.DataFrame:
+    """The candidates of one data set (:func:`instrument` must be in place)."""
+    ROWS.clear()
+    df, formula = data(world, seed)
+    r = pu.DETM.from_formula(formula, data=df).fit(pi_interval="profile")
+    for alpha in (0.05, 0.1):
+        r.conf_int_pi(alpha)
+    frame = pd.DataFrame(ROWS, columns=["kind", "r", "rise", "outcome", "bar"])
+    frame.insert(0, "seed", seed)
+    frame.insert(0, "world", world)
+    return frame
 
 
 def run(world: str, start: int, stop: int) -> None:
@@ -100,14 +115,7 @@ def run(world: str, start: int, stop: int) -> None:
     for seed in range(start, stop):
         if (world, seed) in done:
             continue
-        ROWS.clear()
-        df, formula = data(world, seed)
-        r = pu.DETM.from_formula(formula, data=df).fit(pi_interval="profile")
-        for alpha in (0.05, 0.1):
-            r.conf_int_pi(alpha)
-        frame = pd.DataFrame(ROWS, columns=["kind", "r", "rise", "outcome", "bar"])
-        frame.insert(0, "seed", seed)
-        frame.insert(0, "world", world)
+        frame = one(world, seed)
         frame.to_csv(OUT, mode="a", header=not OUT.exists(), index=False)
         print(world, seed, len(frame), flush=True)
 
