@@ -881,8 +881,10 @@ class _PiProfile(Profile):
         2, the 90% set [0.1374, 0.3894] and a part near 0.826-0.852, R* = 2.58 at 0.84, where
         0.8473 was evaluated at R* = 23.8 without the label boundary; the skeleton's
         unlabelled maximum at 0.85 has R* = 2.00, the labelled one on the boundary there
-        2.67). A point found inside raises its cached value (a lower bound of the profile,
-        as the deep search's). Cached per cut-off."""
+        2.67). Only the candidates that the quadratic model of the rise to the label
+        boundary leaves inside are evaluated (:meth:`_plausible`, :data:`BOUNDARY_RISE_SHARE`;
+        session 79). A point found inside raises its cached value (a lower bound of the
+        profile, as the deep search's). Cached per cut-off."""
         ci = self.conf_int(alpha, cutoff)
         cutoff = ci.attrs["cutoff"]
         done = self.__dict__.setdefault("_suspected_outside", {})
