@@ -57,10 +57,12 @@ SUSPECT_POINTS = 8
 #: its ``R*`` plus this share of the quadratic model's rise from the unlabelled maximum there to
 #: the label boundary (:meth:`PiProfiler.boundary_rise`) is below the cut-off. The model
 #: overstates the rise where the margin is far from linear: by up to 6.3 times on the
-#: candidates found inside the set of session 78's two worlds (1,829 candidates, 113 inside;
-#: session 79). With 0.2 none of those was left out (the smallest margin 0.185 in R*), with
-#: 0.25 two were; and on bench_detm's data at n = m = 3000 (rises of 16-23) the interval after
-#: the fit took 0.008 s with 0.2 and 0.063 s with 0.15 (0.004 s without the check).
+#: candidates found inside the set in session 75's world (session 79,
+#: ``studies/results/detm_boundary_screen.md``: 2,297 candidates of 148 data sets in three
+#: worlds, 128 inside). With 0.2 none of those was left out (the smallest margin 0.185 in R*)
+#: and no interval changed; with 0.25 two were left out. On bench_detm's data at n = m = 3000
+#: (rises of 16-23) the interval after the fit took 0.009 s with 0.2, 0.063 s with 0.15 and
+#: 0.004 s without the checks.
 BOUNDARY_RISE_SHARE = 0.2
 #: points of the profile evaluated between a rise and the dip before it (``higher_point``)
 RISE_POINTS = 3
@@ -134,9 +136,10 @@ class PiProfiler:
     frontier: tuple | None = None
     #: while True (:meth:`deep`) a full evaluation also starts from :attr:`deep_starts`
     deep_mode: bool = False
-    #: while True (:meth:`_PiProfile.suspected_outside`) a full evaluation also starts from
-    #: the maxima already found at that pi (either labelling: an unlabelled one above every
-    #: labelled one then starts the search on the label boundary)
+    #: while True (:meth:`_PiProfile.suspected_outside`, :meth:`_PiProfile._mirrored`) a full
+    #: evaluation also starts from the maxima already found at that pi (either labelling: an
+    #: unlabelled one above every labelled one then starts the search on the label boundary)
+    #: and from :attr:`known_extra`
     known_mode: bool = False
     known_extra: tuple = ()
     #: while True (the results' intervals and profile, after the fit's probe) a point where no
