@@ -909,7 +909,7 @@ class _PiProfile(Profile):
         bar = cutoff - _R_NOISE * max(1.0, cutoff)
         prof = self._loglik_at
         if getattr(prof.data, "blocks", True) is None:
-            return []  # an unpickled Dask fit (pickled before session 78): no rows to evaluate
+            return []  # an unpickled Dask fit: no rows to evaluate (it keeps what was computed)
         cands = sorted((2 * (self.llf_max - max(s.f for s in sols)), q)
                        for q, sols in prof._maxima.items()
                        if sols and direction * (q - lim) > 0
