@@ -5,8 +5,9 @@ Each case builds a small fit and names its main interval (the profile interval f
 model exists) and its prediction; the same checks then run over every model.
 """
 
+import os
 import pickle
-import time
+import sys
 import warnings
 
 import numpy as np
@@ -320,21 +321,32 @@ def test_nothing_reachable_from_a_result_can_be_written_into(case):
 def test_second_interval_is_cached(case):
     _, r, interval, *_ = case
     fresh = pickle.loads(pickle.dumps(r))  # the same result, nothing computed yet
-    t0 = time.perf_counter()
-    first = _quiet(lambda: interval(fresh))
-    t1 = time.perf_counter()
-    second = _quiet(lambda: interval(fresh))
+    first, first_calls = _counted(lambda: interval(fresh))
+    second, second_calls = _counted(lambda: interval(fresh))
     _same(first, second)
-    # the best of a few repeats (a cached value costs microseconds; one call can meet the
-    # garbage collector); the absolute floor covers Wald intervals, cheap either way
-    repeat = min(_timed(lambda: _quiet(lambda: interval(fresh))) for _ in range(5))
-    assert repeat < 0.05 * (t1 - t0) + 1e-3
+    # counted, not timed (a timed check failed in CI under load: SETM's interval costs
+    # milliseconds): recomputing repeats every call into puinfer, a cached value makes a
+    # few dozen (the lookup and its copy); e.g. DETM 706,724 calls, then 110
+    assert second_calls < 0.05 * first_calls + 40
 
 
-def _timed(fn):
-    t0 = time.perf_counter()
-    fn()
-    return time.perf_counter() - t0
+def _counted(fn):
+    """``fn()``'s value and the number of calls into puinfer's own functions it made."""
+    root = os.path.dirname(pu.__file__)
+    calls = 0
+
+    def profile(frame, event, arg):
+        nonlocal calls
+        if event == "call" and frame.f_code.co_filename.startswith(root):
+            calls += 1
+
+    previous = sys.getprofile()
+    sys.setprofile(profile)
+    try:
+        out = _quiet(fn)
+    finally:
+        sys.setprofile(previous)
+    return out, calls
 
 
 def test_pickle_round_trip(case):
