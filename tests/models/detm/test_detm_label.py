@@ -36,7 +36,7 @@ def clear():
     # source N(0, I); target positives N((1, 0), I), negatives N((0, 3), I): KL1 = 0.5,
     # KL2 = 4.5 (Gaussian KL = |mu|^2 / 2), a difference of 4 against an SE of about 0.7
     df = pu_normal(500, 500, 0.4, [0, 0], [1, 0], [0, 3], rng=np.random.default_rng(11))
-    return df, *_fit(df)
+    return df, *_fit(df, pi_interval="profile")  # (the summary's interval: not the subject)
 
 
 class TestSandwich:
@@ -136,13 +136,13 @@ class TestNearTie:
     def test_symmetric_components_warn(self):
         # positives N((1, 0), I), negatives N((-1, 0), I): both at KL 0.5 from the source
         df = pu_normal(500, 500, 0.2, [0, 0], [1, 0], [-1, 0], rng=np.random.default_rng(4))
-        res, cats = _fit(df)
+        res, cats = _fit(df, pi_interval="profile")  # (the summary's interval: not the subject)
         assert LabelAmbiguityWarning in cats
         assert res.label_check.near_tie
         assert any(c == "LabelAmbiguityWarning" for c, _ in res.warnings)
         assert "Labelling weakly determined" in str(res.summary())
         # the pi rules: pi-hat (0.86 or 0.14, SE 0.10) is far from 0.5 here, so they are clear
-        hi, cats_hi = _fit(df, label_rule="pi>0.5")
+        hi, cats_hi = _fit(df, label_rule="pi>0.5", pi_interval="profile")
         assert LabelAmbiguityWarning not in cats_hi
         assert "vs 0.5" in hi.label_check.compared
         assert "pi-hat" in str(hi.summary()) and "not used by this rule" in str(hi.summary())
@@ -222,9 +222,11 @@ class TestMobilePhone:
         df = pu.datasets.load_mobile_pu()
         f = "labeled ~ " + " + ".join(pu.datasets.MOBILE_FEATURES)
         m = pu.DETM.from_formula(f, data=df)
+        # (the KL rule is the default; the plain profile interval in the summaries: these
+        # tests are about the labelling, and the default bootstrap interval cost 12 s)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            kl = m.fit()
+            kl = m.fit(pi_interval="profile")
         with warnings.catch_warnings(record=True) as caught_hi:
             warnings.simplefilter("always")
             hi = m.fit(label_rule="pi>0.5")
