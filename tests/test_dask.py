@@ -928,6 +928,34 @@ def test_small_fit_with_pi_unidentified_makes_one_dask_computation(dask_computat
     assert list(ci1) == [0.0, 1.0]
 
 
+def test_strict_multipliers_started_at_their_solution_converge():
+    """Session 80: the Dask route's strict multiplier solve (the label margin's), warm-started
+    at its own solution, took Newton steps of 1.6e-14 at decrements of 1e-27 back and forth
+    for 100 passes -- above its step test (1e-14 relative), below any gain -- and returned "no
+    multipliers" where the rows in memory have them. A point of that session's unidentified
+    fit, where it happened (theta, pi and the start recorded from the fit's search)."""
+    from puinfer.models.detm import _el
+
+    theta = np.array([0.0034434599340367393, -1.1085829345777733, 0.15645705006268196,
+                      0.002184253721309389, -1.11462676091993, 0.08369552848766079])
+    pi, start = 0.9995717970889321, (0.47199176000607007, 0.028076262845726202)
+    df = _unidentified()
+    d0 = pu.DETM.from_formula("labeled ~ x1 + x2", data=df).data
+    with dask_config.set(scheduler="sync"):
+        d1 = pu.DETM.from_formula("labeled ~ x1 + x2",
+                                  data=dd.from_pandas(df, npartitions=3)).data
+        passes = d1.passes
+        ok, lam, *_ = d1.profile_eval(theta, pi, lam0=start, strict=True)
+        assert ok and d1.passes - passes <= 2  # (it took 101 passes and failed)
+        gap1 = d1.label_gap(theta, pi)
+    base = (d0.m * pi / d0.N, d0.m * (1 - pi) / d0.N)
+    f0, _, _, extra = _el.profile_log_el(theta, pi, d0.Z, d0.y, 0.0, lam0=base, order=2,
+                                         X1=d0.X1, X1F=d0.X1F)
+    assert np.isfinite(f0)  # in memory the multipliers exist
+    np.testing.assert_allclose(lam, extra["lam"], rtol=1e-10)
+    close(gap1, _el.label_gap(theta, d0.Z, base, X1=d0.X1), rtol=1e-8)
+
+
 def test_small_fit_identified_makes_one_dask_computation(identified, dask_computations):
     d, r0 = identified
     with dask_config.set(scheduler="sync"):

@@ -727,6 +727,15 @@ class DaskTiltData:
                     ok = dec < 1e-10
                     break
                 lam, S, obj = lt, S_new, -S_new["logD"]
+                if lt is main and t0 == 1.0 and dec < _el.DECREMENT_STOP:
+                    # a full step from a decrement below DECREMENT_STOP ends at rounding level
+                    # (self-concordance, as in _el._solve_lambda_zz, which stops here too): the
+                    # sums are those at lam. Without this stop, a solve started at its solution
+                    # (a warm start) could meet neither test above: steps of 1.6e-14 at
+                    # decrements of 1e-27 went back and forth for 100 passes and returned "no
+                    # multipliers" where the rows in memory have them (session 80)
+                    ok = True
+                    break
         out = (ok, lam + step_full, step_full, act, S)
         self._remember(key, out)
         if ok and "Hlt" in S:
