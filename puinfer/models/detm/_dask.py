@@ -653,6 +653,9 @@ class DaskTiltData:
         is below ``1e-7 max(1, |lambda|)`` (``strict``: ``1e-14``, rounding level): the sums
         are those at ``lam`` and the caller moves them to ``lam + step`` to first order
         (exact to ``O(step^2)``, below ``1e-14``); ``lam`` is returned with the step added.
+        It also stops after a full step from a Newton decrement below
+        :data:`~._el.DECREMENT_STOP`, as the in-memory solve does (the point reached is at
+        rounding level; ``step`` is then 0).
         """
         theta = np.array(theta, dtype=float)
         key = ("prof", theta.tobytes(), float(pi), bool(with_pi), bool(strict))
