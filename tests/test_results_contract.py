@@ -5,9 +5,7 @@ Each case builds a small fit and names its main interval (the profile interval f
 model exists) and its prediction; the same checks then run over every model.
 """
 
-import os
 import pickle
-import sys
 import warnings
 
 import numpy as np
@@ -318,37 +316,18 @@ def test_nothing_reachable_from_a_result_can_be_written_into(case):
             _same(predict(r2), predict(r))
 
 
-def test_second_interval_is_cached(case):
+def test_second_interval_is_cached(case, puinfer_calls):
     _, r, interval, _, refit = case
     # a new fit: the module's result may have computed its interval in another test already
     # (the pickle of a result carries its cached values)
     fresh = _quiet(lambda: refit(r.model))
-    first, first_calls = _counted(lambda: interval(fresh))
-    second, second_calls = _counted(lambda: interval(fresh))
+    first, first_calls = puinfer_calls(lambda: _quiet(lambda: interval(fresh)))
+    second, second_calls = puinfer_calls(lambda: _quiet(lambda: interval(fresh)))
     _same(first, second)
     # counted, not timed (a timed check failed in CI under load: SETM's interval costs
     # milliseconds): recomputing repeats every call into puinfer, a cached value makes a
     # few dozen (the lookup and its copy); e.g. DETM 706,724 calls, then 110
     assert second_calls < 0.05 * first_calls + 40
-
-
-def _counted(fn):
-    """``fn()``'s value and the number of calls into puinfer's own functions it made."""
-    root = os.path.dirname(pu.__file__)
-    calls = 0
-
-    def profile(frame, event, arg):
-        nonlocal calls
-        if event == "call" and frame.f_code.co_filename.startswith(root):
-            calls += 1
-
-    previous = sys.getprofile()
-    sys.setprofile(profile)
-    try:
-        out = _quiet(fn)
-    finally:
-        sys.setprofile(previous)
-    return out, calls
 
 
 def test_pickle_round_trip(case):
