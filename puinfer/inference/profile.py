@@ -74,6 +74,14 @@ class Profile:
         within ``1e-6 max(1, cut-off)`` of the cut-off, where the rounding of ``R`` stops
         its progress). Where Newton's steps shrink quadratically, the limit is its last step,
         not evaluated (see :attr:`newton_shortcuts`).
+    floor : float or callable, optional
+        A log-likelihood that the profile reaches or exceeds at every value within ``bounds``
+        (e.g. that of a degenerate model which holds whatever the parameter's value), or a
+        function of no arguments returning it, called once when an interval is first asked
+        for. Where ``2 (llf_max - floor)`` lies below a cut-off (by more than the rounding of
+        ``R``), ``R`` lies below it at every value: the interval is the whole of ``bounds``
+        and no limit is searched (``attrs["floor_statistic"]`` holds that bound on ``R``).
+        None or NaN: no such level is known.
 
     Raises
     ------
@@ -103,7 +111,8 @@ class Profile:
 
     def __init__(self, name: str, estimate: float, llf_max: float,
                  loglik_at: Callable[[float], float], bounds=(0.0, 1.0), step: float = 0.01,
-                 tol: float = 1e-7, derivative: Callable[[float], float] | None = None):
+                 tol: float = 1e-7, derivative: Callable[[float], float] | None = None,
+                 floor: float | Callable[[], float] | None = None):
         if not isinstance(name, str):
             raise TypeError(f"Profile: name must be a string; got {name!r}")
         self.name = name
@@ -143,6 +152,9 @@ class Profile:
             raise TypeError(f"Profile of {name}: derivative must be a function of the value; "
                             f"got {type(derivative).__name__}")
         self._derivative = derivative
+        if floor is not None and not callable(floor):
+            floor = _real(floor, "floor", name)
+        self._floor = floor
         self._cache: dict[float, float] = {}
         object.__setattr__(self, "_frozen", True)
 
@@ -187,6 +199,18 @@ class Profile:
                 "than at the fitted maximum: the original fit had not converged to the global "
                 "maximum; refit (e.g. with more starts) before profiling")
         return max(0.0, 2.0 * (self.llf_max - ll))
+
+    def floor_statistic(self) -> float:
+        """``2 (llf_max - floor)``: an upper bound of ``R`` at every value within the bounds
+        (``floor``, computed once); NaN where no floor was given or it is not finite."""
+        if "_floor_statistic" not in self.__dict__:
+            floor = getattr(self, "_floor", None)  # (None on a profile pickled before it)
+            floor = floor() if callable(floor) else floor
+            floor = np.nan if floor is None else float(floor)
+            # (set in the instance's dict, as the caches are: the settings stay frozen)
+            self.__dict__["_floor_statistic"] = \
+                max(0.0, 2.0 * (self.llf_max - floor)) if np.isfinite(floor) else np.nan
+        return self.__dict__["_floor_statistic"]
 
     def _toward_edge(self, inner: float, edge: float, step: float) -> float:
         """The next trial point beyond ``inner`` when the step would reach the bound: halfway
@@ -373,11 +397,18 @@ class Profile:
                 or not (np.isfinite(cutoff) and cutoff >= 0):
             raise ValueError(f"cutoff must be finite and non-negative; got {cutoff!r}")
         cutoff = float(cutoff)
-        lo, lo_b = self._limit(-1, cutoff)
-        hi, hi_b = self._limit(+1, cutoff)
+        bound = self.floor_statistic()
+        if bound <= cutoff - _R_NOISE * max(1.0, cutoff):
+            # R stays below the cut-off everywhere (its bound from the floor): the whole range
+            (lo, lo_b), (hi, hi_b) = (self.bounds[0], True), (self.bounds[1], True)
+        else:
+            lo, lo_b = self._limit(-1, cutoff)
+            hi, hi_b = self._limit(+1, cutoff)
         out = pd.Series({"lower": lo, "upper": hi}, name=f"{self.name} {level_label(level)} profile CI")
         out.attrs.update(level=level, lower_at_bound=lo_b, upper_at_bound=hi_b, cutoff=cutoff,
                          method=method)
+        if np.isfinite(bound):
+            out.attrs["floor_statistic"] = bound
         return out
 
     def to_frame(self, n: int = 41, alpha: float = 0.05, interval: pd.Series | None = None

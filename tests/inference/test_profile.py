@@ -216,3 +216,58 @@ def test_plot_true_value_must_be_a_finite_number(true_value, err):
     prof.plot(ax=ax, true_value=np.float64(0.45))
     assert "true 0.45" in [t.get_text() for t in ax.get_legend().get_texts()]
     plt.close(fig)
+
+
+# -- issue 17, session 81: a floor of the profile (a level it reaches at every value) -----------
+
+def _counted(fun):
+    calls = []
+
+    def wrapped(v):
+        calls.append(v)
+        return fun(v)
+    return wrapped, calls
+
+
+def test_a_floor_within_the_cutoff_gives_the_whole_range_without_a_search():
+    # the profile of a quadratic that levels off at -1.5 (R <= 3 everywhere, below 3.84)
+    loglik, calls = _counted(lambda v: max(_quadratic(0.4, 0.05)(v), -1.5))
+    floor_calls = []
+    prof = Profile("theta", 0.4, 0.0, loglik, bounds=(0, 1), step=0.05,
+                   floor=lambda: floor_calls.append(1) or -1.5)
+    ci = prof.conf_int(0.05)
+    assert (ci["lower"], ci["upper"]) == (0.0, 1.0)
+    assert ci.attrs["lower_at_bound"] and ci.attrs["upper_at_bound"]
+    assert ci.attrs["floor_statistic"] == 3.0
+    assert calls == []  # no point of the profile evaluated
+    # a cut-off below the bound: the limits searched as without a floor (R = 2 where the
+    # quadratic is 1 below its top: 0.4 -+ sqrt(2) 0.05)
+    ci2 = prof.conf_int(cutoff=2.0)
+    np.testing.assert_allclose([ci2["lower"], ci2["upper"]],
+                               [0.4 - np.sqrt(2) * 0.05, 0.4 + np.sqrt(2) * 0.05], atol=1e-9)
+    assert calls and floor_calls == [1]  # the floor computed once
+
+
+def test_a_floor_within_rounding_of_the_cutoff_is_not_taken_as_below_it():
+    # R's bound 3.841458820694124 - 1e-9: within the rounding of R of chi2_1's 95% quantile
+    cut = float(stats.chi2.ppf(0.95, 1))
+    prof = Profile("theta", 0.4, 0.0, lambda v: max(_quadratic(0.4, 0.05)(v), -cut / 2),
+                   bounds=(0, 1), step=0.05, floor=-(cut - 1e-9) / 2)
+    ci = prof.conf_int(0.05)
+    assert not ci.attrs["lower_at_bound"] and not ci.attrs["upper_at_bound"]
+
+
+@pytest.mark.parametrize("floor, match", [("low", "floor must be a real number"),
+                                          (True, "floor must be a real number")])
+def test_profile_floor_checked(floor, match):
+    with pytest.raises(TypeError, match=match):
+        Profile("theta", 0.4, 0.0, _quadratic(0.4, 0.05), floor=floor)
+
+
+def test_no_floor_or_a_nan_one_changes_nothing():
+    ref = Profile("theta", 0.4, 0.0, _quadratic(0.4, 0.05), step=0.05).conf_int()
+    for floor in (None, float("nan"), lambda: float("-inf")):
+        ci = Profile("theta", 0.4, 0.0, _quadratic(0.4, 0.05), step=0.05,
+                     floor=floor).conf_int()
+        np.testing.assert_array_equal(ci, ref)
+        assert "floor_statistic" not in ci.attrs

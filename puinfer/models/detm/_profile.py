@@ -34,6 +34,7 @@ from ._starts import (
     STRETCH_LABEL,
     SUBSAMPLE_SIZE,
     FixedPiSolution,
+    _log_mean_tilt,
     moment_thetas,
     solve_fixed_pi,
     subsample,
@@ -187,6 +188,61 @@ class PiProfiler:
         rec = _SubFit(f.restricted, f.penalty_strength * sub.N / d.N, f.maxiter, f.tol, f.pi,
                       f.theta, f.label_rule)
         return PiProfiler(sub, rec, float("nan"), quick=True)
+
+    def floor(self) -> float:
+        """A penalised log-EL that the profile of pi reaches or exceeds at every pi (-inf where
+        none can be computed): the level of a fit in which pi plays no part.
+
+        SETM: ``theta = 0``, the target distributed as the source (both components the
+        source, at any pi). DETM: also the single-tilt fit, both components one tilt of the
+        source (``eta1 = eta2``), at its maximum: the log-EL of SETM at pi = 0 (the same
+        target term, multipliers and ridge). Where the two tilts coincide the two constraints
+        of (11) are one, but the profile approaches this level at every pi, in either
+        labelling under the KL rule: tilting one component by ``eps x'd`` away from the other
+        (its intercept keeping the single-tilt EL weights feasible) loses nothing as ``eps ->
+        0``, and the label margin of the two directions ``+-d`` has opposite signs. So ``R*``
+        is at most ``2 (l_max - floor)`` at every pi, and where that is below a cut-off the
+        interval is the whole range (:class:`~puinfer.inference.Profile`'s ``floor``).
+
+        Why (issue 17, session 81): on weakly determined data the limit searches walked to
+        both ends of the range, whose maxima creep towards this level without reaching it
+        (Newton runs of 50-155 iterations near pi = 0 and 1, SLSQP on the label boundary up
+        to its 200 iterations): 8 s of a 270-row DETM fit. Computed once."""
+        return self._floor
+
+    @cached_property
+    def _floor(self) -> float:
+        d, f = self.data, self.fit
+        if getattr(d, "blocks", True) is None:
+            return -np.inf  # an unpickled Dask fit: no rows to evaluate
+        lazy = getattr(d, "lazy", False)
+        zero = np.zeros(2 * d.p + 2)
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            base = float(d.profile_log_el(zero, f.pi, f.penalty_strength, order=0) if lazy else
+                         _el.profile_log_el(zero, f.pi, d.Z, d.y, f.penalty_strength,
+                                            order=0))
+        base = base if np.isfinite(base) else -np.inf
+        if f.restricted:
+            return base
+        tilt = self._single_tilt()
+        return max(base, tilt.f) if tilt.info.converged and np.isfinite(tilt.f) else base
+
+    def _single_tilt(self) -> FixedPiSolution:
+        """The single-tilt fit (SETM's profile at pi = 0) from the logistic regression's
+        slopes (the target against the source: the same model, whose log-likelihood is
+        concave), on the subsample first where there is one."""
+        f = self.fit
+        small = self._sub.data if self._sub is not None else self.data
+        b = np.asarray(small.logistic_slopes, dtype=float)
+        with np.errstate(over="ignore"):
+            a = -_log_mean_tilt(small, b)
+        th = np.r_[0.0, np.zeros(small.p), a, b]
+        for data, c in ([(small, f.penalty_strength * small.N / self.data.N)]
+                        if self._sub is not None else []) + [(self.data, f.penalty_strength)]:
+            s = solve_fixed_pi(data, True, 0.0, th, c, f.maxiter, f.tol)
+            if s.info.converged and np.isfinite(s.f):
+                th = s.theta
+        return s
 
     def solve(self, pi: float, theta0: np.ndarray, far: bool = False) -> FixedPiSolution:
         """Newton's method at ``pi`` from ``theta0``, merged into a maximum already found at
@@ -639,7 +695,8 @@ class PiProfiler:
         se = self.se_pi
         return _PiProfile("pi", f.pi, f.llf_penalized, self,
                           bounds=(min(lo, f.pi), max(hi, f.pi)),
-                          step=se if np.isfinite(se) and se > 0 else 0.01, derivative=self.slope)
+                          step=se if np.isfinite(se) and se > 0 else 0.01, derivative=self.slope,
+                          floor=self.floor)
 
     def higher_point(self) -> list:
         """Where the fit should restart: a list of ``(v, kind)``, binary-regression starts

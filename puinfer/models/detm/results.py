@@ -845,10 +845,16 @@ class TiltResults(LikelihoodResults):
             rng = f"[{ci['lower']:g}, {ci['upper']:g}]"
             where = "all of [0, 1]" if rng == "[0, 1]" else \
                 f"all of {rng}, the range the label rule {self.label_rule!r} allows"
+            bound = ci.attrs.get("floor_statistic", np.nan)
+            level = ("the target distributed as the source" if self._fit.restricted
+                     else "both components one tilt of the source")
+            why = "" if not bound <= ci.attrs["cutoff"] else (
+                f"; R* is at most {bound:.4f} (the cut-off {ci.attrs['cutoff']:.4f}) at every "
+                f"pi, that of the fit in which pi plays no part: {level}")
             msg = (f"{self.model_name}: pi is not identified by these data: the profile "
                    f"log-EL stays within the cut-off of its maximum over {where}, so "
                    f"the {level_label(1 - alpha)} confidence interval is {rng} (e.g. a target "
-                   "sample distributed as the source, or too few rows)")
+                   f"sample distributed as the source, or too few rows){why}")
             if (ConfidenceSetWarning.__name__, msg) not in self._profiler.warnings:
                 self._profiler.warnings.append((ConfidenceSetWarning.__name__, msg))
             warn(msg, ConfidenceSetWarning)

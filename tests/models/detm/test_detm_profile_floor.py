@@ -1,0 +1,115 @@
+"""The floor of the profile of pi (``PiProfiler.floor``, issue 17, session 81): a level the
+profile reaches at every pi -- SETM's target distributed as the source, DETM's single-tilt fit
+-- so that where the maximum lies within the cut-off of it, the interval is the whole range
+without a limit search."""
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import optimize, stats
+
+import puinfer as pu
+from puinfer.models.detm import _profile
+
+CUT = float(stats.chi2.ppf(0.95, 1))
+
+
+@pytest.fixture(scope="module")
+def weak():
+    """270 rows whose target is the source shifted by 0.6 in x1 (no mixture): pi is not
+    determined (pi-hat 0.917, the profile within 2.6 of its maximum everywhere). Until session
+    81 the default fit walked the limit searches to both ends of [0, 1]: 6.8 CPU s, 0.7 s
+    now (one core, ``/tmp`` script)."""
+    g = np.random.default_rng(13)
+    src = pd.DataFrame({"x1": g.normal(size=120), "x2": g.normal(size=120)})
+    tgt = pd.DataFrame({"x1": g.normal(0.6, 1, size=150), "x2": g.normal(size=150)})
+    return src, tgt
+
+
+def _fit(model, src, tgt):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return model(src, tgt).fit(pi_interval="profile")
+
+
+def _single_tilt_by_logistic_regression(data, c):
+    """An independent computation of DETM's floor: the single-tilt model (target density the
+    source's tilted by ``exp(a + z'b)``) is the logistic regression of the target indicator on
+    the standardised features (Qin and Zhang 1997), its log-EL ``l_N - N log N`` the logistic
+    log-likelihood less ``m log m + n log n``; with the ridge ``(2 c / 3) |b|^2`` of the
+    package's penalty at ``b1 = b2 = b``. Maximised by scipy (BFGS, exact gradient)."""
+    X1 = np.column_stack([np.ones(data.N), data.Z])
+    y = data.y.astype(float)
+    a = 2.0 * c / 3.0
+
+    def neg(v):
+        eta = X1 @ v
+        ll = y @ eta - np.logaddexp(0.0, eta).sum() - a * v[1:] @ v[1:]
+        pr = 1.0 / (1.0 + np.exp(-eta))
+        g = X1.T @ (y - pr) - 2 * a * np.r_[0.0, v[1:]]
+        return -ll, -g
+
+    r = optimize.minimize(neg, np.zeros(X1.shape[1]), jac=True, method="BFGS",
+                          options=dict(gtol=1e-10))
+    return -r.fun - data.m * np.log(data.m) - data.n * np.log(data.n)
+
+
+def test_detm_floor_is_the_single_tilt_fit(weak):
+    r = _fit(pu.DETM, *weak)
+    prof = r._profiler
+    ref = _single_tilt_by_logistic_regression(r.model.data, r._fit.penalty_strength)
+    assert prof.floor() == pytest.approx(ref, rel=1e-10, abs=0)
+    # (the target term, multipliers and ridge of SETM at pi = 0 and of DETM at b1 = b2 are
+    # the same; SETM's floor is the target distributed as the source: l_N - N log N at 0)
+    s = r.null_fit
+    assert s._profiler.floor() == pytest.approx(-s.model.data.N * np.log(s.model.data.N),
+                                                rel=1e-14)
+
+
+def test_where_the_floor_is_within_the_cutoff_no_limit_is_searched(weak, monkeypatch):
+    search = _profile._PiProfile._limit
+
+    def no_search(self, direction, cutoff):
+        # (SETM's profile, the null fit's, has its limits searched: its floor statistic is 14.1)
+        assert self._loglik_at.fit.restricted, "a limit of DETM's profile was searched"
+        return search(self, direction, cutoff)
+
+    monkeypatch.setattr(_profile._PiProfile, "_limit", no_search)
+    r = _fit(pu.DETM, *weak)
+    with pytest.warns(pu.exceptions.ConfidenceSetWarning,
+                      match=r"not identified.*R\* is at most 2.5735 \(the cut-off 3.8415\) at every "
+                            "pi.*both components "
+                            "one tilt of the source"):
+        ci = r.conf_int_pi(method="profile")
+    assert (ci["lower"], ci["upper"]) == (0.0, 1.0)
+    assert ci.attrs["lower_at_bound"] and ci.attrs["upper_at_bound"]
+    # R* <= 2 (l_max - floor) = 2.57 at every pi (values printed by session 81's script)
+    assert ci.attrs["floor_statistic"] == pytest.approx(2.5735317, abs=1e-6)
+    assert ci.attrs["floor_statistic"] < CUT
+    assert any("not identified" in msg for _, msg in r.warnings)
+
+
+def test_the_profile_lies_above_its_floor(weak):
+    r = _fit(pu.DETM, *weak)
+    prof = r.profile_pi()
+    floor = r._profiler.floor()
+    for pi in (0.1, 0.3, 0.5, 0.7, 0.9):
+        assert prof.loglik(pi) >= floor
+        assert prof.statistic(pi) <= prof.floor_statistic()
+
+
+def test_a_determined_pi_is_searched_as_before():
+    # the floor lies beyond the cut-off (R* <= 4.9 at every pi): the limits are the profile's
+    # crossings
+    df = pu.simulate.sar_design(300, 300, 0.3, p=2, rng=np.random.default_rng(5))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = pu.DETM.from_formula("labeled ~ x1 + x2", data=df).fit(pi_interval="profile")
+    ci = r.conf_int_pi()
+    assert ci.attrs["floor_statistic"] > CUT
+    assert not ci.attrs["lower_at_bound"] and not ci.attrs["upper_at_bound"]
+    prof = r.profile_pi()
+    for lim in (ci["lower"], ci["upper"]):
+        assert prof.statistic(lim) == pytest.approx(CUT, abs=1e-5)
