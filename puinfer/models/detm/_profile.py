@@ -100,6 +100,16 @@ DEEP_MAXIMA = 12
 BOUNDARY_STARTS = 2
 
 
+#: DETM's single-tilt fit (:meth:`PiProfiler.floor`) is not computed where ``2 (l_max -
+#: floor_ceiling)`` (the SCAR test's statistic, with SETM's maximum as the ceiling) is above
+#: this: its ``R*`` then exceeds every cut-off a 95-99.9% interval uses (chi-square 3.84-10.8,
+#: bootstrap-calibrated ones alike), so it could not shorten a search. (Its cost on determined
+#: fits: 3 ms of 1.7 s at n = m = 3000, 0.1 s of 10 s at 1e5, 23 passes of 1,711 on Dask;
+#: bench_detm_weak.py, bench_dask_passes.py, session 81.) Where the ceiling is wrong (SETM's
+#: fit below its maximum) the floor is only left out: the limits are searched.
+FLOOR_CEILING_STATISTIC = 50.0
+
+
 @dataclass(frozen=True)
 class _SubFit:
     """What :meth:`PiProfiler.solve` needs of a fit record (for the subsample's profiler)."""
@@ -127,6 +137,10 @@ class PiProfiler:
         ``True``: each point starts from its nearest solved neighbour only. ``False``: also
         from the fit, the skeleton on each side and the fit's other local maxima; the best
         labelled solution is kept.
+    floor_ceiling : float
+        DETM: a log-EL at least that of the single-tilt fit (SETM's maximum, where known;
+        :meth:`floor`), which is then not computed where ``R*`` at it exceeds
+        :data:`FLOOR_CEILING_STATISTIC`.
     """
 
     #: ``(inner, direction)`` while set (a limit search after a jump, see :class:`_PiProfile`):
@@ -155,11 +169,13 @@ class PiProfiler:
     #: branch); in :meth:`deep`, also the points further out that lie inside the set
     via: tuple = ()
 
-    def __init__(self, data, fit, se_pi: float, quick: bool = False):
+    def __init__(self, data, fit, se_pi: float, quick: bool = False,
+                 floor_ceiling: float = np.inf):
         self.data = data
         self.fit = fit
         self.se_pi = se_pi
         self.quick = quick
+        self.floor_ceiling = floor_ceiling
         self.solved = {fit.pi: fit.theta}
         self.hessians: dict = {}    # pi -> Hessian in the free parameters at solved[pi]
         self.slopes = {fit.pi: 0.0}
@@ -222,7 +238,7 @@ class PiProfiler:
                          _el.profile_log_el(zero, f.pi, d.Z, d.y, f.penalty_strength,
                                             order=0))
         base = base if np.isfinite(base) else -np.inf
-        if f.restricted:
+        if f.restricted or 2 * (f.llf_penalized - self.floor_ceiling) > FLOOR_CEILING_STATISTIC:
             return base
         tilt = self._single_tilt()
         return max(base, tilt.f) if tilt.info.converged and np.isfinite(tilt.f) else base
@@ -1242,10 +1258,10 @@ class _PiProfile(Profile):
             prof.hessians.pop(q, None)
 
 
-def probe(data, fit, se_pi):
+def probe(data, fit, se_pi, floor_ceiling=np.inf):
     """Check the fit against the profile of pi (:meth:`PiProfiler.higher_point`). Returns
     ``(restarts, profiler)``: a list of ``(v, kind)``, starts ``v`` where the profile rises
     above the fit, or away from pi-hat (empty if it does neither), and the profiler, whose
-    cached interval serves ``conf_int_pi``."""
-    full = PiProfiler(data, fit, se_pi)
+    cached interval serves ``conf_int_pi``. ``floor_ceiling``: see :class:`PiProfiler`."""
+    full = PiProfiler(data, fit, se_pi, floor_ceiling=floor_ceiling)
     return full.higher_point(), full

@@ -71,6 +71,7 @@ def fit_data(data: TiltData, restricted: bool, *, c: float, label_rule: str, max
         probe = start_options is None
     if lean and probe:
         raise ValueError("a lean record has no standard error for the probe to start from")
+    floor_ceiling = np.inf
     if not restricted and probe and start_options is None:
         # DETM starts from SETM's certified maximum: SETM's fit as SETM.fit() makes it (its
         # probe, label rule "kl", the separation check). SETM's grid of starts misses that
@@ -82,6 +83,7 @@ def fit_data(data: TiltData, restricted: bool, *, c: float, label_rule: str, max
         if null is not None:
             null.append((setm, setm_profiler))
         start_options = dict(setm_runs=list(setm.runs))
+        floor_ceiling = setm.llf_penalized  # (SETM's maximum: at least its fit at pi = 0)
     runs = run_starts(data, restricted, c, maxiter, tol, **(start_options or {}), seed=seed)
     best = max(runs, key=lambda r: r.f)
     fun, expand = free_fun(data, c, restricted)
@@ -93,7 +95,8 @@ def fit_data(data: TiltData, restricted: bool, *, c: float, label_rule: str, max
                                check_separation_opt=check_separation, maxiter=maxiter, tol=tol,
                                seed=seed, lean=lean)
             restarts, profiler = (probe_profile(data, rec,
-                                                float(np.sqrt(rec.cov.loc["pi", "pi"])))
+                                                float(np.sqrt(rec.cov.loc["pi", "pi"])),
+                                                floor_ceiling)
                                   if probe and attempt < 5 else ([], None))
         top = best
         for v0, kind in restarts:  # the higher first; stop at the first that beats the fit

@@ -113,3 +113,24 @@ def test_a_determined_pi_is_searched_as_before():
     prof = r.profile_pi()
     for lim in (ci["lower"], ci["upper"]):
         assert prof.statistic(lim) == pytest.approx(CUT, abs=1e-5)
+
+
+def test_the_single_tilt_fit_is_left_out_where_setms_maximum_rules_it_out(monkeypatch):
+    # SETM's maximum is at least the single-tilt fit's (SETM at pi = 0): where the SCAR test's
+    # statistic (69 here) exceeds FLOOR_CEILING_STATISTIC the single tilt is not fitted, and
+    # the floor is the target distributed as the source (R* <= 275 at every pi)
+    from puinfer.simulate.detm import pu_normal
+
+    def no_tilt(self):
+        raise AssertionError("the single-tilt fit was computed")
+
+    monkeypatch.setattr(_profile.PiProfiler, "_single_tilt", no_tilt)
+    df = pu_normal(300, 300, 0.5, [0, 0], [2, 0], [0, 2], rng=np.random.default_rng(2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = pu.DETM.from_formula("labeled ~ x1 + x2", data=df).fit(pi_interval="profile")
+    assert 2 * (r.llf_penalized - r.null_fit.llf_penalized) > _profile.FLOOR_CEILING_STATISTIC
+    N = r.model.data.N
+    ci = r.conf_int_pi()
+    assert ci.attrs["floor_statistic"] == pytest.approx(2 * (r.llf_penalized + N * np.log(N)),
+                                                        rel=1e-12)
