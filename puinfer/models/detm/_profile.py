@@ -102,11 +102,11 @@ BOUNDARY_STARTS = 2
 
 #: DETM's single-tilt fit (:meth:`PiProfiler.floor`) is not computed where ``2 (l_max -
 #: floor_ceiling)`` (the SCAR test's statistic, with SETM's maximum as the ceiling) is above
-#: this: its ``R*`` then exceeds every cut-off a 95-99.9% interval uses (chi-square 3.84-10.8,
-#: bootstrap-calibrated ones alike), so it could not shorten a search. (Its cost on determined
-#: fits: 3 ms of 1.7 s at n = m = 3000, 0.1 s of 10 s at 1e5, 23 passes of 1,711 on Dask;
-#: bench_detm_weak.py, bench_dask_passes.py, session 81.) Where the ceiling is wrong (SETM's
-#: fit below its maximum) the floor is only left out: the limits are searched.
+#: this: its ``R*`` is then far above the chi-square cut-offs of 95-99.9% intervals (3.84-10.8)
+#: and could not shorten their searches. (Its cost on determined fits: 3 ms of 1.7 s at
+#: n = m = 3000, 0.1 s of 10 s at 1e5, 23 passes of 1,711 on Dask; session 81.) Leaving it out
+#: never changes an interval, only its cost: the limits are then searched (as they are under a
+#: larger calibrated cut-off, or where the ceiling is wrong, SETM's fit below its maximum).
 FLOOR_CEILING_STATISTIC = 50.0
 
 
