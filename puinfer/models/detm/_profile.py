@@ -168,6 +168,8 @@ class PiProfiler:
     #: limit and it, which otherwise start from the limit's own solution, on the lower
     #: branch); in :meth:`deep`, also the points further out that lie inside the set
     via: tuple = ()
+    #: (a class default too: a profiler pickled before session 81 has none of its own)
+    floor_ceiling: float = np.inf
 
     def __init__(self, data, fit, se_pi: float, quick: bool = False,
                  floor_ceiling: float = np.inf):

@@ -134,3 +134,19 @@ def test_the_single_tilt_fit_is_left_out_where_setms_maximum_rules_it_out(monkey
     ci = r.conf_int_pi()
     assert ci.attrs["floor_statistic"] == pytest.approx(2 * (r.llf_penalized + N * np.log(N)),
                                                         rel=1e-12)
+
+
+def test_a_profiler_pickled_before_the_floor_gives_its_interval(weak):
+    # as unpickled from before session 81: no floor_ceiling of its own, no floor computed,
+    # no profile cached; its first interval then computes the floor
+    import pickle
+
+    r = _fit(pu.DETM, *weak)
+    state = pickle.loads(pickle.dumps(r._profiler)).__dict__
+    for key in ("floor_ceiling", "_floor", "profile"):
+        state.pop(key, None)
+    old = object.__new__(_profile.PiProfiler)
+    old.__dict__.update(state)
+    ci = old.profile.conf_int(0.05)
+    assert (ci["lower"], ci["upper"]) == old.profile.bounds
+    assert ci.attrs["floor_statistic"] == pytest.approx(2.5735317, abs=1e-6)
