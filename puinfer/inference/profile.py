@@ -212,6 +212,11 @@ class Profile:
                 max(0.0, 2.0 * (self.llf_max - floor)) if np.isfinite(floor) else np.nan
         return self.__dict__["_floor_statistic"]
 
+    def _floor_in_force(self) -> bool:
+        """Whether :meth:`conf_int` may take the whole range from the floor (a subclass whose
+        limit searches do more than find the limits can say no while they must run)."""
+        return True
+
     def _toward_edge(self, inner: float, edge: float, step: float) -> float:
         """The next trial point beyond ``inner`` when the step would reach the bound: halfway
         first (profiles are often hard to compute at the bound itself, where a parameter
@@ -397,7 +402,7 @@ class Profile:
                 or not (np.isfinite(cutoff) and cutoff >= 0):
             raise ValueError(f"cutoff must be finite and non-negative; got {cutoff!r}")
         cutoff = float(cutoff)
-        bound = self.floor_statistic()
+        bound = self.floor_statistic() if self._floor_in_force() else np.nan
         if bound <= cutoff - _R_NOISE * max(1.0, cutoff):
             # R stays below the cut-off everywhere (its bound from the floor): the whole range
             (lo, lo_b), (hi, hi_b) = (self.bounds[0], True), (self.bounds[1], True)

@@ -69,26 +69,61 @@ def test_detm_floor_is_the_single_tilt_fit(weak):
 
 
 def test_where_the_floor_is_within_the_cutoff_no_limit_is_searched(weak, monkeypatch):
-    search = _profile._PiProfile._limit
+    r = _fit(pu.DETM, *weak)
 
     def no_search(self, direction, cutoff):
-        # (SETM's profile, the null fit's, has its limits searched: its floor statistic is 14.1)
-        assert self._loglik_at.fit.restricted, "a limit of DETM's profile was searched"
-        return search(self, direction, cutoff)
+        raise AssertionError("a limit of the profile was searched")
 
+    # after the fit (whose probe walked to both bounds, as before), an interval at a new
+    # cut-off needs no search where R* stays below it everywhere
     monkeypatch.setattr(_profile._PiProfile, "_limit", no_search)
-    r = _fit(pu.DETM, *weak)
     with pytest.warns(pu.exceptions.ConfidenceSetWarning,
-                      match=r"not identified.*R\* is at most 2.5735 \(the cut-off 3.8415\) at every "
-                            "pi.*both components "
-                            "one tilt of the source"):
-        ci = r.conf_int_pi(method="profile")
+                      match=r"not identified.*R\* is at most 2.5735 \(the cut-off 2.7055\) at every "
+                            "pi.*both components one tilt of the source"):
+        ci = r.conf_int_pi(0.1, method="profile")
     assert (ci["lower"], ci["upper"]) == (0.0, 1.0)
     assert ci.attrs["lower_at_bound"] and ci.attrs["upper_at_bound"]
     # R* <= 2 (l_max - floor) = 2.57 at every pi (values printed by session 81's script)
     assert ci.attrs["floor_statistic"] == pytest.approx(2.5735317, abs=1e-6)
-    assert ci.attrs["floor_statistic"] < CUT
     assert any("not identified" in msg for _, msg in r.warnings)
+    # a cut-off below that bound (80%: 1.64) is searched
+    with pytest.raises(AssertionError, match="was searched"):
+        r.conf_int_pi(0.2, method="profile")
+
+
+def test_the_probe_still_walks_to_the_bounds_where_the_floor_holds_every_pi():
+    # (session 81) SETM on this sample: the full search stops at pi-hat 0.838, and the
+    # probe's walk towards pi = 1 finds the maximum, R* = -0.59 at pi = 0.980 (its third
+    # point), though the floor puts every pi in the set: taking the interval from the floor
+    # inside the probe lost that maximum
+    from puinfer.simulate import scar_design
+
+    df = scar_design(200, 200, 0.95, p=2, rng=np.random.default_rng(47200000))
+    X = df[["x1", "x2"]].to_numpy()
+    lab = df.labeled.to_numpy() == 1
+    s = _fit(pu.SETM, X[lab], X[~lab])
+    # (values of the fit before the floor, commit 9f080a4)
+    assert s.llf_penalized == pytest.approx(-2396.0668484453076, abs=1e-7)
+    assert s.pi == pytest.approx(0.9854930703646496, abs=1e-7)
+    with pytest.warns(pu.exceptions.ConfidenceSetWarning, match="the target distributed as "
+                      "the source"):
+        assert s.conf_int_pi().attrs["floor_statistic"] < CUT
+
+
+def test_an_undetermined_pi_gets_the_whole_range_where_the_search_failed():
+    # scar_design(80, 80, 0.7, p=1) seed 47000004: until session 81 conf_int_pi raised
+    # ProfileError (the profile could not be computed at pi = 0.998449, where the limit
+    # search went); R* stays below 2.72 at every pi
+    from puinfer.simulate import scar_design
+
+    df = scar_design(80, 80, 0.7, p=1, rng=np.random.default_rng(47000004))
+    X = df[["x1"]].to_numpy()
+    lab = df.labeled.to_numpy() == 1
+    r = _fit(pu.DETM, X[lab], X[~lab])
+    with pytest.warns(pu.exceptions.ConfidenceSetWarning, match="not identified"):
+        ci = r.conf_int_pi(method="profile")
+    assert (ci["lower"], ci["upper"]) == (0.0, 1.0)
+    assert ci.attrs["floor_statistic"] < CUT
 
 
 def test_the_profile_lies_above_its_floor(weak):
