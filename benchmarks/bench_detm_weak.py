@@ -1,8 +1,10 @@
 """Benchmark: DETM on data that barely determine pi (issue 17; session 81's profile floor).
 
-Small samples whose profile of pi stays near its maximum over much of [0, 1] were the slowest
-DETM fits per row: the limit searches walked to both ends of the range, where the maxima at
-fixed pi creep towards the single-tilt fit's level without reaching it. Cases:
+Small samples whose profile of pi stays near its maximum over much of [0, 1] are the slowest
+DETM fits per row: the limit searches walk to both ends of the range, where the maxima at fixed
+pi creep towards the single-tilt fit's level without reaching it. The fit's probe still makes
+that walk (it is part of its search for a higher maximum); the intervals after the fit need no
+search where the floor puts every pi in the set. Cases:
 
 * ``shifted-270``: 120 source and 150 target rows, the target the source shifted by 0.6 in
   x1 (no mixture; ``tests/models/detm/test_detm_profile_floor.py``'s data, until session 80
