@@ -28,6 +28,13 @@ def weak():
     return src, tgt
 
 
+@pytest.fixture(scope="module")
+def weak_fit(weak):
+    """The default DETM fit of :func:`weak` (plain profile interval), shared: its tests only
+    add to its caches."""
+    return _fit(pu.DETM, *weak)
+
+
 def _fit(model, src, tgt):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -56,8 +63,8 @@ def _single_tilt_by_logistic_regression(data, c):
     return -r.fun - data.m * np.log(data.m) - data.n * np.log(data.n)
 
 
-def test_detm_floor_is_the_single_tilt_fit(weak):
-    r = _fit(pu.DETM, *weak)
+def test_detm_floor_is_the_single_tilt_fit(weak_fit):
+    r = weak_fit
     prof = r._profiler
     ref = _single_tilt_by_logistic_regression(r.model.data, r._fit.penalty_strength)
     assert prof.floor() == pytest.approx(ref, rel=1e-10, abs=0)
@@ -68,8 +75,8 @@ def test_detm_floor_is_the_single_tilt_fit(weak):
                                                 rel=1e-14)
 
 
-def test_where_the_floor_is_within_the_cutoff_no_limit_is_searched(weak, monkeypatch):
-    r = _fit(pu.DETM, *weak)
+def test_where_the_floor_is_within_the_cutoff_no_limit_is_searched(weak_fit, monkeypatch):
+    r = weak_fit
 
     def no_search(self, direction, cutoff):
         raise AssertionError("a limit of the profile was searched")
@@ -126,8 +133,8 @@ def test_an_undetermined_pi_gets_the_whole_range_where_the_search_failed():
     assert ci.attrs["floor_statistic"] < CUT
 
 
-def test_the_profile_lies_above_its_floor(weak):
-    r = _fit(pu.DETM, *weak)
+def test_the_profile_lies_above_its_floor(weak_fit):
+    r = weak_fit
     prof = r.profile_pi()
     floor = r._profiler.floor()
     for pi in (0.1, 0.3, 0.5, 0.7, 0.9):
@@ -171,12 +178,12 @@ def test_the_single_tilt_fit_is_left_out_where_setms_maximum_rules_it_out(monkey
                                                         rel=1e-12)
 
 
-def test_a_profiler_pickled_before_the_floor_gives_its_interval(weak):
+def test_a_profiler_pickled_before_the_floor_gives_its_interval(weak_fit):
     # as unpickled from before session 81: no floor_ceiling of its own, no floor computed,
     # no profile cached; its first interval then computes the floor
     import pickle
 
-    r = _fit(pu.DETM, *weak)
+    r = weak_fit
     state = pickle.loads(pickle.dumps(r._profiler)).__dict__
     for key in ("floor_ceiling", "_floor", "profile"):
         state.pop(key, None)
