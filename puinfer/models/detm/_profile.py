@@ -848,7 +848,7 @@ class _PiProfile(Profile):
     newton_shortcuts = False
 
     def _floor_in_force(self) -> bool:
-        return not self._loglik_at.probing  # (see PiProfiler.probing)
+        return not getattr(self._loglik_at, "probing", False)  # (see PiProfiler.probing)
 
     def _limit(self, direction: int, cutoff: float) -> tuple[float, bool]:
         limits = self.__dict__.setdefault("_limits", {})
@@ -885,6 +885,8 @@ class _PiProfile(Profile):
         """
         prof = self._loglik_at
         noise = _R_NOISE * max(1.0, cutoff)
+        if self._floor_in_force() and self.floor_statistic() <= cutoff - noise:
+            return False  # every pi is in the set (the floor): no limit to move
         done = self.__dict__.setdefault("_deepened", set())
         if (cutoff, past_limits) in done:
             return False
