@@ -330,13 +330,21 @@ def _solve_lambda_zz(zz, lam0, maxiter=100):
     Up to one chunk the arithmetic is that of whole-array operations; above, each chunk's
     per-row arrays stay in cache (at 1e6 rows a solve ran 3-4x faster than on whole arrays,
     issue 17, session 56), the sums adding up chunk by chunk."""
+    # (warnings off once for the whole solve: a step to D_i <= 0 makes the sum of logs nan or
+    # +inf, which the Armijo test below rejects; entering np.errstate costs microseconds, a
+    # share of a solve on a few hundred rows, where the overhead is the cost)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return _solve_lambda_zz_quiet(zz, lam0, maxiter)
+
+
+def _solve_lambda_zz_quiet(zz, lam0, maxiter):
+    """:func:`_solve_lambda_zz` with floating-point warnings already silenced."""
     N = zz.shape[1]
-    with np.errstate(invalid="ignore"):
-        lo, hi = zz.min(axis=1), zz.max(axis=1)
+    lo, hi = zz.min(axis=1), zz.max(axis=1)
     # a tilt that is identically 1 (SETM's first component) imposes no constraint: its
     # multiplier is not identified and is set to 0 (see _is_active, whose rule this is)
-    mx = np.maximum(-lo, hi)
-    active = np.array([_is_active(z) if np.isnan(a) else bool(a > IDENTITY_TILT)
+    mx = np.maximum(-lo, hi).tolist()
+    active = np.array([_is_active(z) if a != a else a > IDENTITY_TILT  # (a != a: NaN)
                        for z, a in zip(zz, mx, strict=True)])
     if not active.any():  # both tilts identically 1: p_i = 1/N, no multiplier to solve
         return np.zeros(2), np.ones(N), True, active
@@ -357,54 +365,52 @@ def _solve_lambda_zz(zz, lam0, maxiter=100):
         D, d_lo, d_hi = np.ones(N), 1.0, 1.0
     ok = False
     obj = None  # -sum log D, evaluated where the damped phase needs it
-    # a step to D_i <= 0 makes the sum of logs nan or +inf: the Armijo test below fails on it
-    with np.errstate(divide="ignore", invalid="ignore"):
-        for _ in range(maxiter):
-            if d_lo >= 1 and d_hi > 1:
-                # lambda'z_i >= 0 at every row, > 0 at some: no p_i > 0 meet (11) (their
-                # weighted sum of lambda'z_i would be positive), and -sum log(1 + s
-                # lambda'z_i) falls without bound as s grows; Newton would double lambda
-                break
-            g, H = _lambda_sums(Zs, D, blocks)
-            newton = newton_step(H, g)
-            if newton is None:
-                break
-            step, dec = newton
-            gs = -dec
-            # converged: the Newton step is at the level of rounding error in lambda
-            tiny = max(map(abs, step.tolist())) <= 1e-14 * max(1.0, *map(abs, lam.tolist()))
-            lt = lam + step
-            D_new, lo_new, hi_new = _denominators(lt, Zs, blocks)
-            if dec < PURE_NEWTON and lo_new > 0:
-                # the objective is self-concordant: where the Newton decrement is below 1/4
-                # the full step is feasible and passes the Armijo test (Boyd & Vandenberghe,
-                # 9.6.4; the minimum exists, Nesterov 2004, Thm 4.1.11), so it is taken without
-                # evaluating the objective; D_new > 0 is checked against rounding
-                t = 1.0
-            else:
-                if obj is None:
-                    obj = -_log_sum(D, blocks)
-                t = 1.0
-                slack = 1e-13 * max(1.0, abs(obj))  # changes below rounding are accepted
-                while t > 1e-12:
-                    obj_new = -_log_sum(D_new, blocks)
-                    if obj_new <= obj + 1e-4 * t * gs + slack:
-                        break
-                    t *= 0.5
-                    lt = lam + t * step
-                    D_new, lo_new, hi_new = _denominators(lt, Zs, blocks)
-                if t <= 1e-12:
-                    ok = dec < 1e-10
+    for _ in range(maxiter):
+        if d_lo >= 1 and d_hi > 1:
+            # lambda'z_i >= 0 at every row, > 0 at some: no p_i > 0 meet (11) (their
+            # weighted sum of lambda'z_i would be positive), and -sum log(1 + s
+            # lambda'z_i) falls without bound as s grows; Newton would double lambda
+            break
+        g, H = _lambda_sums(Zs, D, blocks)
+        newton = newton_step(H, g)
+        if newton is None:
+            break
+        step, dec = newton
+        gs = -dec
+        # converged: the Newton step is at the level of rounding error in lambda
+        tiny = max(map(abs, step.tolist())) <= 1e-14 * max(1.0, *map(abs, lam.tolist()))
+        lt = lam + step
+        D_new, lo_new, hi_new = _denominators(lt, Zs, blocks)
+        if dec < PURE_NEWTON and lo_new > 0:
+            # the objective is self-concordant: where the Newton decrement is below 1/4
+            # the full step is feasible and passes the Armijo test (Boyd & Vandenberghe,
+            # 9.6.4; the minimum exists, Nesterov 2004, Thm 4.1.11), so it is taken without
+            # evaluating the objective; D_new > 0 is checked against rounding
+            t = 1.0
+        else:
+            if obj is None:
+                obj = -_log_sum(D, blocks)
+            t = 1.0
+            slack = 1e-13 * max(1.0, abs(obj))  # changes below rounding are accepted
+            while t > 1e-12:
+                obj_new = -_log_sum(D_new, blocks)
+                if obj_new <= obj + 1e-4 * t * gs + slack:
                     break
-                obj = obj_new
-            lam = lt
-            D, d_lo, d_hi = D_new, lo_new, hi_new
-            if t < 1.0:
-                continue
-            obj = None if dec < PURE_NEWTON else obj
-            if tiny or dec < 1e-30 * N or dec < DECREMENT_STOP:
-                ok = True
+                t *= 0.5
+                lt = lam + t * step
+                D_new, lo_new, hi_new = _denominators(lt, Zs, blocks)
+            if t <= 1e-12:
+                ok = dec < 1e-10
                 break
+            obj = obj_new
+        lam = lt
+        D, d_lo, d_hi = D_new, lo_new, hi_new
+        if t < 1.0:
+            continue
+        obj = None if dec < PURE_NEWTON else obj
+        if tiny or dec < 1e-30 * N or dec < DECREMENT_STOP:
+            ok = True
+            break
     if ok:
         # l_N(theta) = min over lambda, so an unconverged lambda overstates the log-EL: accept
         # only a solution of eq. (11) to rounding error
@@ -432,17 +438,26 @@ def _denominators(lam, Zs, blocks):
 def _lambda_sums(Zs, D, blocks):
     """The gradient ``-sum z_i / D_i`` and Hessian ``sum z_i z_i' / D_i^2`` (1x1 or 2x2) of the
     multipliers' objective at the denominators ``D``, summed over the chunks ``blocks``."""
+    if len(blocks) == 1:  # (every sample up to BLOCK_ROWS rows: no chunk views, no loop)
+        return _lambda_sums_of(Zs, D)
     g = H = None
     for b in blocks:
-        iD = 1.0 / D[b]
-        R = Zs[:, b] * iD
-        gb = -R.sum(axis=1)
-        if len(R) == 1:
-            Hb = np.array([[R[0] @ R[0]]])
-        else:
-            h01 = R[0] @ R[1]
-            Hb = np.array([[R[0] @ R[0], h01], [h01, R[1] @ R[1]]])
+        gb, Hb = _lambda_sums_of(Zs[:, b], D[b])
         g, H = (gb, Hb) if g is None else (g + gb, H + Hb)
+    return g, H
+
+
+def _lambda_sums_of(Zs, D):
+    """:func:`_lambda_sums` on one chunk of rows."""
+    R = Zs * (1.0 / D)
+    g = -R.sum(axis=1)
+    if len(R) == 1:
+        return g, np.array([[R[0] @ R[0]]])
+    r0, r1 = R
+    H = np.empty((2, 2))  # (filled entry by entry: the same values as np.array of them)
+    H[0, 0] = r0 @ r0
+    H[0, 1] = H[1, 0] = r0 @ r1
+    H[1, 1] = r1 @ r1
     return g, H
 
 
@@ -455,10 +470,14 @@ def _log_sum(D, blocks) -> float:
 
 def _solves_eq11(Zs, D, blocks) -> bool:
     """Whether ``sum z_i / D_i = 0`` holds to rounding error (relative to ``sum |z_i / D_i|``)."""
-    s = a = 0.0
-    for b in blocks:
-        R = Zs[:, b] / D[b]
-        s, a = s + R.sum(axis=1), a + np.abs(R).sum(axis=1)
+    if len(blocks) == 1:
+        R = Zs / D
+        s, a = R.sum(axis=1), np.abs(R).sum(axis=1)
+    else:
+        s = a = 0.0
+        for b in blocks:
+            R = Zs[:, b] / D[b]
+            s, a = s + R.sum(axis=1), a + np.abs(R).sum(axis=1)
     return bool(np.all(np.abs(s) <= 1e-9 * np.maximum(a, 1.0)))
 
 
@@ -601,7 +620,7 @@ def _profile_core(a1, b1, a2, b2, pi, Z, y, c, lam0):
     lam, D, ok, act = _solve_lambda_zz(zz, lam0)
     tmask = y == 1
     if not ok:
-        return (-np.inf, eta1, eta2, z1, z2, lam, D, ok, act, tmask, None, None, None)
+        return (-np.inf, eta1, eta2, z1, z2, lam, D, ok, act, tmask, None, None, None, None)
     if 0.0 < pi < 1.0:
         lpi, l1pi = np.log(pi), np.log1p(-pi)
     else:  # log 0 = -inf on the boundary
@@ -614,7 +633,7 @@ def _profile_core(a1, b1, a2, b2, pi, Z, y, c, lam0):
     f = -np.log(D).sum() + logmix.sum() - N * np.log(N)
     if c:
         f -= penalty(b1, b2, c)
-    return (f, eta1, eta2, z1, z2, lam, D, ok, act, tmask, e1t, e2t, logmix)
+    return (f, eta1, eta2, z1, z2, lam, D, ok, act, tmask, e1t, e2t, logmix, rows)
 
 
 def profile_log_el(theta, pi, Z, y, c=0.0, lam0=None, order=2, X1=None, with_pi=False,
@@ -650,14 +669,16 @@ def profile_log_el(theta, pi, Z, y, c=0.0, lam0=None, order=2, X1=None, with_pi=
     N = len(y)
     p = Z.shape[1]
     a1, b1, a2, b2 = split(theta, p)
-    key = (np.asarray(theta, dtype=float).tobytes(), float(pi))
-    core = memo.get(key) if memo is not None else None
+    key = core = None
+    if memo is not None:
+        key = (np.asarray(theta, dtype=float).tobytes(), float(pi))
+        core = memo.get(key)
     if core is None:
         core = _profile_core(a1, b1, a2, b2, pi, Z, y, c, lam0)
         if memo is not None:
             memo.clear()
             memo[key] = core
-    f, eta1, eta2, z1, z2, lam, D, ok, act, tmask, e1t, e2t, logmix = core
+    f, eta1, eta2, z1, z2, lam, D, ok, act, tmask, e1t, e2t, logmix, rows = core
     if not ok:
         return (-np.inf, None, None, None) if order else -np.inf
     if order == 0:
@@ -665,14 +686,14 @@ def profile_log_el(theta, pi, Z, y, c=0.0, lam0=None, order=2, X1=None, with_pi=
     if X1 is None:
         X1 = np.column_stack([np.ones(N), Z])
     grad, H, Hlt, Hll, om1t, iD = profile_sums(X1, eta1, eta2, z1, z2, lam, D, tmask, e1t,
-                                               e2t, logmix, with_pi, fixed_tilt1, X1F)
+                                               e2t, logmix, with_pi, fixed_tilt1, X1F, rows)
     grad, H = profile_finish(grad, H, Hlt, Hll, act, b1, b2, c)
     extra = {"lam": lam, "p": iD / N, "omega": om1t}
     return f, grad, H, extra
 
 
 def profile_sums(X1, eta1, eta2, z1, z2, lam, D, tmask, e1t, e2t, logmix, with_pi=False,
-                 fixed_tilt1=False, X1F=None):
+                 fixed_tilt1=False, X1F=None, rows=None):
     """The sums over rows behind the derivatives of :func:`profile_log_el` at given
     multipliers: the gradient in theta (and pi), the (theta, theta) Hessian block, the
     (lambda, theta) block and the (lambda, lambda) block, before the envelope/implicit step
@@ -681,11 +702,12 @@ def profile_sums(X1, eta1, eta2, z1, z2, lam, D, tmask, e1t, e2t, logmix, with_p
     cache: on large samples the passes over them, not the arithmetic, are what costs); also
     returns the rows' posterior ``omega`` (target rows) and ``1 / D``. ``e1t``, ``e2t``,
     ``logmix``: per target row, in row order. ``fixed_tilt1``, ``X1F``: see
-    :func:`profile_log_el` (``X1F`` is read on a single chunk only, as the Grams read it)."""
+    :func:`profile_log_el` (``X1F`` is read on a single chunk only, as the Grams read it).
+    ``rows``: ``target_rows(tmask)``, where the caller has it already."""
     N = len(tmask)
     if N <= BLOCK_ROWS:
         return _sums_of_rows(X1, eta1, eta2, z1, z2, lam, D, tmask, e1t, e2t, logmix, with_pi,
-                             fixed_tilt1, X1F)
+                             fixed_tilt1, X1F, rows)
     sums, om1t, iD = None, [], []
     k = 0  # target rows before the chunk
     for i in range(0, N, BLOCK_ROWS):
@@ -704,8 +726,9 @@ def profile_sums(X1, eta1, eta2, z1, z2, lam, D, tmask, e1t, e2t, logmix, with_p
 
 
 def _sums_of_rows(X1, eta1, eta2, z1, z2, lam, D, tmask, e1t, e2t, logmix, with_pi,
-                  fixed_tilt1=False, X1F=None):
-    """:func:`profile_sums` in one pass over the rows given."""
+                  fixed_tilt1=False, X1F=None, rows=None):
+    """:func:`profile_sums` in one pass over the rows given (``rows``: ``target_rows(tmask)``
+    if known)."""
     N = len(tmask)
     p = X1.shape[1] - 1
     w1 = np.exp(eta1)
@@ -722,7 +745,8 @@ def _sums_of_rows(X1, eta1, eta2, z1, z2, lam, D, tmask, e1t, e2t, logmix, with_
     R = np.empty((6, N)).T
     R[:, 0] = -u1
     R[:, 1] = -u2
-    rows = target_rows(tmask)
+    if rows is None:
+        rows = target_rows(tmask)
     R[rows, 0] += om1t
     R[rows, 1] += om2t
     z1D, z2D = z1 * iD, z2 * iD
@@ -751,7 +775,10 @@ def profile_finish(grad, H, Hlt, Hll, act, b1, b2, c):
     """Gradient and Hessian of the profile log-EL from :func:`profile_sums`: the implicit
     (lambda, theta) term ``- h_tl h_ll^{-1} h_lt`` over the active constraints, then the
     penalty."""
-    Hll, Hlt = Hll[np.ix_(act, act)], Hlt[act]  # see solve_lambda
+    # (the active constraints' rows and columns, see solve_lambda: where both are active,
+    # Hll itself, the same values without np.ix_, whose index arrays cost as much as the
+    # solve on these 2 x 2 blocks; Hlt indexed as before, a C-ordered copy for the product)
+    Hll, Hlt = (Hll if act.all() else Hll[np.ix_(act, act)]), Hlt[act]
     H = H - Hlt.T @ np.linalg.solve(Hll, Hlt)
     if c:
         penalise(grad, H, b1, b2, c)
