@@ -332,16 +332,28 @@ class Profile:
         return None
 
     def _limit_bracket(self, direction: int, cutoff: float) -> tuple[float, bool]:
+        """The limit by doubling steps from the estimate until ``R`` reaches the cut-off, then
+        ``brentq`` (the search without a derivative, and the fallback where
+        :meth:`_limit_newton` does not settle). A trial point where the profile is not
+        computable is stepped back from, as in :meth:`_limit_newton`."""
         lo_b, hi_b = self.bounds
         edge = hi_b if direction > 0 else lo_b
         if (direction > 0 and self.estimate >= hi_b) or (direction < 0 and self.estimate <= lo_b):
             return edge, True  # the estimate is on the bound: one-sided
         inner = self.estimate
         step = self.step
+        # the innermost trial point where the profile was not computable: no evidence either
+        # way, so the search stays inside it as inside the bound, halving towards it (as
+        # _limit_newton does; at the point itself, within 1e-4, statistic raises)
+        gap = None
         while True:
+            far = edge if gap is None else gap
             outer = inner + direction * step
-            if (direction > 0 and outer >= edge) or (direction < 0 and outer <= edge):
-                outer = self._toward_edge(inner, edge, step)
+            if direction * (outer - far) >= 0:
+                outer = self._toward_edge(inner, far, step)
+            if outer != gap and np.isnan(self.loglik(outer)):
+                gap = outer
+                continue
             r = self.statistic(outer)
             if r >= cutoff:
                 break

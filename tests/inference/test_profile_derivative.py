@@ -211,3 +211,41 @@ def test_a_trial_point_where_the_profile_is_not_computable_is_stepped_back_from(
               derivative=dll)
     with pytest.raises(ProfileError, match="could not be computed"):
         gap.conf_int()
+
+
+@pytest.mark.parametrize("derivative", [False, True])
+def test_the_bracketing_search_steps_back_from_points_it_cannot_compute(derivative):
+    """Session 82: ``_limit_bracket`` (the search without a derivative, and the fallback where
+    Newton's does not settle) raised ProfileError at its first trial point where the profile
+    is not computable, although the crossing lies before it. It now treats such a point as
+    ``_limit_newton`` does (session 78): no evidence either way; it steps back towards the
+    last point inside the set and brackets the crossing from points it can compute. Where the
+    set reaches up to such points it still raises."""
+    from scipy import stats
+
+    from puinfer.inference import ProfileError
+
+    cut = stats.chi2.ppf(0.95, 1)
+
+    def ll(v, gap=(0.80, 0.90)):  # quadratic (se 0.1, estimate 0.5), NaN on the gap
+        return np.nan if gap[0] < v < gap[1] else -0.5 * ((v - 0.5) / 0.1) ** 2
+
+    class _Bracketing(Profile):  # Newton's search "not settling": the bracket finds the limit
+        def _limit_newton(self, direction, cutoff):
+            return None
+
+    cls = _Bracketing if derivative else Profile
+    kw = dict(derivative=lambda v: -(v - 0.5) / 0.01) if derivative else {}
+    # doubling steps from 0.5: 0.55, 0.65, 0.85 -- in the gap; the crossing is at 0.696
+    prof = cls("p", 0.5, 0.0, ll, bounds=(0.0, 1.0), step=0.05, **kw)
+    ci = prof.conf_int()
+    root = 0.5 + 0.1 * np.sqrt(cut)
+    assert ci["upper"] == pytest.approx(root, abs=1e-10)
+    assert ci["lower"] == pytest.approx(0.5 - 0.1 * np.sqrt(cut), abs=1e-10)
+    # (the trial point in the gap, 0.85, was evaluated)
+    assert any(0.8 < q < 0.9 and np.isnan(v) for q, v in prof._cache.items())
+    # the set reaching the gap (R below the cut-off up to 0.58, not computable beyond 0.6)
+    wide = cls("p", 0.5, 0.0, lambda v: ll(v, (0.6, 0.9)), bounds=(0.0, 1.0), step=0.05, **kw)
+    assert wide.statistic(0.58) < cut
+    with pytest.raises(ProfileError, match="could not be computed"):
+        wide.conf_int()
