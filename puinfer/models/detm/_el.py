@@ -193,9 +193,7 @@ def penalise(grad, H, b1, b2, c):
     """Subtract the penalty's gradient and Hessian from ``grad`` and ``H`` (over
     ``(s1, b1, s2, b2)``, extra trailing entries untouched) in place."""
     p = b1.size
-    a = c * (2.0 / 3.0)
-    grad[1:p + 1] -= a * (2 * b1 - b2)
-    grad[p + 2:2 * p + 2] -= a * (2 * b2 - b1)
+    a = penalise_grad(grad, b1, b2, c)
     # the penalty's Hessian a [[2 I, -I], [-I, 2 I]] touches only four diagonals: on a
     # C-contiguous H (every caller's) one fancy-indexed update of its flat entries (each entry
     # of _penalty_entries changed by the same one operation, H - 2a = H + a (-2), H + a; at a
@@ -208,6 +206,16 @@ def penalise(grad, H, b1, b2, c):
     diag, off = _penalty_entries(p)
     H[diag] -= 2 * a
     H[off] += a
+
+
+def penalise_grad(grad, b1, b2, c) -> float:
+    """Subtract the penalty's gradient from ``grad`` (over ``(s1, b1, s2, b2)``) in place;
+    returns the penalty's scale ``a = 2 c / 3`` (its Hessian is ``a [[2 I, -I], [-I, 2 I]]``)."""
+    p = b1.size
+    a = c * (2.0 / 3.0)
+    grad[1:p + 1] -= a * (2 * b1 - b2)
+    grad[p + 2:2 * p + 2] -= a * (2 * b2 - b1)
+    return a
 
 
 @functools.lru_cache(maxsize=32)
@@ -647,7 +655,9 @@ def profile_log_el(theta, pi, Z, y, c=0.0, lam0=None, order=2, X1=None, with_pi=
     Z, y : standardised features and the target indicator (1 = target).
     c : ridge strength; the returned objective is ``l_N - N log N - pen``.
     lam0 : start for the multipliers (default ``(m pi/N, m(1-pi)/N)``).
-    order : 0 (value) or 2 (value, gradient, Hessian in theta -- and pi if ``with_pi``).
+    order : 0 (value), 1 (value and gradient; the Hessian None: the same value and gradient
+        as ``order=2``, bit for bit, without the Hessian's products) or 2 (value, gradient,
+        Hessian in theta -- and pi if ``with_pi``, which needs ``order=2``).
     memo : dict, optional
         Keeps the per-row quantities of the last evaluation (at most one): an ``order=2`` call
         at the point of the preceding ``order=0`` call (a line search's accepted step) reuses
@@ -685,15 +695,22 @@ def profile_log_el(theta, pi, Z, y, c=0.0, lam0=None, order=2, X1=None, with_pi=
         return f
     if X1 is None:
         X1 = np.column_stack([np.ones(N), Z])
+    hessian = order != 1
+    if not (hessian or not with_pi):
+        raise ValueError("with_pi needs order=2")
     grad, H, Hlt, Hll, om1t, iD = profile_sums(X1, eta1, eta2, z1, z2, lam, D, tmask, e1t,
-                                               e2t, logmix, with_pi, fixed_tilt1, X1F, rows)
-    grad, H = profile_finish(grad, H, Hlt, Hll, act, b1, b2, c)
+                                               e2t, logmix, with_pi, fixed_tilt1, X1F, rows,
+                                               hessian)
+    if hessian:
+        grad, H = profile_finish(grad, H, Hlt, Hll, act, b1, b2, c)
+    elif c:
+        penalise_grad(grad, b1, b2, c)  # (the implicit term changes only the Hessian)
     extra = {"lam": lam, "p": iD / N, "omega": om1t}
     return f, grad, H, extra
 
 
 def profile_sums(X1, eta1, eta2, z1, z2, lam, D, tmask, e1t, e2t, logmix, with_pi=False,
-                 fixed_tilt1=False, X1F=None, rows=None):
+                 fixed_tilt1=False, X1F=None, rows=None, hessian=True):
     """The sums over rows behind the derivatives of :func:`profile_log_el` at given
     multipliers: the gradient in theta (and pi), the (theta, theta) Hessian block, the
     (lambda, theta) block and the (lambda, lambda) block, before the envelope/implicit step
@@ -703,11 +720,12 @@ def profile_sums(X1, eta1, eta2, z1, z2, lam, D, tmask, e1t, e2t, logmix, with_p
     returns the rows' posterior ``omega`` (target rows) and ``1 / D``. ``e1t``, ``e2t``,
     ``logmix``: per target row, in row order. ``fixed_tilt1``, ``X1F``: see
     :func:`profile_log_el` (``X1F`` is read on a single chunk only, as the Grams read it).
-    ``rows``: ``target_rows(tmask)``, where the caller has it already."""
+    ``rows``: ``target_rows(tmask)``, where the caller has it already. ``hessian=False``:
+    the (theta, theta) and (lambda, lambda) blocks are not computed (None)."""
     N = len(tmask)
     if N <= BLOCK_ROWS:
         return _sums_of_rows(X1, eta1, eta2, z1, z2, lam, D, tmask, e1t, e2t, logmix, with_pi,
-                             fixed_tilt1, X1F, rows)
+                             fixed_tilt1, X1F, rows, hessian)
     sums, om1t, iD = None, [], []
     k = 0  # target rows before the chunk
     for i in range(0, N, BLOCK_ROWS):
@@ -717,16 +735,17 @@ def profile_sums(X1, eta1, eta2, z1, z2, lam, D, tmask, e1t, e2t, logmix, with_p
         k = st.stop
         g, H, Hlt, Hll, o, d = _sums_of_rows(X1[sl], eta1[sl], eta2[sl], z1[sl], z2[sl], lam,
                                              D[sl], tm, e1t[st], e2t[st], logmix[st], with_pi,
-                                             fixed_tilt1)
+                                             fixed_tilt1, hessian=hessian)
         sums = (g, H, Hlt, Hll) if sums is None else tuple(
-            a + b for a, b in zip(sums, (g, H, Hlt, Hll), strict=True))
+            None if a is None else a + b
+            for a, b in zip(sums, (g, H, Hlt, Hll), strict=True))
         om1t.append(o)
         iD.append(d)
     return (*sums, np.concatenate(om1t), np.concatenate(iD))
 
 
 def _sums_of_rows(X1, eta1, eta2, z1, z2, lam, D, tmask, e1t, e2t, logmix, with_pi,
-                  fixed_tilt1=False, X1F=None, rows=None):
+                  fixed_tilt1=False, X1F=None, rows=None, hessian=True):
     """:func:`profile_sums` in one pass over the rows given (``rows``: ``target_rows(tmask)``
     if known)."""
     N = len(tmask)
@@ -758,6 +777,8 @@ def _sums_of_rows(X1, eta1, eta2, z1, z2, lam, D, tmask, e1t, e2t, logmix, with_
     # (columns 0, 1 end to end; columns 2, 3 and 4, 5 as the two rows of the block)
     grad = XR[:, :2].T.ravel()
     Hlt = XR[:, 2:].T.reshape(2, -1)
+    if not hessian:
+        return grad, None, Hlt, None, om1t, iD
     # h_thetatheta
     yo = np.zeros(N)
     yo[rows] = om1t * om2t

@@ -213,7 +213,9 @@ def _slsqp(log_el, gap, theta0, H0, scale):
     margins: dict = {}  # the margin and its gradient once per point (SLSQP asks separately)
 
     def neg_f(u):
-        f, g, _, _ = log_el(theta0 + T @ u, 2)
+        # (order 1: the value and gradient of order 2 bit for bit, without the Hessian,
+        # which SLSQP does not use)
+        f, g, _, _ = log_el(theta0 + T @ u, 1)
         if not np.isfinite(f):
             return wall, np.zeros_like(u)
         return -f, -(T.T @ g)

@@ -260,3 +260,28 @@ def test_profile_log_el_with_and_without_memo_and_rows(fixed_tilt1):
     g, H = _el.profile_finish(s1[0], s1[1], s1[2], s1[3], act, *_el.split(theta, p)[1::2], 0.05)
     same_bits(g, a[1])
     same_bits(H, a[2])
+
+
+@pytest.mark.parametrize("n, m", [(150, 120), (_el.BLOCK_ROWS, 2000)])
+@pytest.mark.parametrize("fixed_tilt1", [False, True])
+@pytest.mark.parametrize("c", [0.0, 0.05])
+def test_order_one_is_order_two_without_the_hessian(n, m, fixed_tilt1, c):
+    """``profile_log_el(order=1)`` (SLSQP's objective on the label boundary, which uses no
+    Hessian): the value, gradient, multipliers and weights of ``order=2`` bit for bit, on one
+    chunk of rows and on several."""
+    rng = np.random.default_rng(n + m)
+    p = 3
+    Z = np.vstack([rng.standard_normal((n, p)), rng.standard_normal((m, p)) + 0.4])
+    y = np.r_[np.zeros(n), np.ones(m)]
+    X1 = np.column_stack([np.ones(n + m), Z])
+    theta = np.array([0.0, 0.0, 0.0, 0.0, -0.2, 0.3, 0.1, -0.1]) if fixed_tilt1 else \
+        np.array([0.1, 0.2, -0.1, 0.05, -0.2, 0.3, 0.1, -0.1])
+    two = _el.profile_log_el(theta, 0.4, Z, y, c, order=2, X1=X1, fixed_tilt1=fixed_tilt1)
+    one = _el.profile_log_el(theta, 0.4, Z, y, c, order=1, X1=X1, fixed_tilt1=fixed_tilt1)
+    assert np.isfinite(two[0]) and two[2] is not None and one[2] is None
+    same_bits(one[0], two[0])
+    same_bits(one[1], two[1])
+    for key in ("lam", "p", "omega"):
+        same_bits(one[3][key], two[3][key])
+    with pytest.raises(ValueError, match="with_pi"):
+        _el.profile_log_el(theta, 0.4, Z, y, c, order=1, X1=X1, with_pi=True)
