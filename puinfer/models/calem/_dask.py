@@ -55,6 +55,7 @@ from ._engine import (
     check_fit_options,
     extreme_fit_warning,
     known_h_values,
+    no_sandwich_warning,
     pooled_start,
     run_solver,
     sandwich_block,
@@ -629,6 +630,8 @@ def fit_calem_dask(model, *, method, maxiter, tol, h) -> CalEMFit:
     _pooled_warnings(pooled, warns)
     S, hs = eng.sandwich_and_h(theta, h)  # h's statistics: of the known h if given
     cov_joint = None if h is not None else sandwich_from_sums(S, eng.P, joint=True)
+    if h is None and cov_joint is None and cal.parametric:
+        no_sandwich_warning(warns)
     k = theta.size
     h_stats = {"share_clipped": hs["clipped"] / hs["n"],
                "share_clipped_positives": (hs["clipped_pos"] / hs["pos"] if hs["pos"]

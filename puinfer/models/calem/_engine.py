@@ -687,6 +687,17 @@ def extreme_fit_warning(warns: list, theta, eta_max: float, score_at: float) -> 
         "calibrator with fewer parameters", SeparationWarning)
 
 
+def no_sandwich_warning(warns: list) -> None:
+    """Warn (``IllConditionedWarning``) and record that a parametric fit's sandwich covariance
+    does not exist (the estimating equations' derivative is singular, e.g. on separated data):
+    a defect of this fit. Isotonic fits and fits with a known ``h`` have no covariance by
+    design; the results' summary notes that instead."""
+    from ...exceptions import IllConditionedWarning
+    from .results import _NO_COV_SINGULAR
+
+    warn_and_record(warns, f"CalEM: {_NO_COV_SINGULAR}", IllConditionedWarning)
+
+
 def _pooled_warnings(pooled, warns: list) -> None:
     """Issue and record the pooled fit's warnings (it is the null fit of ``test_bias``: a
     separated or unconverged pooled fit bears on that test)."""
@@ -1042,6 +1053,8 @@ def fit_calem(model, *, method, maxiter, tol, h) -> CalEMFit:
         extreme_fit_warning(warns, theta, float(eta[i]),
                             float(st.s_c[i] if i < st.s_c.size else st.s_t[i - st.s_c.size]))
     cov = None if h is not None else eng.sandwich(theta)
+    if h is None and cov is None and cal.parametric:
+        no_sandwich_warning(warns)
     h_model = np.empty_like(h_raw)
     h_model[st.order_t] = h_raw  # back to the model's order of the treated rows
     return CalEMFit(st.basis, eng.fitted(theta), st.baseline, st.biased, pooled, h_model,

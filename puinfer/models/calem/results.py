@@ -379,8 +379,10 @@ class CalEMResults(_CurvesMixin, LikelihoodResults):
     ``h`` reaches 0 (``g_theta = g_eta``); when many treated rows sit there the estimator is
     not asymptotically normal there and the sandwich is only a rough guide (a Monte-Carlo test
     checks it where ``h`` is interior). Isotonic fits and fits with a known ``h`` have no
-    covariance: ``bse`` is NaN (the reason is recorded in :attr:`warnings`) and
-    :meth:`conf_int` / :meth:`cov_params` raise ``NotImplementedError``.
+    covariance: ``bse`` is NaN (the summary says why) and :meth:`conf_int` /
+    :meth:`cov_params` raise ``NotImplementedError`` with the reason. Where the sandwich of a
+    parametric fit does not exist (a singular derivative of the estimating equations, e.g. on
+    separated data) the fit issues an ``IllConditionedWarning``, recorded in :attr:`warnings`.
 
     Where the treated set helps. With ``h`` strictly inside (0, 1) the treated part of the
     fixed-point equation is ``sum_t (1 - h_j)(z_j - g_eta_j) x_j``; ``g_eta``'s own score
@@ -429,10 +431,9 @@ class CalEMResults(_CurvesMixin, LikelihoodResults):
             _NO_COV_ISOTONIC if not model.calibrator.parametric
             else _NO_COV_KNOWN_H if fit.method == "known h" else _NO_COV_SINGULAR)
         self.n_dropped = int(model.n_dropped)
-        warns = list(fit.warnings)
-        if self._no_cov_reason is not None:
-            warns.append(("NoCovariance", self._no_cov_reason))
-        self.warnings = tuple(warns)
+        # (the singular sandwich is warned and recorded by the fit, IllConditionedWarning;
+        # the covariance an isotonic fit or a known h lacks by design is a summary note)
+        self.warnings = tuple(fit.warnings)
         self._trace = fit.trace
         self._h_raw = None if fit.h_raw_treated is None else readonly(fit.h_raw_treated)
         self._h_stats = fit.h_stats  # Dask data: the statistics of h, from the fit
@@ -758,6 +759,8 @@ class CalEMResults(_CurvesMixin, LikelihoodResults):
             s.add_note(f"Isotonic calibration: {len(self._params)} fitted values, "
                        f"{int(self.df_model)} distinct levels")
         s.add_note(self.convergence.line())
+        if self._no_cov_reason is not None and self._no_cov_reason != _NO_COV_SINGULAR:
+            s.add_note(f"No covariance: {self._no_cov_reason}")
         s.add_note(str(self.test_bias()).replace("\n", "; "))
         for cat, msg in self.warnings:
             s.add_note(f"Warning ({cat}): {msg}")

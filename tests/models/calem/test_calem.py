@@ -602,7 +602,11 @@ def test_alpha_is_a_significance_level(fits):
 def test_no_covariance_is_said_not_silent(fits, sim):
     r = fits["isotonic"][1]
     assert r.bse.isna().all()
-    assert any("no parametric covariance" in msg for _, msg in r.warnings)
+    # by design, not a defect of the fit: said in the summary, not recorded as a warning
+    # (session 82: it was recorded as ("NoCovariance", ...), a category no warning has)
+    assert not any("covariance" in msg for _, msg in r.warnings)
+    assert "No covariance: isotonic calibration has no parametric covariance" in \
+        str(r.summary())
     with pytest.raises(NotImplementedError, match="isotonic"):
         r.conf_int()
     with pytest.raises(NotImplementedError, match="isotonic"):
@@ -610,6 +614,7 @@ def test_no_covariance_is_said_not_silent(fits, sim):
     known = fits["logistic"][0].fit(h=0.2)
     with pytest.raises(NotImplementedError, match="known h"):
         known.conf_int()
+    assert "No covariance: a fit with a known h" in str(known.summary())
 
 
 def test_bias_test_is_an_lr_test_of_the_pooled_fit(fits):
@@ -1083,11 +1088,16 @@ def test_an_ill_conditioned_sandwich_is_no_covariance():
     z = np.where(y == 1, 1, rng.binomial(1, 0.6 * s ** 2))
     lab = np.where(tr, z, y)
     lab[~tr] = (s[~tr] > 0.4).astype(int)  # control labels separated by the score
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         r = CalEM(s, lab, tr, calibrator="spline").fit()
     assert np.isnan(r.bse).all() and np.isnan(r.pvalues).all()
-    assert any(kind == "NoCovariance" for kind, _ in r.warnings)
+    # a defect of this fit: issued as a warning with its class and recorded (session 82: only
+    # recorded, as ("NoCovariance", ...), a category no warning has)
+    issued = [w for w in caught if issubclass(w.category, pu.exceptions.IllConditionedWarning)]
+    assert len(issued) == 1 and "sandwich covariance does not exist" in str(issued[0].message)
+    assert ("IllConditionedWarning", str(issued[0].message)) in r.warnings
+    assert "No covariance" not in str(r.summary())
     with pytest.raises(NotImplementedError, match="sandwich covariance does not exist"):
         r.cov_params()
 
