@@ -113,13 +113,22 @@ def check_feature_columns(df: pd.DataFrame, name: str, columns=None, *,
             raise ValueError(f"{name}: non-numeric column {str(c)!r} ({dt}); {how}")
 
 
+#: numpy dtype kinds that a conversion to float would take silently but that are not real
+#: numbers: complex (the imaginary part dropped), durations and dates (their integer counts)
+_NOT_REAL = {"c": "complex numbers", "m": "durations (timedelta)", "M": "dates (datetime)"}
+
+
 def refuse_text(x, name: str) -> None:
     """``ValueError`` if ``x`` (an array-like, not a DataFrame) holds text: numpy and pandas
     would convert numbers written as text ("0.3") to floats silently, which the columns of a
-    DataFrame are refused for (:func:`check_feature_columns`)."""
+    DataFrame are refused for (:func:`check_feature_columns`); likewise complex numbers,
+    durations and dates (``np.array(x, dtype=float)`` drops an imaginary part and reads a
+    timedelta as its count of units: session 82's audit)."""
+    kind = None
     if isinstance(x, (str, bytes)):
         text = True
     elif isinstance(x, pd.Series):
+        kind = getattr(x.dtype, "kind", None)
         if isinstance(x.dtype, pd.CategoricalDtype):  # (numpy reads its text values too)
             text = any(isinstance(v, (str, bytes)) for v in x.dtype.categories)
         else:
@@ -131,8 +140,14 @@ def refuse_text(x, name: str) -> None:
             arr = np.asarray(x)
         except (TypeError, ValueError):  # (ragged input: refused by the caller's conversion)
             return
+        kind = arr.dtype.kind
         text = arr.dtype.kind in "US" or (arr.dtype.kind == "O" and any(
             isinstance(v, (str, bytes)) for v in arr.ravel()))
+    if kind in _NOT_REAL:
+        # ("Complex data not supported": scikit-learn's words, which its estimator checks ask
+        # of the wrappers in puinfer.sklearn)
+        what = "Complex data not supported: " if kind == "c" else ""
+        raise ValueError(f"{what}{name} holds {_NOT_REAL[kind]}, not real numbers")
     if text:
         raise ValueError(f"{name} holds text, not numbers; convert it (e.g. with "
                          "pd.to_numeric) or pass numbers")

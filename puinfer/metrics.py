@@ -127,10 +127,16 @@ def _bin_index(pp, n_bins, strategy):
     if strategy == "quantile":
         below = np.searchsorted(pp, pp, side="left")
         return (below * n_bins) // pp.size
-    # equal width: bin j holds [j / n_bins, (j + 1) / n_bins); a forecast within 1e-9 of a
-    # cut point is on it (0.29 * 100 is 28.999999999999996 in floating point: 0.29 fell in
-    # the bin of 0.28, session 67's audit)
-    return np.minimum((pp * n_bins + 1e-9).astype(int), n_bins - 1)
+    # equal width: bin j holds [j / n_bins, (j + 1) / n_bins), the cut points as floats:
+    # floor(p n_bins) is off by one where the product rounds across an integer (0.29 * 100 is
+    # 28.999999999999996: 0.29 fell in the bin of 0.28, session 67's audit), so the index is
+    # moved to the bin whose cut points hold p. (Session 67's fix, adding 1e-9 before the
+    # floor, moved every forecast within 1e-9 / n_bins below a cut into the bin above it:
+    # 0.4999999999 into [0.5, 0.6), session 82's audit.)
+    idx = np.floor(pp * n_bins)
+    idx += pp >= (idx + 1) / n_bins
+    idx -= pp < idx / n_bins
+    return np.clip(idx, 0, n_bins - 1).astype(int)
 
 
 def _bin_sums(yy, pp, n_bins, strategy):

@@ -264,3 +264,37 @@ def test_edge_inputs_no_numpy_warnings():
         metrics.reliability_curve([0, 0, 0], [0.0, 0.0, 0.0], strategy="uniform")
         metrics.log_loss([0, 1], [1.0, 0.0], eps=1e-300)
         metrics.ece([1], [0.3])
+
+
+@pytest.mark.parametrize("n_bins", [1, 3, 7, 10, 100, 1000, 1999])
+def test_equal_width_bins_are_exact_at_and_near_the_cut_points(n_bins):
+    """Bin j holds [j / B, (j + 1) / B) with the cut points as floats: the float of each cut
+    point in its own bin, the float just below it in the bin before, the float just above in
+    its bin. Session 82's audit: the 1e-9 added before the floor (session 67's fix for 0.29 *
+    100 = 28.999999999999996) moved every forecast within 1e-9 / B below a cut into the bin
+    above it, e.g. 0.4999999999 into [0.5, 0.6) with 10 bins."""
+    j = np.arange(n_bins + 1)
+    cuts = j / n_bins
+    at = metrics._bin_index(cuts, n_bins, "uniform")
+    np.testing.assert_array_equal(at, np.minimum(j, n_bins - 1))
+    np.testing.assert_array_equal(metrics._bin_index(np.nextafter(cuts[1:], 0), n_bins,
+                                                     "uniform"), j[:-1])
+    np.testing.assert_array_equal(metrics._bin_index(np.nextafter(cuts[:-1], 1), n_bins,
+                                                     "uniform"), j[:-1])
+    if n_bins == 10:
+        curve = metrics.reliability_curve([0, 0], [0.4999999999, 0.45], n_bins=10,
+                                          strategy="uniform")
+        assert list(curve.index) == [4] and curve["n"].iloc[0] == 2
+
+
+@pytest.mark.parametrize("y, p, match", [
+    ([1, 0], np.array([0.9 + 5j, 0.1]), "Complex data not supported: p holds complex"),
+    (np.array([1, 0], dtype="timedelta64[ns]"), [0.9, 0.1], "y holds durations"),
+    ([1, 0], pd.Series(pd.to_timedelta([1, 0], unit="s")), "p holds durations"),
+    ([1, 0], np.array(["2020-01-01", "2020-01-02"], dtype="datetime64[D]"), "p holds dates"),
+])
+def test_numbers_that_are_not_real_are_refused(y, p, match):
+    # session 82's audit: the imaginary part was dropped (a ComplexWarning only) and
+    # durations were read as counts of their units, silently
+    with pytest.raises(ValueError, match=match):
+        metrics.brier_score(y, p)
