@@ -208,7 +208,10 @@ def adjust_prior(prob, old_prior, new_prior):
     priors, ``logit p_new = logit p + logit new_prior - logit old_prior``; it is computed here in
     the ratio form ``p w1 / (p w1 + (1 - p) w0)``, with ``w1 = new (1 - old)``,
     ``w0 = (1 - new) old``, which is exact at ``p = 0`` and ``p = 1`` and round-trips
-    (old -> new -> old) to machine precision. The assumption (Axiom 2 of Ziegler and Czyż) is that the
+    (old -> new -> old) to machine precision unless the shift takes ``p`` to within a few ulps
+    of 0 or 1, where a probability keeps few digits (old and new priors 1e-12 and 0.5 send 0.5
+    to ``1 - 1e-12``, about four significant digits of ``1 - p``). Where ``p w1`` and ``(1 -
+    p) w0`` underflow (subnormal ``p``) the rows are computed in the logit form. The assumption (Axiom 2 of Ziegler and Czyż) is that the
     class-conditional distributions of the features are the same under both priors.
 
     References
@@ -262,10 +265,48 @@ def adjust_prior(prob, old_prior, new_prior):
     with np.errstate(invalid="ignore", divide="ignore"):
         out = num / den
     if np.any(undefined):
+        out, undefined = _underflowed(out, undefined, arr, w1, w0) if arr.ndim == 1 else \
+            _underflowed_rows(out, undefined[:, 0], arr, ratio)
+    if np.any(undefined):
         warn(f"{int(np.sum(undefined))} row(s) put all their probability on classes "
              "with new prior 0; their recalibrated probability is undefined (NaN)",
              BoundaryWarning)
     return wrap(out)
+
+
+def _underflowed(out, zero, p, w1, w0):
+    """Binary rows whose ``p w1 + (1 - p) w0`` is 0: 0/0 (undefined) only where both terms
+    are 0 exactly (``p`` or ``w1``, and ``1 - p`` or ``w0``, zero); elsewhere the products
+    underflowed (subnormal ``p``), and the logit form ``logit p + log w1 - log w0`` gives the
+    answer. Returns ``out`` and the undefined rows."""
+    w1, w0 = np.broadcast_to(w1, p.shape), np.broadcast_to(w0, p.shape)
+    undefined = zero & (((p == 0) | (w1 == 0)) & ((p == 1) | (w0 == 0)))
+    fix = zero & ~undefined
+    if fix.any():
+        from scipy.special import expit
+
+        q, a, b = p[fix], w1[fix], w0[fix]
+        with np.errstate(divide="ignore"):
+            out = np.array(out, dtype=float)
+            out[fix] = expit(np.log(q) - np.log1p(-q) + np.log(a) - np.log(b))
+    return out, undefined
+
+
+def _underflowed_rows(out, zero, p, ratio):
+    """Multiclass rows whose ``sum_j p_j r_j`` is 0: undefined only where every term is 0
+    exactly; elsewhere they underflowed, and the rows are normalised in logs."""
+    terms = (p[zero] > 0) & (np.broadcast_to(ratio, p.shape)[zero] > 0)
+    undefined = np.zeros(p.shape[0], dtype=bool)
+    undefined[np.flatnonzero(zero)[~terms.any(axis=1)]] = True
+    fix = zero & ~undefined
+    if fix.any():
+        from scipy.special import softmax
+
+        with np.errstate(divide="ignore"):
+            logs = np.log(p[fix]) + np.log(np.broadcast_to(ratio, p.shape)[fix])
+        out = np.array(out, dtype=float)
+        out[fix] = softmax(logs, axis=1)
+    return out, undefined[:, None]
 
 
 def _number(v, name):

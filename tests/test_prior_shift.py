@@ -254,3 +254,23 @@ def test_non_numeric_pandas_probabilities_are_named():
     frame = pd.DataFrame({"cat": [0.3, 0.7], "dog": ["x", "y"]})
     with pytest.raises(ValueError, match=r"non-numeric column\(s\) \['dog'\]"):
         pu.adjust_prior(frame, [0.5, 0.5], [0.3, 0.7])
+
+
+def test_underflowing_products_are_not_undefined():
+    """Session 82's audit: where ``p w1`` and ``(1 - p) w0`` underflow (a subnormal
+    probability) the row was reported undefined (NaN, with a BoundaryWarning) although the
+    answer is 1 (Bayes' rule: with a new prior of 1, any p > 0 gives P_new = 1); only true
+    0/0 rows are undefined."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert pu.adjust_prior([5e-324], old_prior=0.9, new_prior=1.0)[0] == 1.0
+        assert pu.adjust_prior([1e-315], old_prior=1 - 1e-12, new_prior=1.0)[0] == 1.0
+        got = pu.adjust_prior([[5e-324, 0.0, 1.0]], [0.99, 0.005, 0.005], [0.3, 0.7, 0.0])
+        assert_allclose(got, [[1.0, 0.0, 0.0]], rtol=0, atol=0)
+        # a subnormal p against ordinary priors: 0 (the product underflows; the exact 4.5e-324
+        # is below the smallest subnormal's half-way point), defined and not warned
+        tiny = pu.adjust_prior([5e-324, 0.5], old_prior=0.5, new_prior=0.9)
+        assert 0 <= tiny[0] < 1e-300 and tiny[1] == pytest.approx(0.9)
+    with pytest.warns(BoundaryWarning, match="1 row"):
+        out = pu.adjust_prior([0.0, 0.3], old_prior=0.5, new_prior=1.0)
+    assert np.isnan(out[0]) and out[1] == 1.0
