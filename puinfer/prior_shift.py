@@ -211,8 +211,9 @@ def adjust_prior(prob, old_prior, new_prior):
     (old -> new -> old) to machine precision unless the shift takes ``p`` to within a few ulps
     of 0 or 1, where a probability keeps few digits (old and new priors 1e-12 and 0.5 send 0.5
     to ``1 - 1e-12``, about four significant digits of ``1 - p``). Where ``p w1`` and ``(1 -
-    p) w0`` underflow (subnormal ``p``) the rows are computed in the logit form. The assumption (Axiom 2 of Ziegler and Czyż) is that the
-    class-conditional distributions of the features are the same under both priors.
+    p) w0`` underflow (subnormal ``p``) the rows are computed in the logit form. The
+    assumption (Axiom 2 of Ziegler and Czyż) is that the class-conditional distributions of
+    the features are the same under both priors.
 
     References
     ----------

@@ -13,6 +13,12 @@ fit in ``results_`` (summary, tests, intervals).
 * :class:`CalEMClassifier`: CalEM; ``X`` has two columns, the score and the 0/1 treated
   indicator, ``y`` the label (clean on control rows, biased on treated rows).
 
+Rows of pandas ``X`` and ``y`` (and ``sample_weight``) are matched on their index, as
+everywhere in puinfer, not by position. A default index ``0..n-1`` next to another index is
+refused as ambiguous: a Pipeline step with ``set_output(transform="pandas")`` rebuilds ``X``
+with one, and its labels then mean nothing; pass ``y.to_numpy()`` to match by position.
+Text labels need ``pos_label`` (which one is the labeled rows' or the positive class).
+
 Importing :mod:`puinfer` never imports scikit-learn; importing this module without it raises
 an ``ImportError`` that names the extra.
 
@@ -82,13 +88,54 @@ def _aligned(**args):
     their rows by position."""
     for k, v in args.items():
         refuse_dask(v, k)
-    pandas = [v.index for v in args.values() if v is not None and _is_pandas(v)]
-    if len(pandas) < 2 or all(ix.equals(pandas[0]) for ix in pandas[1:]):
+    pandas = {k: v.index for k, v in args.items() if v is not None and _is_pandas(v)}
+    first = next(iter(pandas.values()), None)
+    if len(pandas) < 2 or all(ix.equals(first) for ix in pandas.values()):
         # nothing to match, or the same labels in the same order (then also duplicated ones,
         # as pd.concat of two frames gives and scikit-learn's CV splits keep)
         return tuple(args.values())
+    default = [k for k, ix in pandas.items() if _default_range(ix)]
+    if default and len(default) < len(pandas):
+        # a default RangeIndex next to another index: a Pipeline step with
+        # set_output(transform="pandas") rebuilds X with one, and X's rows then matched a
+        # shuffled y by label, not by position (session 82's audit: SETM's pi 0.96 for 0.36)
+        a = default[0]
+        b = next(k for k in pandas if k not in default)
+        raise ValueError(
+            f"{a} has the default index 0..n-1 (as pd.DataFrame(array), or a Pipeline step "
+            f"with set_output(transform='pandas'), gives) and {b} another index: matching "
+            f"their rows by label (puinfer's rule) or by position (scikit-learn's) would pair "
+            f"different rows. Pass {b} as an array ({b}.to_numpy()) to match by position, or "
+            f"give both the same index")
     aligned, _ = align_rows(args)
     return tuple(aligned[k] for k in args)
+
+
+def _default_range(ix) -> bool:
+    """Whether ``ix`` is pandas' default index ``RangeIndex(0, n)``, labels that only
+    number the rows."""
+    return isinstance(ix, pd.RangeIndex) and ix.start == 0 and ix.step == 1
+
+
+def _positive(est, classes, s):
+    """``(s, column)``: the 0/1 indicator of ``est.pos_label`` among ``classes`` (the larger
+    label without it, refused for labels that are not numbers or False/True: sorted, the
+    larger of "labeled" / "unlabeled" is "unlabeled", so the roles would swap silently) and
+    the column of ``predict_proba`` that is its probability (classes stay sorted, as
+    scikit-learn's tools expect, and ``pos_label`` may be the smaller label)."""
+    if est.pos_label is not None:
+        hit = [i for i, c in enumerate(classes.tolist()) if c == est.pos_label]
+        if not hit:
+            raise ValueError(f"{type(est).__name__}: pos_label={est.pos_label!r} is not "
+                             f"one of y's labels {classes.tolist()}")
+        return (s == hit[0]).astype(float), hit[0]
+    if not (classes.dtype.kind in "biuf" or set(classes) <= {0, 1}):
+        # (session 68's audit: pi_ = 3e-13, the roles swapped, with only a warning that the
+        # result did not record; session 82's: CalEM's classes so swapped, P(event) off by 0.16)
+        raise ValueError(f"{type(est).__name__}: y's labels {classes.tolist()} are not "
+                         f"numbers or False/True; say which {est._positive_role} with "
+                         "pos_label=")
+    return s, 1
 
 
 def _refuse_text(X):
@@ -155,6 +202,7 @@ class _BinaryProba(ClassifierMixin, BaseEstimator):
 # ---------------------------------------------------------------------------------------------
 class _TiltClassifier(_BinaryProba):
     _model = None
+    _positive_role = "marks the labeled (source) rows"
 
     def __init__(self, *, penalty="ridge", label_rule="kl", alpha=0.05, maxiter=200,
                  tol=1e-10, probe=None, pi_interval="bootstrap", pos_label=None):
@@ -186,7 +234,7 @@ class _TiltClassifier(_BinaryProba):
         """
         X, y = _aligned(X=X, y=y)
         alpha = check_alpha(self.alpha)  # before the (possibly bootstrapped) fit
-        if self.pi_interval == "bootstrap":
+        if self.pi_interval in ("bootstrap", None):  # (None: the model's default, bootstrap)
             from .models.detm.results import DEFAULT_N_BOOT, _min_boot
 
             if DEFAULT_N_BOOT < _min_boot(alpha):
@@ -195,23 +243,8 @@ class _TiltClassifier(_BinaryProba):
                                  f"least {_min_boot(alpha)} are needed); use "
                                  "pi_interval='profile' or a larger alpha")
         X, y = _validate(self, X, y, reset=True)
-        self.classes_, s = _binary_target(self, y)
-        if self.pos_label is not None:
-            hit = [i for i, c in enumerate(self.classes_.tolist()) if c == self.pos_label]
-            if not hit:
-                raise ValueError(f"{type(self).__name__}: pos_label={self.pos_label!r} is not "
-                                 f"one of y's labels {self.classes_.tolist()}")
-            s = (s == hit[0]).astype(float)
-        elif not (self.classes_.dtype.kind in "biuf" or set(self.classes_) <= {0, 1}):
-            # e.g. "labeled" / "unlabeled": sorted, the larger is "unlabeled", which would be
-            # taken as the labeled rows (session 68's audit: pi_ = 3e-13, the roles swapped,
-            # with only a warning that the result did not record)
-            raise ValueError(f"{type(self).__name__}: y's labels {self.classes_.tolist()} are "
-                             "not numbers or False/True; say which marks the labeled (source) "
-                             "rows with pos_label=")
-        # the column of predict_proba that is P(positive): classes_ stay sorted (as
-        # scikit-learn's tools expect), and pos_label may be the smaller label
-        self._pos_col = 1 if self.pos_label is None else hit[0]
+        classes, s = _binary_target(self, y)
+        s, pos_col = _positive(self, classes, s)
         src, tgt = X[s == 1], X[s == 0]
         names = getattr(self, "feature_names_in_", None)
         if names is not None:
@@ -220,14 +253,16 @@ class _TiltClassifier(_BinaryProba):
             # wrong coefficients: session 67's audit)
             src, tgt = pd.DataFrame(src, columns=names), pd.DataFrame(tgt, columns=names)
         model = self._model(src, tgt)
-        self.results_ = model.fit(penalty=self.penalty, label_rule=self.label_rule,
-                                  maxiter=self.maxiter, tol=self.tol, probe=self.probe,
-                                  pi_interval=self.pi_interval)
-        self.pi_ = float(self.results_.pi)
+        res = model.fit(penalty=self.penalty, label_rule=self.label_rule, maxiter=self.maxiter,
+                        tol=self.tol, probe=self.probe, pi_interval=self.pi_interval)
         with warnings.catch_warnings():
             # a non-interval confidence set or an unidentified pi is recorded in results_
             warnings.simplefilter("ignore")
-            ci = self.results_.conf_int_pi(self.alpha)
+            ci = res.conf_int_pi(self.alpha)
+        # (set together once everything succeeded: a refit that failed at its interval left
+        # the new results_ with the previous data's pi_conf_int_, session 82's audit)
+        self.classes_, self._pos_col, self.results_ = classes, pos_col, res
+        self.pi_ = float(res.pi)
         self.pi_conf_int_ = (float(ci["lower"]), float(ci["upper"]))
         return self
 
@@ -492,20 +527,29 @@ class CalEMClassifier(_BinaryProba):
         As :meth:`puinfer.CalEM.fit`.
     eps : float, default 1e-6
         Clipping of scores equal to 0 or 1.
+    pos_label : int, str or bool, optional
+        The label of the positive class (the event: CalEM's Assumption 1 is that treatment
+        turns only negatives into positives, so the classes are not interchangeable); default:
+        the larger of the two (1, True). Text labels need it (a ``ValueError`` without it).
 
     Attributes
     ----------
     classes_ : ndarray of shape (2,)
+        The two labels, sorted; the column of ``predict_proba`` for ``pos_label`` (the larger
+        label by default) is the calibrated probability.
     results_ : CalEMResults
     """
 
+    _positive_role = "is the positive class (the event)"
+
     def __init__(self, calibrator="spline", *, method="auto", maxiter=None, tol=1e-8,
-                 eps=1e-6):
+                 eps=1e-6, pos_label=None):
         self.calibrator = calibrator
         self.method = method
         self.maxiter = maxiter
         self.tol = tol
         self.eps = eps
+        self.pos_label = pos_label
 
     @staticmethod
     def _by_name(X):
@@ -533,10 +577,12 @@ class CalEMClassifier(_BinaryProba):
         """
         X, y = _aligned(X=self._by_name(X), y=y)
         X, y = _validate(self, X, y, reset=True)
-        self.classes_, y01 = _binary_target(self, y)
+        classes, y01 = _binary_target(self, y)
+        y01, pos_col = _positive(self, classes, y01)
         s, treated = self._columns(X)
         model = _calem.CalEM(s, y01, treated, calibrator=self.calibrator, eps=self.eps)
-        self.results_ = model.fit(method=self.method, maxiter=self.maxiter, tol=self.tol)
+        res = model.fit(method=self.method, maxiter=self.maxiter, tol=self.tol)
+        self.classes_, self._pos_col, self.results_ = classes, pos_col, res
         return self
 
     def __sklearn_tags__(self):
@@ -545,10 +591,13 @@ class CalEMClassifier(_BinaryProba):
         return tags
 
     def predict_proba(self, X):
-        """``[1 - g(score), g(score)]`` with ``g`` the CalEM calibration map."""
+        """``[1 - g(score), g(score)]`` with ``g`` the CalEM calibration map (the columns in
+        the order of ``classes_``: ``g`` in the column of ``pos_label``)."""
         check_is_fitted(self)
         X = _validate(self, self._by_name(X), reset=False)
-        return _proba_columns(self.results_.predict(self._columns(X)[0]))
+        out = _proba_columns(self.results_.predict(self._columns(X)[0]))
+        # (_pos_col: estimators pickled before session 82 have none, their positive column 1)
+        return out if getattr(self, "_pos_col", 1) == 1 else out[:, ::-1]
 
 
 # ---------------------------------------------------------------------------------------------

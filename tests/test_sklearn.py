@@ -119,7 +119,11 @@ def _scored_expected(estimator):
                               "check_sample_weights_not_overwritten"], _FEW_SCORES)
     if name == "ScoredCalEMClassifier":
         return {"check_estimators_dtypes": "alternate rows of the check's 20 rows leave no "
-                                           "positive label in the control group"}
+                                           "positive label in the control group",
+                # (session 82: CalEM's classes are not interchangeable, so text labels need
+                # pos_label, as the DETM/SETM classifiers' do)
+                "check_classifiers_classes": "the check fits on text labels, which name no "
+                                             "positive class; refused without pos_label"}
     return {}
 
 
@@ -469,7 +473,9 @@ def test_tilt_classifier_score_pos_label_and_index_alignment(pu_data):
         with pytest.raises(ValueError, match="pos_label='yes' is not one of y's labels"):
             cls(pi_interval="profile", pos_label="yes").fit(X, words)
 
-    # a y Series in another order is matched on the index, not by position
+    # a y Series in another order is matched on the index, not by position (X with an index
+    # of its own: next to a default RangeIndex it is refused, see below)
+    X = X.set_axis(X.index + 7)
     est = ps.SETMClassifier(pi_interval="profile").fit(X, s)
     perm = np.random.default_rng(0).permutation(len(s))
     y_shuffled = pd.Series(s, index=X.index).iloc[perm]
@@ -481,14 +487,44 @@ def test_tilt_classifier_score_pos_label_and_index_alignment(pu_data):
             X, pd.Series(s, index=X.index + len(s)))
 
 
+def test_a_default_index_next_to_another_is_refused(pu_data, calem_data):
+    """Session 82's audit: in a Pipeline with ``set_output(transform="pandas")`` a step
+    rebuilds X with the default index 0..n-1, and a y Series in another order (e.g. from
+    ``df.sample``) was then matched to it by label: SETM's pi 0.96 where the same pipeline
+    without set_output gives 0.36, silently. X's labels carry nothing there, but the same
+    objects passed by a user (pd.DataFrame(array) and a shuffled y) mean label matching; the
+    two cannot be told apart, so the pair is refused, saying how to match by position."""
+    X, s = pu_data
+    perm = np.random.default_rng(4).permutation(len(s))
+    Xa, y = X.to_numpy()[perm], pd.Series(s).iloc[perm]  # a shuffled frame's rows and labels
+    pipe = lambda: make_pipeline(StandardScaler(),  # noqa: E731
+                                 ps.SETMClassifier(pi_interval="profile"))
+    ref = pipe().fit(Xa, y)  # (X an array: rows matched by position, as scikit-learn does)
+    with pytest.raises(ValueError, match=r"default index 0..n-1 .*y\.to_numpy\(\)"):
+        pipe().set_output(transform="pandas").fit(Xa, y)
+    got = pipe().set_output(transform="pandas").fit(Xa, y.to_numpy())
+    assert got[-1].pi_ == pytest.approx(ref[-1].pi_, rel=1e-9)
+    # the calibrators and CalEM alike (a frame with the default index, a shuffled y)
+    d = calem_data.reset_index(drop=True)
+    y = d["label"].sample(frac=1, random_state=0)
+    for est, Xf in ((ps.LogisticCalibrator(), d[["score"]]),
+                    (ps.CalEMClassifier(calibrator="logistic"), d[["score", "treated"]])):
+        with pytest.raises(ValueError, match="default index"):
+            est.fit(Xf, y)
+        with pytest.raises(ValueError, match="default index"):
+            est.fit(Xf, d["label"]).score(Xf, y)
+
+
 def test_calibrators_match_pandas_rows_on_the_index(scores):
     """X, y and sample_weight as pandas objects are matched on the index (scikit-learn matches
     them by position: a shuffled y gave parameters [0.1997, 0.0049] for [0.0716, 1.0118])."""
     s, y = scores
-    X = pd.DataFrame({"score": s})
+    # (an index of its own: a default RangeIndex next to another index is refused as
+    # ambiguous, test_a_default_index_next_to_another_is_refused)
+    X = pd.DataFrame({"score": s}, index=np.arange(len(s)) + 1000)
     w = np.r_[np.ones(200), np.full(200, 2.0)]
     perm = np.random.default_rng(1).permutation(len(s))
-    ys, ws = pd.Series(y).iloc[perm], pd.Series(w).iloc[perm]
+    ys, ws = pd.Series(y, index=X.index).iloc[perm], pd.Series(w, index=X.index).iloc[perm]
     for est in (ps.LogisticCalibrator(), ps.SplineCalibrator()):
         ref = clone(est).fit(X, y, sample_weight=w)
         got = clone(est).fit(X, ys, sample_weight=ws)
@@ -497,9 +533,9 @@ def test_calibrators_match_pandas_rows_on_the_index(scores):
     with pytest.raises(ValueError, match="index"):
         ps.LogisticCalibrator().fit(X, pd.Series(y, index=X.index + 1000))
     treated = np.r_[np.zeros(100), np.ones(300)]
-    Xc = pd.DataFrame({"score": s, "treated": treated})
+    Xc = pd.DataFrame({"score": s, "treated": treated}, index=X.index)
     ref = ps.CalEMClassifier(calibrator="logistic").fit(Xc, y)
-    got = ps.CalEMClassifier(calibrator="logistic").fit(Xc, pd.Series(y).iloc[perm])
+    got = ps.CalEMClassifier(calibrator="logistic").fit(Xc, ys)
     assert_allclose(got.results_.params.to_numpy(), ref.results_.params.to_numpy(),
                     rtol=1e-10)
     # and so are score()'s (session 68's audit: the inherited accuracy took them by position,
@@ -629,3 +665,52 @@ def test_frame_columns_without_text_names_matched_by_name(pu_data, calem_data):
     # a refit on an array (or on named columns) forgets the columns
     assert_allclose(cal.fit(Xc.to_numpy(), d["label"]).predict_proba(Xc[[1, 0]].to_numpy()),
                     cal.predict_proba(Xc[[1, 0]]), rtol=0, atol=0)
+
+
+def test_calem_classifier_text_labels_need_pos_label(calem_data, monkeypatch):
+    """Session 82's audit: CalEM's classes are not interchangeable (Assumption 1: treatment
+    turns only negatives into positives), and with text labels the larger one was taken as the
+    positive class ("no_event" over "event": P(event) off by up to 0.16, with only an
+    AssumptionWarning that pointed at the treated column). Text labels now need pos_label, as
+    the DETM/SETM classifiers' do."""
+    d = calem_data
+    X = d[["score", "treated"]].to_numpy(dtype=float)
+    words = np.where(d["label"] == 1, "event", "no_event")
+    monkeypatch.setattr(pu.CalEM, "fit", lambda *a, **k: pytest.fail("fitted"))
+    with pytest.raises(ValueError, match="positive class .* with pos_label"):
+        ps.CalEMClassifier(calibrator="logistic").fit(X, words)
+    monkeypatch.undo()
+    num = ps.CalEMClassifier(calibrator="logistic").fit(X, d["label"].to_numpy())
+    txt = ps.CalEMClassifier(calibrator="logistic", pos_label="event").fit(X, words)
+    assert list(txt.classes_) == ["event", "no_event"]
+    assert_allclose(txt.predict_proba(X), num.predict_proba(X)[:, ::-1], rtol=0, atol=0)
+    np.testing.assert_array_equal(txt.predict(X) == "event", num.predict(X) == 1)
+    # the smaller label as the positive class in numbers too: the columns follow classes_
+    flipped = ps.CalEMClassifier(calibrator="logistic", pos_label=0).fit(
+        X, 1 - d["label"].to_numpy())
+    assert_allclose(flipped.predict_proba(X), num.predict_proba(X)[:, ::-1], rtol=0, atol=0)
+    with pytest.raises(ValueError, match="pos_label='yes' is not one of"):
+        ps.CalEMClassifier(calibrator="logistic", pos_label="yes").fit(X, words)
+
+
+def test_tilt_classifier_default_interval_checked_first_and_a_failed_refit_keeps_the_fit(
+        pu_data, monkeypatch):
+    """Session 82's audit: pi_interval=None (the model's default, the bootstrap) skipped the
+    early check of alpha, so the fit ran and then failed; and a refit that failed at its
+    interval left the new results_ next to the previous data's pi_conf_int_."""
+    X, s = pu_data
+    monkeypatch.setattr(pu.SETM, "fit", lambda *a, **k: pytest.fail("fitted"))
+    with pytest.raises(ValueError, match="resamples cannot calibrate"):
+        ps.SETMClassifier(pi_interval=None, alpha=0.001).fit(X, s)
+    monkeypatch.undo()
+    est = ps.SETMClassifier(pi_interval="profile").fit(X, s)
+    before = (est.results_, est.pi_, est.pi_conf_int_, est.classes_)
+
+    def fail(*a, **k):
+        raise RuntimeError("the interval failed")
+
+    monkeypatch.setattr(type(est.results_), "conf_int_pi", fail)
+    with pytest.raises(RuntimeError, match="interval failed"):
+        est.fit(X.iloc[::2], s[::2])
+    assert (est.results_, est.pi_, est.pi_conf_int_) == before[:3]
+    assert est.classes_ is before[3]
