@@ -12,7 +12,10 @@
 
 Inputs that cannot be aligned are refused with a ``ValueError`` naming the arguments: label
 sets that differ (the message shows labels found in one and not the other), duplicate labels,
-or lengths that differ.
+or lengths that differ; and pandas' default index ``0..n-1`` (``pd.Series(array)``) next to
+another index, whose labels only number the rows: matched to a shuffled frame's index they
+would pair different rows, so the array, not a Series made from it, must be passed to take it
+in the other's row order.
 
 **Missing values** (R's ``na.action``): ``missing="raise"`` (default) refuses missing values,
 naming the argument and column; ``missing="drop"`` drops every row with a missing value in any
@@ -44,6 +47,33 @@ def _length(x, name: str) -> int:
     if arr.ndim == 0:
         raise ValueError(f"{name}: a single value was given where one value per row is expected")
     return arr.shape[0]
+
+
+def _is_default_index(ix: pd.Index) -> bool:
+    """Whether ``ix`` is pandas' default ``RangeIndex(0, n)``: labels that only number the
+    rows (``pd.Series(array)``, ``reset_index(drop=True)``, a scikit-learn step with
+    ``set_output(transform="pandas")``)."""
+    return isinstance(ix, pd.RangeIndex) and ix.start == 0 and ix.step == 1
+
+
+def _refuse_default_next_to_other(a: str, ia: pd.Index, b: str, ib: pd.Index) -> None:
+    """``ValueError`` where one of two different indexes is the default ``0..n-1`` and the
+    other is not: its labels only number the rows, and matching them to the other's labels
+    pairs rows that are not the same (``pd.Series(model_scores)`` next to the label column of
+    a shuffled frame, whose index is a permutation of ``0..n-1``: session 82's audit found a
+    scikit-learn Pipeline doing this silently). Whether by label or by position was meant
+    cannot be told, so neither is guessed."""
+    da, db = _is_default_index(ia), _is_default_index(ib)
+    if da == db:
+        return
+    plain, other = (a, b) if da else (b, a)
+    raise ValueError(
+        f"{plain} has the default index 0..n-1 (as pd.Series(array), pd.DataFrame(array) or a "
+        f"scikit-learn step with set_output(transform='pandas') gives) and {other} another "
+        f"index: matching their rows by label (puinfer's rule for pandas inputs) or by "
+        f"position would pair different rows. Pass one of them as an array "
+        f"({plain}.to_numpy() or {other}.to_numpy()) to match the rows by position, or give "
+        f"both the same index")
 
 
 def align_rows(args: Mapping[str, object]) -> tuple[dict[str, object], pd.Index | None]:
@@ -85,6 +115,7 @@ def align_rows(args: Mapping[str, object]) -> tuple[dict[str, object], pd.Index 
             # two columns of one frame after pd.concat, session 67's audit)
             if idx.equals(ref_index):
                 continue
+            _refuse_default_next_to_other(ref_name, ref_index, k, idx)
             if ref_index.has_duplicates:
                 dup = ref_index[ref_index.duplicated()].unique()[:3].tolist()
                 raise ValueError(f"{ref_name}: duplicate index labels (e.g. {dup}); {k} cannot "

@@ -88,33 +88,16 @@ def _aligned(**args):
     their rows by position."""
     for k, v in args.items():
         refuse_dask(v, k)
-    pandas = {k: v.index for k, v in args.items() if v is not None and _is_pandas(v)}
-    first = next(iter(pandas.values()), None)
-    if len(pandas) < 2 or all(ix.equals(first) for ix in pandas.values()):
+    pandas = [v.index for v in args.values() if v is not None and _is_pandas(v)]
+    if len(pandas) < 2 or all(ix.equals(pandas[0]) for ix in pandas[1:]):
         # nothing to match, or the same labels in the same order (then also duplicated ones,
         # as pd.concat of two frames gives and scikit-learn's CV splits keep)
         return tuple(args.values())
-    default = [k for k, ix in pandas.items() if _default_range(ix)]
-    if default and len(default) < len(pandas):
-        # a default RangeIndex next to another index: a Pipeline step with
-        # set_output(transform="pandas") rebuilds X with one, and X's rows then matched a
-        # shuffled y by label, not by position (session 82's audit: SETM's pi 0.96 for 0.36)
-        a = default[0]
-        b = next(k for k in pandas if k not in default)
-        raise ValueError(
-            f"{a} has the default index 0..n-1 (as pd.DataFrame(array), or a Pipeline step "
-            f"with set_output(transform='pandas'), gives) and {b} another index: matching "
-            f"their rows by label (puinfer's rule) or by position (scikit-learn's) would pair "
-            f"different rows. Pass {b} as an array ({b}.to_numpy()) to match by position, or "
-            f"give both the same index")
+    # (a default RangeIndex next to another index is refused by align_rows: a Pipeline step
+    # with set_output(transform="pandas") rebuilds X with one, and a shuffled y Series was
+    # matched to it by label, silently; session 82's audit: SETM's pi 0.96 for 0.36)
     aligned, _ = align_rows(args)
     return tuple(aligned[k] for k in args)
-
-
-def _default_range(ix) -> bool:
-    """Whether ``ix`` is pandas' default index ``RangeIndex(0, n)``, labels that only
-    number the rows."""
-    return isinstance(ix, pd.RangeIndex) and ix.start == 0 and ix.step == 1
 
 
 def _positive(est, classes, s):

@@ -70,3 +70,30 @@ def test_drop_missing():
 def test_a_single_value_is_named():
     with pytest.raises(ValueError, match="b: a single value"):
         align_rows({"a": [1.0, 2.0], "b": 3.0})
+
+
+def test_a_default_index_next_to_another_is_refused():
+    """Session 82: pandas' default index 0..n-1 (``pd.Series(array)``, ``reset_index``, a
+    scikit-learn step with ``set_output(transform="pandas")``) only numbers the rows. Next to
+    a shuffled frame's column, whose index is a permutation of the same labels, matching on
+    the index paired rows that are not the same (it was done silently), and matching by
+    position would be as wrong where the labels mean rows. Neither is guessed: refused, naming
+    both arguments and how to say which is meant."""
+    rng = np.random.default_rng(0)
+    perm = rng.permutation(6)
+    shuffled = pd.Series(np.arange(6.0) * 10, index=perm)  # a shuffled frame's column
+    plain = pd.Series(np.arange(6.0))                       # pd.Series(array)
+    with pytest.raises(ValueError, match=r"score has the default index 0..n-1 .* and label "
+                                         r"another index.*score.to_numpy\(\) or "
+                                         r"label.to_numpy\(\)"):
+        align_rows({"label": shuffled, "score": plain})
+    with pytest.raises(ValueError, match="label has the default index"):
+        align_rows({"label": plain, "score": shuffled})
+    # as arrays they are taken by position; two default indexes, or two others, as before
+    out, idx = align_rows({"label": shuffled, "score": plain.to_numpy()})
+    assert idx.equals(shuffled.index) and np.array_equal(out["score"], np.arange(6.0))
+    out, _ = align_rows({"a": plain, "b": pd.Series(np.ones(6))})
+    assert out["b"].index.equals(plain.index)
+    other = shuffled.set_axis(perm + 100)
+    out, _ = align_rows({"a": other, "b": other.iloc[::-1]})
+    assert np.array_equal(out["b"].to_numpy(), other.to_numpy())

@@ -167,9 +167,9 @@ def test_reliability_and_compare_are_aligned(indexed, forecast):
 
 def test_misaligned_series_refused(indexed):
     Y, P, _ = indexed
-    with pytest.raises(ValueError, match="p and y have different index labels"):
+    with pytest.raises(ValueError, match="p has the default index 0..n-1 .* and y another index"):
         metrics.brier_score(Y, pd.Series(P.to_numpy()))
-    with pytest.raises(ValueError, match=r"forecasts\['b'\] and y have different index"):
+    with pytest.raises(ValueError, match=r"forecasts\['b'\] has the default index 0..n-1"):
         metrics.compare_calibration(Y, {"a": P, "b": pd.Series(P.to_numpy())})
     with pytest.raises(ValueError, match="p has 3 rows but y has 400"):
         metrics.ece(Y, [0.1, 0.2, 0.3])

@@ -174,8 +174,12 @@ def test_per_row_new_prior_series_aligned_on_prob_index(probs):
     out = pu.adjust_prior(P, 0.3, new.iloc[perm])
     assert out.index.equals(idx) and out.name == "p"
     assert np.array_equal(out.to_numpy(), pu.adjust_prior(probs, 0.3, new.to_numpy()))
-    with pytest.raises(ValueError, match="new_prior and prob have different index labels"):
+    # (a Series made from an array has the default index 0..n-1, refused next to another
+    # index since session 82: its labels only number the rows)
+    with pytest.raises(ValueError, match="new_prior has the default index 0..n-1"):
         pu.adjust_prior(P, 0.3, pd.Series(new.to_numpy()))
+    with pytest.raises(ValueError, match="new_prior and prob have different index labels"):
+        pu.adjust_prior(P, 0.3, new.set_axis(idx + 1))
 
 
 def test_multiclass_priors_matched_by_class_name(probmat):

@@ -487,9 +487,9 @@ def test_fit_aligns_pandas_inputs_on_their_index(data):
         ref = make_calibrator(name).fit(s, y, w)
         fit = make_calibrator(name).fit(S, Y.iloc[perm], W.iloc[perm[::-1]])
         assert_allclose(fit.params.to_numpy(), ref.params.to_numpy(), rtol=0, atol=1e-10)
-    with pytest.raises(ValueError, match="y and score have different index labels"):
+    with pytest.raises(ValueError, match="y has the default index 0..n-1"):
         LogisticCalibrator().fit(S, pd.Series(y))
-    with pytest.raises(ValueError, match="sample_weight and score have different index"):
+    with pytest.raises(ValueError, match="sample_weight has the default index"):
         LogisticCalibrator().fit(S, Y, pd.Series(w))
     # predictions keep the caller's index (a Series in, a Series out; an array, an array)
     fit = LogisticCalibrator().fit(S, Y)

@@ -77,7 +77,7 @@ def test_lab_labels_matched_on_index(binary):
 def test_lab_index_mismatch_refused(binary):
     pred = pd.Series(binary.lab_pred)
     y = pd.Series(binary.lab_y, index=np.arange(300) + 1)
-    with pytest.raises(ValueError, match="lab_labels and lab_pred have different index labels"):
+    with pytest.raises(ValueError, match="lab_pred has the default index 0..n-1 .* and lab_labels another"):
         pu.URC(pred, y)
     with pytest.raises(ValueError, match="lab_pred: duplicate index labels"):
         pu.URC(pd.Series(binary.lab_pred, index=[0] * 300), y)
@@ -140,7 +140,7 @@ def test_groups_matched_on_index(grouped):
         res = m.fit(field, groups=groups)
         assert_allclose(res.base_rate.to_numpy(), ref.base_rate.to_numpy(), rtol=0, atol=1e-12)
         assert res.groups.tolist() == ["north", "south"]
-    with pytest.raises(ValueError, match="groups and field_pred have different index labels"):
+    with pytest.raises(ValueError, match="groups has the default index 0..n-1"):
         m.fit(fp, groups=g.reset_index(drop=True))
 
 
@@ -203,7 +203,7 @@ def test_recalibrate_groups_matched_on_index(grouped):
     out2 = r.recalibrate(grouped.field_pred[perm], groups=g.iloc[perm])
     assert out2.index.equals(idx[perm])
     assert_allclose(out2.to_numpy(), ref[perm], rtol=0, atol=1e-15)
-    with pytest.raises(ValueError, match="groups and pred have different index labels"):
+    with pytest.raises(ValueError, match="groups has the default index 0..n-1"):
         r.recalibrate(fp, groups=g.reset_index(drop=True))
 
 
