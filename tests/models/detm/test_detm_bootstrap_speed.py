@@ -16,6 +16,7 @@ import warnings
 
 import numpy as np
 import pytest
+from _bits import same_bits  # (tests/models/detm/_bits.py)
 
 from puinfer.base.gram import weighted_grams
 from puinfer.base.numeric import logaddexp, softplus
@@ -23,19 +24,6 @@ from puinfer.base.optimize import newton_maximize
 from puinfer.base.results import ConvergenceInfo
 from puinfer.models.detm import _el, _starts
 from puinfer.models.detm._data import prepare
-
-
-def bits(x):
-    return np.asarray(x, dtype=float).view(np.int64)
-
-
-def same_bits(a, b):
-    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    assert a.shape == b.shape
-    # NaNs compared as NaNs (their sign bit carries nothing)
-    nan = np.isnan(a)
-    assert np.array_equal(nan, np.isnan(b))
-    assert np.array_equal(bits(a)[~nan], bits(b)[~nan])
 
 
 def _data(n, m, p, seed, shift=0.5):

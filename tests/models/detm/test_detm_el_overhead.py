@@ -15,20 +15,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _bits import same_bits  # (tests/models/detm/_bits.py)
 
 from puinfer.models.detm import _el
-
-
-def bits(x):
-    return np.asarray(x, dtype=float).view(np.int64)
-
-
-def same_bits(a, b):
-    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    assert a.shape == b.shape
-    nan = np.isnan(a)
-    assert np.array_equal(nan, np.isnan(b))
-    assert np.array_equal(bits(a)[~nan], bits(b)[~nan])
 
 
 # -- references: the code before session 82 ---------------------------------------------------
