@@ -242,7 +242,9 @@ class Profile:
         A trial point where the profile is not computable (``loglik_at`` NaN) is no evidence
         either way: the search retreats from it (halving towards it from the last point inside
         the set, as towards a bound) and finds the limit from points it can compute; only if
-        the set reaches within 1e-4 of such a point does ``statistic`` raise there."""
+        the set reaches within 1e-4 of such a point does ``statistic`` raise there -- unless
+        the point is the bound itself: the interval then reaches the bound, one-sided (session
+        82's audit: a profile not computable only at its bound gave no interval at all)."""
         lo_b, hi_b = self.bounds
         edge = hi_b if direction > 0 else lo_b
         est = self.estimate
@@ -285,6 +287,8 @@ class Profile:
                 gap, dv_prev = v, None
                 v = self._toward_edge(inner, gap, self.step)
                 continue
+            if v == gap == edge:
+                return edge, True  # inside the set to within 1e-4 of the bound: one-sided
             r = self.statistic(v)
             if r < cutoff:
                 if v == edge:
@@ -354,6 +358,8 @@ class Profile:
             if outer != gap and np.isnan(self.loglik(outer)):
                 gap = outer
                 continue
+            if outer == gap == edge:
+                return edge, True  # (as in _limit_newton: the set reaches the bound)
             r = self.statistic(outer)
             if r >= cutoff:
                 break

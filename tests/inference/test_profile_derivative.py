@@ -249,3 +249,20 @@ def test_the_bracketing_search_steps_back_from_points_it_cannot_compute(derivati
     assert wide.statistic(0.58) < cut
     with pytest.raises(ProfileError, match="could not be computed"):
         wide.conf_int()
+
+
+@pytest.mark.parametrize("derivative", [False, True])
+def test_a_profile_not_computable_only_at_its_bound_gives_a_one_sided_interval(derivative):
+    """Session 82's audit: where the profile is NaN at the bound itself and the set runs up
+    to it, conf_int raised ProfileError (no interval, and the well-determined other limit lost
+    with it). The set reaches within 1e-4 of the bound: one-sided there."""
+    from scipy import stats
+
+    def ll(v):
+        return np.nan if v >= 1 else -10 - (v - 0.9) ** 2 / (2 * 0.2 ** 2)
+
+    kw = dict(derivative=lambda v: -(v - 0.9) / 0.04) if derivative else {}
+    ci = Profile("t", 0.9, -10.0, ll, bounds=(0, 1), step=0.05, **kw).conf_int()
+    assert ci["upper"] == 1 and ci.attrs["upper_at_bound"]
+    assert ci["lower"] == pytest.approx(0.9 - 0.2 * np.sqrt(stats.chi2.ppf(0.95, 1)), abs=1e-10)
+    assert not ci.attrs["lower_at_bound"]
