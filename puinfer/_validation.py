@@ -98,6 +98,11 @@ def check_feature_columns(df: pd.DataFrame, name: str, columns=None, *,
             raise ValueError(f"{name}: column {str(c)!r} is a date/time ({dt}), not a number; "
                              "convert it (e.g. to days since a reference date, or to a "
                              "category)")
+        if pd.api.types.is_complex_dtype(dt):
+            # (numeric to pandas, so it was converted to float with its imaginary part dropped
+            # and only numpy's ComplexWarning: session 82's audit)
+            raise ValueError(f"{name}: column {str(c)!r} holds complex numbers ({dt}), not "
+                             "real numbers")
         if (pd.api.types.is_object_dtype(dt) or pd.api.types.is_string_dtype(dt)) \
                 and not isinstance(dt, pd.CategoricalDtype) and _numbers_as_text(col):
             raise ValueError(f"{name}: column {str(c)!r} holds numbers stored as text; convert "

@@ -393,8 +393,13 @@ class TiltResults(LikelihoodResults):
 
         The pooled rows' ``P(labeled | x) = n / {n + m r(x)}`` (``n``, ``m`` the sample
         sizes), the classifier of labeled against unlabeled that the model implies. Rows of
-        ``newdata`` as in :meth:`predict`.
+        ``newdata`` as in :meth:`predict` (required: ``None`` is refused, where ``predict``
+        takes it as the target rows).
         """
+        if newdata is None:
+            # (it became a 0-d NaN array and was refused as "0 dimensions": session 82's audit)
+            raise TypeError("log_density_ratio() needs newdata: the rows at which to evaluate "
+                            "log r(x) (a DataFrame with the model's columns, or an array)")
         if getattr(self.model.data, "lazy", False):
             raise NotImplementedError("log_density_ratio() is not available for a fit on Dask "
                                       "collections; compute() the rows first")

@@ -114,6 +114,10 @@ def test_constructor_refuses_dates_text_numbers_and_duplicate_names(samples):
     dup = pd.concat([src[["x1"]], src[["x1"]] * 2], axis=1)
     with pytest.raises(ValueError, match=r"duplicate column name\(s\) \['x1'\]"):
         pu.DETM(dup, pd.concat([tgt[["x1"]], tgt[["x1"]] * 2], axis=1))
+    # complex columns (session 82's audit: numeric to pandas, so converted to float with the
+    # imaginary part dropped; an array of them was refused)
+    with pytest.raises(ValueError, match="target: column 'x2' holds complex numbers"):
+        pu.DETM(src, tgt.assign(x2=tgt.x2 + 1j))
 
 
 def test_frame_columns_are_matched_by_name(samples):
@@ -183,6 +187,12 @@ def test_results_arguments_are_checked(samples):
         r.conf_int_pi(alpha=float("nan"))
     with pytest.raises(TypeError, match="rng must be an int seed .or a sequence of them. or numpy"):
         r.test_scar("bootstrap", n_boot=2, rng="seed")
+    # new data: complex columns refused naming the column; log_density_ratio needs rows
+    # (session 82's audit: the imaginary part was dropped; None failed as "0 dimensions")
+    with pytest.raises(ValueError, match="newdata: column 'x2' holds complex numbers"):
+        r.predict(tgt.head(3).assign(x2=tgt.x2.head(3) + 5j))
+    with pytest.raises(TypeError, match="log_density_ratio.. needs newdata"):
+        r.log_density_ratio(None)
 
 
 # -- case 5: tiny samples ---------------------------------------------------------------------
