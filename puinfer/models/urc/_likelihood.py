@@ -222,6 +222,14 @@ class Constraint:
     cls: int = -1
     v: float = float("nan")
 
+    def __post_init__(self):
+        # a read-only copy: a results' null (fit_no_shift().constraint) handed it out, and a
+        # write to it changed the cached null's bootstrap test silently (session 82's audit)
+        if self.value is not None:
+            value = np.array(self.value, dtype=float)
+            value.flags.writeable = False
+            object.__setattr__(self, "value", value)
+
 
 @dataclass(frozen=True)
 class FitOptions:

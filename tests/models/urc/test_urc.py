@@ -825,6 +825,11 @@ def test_results_are_immutable(fits):
     p = res.base_rates
     p.iloc[0, 0] = 0.99
     assert res.base_rates.iloc[0, 0] != 0.99
+    # the null's constraint too (session 82's audit: fit_no_shift().constraint.value was
+    # writable, and a write changed the cached null's bootstrap test and summary silently)
+    null = res.fit_no_shift()
+    with pytest.raises(ValueError, match="read-only"):
+        null.constraint.value[:] = 0.5
 
 
 def test_conf_int_served_from_cache(sim, puinfer_calls):
