@@ -52,8 +52,12 @@ def _fmt(v) -> str:
     if isinstance(v, (float, np.floating)):
         if np.isnan(v):
             return "NA"
-        if v != 0 and (abs(v) >= 1e5 or abs(v) < 1e-4):
+        if v != 0 and abs(v) < 1e-4:
             return f"{v:.4g}"
+        if abs(v) >= 1e15:
+            return f"{v:.6g}"
+        # (fixed notation up to 1e15: with 4 significant digits from 1e5 on, two log-likelihoods
+        # of -190345.1 and -190312.9, 64 apart in LR, both printed as -1.903e+05; session 82)
         return f"{v:.4f}"
     return str(v)
 
