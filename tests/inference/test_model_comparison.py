@@ -93,6 +93,11 @@ def test_refusals_with_reasons(pu_frame, detm_fits):
     moved = _fit(pu.DETM.from_formula("labeled ~ x1", data=other))
     with pytest.raises(ValueError, match="row labels differ"):
         pu.lr_test(moved, big)
+    # the same rows in another order: said so, not "other rows" (session 82's audit)
+    shuffled = _fit(pu.DETM.from_formula("labeled ~ x1", data=pu_frame.sample(frac=1,
+                                                                            random_state=0)))
+    with pytest.raises(ValueError, match="rows are the same but in another order"):
+        pu.lr_test(shuffled, big)
     fewer = _fit(pu.DETM.from_formula("labeled ~ x1", data=pu_frame.iloc[:-5]))
     with pytest.raises(ValueError, match="same data: 300 and 300 source rows, 295 and 300"):
         pu.lr_test(fewer, big)

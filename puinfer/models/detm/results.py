@@ -1080,6 +1080,11 @@ def _tilt_nesting(small: TiltResults, big: TiltResults) -> str | None:
         return "a DETM fit is not nested in a SETM fit (SETM fixes alpha1 = 0, beta1 = 0)"
     ia, ib = _row_labels(small.model), _row_labels(big.model)
     if ia is not None and ib is not None and not ia.equals(ib):
+        if len(ia) == len(ib) and ia.sort_values().equals(ib.sort_values()):
+            # (the same rows in another order were said to be other rows: session 82's audit)
+            return ("the two models' rows are the same but in another order; the features are "
+                    "compared row by row, so fit both to the frame in one order (e.g. "
+                    "data.sort_index())")
         return "the two models were not fitted to the same rows (their row labels differ)"
     if a.p > b.p:
         return (f"the restricted model has more features ({a.p}: {list(a.names)}) than the full "
