@@ -126,6 +126,9 @@ mob.profile_pi()
 # Our `R_N` (about 1266) differs from the paper's 1218.6: the features are nearly separable, so
 # both log-ELs depend on the vanishing ridge and on how close to the maximum the optimiser gets
 # (puinfer maximises exactly with Newton's method; the paper's EM stopped at a 1e-6 increment).
+# The ridge itself differs too: the authors' R code penalises the slopes of the features as
+# given (their scales differ by orders of magnitude here), puinfer those of the standardised
+# features; with `penalty="none"` R_N is about 1314.
 # The conclusion is the same, and the plain profile interval, [0.64254, 0.69022], is the
 # paper's [0.6425, 0.6903] when rounded outward to four decimals (as a grid of step 1e-4
 # reports the first points outside; to the nearest decimal its upper limit is 0.6902). Here

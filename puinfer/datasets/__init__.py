@@ -60,8 +60,10 @@ def load_mobile_pu() -> pd.DataFrame:
 
     Notes
     -----
-    The paper's text says class 3 has "500" target negatives in Section 5.2's sample sizes and
-    gives pi_0 = n1 / (n1 + n3) = 2/3 with n1 = 1000 (classes 0 and 1), n3 = 500.
+    Section 5.2's text swaps the target's counts ("m = 1500, where 500 are positive and 1000
+    are negative"); its own construction (classes 0 and 1 merged into the target positives,
+    class 3 the negatives, 500 rows per class) and its pi_0 = 2/3 give 1,000 positives and
+    500 negatives, as here.
     """
     df = load_mobile_price()
     df["labeled"] = (df["price_range"] == 2).astype(int)

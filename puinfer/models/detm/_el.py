@@ -23,7 +23,9 @@ Two exact routes to the maximum empirical likelihood:
 
 Penalty: ``c * (2/3) (|b1|^2 + |b2|^2 - b1'b2)``, which is ``c`` times the squared norm of the
 slopes in glmnet's symmetric three-class multinomial parametrisation (the form used by the
-authors' R package in its M-step, with ``c = 1 / (2 sqrt(N))`` for glmnet's lambda = N^-1.5).
+authors' R package in its M-step, with ``c = 1 / (2 sqrt(N))`` for glmnet's lambda = N^-1.5;
+the package applies it to the standardised features' slopes, the R code (PUEM's
+``DETMnull.R``, ``standardize=FALSE``) to the slopes of the features as given).
 SETM is the restriction ``b1 = 0`` of the same penalised objective, so SETM stays nested in DETM.
 """
 

@@ -325,8 +325,11 @@ class _TiltModel(Model):
         ----------
         penalty : {"ridge", "none"} or float
             ``"ridge"`` (default): the vanishing ridge ``c = 1/(2 sqrt(N))`` on the slopes of
-            the internally standardised features, in glmnet's symmetric multinomial form (as
-            the authors' R package); keeps the maximum finite under separation. As it acts on
+            the internally standardised features, in glmnet's symmetric multinomial form (the
+            authors' R package's form and strength, ``lambda = N^-1.5``; its ``DETMnull.R``
+            passes ``standardize=FALSE``, so there the slopes of the features as given are
+            penalised, and on features of very different scales the two penalised fits
+            differ); keeps the maximum finite under separation. As it acts on
             standardised columns, it depends a little on how a factor is coded (with reference
             level a / b / c of a three-level ``C(g)``, n = m = 500: pi-hat 0.5157 / 0.5142 /
             0.5165, upper 95% limit 0.861 / 0.851 / 0.861; unpenalised, the codings agree).
