@@ -52,9 +52,22 @@ def _is_nullable_numeric(dtype) -> bool:
 def _numbers_as_text(col: pd.Series) -> bool:
     """Whether an object/string column holds only numbers written as text (e.g. "1.5")."""
     vals = col.dropna()
-    if len(vals) == 0 or not all(isinstance(v, str) for v in vals):
+    if len(vals) == 0 or pd.api.types.infer_dtype(vals, skipna=True) != "string":
         return False
-    return bool(pd.to_numeric(vals, errors="coerce").notna().all())
+    # (as objects: on a pyarrow string column to_numeric gives double[pyarrow], whose NaN for
+    # text that is not a number is not NA, so "north" counted as a number: session 83's audit)
+    return bool(pd.to_numeric(vals.astype(object), errors="coerce").notna().all())
+
+
+def _is_date_time(dtype) -> bool:
+    """Dates, times, durations and periods, numpy's, pandas' or pyarrow's."""
+    if pd.api.types.is_datetime64_any_dtype(dtype) or pd.api.types.is_timedelta64_dtype(dtype) \
+            or isinstance(dtype, pd.PeriodDtype):
+        return True
+    if isinstance(dtype, pd.ArrowDtype):
+        import pyarrow as pa  # (installed wherever an ArrowDtype exists)
+        return bool(pa.types.is_temporal(dtype.pyarrow_dtype))
+    return False
 
 
 def check_feature_columns(df: pd.DataFrame, name: str, columns=None, *,
@@ -93,8 +106,7 @@ def check_feature_columns(df: pd.DataFrame, name: str, columns=None, *,
     for c in cols:
         col = df[c]
         dt = col.dtype
-        if pd.api.types.is_datetime64_any_dtype(dt) or pd.api.types.is_timedelta64_dtype(dt) \
-                or isinstance(dt, pd.PeriodDtype):
+        if _is_date_time(dt):
             raise ValueError(f"{name}: column {str(c)!r} is a date/time ({dt}), not a number; "
                              "convert it (e.g. to days since a reference date, or to a "
                              "category)")
@@ -370,7 +382,8 @@ def check_full_rank(X: np.ndarray, names: list[str], name: str, *, tol: float = 
 
     An intercept column (all ones, named ``Intercept``) is allowed once and is not counted as
     a constant feature; ``intercept=True`` says the model has an intercept that ``X`` does not
-    hold (counted among the columns, without a copy of ``X`` with it). Columns are
+    hold (counted among the columns, without a copy of ``X`` with it), and then a constant
+    ``Intercept`` column is refused as any constant column. Columns are
     standardised without overflow, so that the scale of a column is never reported as
     collinearity (see :func:`check_scale` for extreme scales). The singular values come from
     the chunked QR factor of the standardised columns (:func:`_r_factor`), so the temporaries
@@ -381,10 +394,16 @@ def check_full_rank(X: np.ndarray, names: list[str], name: str, *, tol: float = 
         raise ValueError(f"{name}: {n} rows for {k + intercept} columns; need more rows than "
                          "parameters")
     lo, hi = X.min(axis=0), X.max(axis=0)
-    const = [names[j] for j in range(k) if hi[j] == lo[j] and names[j] != "Intercept"]
+    # (where the model has its own intercept, a column named Intercept is a constant like any
+    # other: a patsy.dmatrix design passed to SETM failed later as "starting values
+    # infeasible", session 83's audit)
+    const = [names[j] for j in range(k)
+             if hi[j] == lo[j] and (intercept or names[j] != "Intercept")]
     if const:
+        own = (" (the model has its own intercept: leave out the design's intercept column)"
+               if intercept and "Intercept" in const else "")
         raise ValueError(f"{name}: constant column(s) {const} (zero variance); drop them"
-                         + _level_hint(const))
+                         + own + _level_hint(const))
     big = np.maximum(np.abs(lo), np.abs(hi))
     sd = robust_sd(X, big)
     check_scale(X, names, name, big=big, sd=sd)

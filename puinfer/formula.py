@@ -253,8 +253,11 @@ def _clean(data: pd.DataFrame, used: list, what: str, missing: str, can_drop: bo
     """Check the columns a formula uses and apply ``missing``.
 
     Refuses (``ValueError`` naming the column) duplicate names, dates/times and numbers stored
-    as text; nullable numeric columns (``Int64``, ``Float64``, ``boolean``) become numpy
-    columns of the same kind (integer, float, bool) with ``pd.NA`` as missing.
+    as text; nullable numeric columns (``Int64``, ``Float64``, ``boolean``, pyarrow's numbers)
+    become numpy columns of the same kind (integer, float, bool) with ``pd.NA`` as missing,
+    narrower numpy integers and floats become ``int64`` and ``float64`` (patsy computes
+    ``I(x ** 2)`` in the column's width), pyarrow text becomes objects and pyarrow
+    dictionaries Categoricals.
     ``missing="raise"`` refuses missing values in a used column, naming it; ``"drop"`` drops
     those rows. Returns the (new) frame and the boolean
     mask of kept rows (None if none was dropped). ``data`` is not modified.
@@ -288,6 +291,25 @@ def _clean(data: pd.DataFrame, used: list, what: str, missing: str, can_drop: bo
             conv[c] = data[c].to_numpy(dtype=bool if pd.api.types.is_bool_dtype(dt) else
                                        (np.uint64 if dt.numpy_dtype == np.uint64 else np.int64)
                                        if pd.api.types.is_integer_dtype(dt) else float)
+        elif isinstance(dt, np.dtype) and dt.kind in "iu" and dt.itemsize < 8:
+            # numpy's narrow integers too: patsy computes I(age ** 2) in the column's own
+            # width, so an int8 age wrapped to -127..113 and the fit used those numbers
+            # without a word (session 83's audit); int64 holds every such value
+            conv[c] = data[c].to_numpy(dtype=np.int64)
+        elif isinstance(dt, np.dtype) and dt.kind == "f" and dt.itemsize < 8:
+            # (float16's I(x ** 2) overflowed to inf, np.log of a float16 kept 3 digits)
+            conv[c] = data[c].to_numpy(dtype=float)
+        elif isinstance(dt, pd.ArrowDtype):
+            # patsy cannot read pyarrow's other dtypes (read_csv(dtype_backend="pyarrow"),
+            # Parquet): text as objects, a dictionary (Parquet's categorical) as a Categorical
+            # of its dictionary, in its order
+            if str(dt.pyarrow_dtype).startswith("dictionary"):
+                cat = data[c].astype("category").cat
+                conv[c] = pd.Categorical(data[c].astype(object),
+                                         categories=cat.categories.astype(object),
+                                         ordered=cat.ordered)
+            else:
+                conv[c] = data[c].astype(object).to_numpy()
     if conv:
         data = data.copy(deep=False)  # a new frame: the caller's is not modified
         for c, v in conv.items():

@@ -335,3 +335,50 @@ def test_narrow_nullable_integers_do_not_wrap_in_arithmetic():
     for dt in ("UInt8", "Int8", "Int16"):
         d = build_design("y ~ x + I(k - 1) + I(k * k)", df.assign(k=df["k"].astype(dt)))
         assert d.X["I(k - 1)"].iloc[0] == -1 and d.X["I(k * k)"].iloc[-1] == 10000
+
+
+def _age_frame():
+    rng = np.random.default_rng(2)
+    lab = (rng.random(400) < 0.4).astype(int)
+    age = np.clip(rng.normal(45 + 5 * lab, 12, 400), 18, 95).round().astype("int64")
+    return pd.DataFrame({"labeled": lab, "age": age})
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "int16", "int32", "float16", "float32"])
+def test_narrow_numpy_columns_are_widened_before_patsy(dtype):
+    # session 83's audit: patsy computes I(age ** 2) in the column's own width, so an int8 age
+    # wrapped to -127..113 and SETM's pi-hat was 0.0 for 0.151, without a word (float16:
+    # overflow to inf, then refused as 'missing or non-finite')
+    df = _age_frame()
+    narrow = df.assign(age=df.age.astype(dtype))
+    f = "labeled ~ age + I(age ** 2) + I(age - 100)"
+    ref, got = build_design(f, df), build_design(f, narrow)
+    pd.testing.assert_frame_equal(got.X, ref.X)
+    assert got.X["I(age ** 2)"].min() == df.age.min() ** 2 > 0
+    assert got.X["I(age - 100)"].max() == df.age.max() - 100 < 0
+    # and in predict's transform of new data
+    pd.testing.assert_frame_equal(ref.transform(narrow), ref.transform(df))
+
+
+def test_pyarrow_columns_read_as_their_pandas_counterparts():
+    # session 83's audit: read_csv(dtype_backend="pyarrow") text was refused as 'numbers
+    # stored as text' (to_numeric's double[pyarrow] NaN is not NA), a pyarrow dictionary
+    # (Parquet's categorical) crashed inside patsy, a pyarrow duration reached numpy
+    pa = pytest.importorskip("pyarrow")
+    import io
+    rng = np.random.default_rng(0)
+    csv = pd.DataFrame({"labeled": (rng.random(200) < .4).astype(int), "x": rng.normal(size=200),
+                        "g": rng.choice(["north", "south"], 200)}).to_csv(index=False)
+    plain = pd.read_csv(io.StringIO(csv))
+    arrow = pd.read_csv(io.StringIO(csv), dtype_backend="pyarrow")
+    f = "labeled ~ x + g"
+    pd.testing.assert_frame_equal(build_design(f, arrow).X, build_design(f, plain).X)
+    dic = arrow.assign(g=arrow.g.astype(pd.ArrowDtype(pa.dictionary(pa.int32(), pa.string()))))
+    cat = plain.assign(g=pd.Categorical(plain.g, categories=list(dict.fromkeys(plain.g))))
+    d = build_design(f, dic)
+    pd.testing.assert_frame_equal(d.X, build_design(f, cat).X)  # the dictionary's order
+    pd.testing.assert_frame_equal(d.transform(dic.iloc[:7]), d.X.iloc[:7])
+    with pytest.raises(ValueError, match="column 'w' is a date/time"):
+        build_design("labeled ~ w", plain.assign(
+            w=pd.Series(pd.to_timedelta(np.arange(200) % 30, unit="D")).astype(
+                pd.ArrowDtype(pa.duration("ns")))))

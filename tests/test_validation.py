@@ -203,3 +203,18 @@ def test_scalar_checks_read_zero_dimensional_arrays():
     assert val.check_real(np.array(0.25), "x") == 0.25
     with pytest.raises(TypeError, match="x must be"):
         val.check_real(np.array("0.3"), "x")
+
+
+def test_intercept_column_refused_where_the_model_has_its_own():
+    # session 83's audit: a patsy.dmatrix design (with its Intercept column) passed to SETM
+    # failed later as 'the starting values are infeasible'; a column named 'const' was refused
+    rng = np.random.default_rng(1)
+    S = pd.DataFrame({"Intercept": 1.0, "x": rng.normal(.5, 1, 200)})
+    T = pd.DataFrame({"Intercept": 1.0, "x": rng.normal(0, 1, 200)})
+    for model in (pu.SETM, pu.DETM):
+        with pytest.raises(ValueError, match=r"constant column\(s\) \['Intercept'\].*own "
+                                             "intercept"):
+            model(S, T)
+    # a model without an intercept of its own still takes the column as its intercept
+    X = np.column_stack([np.ones(50), rng.normal(size=50)])
+    val.check_full_rank(X, ["Intercept", "x"], "X")

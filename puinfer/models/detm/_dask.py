@@ -243,7 +243,9 @@ def _check_design(names, N, S):
         raise ValueError(f"design: {N} rows for {k + 1} columns; need more rows than parameters")
     const = [names[j] for j in range(k) if S["max_x"][j] == S["min_x"][j]]
     if const:
-        raise ValueError(f"design: constant column(s) {const} (zero variance); drop them")
+        own = (" (the model has its own intercept: leave out the design's intercept column)"
+               if "Intercept" in const else "")
+        raise ValueError(f"design: constant column(s) {const} (zero variance); drop them{own}")
     _, mean, C = S["moments"]
     sd = np.sqrt(np.diag(C) / N)
     for j, nm in enumerate(names):
