@@ -402,7 +402,13 @@ def build_design(formula: str, data, *, require_lhs: bool | None = None,
     data = _as_frame(data, "data")
     if not isinstance(formula, str):
         raise TypeError("formula must be a string")
-    data, keep = _clean(data, _used_columns(formula, data), "data", missing)
+    used = _used_columns(formula, data)
+    if "Intercept" in used:
+        # (patsy's own "mismatch between column_names and columns coded by given terms" was
+        # all the caller saw: session 83's audit)
+        raise ValueError("data: a column named 'Intercept' clashes with the intercept column "
+                         "of the design; rename it")
+    data, keep = _clean(data, used, "data", missing)
     has_lhs = "~" in formula and formula.split("~", 1)[0].strip() != ""
     if require_lhs is True and not has_lhs:
         raise ValueError(f"formula {formula!r} needs a left-hand side (the response)")
@@ -445,6 +451,11 @@ def build_design(formula: str, data, *, require_lhs: bool | None = None,
         _check_levels(info)
     ys = None
     if y is not None:
+        cols = [str(c) for c in y.columns]
+        if len(cols) == 2 and cols[0].endswith("[False]") and cols[1].endswith("[True]") \
+                and cols[0][:-7] == cols[1][:-6]:
+            # a True/False expression, I(y == 1): the 0/1 response, as a bool column is
+            y = y.iloc[:, [1]].set_axis([cols[1][:-6]], axis=1)
         if y.shape[1] != 1:
             raise ValueError(
                 f"the left-hand side of {formula!r} must be one numeric 0/1 column; "

@@ -65,11 +65,23 @@ class Model(ReadOnlyArrays):
     #: whether the formula must have a left-hand side (True), must not (False), or either (None)
     _formula_lhs: bool | None = True
     design: Design | None = None
-    exog_names: list = []
+    #: the feature names, held as a tuple (``exog_names`` hands out a list)
+    _exog_names: tuple = ()
     missing: str = "raise"
     n_dropped: int = 0
     #: whether ``exog_names`` came from the caller's pandas columns (not generated for arrays)
     _named_features: bool = False
+
+    @property
+    def exog_names(self) -> list[str]:
+        """The feature names (a new list on each call: editing it changes nothing; a list the
+        model handed out used to be its own, and ``exog_names.reverse()`` made later
+        predictions read the wrong columns, session 83's audit)."""
+        return list(self._exog_names)
+
+    @exog_names.setter
+    def exog_names(self, names) -> None:  # (also what a pickle of an earlier version sets)
+        self._exog_names = tuple(names)
 
     @property
     def formula(self) -> str | None:

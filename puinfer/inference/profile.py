@@ -26,6 +26,14 @@ _R_NOISE = 1e-6
 __all__ = ["Profile", "ProfileError"]
 
 
+class _InSet(Exception):
+    """A point found in the confidence set (stops :meth:`Profile.hull`'s minimum search)."""
+
+    def __init__(self, value: float):
+        super().__init__(value)
+        self.value = float(value)
+
+
 def _real(x, arg: str, name: str) -> float:
     """``x`` as a float; ``TypeError`` naming ``arg`` if it is not a real number."""
     if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, float, np.integer,
@@ -433,6 +441,100 @@ class Profile:
         if np.isfinite(bound):
             out.attrs["floor_statistic"] = bound
         return out
+
+    def hull(self, alpha: float = 0.05, cutoff: float | None = None, n: int = 3) -> pd.Series:
+        """:meth:`conf_int`, checked beyond each limit and widened to the hull of the
+        confidence set where the check finds a part of the set the limit search missed.
+
+        Beyond each limit that is not a bound, ``n`` evenly spaced points up to the bound and
+        the bound itself are evaluated. The statistic ``R`` of a profile with one mode rises
+        from the limit to the bound; where it falls between two of these points instead (or
+        a point lies in the set: ``R`` below the cut-off), the profile has another mode
+        there, and ``R``'s minimum around it is searched (Brent's method, stopping at the
+        first point in the set). Where such a point is found, the limit moves out to the root
+        of ``R = cut-off`` beyond the outermost point known in the set (between it and the
+        next point beyond it where ``R`` is at least the cut-off; the bound if there is none,
+        or where the profile is not computable at the points beyond). A check, not a proof:
+        a mode between two points where ``R`` still rises is not seen.
+
+        Returns
+        -------
+        pandas.Series
+            As :meth:`conf_int`, with ``attrs["interval"]`` False where the set was found not
+            to be an interval, and ``attrs["inside_beyond"]`` the points beyond the limits
+            found in the set.
+        """
+        n = check_int(n, "n", minimum=1)
+        out = self.conf_int(alpha, cutoff)
+        cut = out.attrs["cutoff"]
+        found = []
+        for key, edge in (("lower", self.bounds[0]), ("upper", self.bounds[1])):
+            if out.attrs[f"{key}_at_bound"]:
+                continue
+            trial = [float(v) for v in np.linspace(out[key], edge, n + 2)[1:]]
+            inside = self._mode_beyond(out[key], trial, cut)
+            if inside is None:
+                continue
+            found.append(inside)
+            beyond = [v for v in trial if abs(v - out[key]) > abs(inside - out[key])]
+            out[key], out.attrs[f"{key}_at_bound"] = self._hull_limit(inside, beyond, cut)
+        out.attrs["interval"] = not found
+        out.attrs["inside_beyond"] = found
+        return out
+
+    def _R_or_nan(self, v: float) -> float:
+        return np.nan if np.isnan(self.loglik(v)) else self.statistic(v)
+
+    def _mode_beyond(self, lim: float, trial: list, cutoff: float) -> float | None:
+        """The outermost of ``trial`` (points from the limit ``lim`` to the bound) in the set;
+        else a point in the set found at a minimum of ``R`` beyond a trial point where ``R``
+        falls towards the bound (by its slope, where the profile gives one, or towards the
+        next point); else None."""
+        pts = [(v, self._R_or_nan(v)) for v in trial]
+        pts = [(v, r) for v, r in pts if not np.isnan(r)]
+        inside = [v for v, r in pts if r < cutoff]
+        if inside:
+            return inside[-1]
+        out = np.sign(trial[-1] - lim)  # (outwards: towards the bound)
+        for (a, ra), (b, rb) in zip([(lim, cutoff)] + pts[:-1], pts, strict=True):
+            slope = np.nan
+            if self._derivative is not None and a != lim:
+                slope = -2.0 * out * float(self._derivative(a))  # dR along the way out
+            if not (rb < ra or slope < 0):
+                continue
+
+            def f(x):
+                r = self._R_or_nan(x)
+                if r < cutoff:
+                    raise _InSet(x)
+                return np.inf if np.isnan(r) else r
+
+            try:
+                optimize.minimize_scalar(f, bounds=(min(a, b), max(a, b)), method="bounded",
+                                         options={"xatol": 1e-4, "maxiter": 25})
+            except _InSet as hit:
+                return hit.value
+        return None
+
+    def _hull_limit(self, inner: float, beyond: list, cutoff: float) -> tuple[float, bool]:
+        """The limit of the set beyond ``inner`` (in it): the root of ``R = cutoff`` between
+        ``inner`` and the first point of ``beyond`` (the points towards the bound, the bound
+        last) where ``R`` is at least the cut-off; the bound, one-sided, if there is none.
+        Points where the profile is not computable are passed over."""
+        for v in beyond:
+            r = self._R_or_nan(v)
+            if np.isnan(r):
+                continue
+            if r < cutoff:
+                inner = v
+                continue
+            try:
+                root = optimize.brentq(lambda x: self.statistic(x) - cutoff, inner, v,
+                                       xtol=1e-10, rtol=1e-12)
+            except ProfileError:  # (not computable between them: the point known inside)
+                return float(inner), False
+            return float(root), False
+        return float(beyond[-1]) if beyond else float(inner), True
 
     def to_frame(self, n: int = 41, alpha: float = 0.05, interval: pd.Series | None = None
                  ) -> pd.DataFrame:

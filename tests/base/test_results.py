@@ -23,3 +23,29 @@ def test_a_negative_variance_is_no_standard_error():
     assert r.bse["b2"] == 0.0  # rounding noise around 0 is 0
     assert np.isnan(r.pvalues["b0"]) and np.isnan(r.conf_int().loc["b0"]).all()
     assert r.tvalues["b1"] == pytest.approx(10.0)
+
+
+def test_model_lists_handed_out_are_copies():
+    # session 83's audit: exog_names was the model's own list (CalEM's the class's), so
+    # r.model.exog_names.reverse() made later predictions read the columns in another order,
+    # silently; CalEM's init_warnings list reached every later fit's record
+    import warnings
+
+    import puinfer as pu
+    from puinfer.simulate import sar_design
+
+    df = sar_design(200, 200, 0.3, p=2, rng=3)
+    src, tgt = df[df.labeled == 1][["x1", "x2"]], df[df.labeled == 0][["x1", "x2"]]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = pu.DETM(src, tgt).fit(pi_interval="profile")
+    before = r.predict(tgt.head(3))
+    r.model.exog_names.reverse()
+    assert r.model.exog_names == ["x1", "x2"]
+    pd.testing.assert_series_equal(r.predict(tgt.head(3)), before)
+    m = pu.CalEM([.2, .5, .8] * 50, [0, 1, 1] * 50, [0, 1] * 75, calibrator="logistic")
+    m.exog_names.append("oops")
+    assert m.exog_names == ["score"] and pu.CalEM([.2, .5, .8] * 50, [0, 1, 1] * 50,
+                                                   [0, 1] * 75).exog_names == ["score"]
+    with pytest.raises(AttributeError):
+        m.init_warnings.append(("x", "y"))

@@ -271,3 +271,43 @@ def test_no_floor_or_a_nan_one_changes_nothing():
                      floor=floor).conf_int()
         np.testing.assert_array_equal(ci, ref)
         assert "floor_statistic" not in ci.attrs
+
+
+def _bimodal(depth: float):
+    """A profile log-likelihood with its maximum at 0.9 and a narrow second mode at 0.4 whose
+    R is ``depth`` (analytic: the two modes' quadratic pieces, the larger one taken). None of
+    hull's evenly spaced points lands in the second part of the set: only the fall of R
+    between two of them shows it."""
+    def ll(v):
+        return max(-50.0 * (v - 0.9) ** 2, -depth / 2 - 800.0 * (v - 0.4) ** 2)
+
+    def slope(v):
+        a, b = -50.0 * (v - 0.9) ** 2, -depth / 2 - 800.0 * (v - 0.4) ** 2
+        return -100.0 * (v - 0.9) if a >= b else -1600.0 * (v - 0.4)
+
+    return ll, slope
+
+
+@pytest.mark.parametrize("with_slope", [True, False])
+def test_hull_finds_the_second_part_of_the_set(with_slope):
+    ll, slope = _bimodal(1.0)
+    prof = Profile("p", 0.9, 0.0, ll, bounds=(0.0, 1.0), step=0.1,
+                   derivative=slope if with_slope else None)
+    cut = stats.chi2.ppf(0.95, 1)
+    ci = prof.conf_int()
+    # the limit search from the estimate stops at the first crossing: 0.9 - sqrt(cut / 100)
+    assert ci["lower"] == pytest.approx(0.9 - np.sqrt(cut / 100), abs=1e-8)
+    h = prof.hull()
+    assert not h.attrs["interval"] and 0.2 < h.attrs["inside_beyond"][0] < 0.6
+    assert all(prof.statistic(v) > cut for v in np.linspace(ci["lower"], 0, 5)[1:])
+    # the second part is 0.4 +- sqrt((cut - 1) / 1600): the hull's lower limit is its left end
+    assert h["lower"] == pytest.approx(0.4 - np.sqrt((cut - 1.0) / 1600), abs=1e-8)
+    assert h["upper"] == ci["upper"] and h.attrs["upper_at_bound"] == ci.attrs["upper_at_bound"]
+
+
+def test_hull_of_an_interval_is_the_interval():
+    ll, slope = _bimodal(6.0)  # the second mode's R above the cut-off: the set is an interval
+    prof = Profile("p", 0.9, 0.0, ll, bounds=(0.0, 1.0), step=0.1, derivative=slope)
+    h, ci = prof.hull(), prof.conf_int()
+    assert h.attrs["interval"] and h.attrs["inside_beyond"] == []
+    assert (h["lower"], h["upper"]) == (ci["lower"], ci["upper"])

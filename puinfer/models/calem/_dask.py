@@ -67,6 +67,8 @@ from .calibrators import (
     FormulaCalibrator,
     edge_scores_moved,
     logistic_derivs,
+    near_edge_count,
+    near_edge_message,
     weighted_loglik,
 )
 from .model import checked_columns, formula_score, score_histogram
@@ -107,14 +109,14 @@ def _sketch(v):
     return [(v.size, pos, v[pos])] if v.size else []
 
 
-def _summary_block(eps, missing, score, label, treated):
+def _summary_block(eps, missing, calibrator, score, label, treated):
     """The validation pass: counts, the control rows, and a sketch of the scores."""
     s, lab, tr, n_dropped, n_edge = in_one_partition(_block_arrays, eps, missing, score, label,
                                                      treated)
     t1 = lab[tr]
     return {"n_t": int(tr.sum()), "pos_t": int(t1.sum()), "n_dropped": n_dropped,
-            "n_edge": n_edge, "s_c": [s[~tr]], "y": [lab[~tr]], "sketch": _sketch(s[tr]),
-            "hist_t": score_histogram(s[tr], t1)}
+            "n_edge": n_edge, "n_near": near_edge_count(s, calibrator), "s_c": [s[~tr]],
+            "y": [lab[~tr]], "sketch": _sketch(s[tr]), "hist_t": score_histogram(s[tr], t1)}
 
 
 def _treated(eps, missing, score, label, treated):
@@ -476,7 +478,8 @@ def init_dask(model, score, label, treated):
     control rows, score sketches), then the same checks as in memory."""
     dask = require_dask()
     blocks = row_blocks({"score": score, "label": label, "treated": treated})
-    summary = reduce_blocks(functools.partial(_summary_block, model.eps, model.missing), blocks)
+    summary = reduce_blocks(functools.partial(_summary_block, model.eps, model.missing,
+                                              model.calibrator), blocks)
     if summary is None:
         raise ValueError("score: the Dask collections hold no rows")
     data = DaskData(blocks, model.eps, model.missing, summary,
@@ -486,9 +489,12 @@ def init_dask(model, score, label, treated):
     model.score = model.label = model.treated = None
     model.n_dropped = data.n_dropped
     if data.n_edge:
-        warn_and_record(model.init_warnings,
+        warn_and_record(model._init_warnings,
                         f"{data.n_edge} score(s) equal to 0 or 1 were clipped to "
                         f"[{model.eps:g}, 1 - {model.eps:g}]", ClippingWarning)
+    if summary["n_near"]:
+        warn_and_record(model._init_warnings,
+                        near_edge_message(summary["n_near"], model.calibrator), ClippingWarning)
     model.n_control, model.n_treated = int(data.s_c.size), int(data.n_treated)
     model._check_groups(data.y.sum(), data.pos_treated, data.hist_treated)
     model.score_name = "score"

@@ -1038,3 +1038,23 @@ def edge_scores_moved(s: np.ndarray, eps: float) -> np.ndarray:
     ``eps`` -- 225 of them when one score was exactly 0 -- while the warning counted one, and
     ``from_formula`` moved only the 0 and 1."""
     return np.where(s == 0, eps, np.where(s == 1, 1 - eps, s))
+
+
+def near_edge_count(s: np.ndarray, calibrator) -> int:
+    """How many scores a parametric calibrator's log-odds transform moves (:meth:`Calibrator.
+    _clip`): within its ``eps`` of 0 or 1 (0 for the isotonic calibrator, which reads scores
+    as they are)."""
+    ceps = getattr(calibrator, "eps", None)
+    if not getattr(calibrator, "parametric", False) or ceps is None:
+        return 0
+    return int(np.count_nonzero((s < ceps) | (s > 1 - ceps)))
+
+
+def near_edge_message(n: int, calibrator) -> str:
+    """The warning for :func:`near_edge_count`'s scores (session 83's audit: scores of 1e-300
+    were read as 1e-12, log-odds -27.6 for -690.8, without a word, and the fit moved)."""
+    return (f"{n} score(s) within {calibrator.eps:g} of 0 or 1 are read as {calibrator.eps:g} "
+            f"or 1 - {calibrator.eps:g} by the {calibrator.name} calibrator's log-odds (its eps); "
+            f"to use them as they are, pass a calibrator with a smaller eps, e.g. "
+            f"calibrator={type(calibrator).__name__}(eps=1e-300)")
+

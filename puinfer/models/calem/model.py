@@ -16,7 +16,14 @@ from ...base.results import freeze_arrays
 from ...exceptions import AssumptionWarning, ClippingWarning
 from ...formula import Design, _used_columns
 from ._engine import fit_calem, setup
-from .calibrators import Calibrator, FormulaCalibrator, edge_scores_moved, make_calibrator
+from .calibrators import (
+    Calibrator,
+    FormulaCalibrator,
+    edge_scores_moved,
+    make_calibrator,
+    near_edge_count,
+    near_edge_message,
+)
 
 _TREATED = "(treated)"  # column under which from_formula carries a treated vector
 
@@ -221,7 +228,7 @@ class CalEM(Model):
     True
     """
 
-    exog_names = ["score"]
+    _exog_names = ("score",)
 
     #: rows dropped for missing values (``missing="drop"``); 0 otherwise
     n_dropped: int = 0
@@ -256,10 +263,14 @@ class CalEM(Model):
         self._set_options(calibrator, eps, calibrator_options)
         edge = (s == 0) | (s == 1)
         if edge.any():
-            warn_and_record(self.init_warnings,
+            warn_and_record(self._init_warnings,
                             f"{int(edge.sum())} score(s) equal to 0 or 1 were clipped to "
                             f"[{self.eps:g}, 1 - {self.eps:g}]", ClippingWarning)
             s = edge_scores_moved(s, self.eps)
+        near = near_edge_count(s, self.calibrator)
+        if near:
+            warn_and_record(self._init_warnings, near_edge_message(near, self.calibrator),
+                            ClippingWarning)
         self.score, self.label, self.treated = s, lab, tr
         self.n_control, self.n_treated = int((~tr).sum()), int(tr.sum())
         y, z = lab[~tr], lab[tr]
@@ -282,7 +293,18 @@ class CalEM(Model):
         if not eps_ok:
             raise ValueError(f"eps must be in (0, 0.5); got {eps}")
         self.eps = float(eps)
-        self.init_warnings: list = []
+        self._init_warnings: list = []
+
+    @property
+    def init_warnings(self) -> tuple:
+        """The warnings issued when the model was built, each fit's record starts with them (a
+        tuple: the list itself was handed out, and an entry appended to it reached every later
+        fit's record)."""
+        return tuple(self.__dict__.get("_init_warnings", ()))
+
+    @init_warnings.setter
+    def init_warnings(self, found) -> None:  # (pickles of earlier versions set it)
+        self._init_warnings = list(found)
 
     def _check_groups(self, pos_c, pos_t, hist_t):
         """Checks of the group sizes, and of Assumption 1 (``hist_t``: the treated rows'
@@ -341,7 +363,7 @@ class CalEM(Model):
         if p < ASSUMPTION1_REFUSE:
             raise ValueError(msg + f"is violated (one-sided p = {p:.2g}). Check that "
                              "'treated' marks the biased-label rows.")
-        warn_and_record(self.init_warnings, msg + f"is in doubt (one-sided p = {p:.2g})",
+        warn_and_record(self._init_warnings, msg + f"is in doubt (one-sided p = {p:.2g})",
                         AssumptionWarning)
 
     # -- formula ---------------------------------------------------------------------------------
@@ -437,7 +459,7 @@ class CalEM(Model):
         model = super().from_formula(formula, data, missing=missing, treated=treated,
                                      score=score, eps=eps)
         if n_edge:
-            warn_and_record(model.init_warnings,
+            warn_and_record(model._init_warnings,
                             f"{n_edge} score(s) equal to 0 or 1 were clipped to "
                             f"[{model.eps:g}, 1 - {model.eps:g}]", ClippingWarning)
         model.n_dropped += n_extra

@@ -91,7 +91,23 @@ class _CurvesMixin:
         """A data frame's score column, by its name (a formula model's score column, as the
         model was given it), in memory or on Dask; an in-memory one-column frame is a vector
         only for a model given its scores as a vector, never matched to a formula's column by
-        position. Anything else as it is."""
+        position. A dict of columns is a frame; a named Series must bear the model's score
+        name where the model has one (a formula's score column, or the name of the Series it
+        was given): a Series of another column was calibrated as if it were the scores
+        (``predict(df["other"])``, session 83's audit). Anything else as it is."""
+        if isinstance(score, dict):  # (as DETM's predict takes one)
+            from ...formula import _as_frame
+
+            score = _as_frame(score, "score")
+        if isinstance(score, pd.Series) or isinstance(getattr(score, "_meta", None), pd.Series):
+            label = self.model.__dict__.get("_score_label")
+            names = [n for n in (label, self.model.score_name if self.model.formula else None)
+                     if n is not None]
+            if score.name is not None and names and score.name not in names:
+                raise ValueError(f"score: a Series named {score.name!r}, where the model's "
+                                 f"score is {names[-1]!r}; pass it as an array "
+                                 "(.to_numpy()) if it holds the scores")
+            return score
         in_memory = isinstance(score, pd.DataFrame)
         if not (in_memory or isinstance(getattr(score, "_meta", None), pd.DataFrame)):
             return score

@@ -841,24 +841,6 @@ class RegressionURCResults(URCResults):
         self.edges = self.model.edges.copy()
         self.edges.flags.writeable = False
 
-    @property
-    def warnings(self) -> tuple:
-        """``(category, message)`` of every warning raised for this fit (and by the model),
-        then of those its later computations raised (the no-shift test's bootstrap)."""
-        return self.__dict__.get("_fit_warnings", ()) + self.__dict__.get("_late_warnings", ())
-
-    @warnings.setter
-    def warnings(self, value):  # (URCResults.__init__ sets the fit's)
-        object.__setattr__(self, "_fit_warnings", tuple(value))
-
-    def _record_warning(self, category, message: str) -> None:
-        """Issue a warning and record it (once) with the results' warnings."""
-        rec: list = []
-        warn_and_record(rec, message, category)
-        late = self.__dict__.get("_late_warnings", ())
-        if rec[0] not in late:
-            self.__dict__["_late_warnings"] = late + tuple(rec)
-
     def __setstate__(self, state):
         super().__setstate__(state)
         # numpy's pickle does not keep the write flag: the cached bootstrap statistics are
@@ -926,7 +908,7 @@ class RegressionURCResults(URCResults):
         return self._bootstrap(n_boot, rng)[0].view()
 
     def test_no_shift(self, value=None, reference: str | None = None, *,
-                      n_boot: int | None = None, rng=None, statistic: str = "lr"
+                      n_boot: int | None = None, rng=0, statistic: str = "lr"
                       ) -> HypothesisTestResult:
         """Test of no shift in the outcome intervals' shares (see
         :meth:`URCResults.test_no_shift`), by default with a bootstrap reference distribution.
@@ -948,8 +930,12 @@ class RegressionURCResults(URCResults):
             Resamples: default :data:`DEFAULT_N_BOOT` (199) for the bootstrap, 200 for the
             Bartlett reference.
         rng : int, numpy.random.Generator or None
-            Random source of the resamples; for the bootstrap default the seed 0 (a
-            reproducible p-value, cached; see :meth:`no_shift_bootstrap`).
+            Random source of the resamples (bootstrap and Bartlett references): default the
+            seed 0, a reproducible p-value (the bootstrap's statistics cached per seed, see
+            :meth:`no_shift_bootstrap`); a Generator or None for fresh draws. (None used to
+            mean the seed 0 for the bootstrap and fresh draws for the Bartlett reference, so
+            repeating the bootstrap test with ``rng=None`` gave one cached p-value: session
+            83's audit.)
         statistic : {"lr", "score"}
             ``"score"``: Rao's score statistic of the unpenalised model against chi-square
             (an option; over-rejects with sparse lab cells: 10.4% at 5%, and a bootstrap
@@ -994,9 +980,8 @@ class RegressionURCResults(URCResults):
             reference = "bootstrap" if value is None and statistic == "lr" and \
                 self.constraint.kind == "free" else "chi2"
         if reference != "bootstrap":
-            kw = {} if rng is None else {"rng": rng}
             return super().test_no_shift(value, reference, statistic=statistic,
-                                         n_boot=200 if n_boot is None else n_boot, **kw)
+                                         n_boot=200 if n_boot is None else n_boot, rng=rng)
         if value is not None:
             raise ValueError("the bootstrap reference is for the default null (value=None); "
                              "test an explicit value with reference='chi2'")
@@ -1010,7 +995,7 @@ class RegressionURCResults(URCResults):
         if not np.isfinite(t.statistic):  # invalid: no p-value from the resamples either
             return dataclasses.replace(t, distribution="bootstrap")
         B = DEFAULT_N_BOOT if n_boot is None else n_boot
-        Tb, why = self._bootstrap(B, 0 if rng is None else rng)
+        Tb, why = self._bootstrap(B, rng)
         ok = np.isfinite(Tb)
         if np.sum(~ok) > _MAX_UNUSABLE * B:
             self._warn_unusable(why)
@@ -1149,7 +1134,8 @@ class RegressionURCResults(URCResults):
         y : array_like or pandas.DataFrame
             Points: a 1-d grid common to all rows, or an ``n x m`` matrix of points per row. A
             DataFrame of points per row is matched to the rows of ``pred`` (and ``groups``) on
-            its index, by the package's rule (:mod:`puinfer._align`); an array by position.
+            its index, by the package's rule (:mod:`puinfer._align`); an array by position. A
+            Series is refused as ambiguous (``y.to_frame()`` for one point per row).
         groups : optional
             As in :meth:`recalibrate`.
         recalibrated : bool
@@ -1165,12 +1151,18 @@ class RegressionURCResults(URCResults):
         Raises
         ------
         ValueError
-            For points that are NaN, per-row points whose rows do not match ``pred``'s, or the
-            errors of :meth:`recalibrate`.
+            For points that are NaN, per-row points whose rows do not match ``pred``'s, a
+            Series, or the errors of :meth:`recalibrate`.
         """
         recalibrated = check_bool(recalibrated, "recalibrated")
-        per_row = isinstance(y, pd.DataFrame) or (not isinstance(y, pd.Series)
-                                                  and np.ndim(y) == 2)
+        if isinstance(y, pd.Series):
+            # (it was taken as a grid common to all rows: res.cdf(pred, df["y"]), the PIT
+            # call, gave an n x n frame, while score(pred, y) reads a Series as one outcome per
+            # row: session 83's audit)
+            raise ValueError("y: a pandas Series is ambiguous here: for one point per row pass "
+                             "y.to_frame() (matched to pred's rows on its index); for a grid "
+                             "common to all rows pass a list or a numpy array")
+        per_row = isinstance(y, pd.DataFrame) or np.ndim(y) == 2
         if per_row:
             p, C, Pt, w, index, al = self._weights(pred, groups, None, {"y": y})
             yy = al["y"]

@@ -12,7 +12,7 @@ import pandas as pd
 from scipy import stats
 
 from ..._align import align_rows
-from ..._validation import check_alpha, check_rng, level_label
+from ..._validation import check_alpha, check_rng, level_label, warn_and_record
 from ...base.results import (
     ConvergenceInfo,
     InformationCriteria,
@@ -20,6 +20,7 @@ from ...base.results import (
     data_fingerprint,
     readonly,
 )
+from ...exceptions import ConfidenceSetWarning
 from ...inference.hypothesis import HypothesisTestResult
 from ...inference.profile import Profile, ProfileError
 from ...prior_shift import adjust_prior
@@ -166,6 +167,24 @@ class URCResults(URCTestsMixin, InformationCriteria, LikelihoodResults):
         self.convergence: ConvergenceInfo = est.convergence
         self.warnings = tuple(record.warnings)
         self.n_dropped = int(record.n_dropped)
+
+    @property
+    def warnings(self) -> tuple:
+        """``(category, message)`` of every warning raised for this fit (and by the model),
+        then of those its later computations raised (intervals, bootstrap tests)."""
+        return self.__dict__.get("_fit_warnings", ()) + self.__dict__.get("_late_warnings", ())
+
+    @warnings.setter
+    def warnings(self, value):  # (__init__ sets the fit's)
+        object.__setattr__(self, "_fit_warnings", tuple(value))
+
+    def _record_warning(self, category, message: str) -> None:
+        """Issue a warning and record it (once) with the results' warnings."""
+        rec: list = []
+        warn_and_record(rec, message, category)
+        late = self.__dict__.get("_late_warnings", ())
+        if rec[0] not in late:
+            self.__dict__["_late_warnings"] = late + tuple(rec)
 
     @property
     def llf_penalized(self) -> float:
@@ -334,9 +353,30 @@ class URCResults(URCTestsMixin, InformationCriteria, LikelihoodResults):
             raise ValueError("profiles are available for the unrestricted fit only")
         return self._profiles[self._group_pos(group), self._class_pos(cls)]
 
-    def _profile_intervals(self, alpha: float) -> pd.DataFrame:
-        rows = [self.profile(self._groups[g], self.model.classes[j]).conf_int(alpha)
-                for g, j in self._free_index]
+    def _profile_intervals(self, alpha: float, cutoffs=None) -> pd.DataFrame:
+        """Each free rate's profile interval (at ``cutoffs`` where given, e.g. Bartlett's).
+
+        Under the joint likelihood the profile can have several modes (``M_A`` moving with
+        the rates: session 83's audit found a 95% set [0.61, 0.72] and [0.987, 1] reported as
+        [0.987, 1], a class never predicted in the field), so each interval is checked beyond
+        its limits and widened to the set's hull (:meth:`Profile.hull
+        <puinfer.inference.Profile.hull>`), with a ``ConfidenceSetWarning``. Under the fixed
+        likelihood the log-likelihood is concave in the rates and the set an interval."""
+        rows = []
+        for i, (g, j) in enumerate(self._free_index):
+            prof = self.profile(self._groups[g], self.model.classes[j])
+            cut = None if cutoffs is None or not np.isfinite(cutoffs[i]) else float(cutoffs[i])
+            ci = prof.hull(alpha, cut) if self.likelihood == "joint" else \
+                prof.conf_int(alpha, cut)
+            if not ci.attrs.get("interval", True):
+                self._record_warning(
+                    ConfidenceSetWarning,
+                    f"the {level_label(1 - alpha)} confidence set of {prof.name} is not an "
+                    f"interval: the profile has another mode, and the statistic is below the "
+                    f"cut-off ({ci.attrs['cutoff']:.4g}) at {ci.attrs['inside_beyond'][0]:.4g}, "
+                    f"beyond the limit the search from the estimate found; the set's hull "
+                    f"({ci['lower']:.4g}, {ci['upper']:.4g}) is reported")
+            rows.append(ci)
         return pd.DataFrame({"lower": [r["lower"] for r in rows],
                              "upper": [r["upper"] for r in rows]}, index=self._params.index)
 
@@ -431,17 +471,10 @@ class URCResults(URCTestsMixin, InformationCriteria, LikelihoodResults):
             return super().conf_int(alpha)
         if kind == "bartlett":
             b = self.bartlett_factors(n_boot, rng)
-            cut = stats.chi2.ppf(1 - alpha, 1) * b.to_numpy()
-            rows = []
-            for (g, j), c in zip(self._free_index, cut, strict=True):
-                prof = self.profile(self._groups[g], self.model.classes[j])
-                # the corrected cut-off itself: as the level whose chi-square(1) quantile it is,
-                # clipped to at most 0.5, a cut-off below 0.455 became 0.455
-                rows.append(prof.conf_int(alpha, cutoff=float(c)) if np.isfinite(c)
-                            else prof.conf_int(alpha))
-            return pd.DataFrame({"lower": [r["lower"] for r in rows],
-                                 "upper": [r["upper"] for r in rows],
-                                 "factor": b.to_numpy()}, index=self._params.index)
+            # the corrected cut-off itself (as the level whose chi-square(1) quantile it is,
+            # clipped to at most 0.5, a cut-off below 0.455 became 0.455)
+            out = self._profile_intervals(alpha, stats.chi2.ppf(1 - alpha, 1) * b.to_numpy())
+            return out.assign(factor=b.to_numpy())
         if alpha == 0.05:
             return self._profile_ci.copy()
         return self._profile_intervals(alpha)

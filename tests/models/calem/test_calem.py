@@ -409,7 +409,7 @@ def test_assumption_1_is_checked_at_equal_scores():
     with warnings.catch_warnings():
         warnings.simplefilter("error", AssumptionWarning)
         m = CalEM(np.r_[sc, st], lab, np.r_[np.zeros(500, bool), np.ones(5000, bool)])
-    assert m.init_warnings == []
+    assert m.init_warnings == ()
 
 
 def test_assumption_1_check_size_and_power():

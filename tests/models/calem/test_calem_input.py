@@ -345,3 +345,55 @@ def test_plot_n_points_checked(ref, n_points, err, match):
         assert len(plot(ax=ax, n_points=np.int64(7)).lines[0].get_xdata()) == 7
         ax.clear()
     plt.close(fig)
+
+
+def test_predict_refuses_a_series_of_another_column():
+    # session 83's audit: predict(df["other"]) calibrated the column 'other' as if it were
+    # the scores (a one-column frame of it was refused); predict took no dict
+    rng = np.random.default_rng(0)
+    N = 1500
+    s = rng.uniform(.02, .98, N)
+    tr = rng.random(N) < .7
+    y = rng.binomial(1, s)
+    z = np.where(y == 1, 1, rng.binomial(1, .3 * s))
+    df = pd.DataFrame({"score": s, "label": np.where(tr, z, y), "treated": tr.astype(int),
+                       "other": rng.uniform(size=N)})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        f = CalEM.from_formula("label ~ logit(score)", df, treated="treated").fit()
+        c = CalEM(df.score, df.label, df.treated, calibrator="logistic").fit()
+        a = CalEM(s, df.label.to_numpy(), tr, calibrator="logistic").fit()
+    for r, bad in ((f, "other"), (c, "label")):
+        with pytest.raises(ValueError, match=f"Series named '{bad}', where the model's score "
+                                             "is 'score'"):
+            r.predict(df[bad])
+        np.testing.assert_array_equal(r.predict(df[bad].to_numpy()),
+                                      r.predict(df[bad].rename("score")).to_numpy())
+        np.testing.assert_array_equal(r.predict({"score": [0.2, 0.5]}),
+                                      r.predict(np.array([0.2, 0.5])))
+    # a model given its scores as an array has no score name: any Series is the scores
+    np.testing.assert_array_equal(a.predict(df.other).to_numpy(), a.predict(df.other.to_numpy()))
+
+
+def test_scores_the_calibrator_moves_are_said_and_recorded():
+    # session 83's audit: scores within the calibrators' eps (1e-12) of 0 or 1 were read as
+    # 1e-12 (log-odds -27.6 for 1e-300's -690.8) without a word; the fit moved with them
+    from puinfer.exceptions import ClippingWarning
+    from puinfer.simulate.calem import simulate_calem
+
+    df = simulate_calem(3000, rng=0)
+    s, lab, tr = df.score.to_numpy().copy(), df.label.to_numpy(), df.treated.to_numpy()
+    s[:50], s[50:53] = 1e-300, 1 - 1e-16
+    with pytest.warns(ClippingWarning, match=r"53 score\(s\) within 1e-12 of 0 or 1"):
+        m = CalEM(s, lab, tr, calibrator="logistic")
+    assert [c for c, _ in m.init_warnings] == ["ClippingWarning"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = m.fit()
+        own = CalEM(s, lab, tr, calibrator=pu.LogisticCalibrator(eps=1e-300))
+        assert own.init_warnings == ()  # a smaller eps reads them as they are
+        assert not np.allclose(own.fit().params, r.params, rtol=0.01)
+    assert "ClippingWarning" in [c for c, _ in r.warnings]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ClippingWarning)
+        CalEM(s, lab, tr, calibrator="isotonic")  # reads the scores as they are

@@ -610,3 +610,35 @@ def test_a_weak_but_proper_trend_prior_is_not_reported_as_no_maximum():
     assert "trend_sd 10" in repr(r._d.penalty)
     assert "trend_sd=10," in repr(r)
     assert "trend_sd" not in repr(m.fit(sim.field_pred, trend_sd=None))
+
+
+def test_cdf_refuses_a_series_as_ambiguous(grouped):
+    # session 83's audit: res.cdf(pred, df["y"]) (the PIT call) took the Series as a grid
+    # common to all rows and returned an n x n frame
+    sim, G, idx, r = grouped
+    fp = pu.NormalPredictive(sim.field_pred.mean[:5], sim.field_pred.sd[:5])
+    y = pd.Series(sim.field_y[:5])
+    with pytest.raises(ValueError, match=r"Series is ambiguous.*to_frame"):
+        r.cdf(fp, y, G[:5])
+    got = r.cdf(fp, y.to_frame(), G[:5])
+    assert got.shape == (5, 1)
+    assert_allclose(got.to_numpy()[:, 0], np.diag(r.cdf(fp, y.to_numpy(), G[:5]).to_numpy()))
+
+
+def test_no_shift_rng_none_draws_afresh():
+    # session 83's audit: rng=None meant the seed 0 for the bootstrap reference (one cached
+    # p-value however often it was asked) and fresh draws for the Bartlett one
+    sim = simulate_urc_regression(n_lab=400, n_field=[800, 800], field_shift=[0.0, 0.1], rng=2)
+    r = quiet(lambda: pu.RegressionURC(sim.lab_pred, sim.lab_y, n_intervals=6).fit(
+        sim.field_pred, sim.field_group))
+
+    def crit(t):
+        return t.extra["bootstrap 95% critical value"]
+
+    seeded = quiet(lambda: r.test_no_shift(n_boot=19))
+    assert crit(seeded) == crit(quiet(lambda: r.test_no_shift(n_boot=19, rng=0)))
+    fresh = {crit(quiet(lambda: r.test_no_shift(n_boot=19, rng=None))) for _ in range(3)}
+    assert len(fresh) > 1
+    b = [quiet(lambda: r.test_no_shift(reference="bartlett", n_boot=19)).statistic
+         for _ in range(2)]
+    assert b[0] == b[1]  # the default seed 0 for the Bartlett reference too

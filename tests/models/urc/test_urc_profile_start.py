@@ -491,3 +491,34 @@ def test_a_run_allowed_modified_steps_is_kept_only_at_a_negative_definite_hessia
     for n in (0, 1):
         prob.n_modified = n
         assert not prob.keeps_modified_run(t)
+
+
+def test_confidence_set_that_is_not_an_interval_reported_by_its_hull():
+    # session 83's audit: class 2 never predicted in the field, one bin per class: the joint
+    # likelihood has a second mode (p = (0.658, 0.342, 0), 0.86 below the maximum at
+    # (1, 0, 0); the helper's own scipy fit of the same likelihood), and the 95% interval of
+    # p[0] was [0.987, 1] with only a BoundaryWarning, the set being about [0.61, 0.72] and
+    # [0.987, 1]
+    from scipy import stats
+
+    from puinfer.exceptions import ConfidenceSetWarning
+
+    sim = simulate_urc(n_lab=600, n_field=3000, lab_base_rates=[1 / 3] * 3,
+                       field_base_rate=[.5, .3, .2], rng=2)
+    f = sim.field_pred[sim.field_pred.argmax(1) != 2]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = URC(sim.lab_pred, sim.lab_y, n_bins=1).fit(f)
+    with pytest.warns(ConfidenceSetWarning, match=r"p\[all, 0\] is not an interval"):
+        ci = r.conf_int()
+    assert "ConfidenceSetWarning" in [c for c, _ in r.warnings]
+    # the profile on a grid (each point its own constrained fit): the set's parts
+    cut = stats.chi2.ppf(0.95, 1)
+    prof = r.profile(cls=0)
+    grid = np.linspace(0.5, 1, 101)
+    inside = grid[[prof.statistic(v) < cut for v in grid]]
+    assert inside.min() < 0.65 and np.any(np.diff(inside) > 0.1)  # two parts
+    lo = ci.loc[("all", 0), "lower"]
+    assert inside.min() - 0.005 <= lo <= inside.min() and prof.statistic(lo) == \
+        pytest.approx(cut, abs=1e-6)
+    assert ci.loc[("all", 0), "upper"] == 1.0
