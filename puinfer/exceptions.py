@@ -18,6 +18,7 @@ __all__ = [
     "LabelAmbiguityWarning",
     "BootstrapWarning",
     "PenaltyWarning",
+    "InfluenceWarning",
 ]
 
 
@@ -76,3 +77,9 @@ class PenaltyWarning(PuinferWarning):
     """A penalty meant to vanish (a default ridge) moves an estimate by a material part of its
     standard error away from the unpenalised maximum nearby: the estimate depends on the
     penalty and on how the features are written (e.g. an uncentred feature and its square)."""
+
+
+class InfluenceWarning(PuinferWarning):
+    """One row dominates a feature's spread (an outlier carrying most of its variance): a fit
+    on standardised features, and a ridge on their slopes, hinge on that row."""
+

@@ -446,8 +446,8 @@ class Profile:
         """:meth:`conf_int`, checked beyond each limit and widened to the hull of the
         confidence set where the check finds a part of the set the limit search missed.
 
-        Beyond each limit that is not a bound, ``n`` evenly spaced points up to the bound and
-        the bound itself are evaluated. The statistic ``R`` of a profile with one mode rises
+        Beyond each limit that is not a bound, ``n`` evenly spaced points between it and the
+        bound are evaluated. The statistic ``R`` of a profile with one mode rises
         from the limit to the bound; where it falls between two of these points instead (or
         a point lies in the set: ``R`` below the cut-off), the profile has another mode
         there, and ``R``'s minimum around it is searched (Brent's method, stopping at the
@@ -471,12 +471,14 @@ class Profile:
         for key, edge in (("lower", self.bounds[0]), ("upper", self.bounds[1])):
             if out.attrs[f"{key}_at_bound"]:
                 continue
-            trial = [float(v) for v in np.linspace(out[key], edge, n + 2)[1:]]
+            # interior points (at the bound a parameter is often unidentified, e.g. a log-rate
+            # penalty there), the bound only as the last point of the hull's limit search
+            trial = [float(v) for v in np.linspace(out[key], edge, n + 2)[1:-1]]
             inside = self._mode_beyond(out[key], trial, cut)
             if inside is None:
                 continue
             found.append(inside)
-            beyond = [v for v in trial if abs(v - out[key]) > abs(inside - out[key])]
+            beyond = [v for v in trial if abs(v - out[key]) > abs(inside - out[key])] + [edge]
             out[key], out.attrs[f"{key}_at_bound"] = self._hull_limit(inside, beyond, cut)
         out.attrs["interval"] = not found
         out.attrs["inside_beyond"] = found
@@ -522,7 +524,10 @@ class Profile:
         last) where ``R`` is at least the cut-off; the bound, one-sided, if there is none.
         Points where the profile is not computable are passed over."""
         for v in beyond:
-            r = self._R_or_nan(v)
+            try:
+                r = self._R_or_nan(v)
+            except ProfileError:  # (the bound: a degenerate value there is no evidence)
+                r = np.nan
             if np.isnan(r):
                 continue
             if r < cutoff:

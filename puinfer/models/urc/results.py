@@ -358,16 +358,21 @@ class URCResults(URCTestsMixin, InformationCriteria, LikelihoodResults):
 
         Under the joint likelihood the profile can have several modes (``M_A`` moving with
         the rates: session 83's audit found a 95% set [0.61, 0.72] and [0.987, 1] reported as
-        [0.987, 1], a class never predicted in the field), so each interval is checked beyond
-        its limits and widened to the set's hull (:meth:`Profile.hull
-        <puinfer.inference.Profile.hull>`), with a ``ConfidenceSetWarning``. Under the fixed
-        likelihood the log-likelihood is concave in the rates and the set an interval."""
+        [0.987, 1], a class never predicted in the field), so a fit of one group has each
+        interval checked beyond its limits and widened to the set's hull (:meth:`Profile.hull
+        <puinfer.inference.Profile.hull>`), with a ``ConfidenceSetWarning``. With several
+        groups the check is not run: its points far from the estimates, each a constrained
+        fit of every group, made the intervals of 100 and 300 groups 7-10 times as costly
+        (``benchmarks/results/README.md``, session 83), and a second mode needs ``M_A`` to
+        move against every group's field data; ``profile(group, cls).hull()`` runs it for
+        one rate. Under the fixed likelihood the log-likelihood is concave in the rates and
+        the set an interval."""
         rows = []
+        check = self.likelihood == "joint" and len(self._groups) == 1
         for i, (g, j) in enumerate(self._free_index):
             prof = self.profile(self._groups[g], self.model.classes[j])
             cut = None if cutoffs is None or not np.isfinite(cutoffs[i]) else float(cutoffs[i])
-            ci = prof.hull(alpha, cut) if self.likelihood == "joint" else \
-                prof.conf_int(alpha, cut)
+            ci = prof.hull(alpha, cut) if check else prof.conf_int(alpha, cut)
             if not ci.attrs.get("interval", True):
                 self._record_warning(
                     ConfidenceSetWarning,
@@ -427,7 +432,11 @@ class URCResults(URCTestsMixin, InformationCriteria, LikelihoodResults):
             Significance level in (0, 0.5]: the intervals have level ``1 - alpha``.
         kind : {"profile", "wald", "bartlett"}
             Profile: the limits solve ``R(v) = chi2_{1, 1 - alpha}`` by root-finding; a limit
-            at 0 or 1 is one-sided (the profile never reaches the cut-off). Wald:
+            at 0 or 1 is one-sided (the profile never reaches the cut-off). Under the joint
+            likelihood a fit of one group is checked beyond its limits for another part of
+            the confidence set, and gets the set's hull where there is one (a
+            ``ConfidenceSetWarning``; with several groups the check is not run, see
+            ``profile(group, cls).hull()``). Wald:
             ``estimate -/+ z se`` with ``se`` from the observed information (``bse``), which
             can leave [0, 1], and NaN where the estimate is on the boundary. Near 0 or 1 it
             misses on one side: at a true base rate of 0.05 (binary, lab 500, field 5000,

@@ -469,3 +469,25 @@ def test_full_bootstrap_refit_fits_setm_as_setm_fit():
     r = boot.statistic(d, s, Xs, Xt, "full")
     assert r == pytest.approx(2 * (d_b.llf_penalized - d_b.null_fit.llf_penalized), abs=1e-6)
     assert r == pytest.approx(11.0566, abs=1e-3)  # (13.8021 before)
+
+
+def test_a_row_dominating_a_column_is_said():
+    # session 83's audit: one target value of 1e4 among 600 of unit size squashed the
+    # standardised column, the default ridge then forbade any real slope, and SETM's pi-hat
+    # fell from 0.29 to 0.14 (log-EL 74 units below the maximum), with no word of the row
+    from puinfer.exceptions import InfluenceWarning
+
+    rng = np.random.default_rng(0)
+    xs = rng.normal(1, 1, 200)
+    yt = rng.random(400) < .4
+    xt = np.where(yt, rng.normal(1, 1, 400), rng.normal(-1, 1, 400))
+    out = xt.copy()
+    out[0] = 1e4
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        r = pu.SETM(pd.DataFrame({"x": xs}), pd.DataFrame({"x": out})).fit()
+        clean = pu.SETM(pd.DataFrame({"x": xs}), pd.DataFrame({"x": xt})).fit()
+    said = [str(x.message) for x in w if x.category is InfluenceWarning]
+    assert len(said) == 1 and "column 'x' (its value 1e+04)" in said[0]
+    assert "InfluenceWarning" in [c for c, _ in r.warnings]
+    assert "InfluenceWarning" not in [c for c, _ in clean.warnings]

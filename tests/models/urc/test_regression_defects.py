@@ -642,3 +642,23 @@ def test_no_shift_rng_none_draws_afresh():
     b = [quiet(lambda: r.test_no_shift(reference="bartlett", n_boot=19)).statistic
          for _ in range(2)]
     assert b[0] == b[1]  # the default seed 0 for the Bartlett reference too
+
+
+def test_one_lab_outcome_dominating_is_said():
+    # session 83's audit: one lab outcome of 1e12 among 400 of unit size put the smoothness
+    # penalty's positions (interval means in lab SDs) all but one at about 0: the shares
+    # zigzagged between 0 and 0.43 with only EmptyBinWarning and BoundaryWarning (conf_int
+    # raised numpy's LinAlgError from _smoothing._entry_row; now, after 30 s, a ProfileError:
+    # the penalised fit is not at its maximum)
+    from puinfer.exceptions import InfluenceWarning
+
+    sim = simulate_urc_regression(400, 2000, field_shift=0.5, rng=1)
+    y = np.asarray(sim.lab_y).copy()
+    y[-1] = 1e12
+    with pytest.warns(InfluenceWarning, match=r"one lab outcome carries 100% of lab_y's"):
+        m = pu.RegressionURC(sim.lab_pred, y)
+    r = quiet(lambda: m.fit(sim.field_pred, smoothing=0.0))
+    assert "InfluenceWarning" in [c for c, _ in r.warnings]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", InfluenceWarning)
+        pu.RegressionURC(sim.lab_pred, sim.lab_y)
