@@ -550,8 +550,9 @@ def check_rng(rng, name: str = "rng") -> np.random.Generator:
             all(is_int(v) for v in rng):
         seed = [int(v) for v in rng]
     else:
-        raise TypeError(f"{name} must be an int seed (or a sequence of them) or "
-                        f"numpy.random.Generator; got {rng!r:.60}")
+        raise TypeError(f"{name} must be an int seed (or a sequence of them), a "
+                        "numpy.random.Generator, SeedSequence or BitGenerator, or None (fresh "
+                        f"draws); got {rng!r:.60}")
     if np.min(seed) < 0:
         raise ValueError(f"{name} must be a non-negative int seed; got {rng}")
     return np.random.default_rng(seed)

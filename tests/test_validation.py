@@ -218,3 +218,14 @@ def test_intercept_column_refused_where_the_model_has_its_own():
     # a model without an intercept of its own still takes the column as its intercept
     X = np.column_stack([np.ones(50), rng.normal(size=50)])
     val.check_full_rank(X, ["Intercept", "x"], "X")
+
+
+def test_seed_arguments_say_what_they_take():
+    # session 83's audit: spambase_lab_field(True) ran as the seed 1 and took a RandomState;
+    # check_rng's message named only ints and Generators though it takes more
+    from puinfer.simulate.urc import spambase_lab_field
+
+    for bad in (True, 1.5, "42", np.random.RandomState(1)):
+        with pytest.raises(TypeError, match="seed must be an int seed .* SeedSequence or "
+                                            "BitGenerator, or None"):
+            spambase_lab_field(bad)

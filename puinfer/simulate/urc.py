@@ -227,8 +227,8 @@ def spambase_lab_field(seed: int = 42, *, n_train: int = 500, n_lab: int = 200,
 
     Parameters
     ----------
-    seed : int
-        Seed of the random split.
+    seed : int, numpy.random.Generator or None
+        Seed of the random split (None: fresh draws, a different split each call).
     n_train, n_lab : int
         Per-class sizes of the training and lab sets.
     mailboxes : dict, optional
@@ -253,8 +253,9 @@ def spambase_lab_field(seed: int = 42, *, n_train: int = 500, n_lab: int = 200,
         if not ok or sum(sizes) == 0:
             raise ValueError(f"mailboxes[{name!r}] must be (n_spam, n_nonspam), not both 0; "
                              f"got {box!r}")
+    # (checked: True ran as the seed 1, a RandomState was taken, 1.5 failed inside numpy)
+    rng = check_rng(seed, "seed")
     df = load_spambase()
-    rng = np.random.default_rng(seed)
     X = sm.add_constant(np.log1p(df[SPAMBASE_FEATURES].to_numpy()))
     y = df["spam"].to_numpy().astype(int)
     spam = rng.permutation(np.flatnonzero(y == 1))

@@ -588,7 +588,7 @@ def setup_dask(model):
     for who, m in (("control", data.s_c.size), ("treated", data.n_treated)):
         if m <= k:
             raise ValueError(
-                f"treated: the {who} set has {m} row(s) for the {cal.name} calibrator's "
+                f"calibrator: the {who} set has {m} row(s) for the {cal.name} calibrator's "
                 f"{k} parameters; each set needs more rows than parameters (more data, or "
                 "a calibrator with fewer parameters)")
     # column-major as in memory (``setup``): the same baseline fit, bit for bit

@@ -748,7 +748,7 @@ def setup(model) -> Setup:
         for who, m in (("control", nc), ("treated", s_t.size)):
             if m <= k:
                 raise ValueError(
-                    f"treated: the {who} set has {m} row(s) for the {cal.name} calibrator's "
+                    f"calibrator: the {who} set has {m} row(s) for the {cal.name} calibrator's "
                     f"{k} parameters; each set needs more rows than parameters (more data, or "
                     "a calibrator with fewer parameters)")
         baseline = _fit_set("control", cal, basis, X[:nc], y)

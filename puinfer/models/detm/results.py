@@ -840,8 +840,10 @@ class TiltResults(LikelihoodResults):
                    f"the part around pi-hat is [{component[0]:.4f}, {component[1]:.4f}] "
                    "(attrs['component'])")
             if (ConfidenceSetWarning.__name__, msg) not in self._profiler.warnings:
+                # issued once, when first recorded (the first display of a result, whose
+                # summary asks for two intervals, issued each warning twice: session 83)
                 self._profiler.warnings.append((ConfidenceSetWarning.__name__, msg))
-            warn(msg, ConfidenceSetWarning)
+                warn(msg, ConfidenceSetWarning)
         elif ci.attrs["lower_at_bound"] and ci.attrs["upper_at_bound"]:
             # the likelihood supports every pi: say so rather than let [0, 1] pass unnoticed
             # (or the whole half a label rule "pi<0.5" / "pi>0.5" allows: the review of
@@ -861,8 +863,10 @@ class TiltResults(LikelihoodResults):
                    f"the {level_label(1 - alpha)} confidence interval is {rng} (e.g. a target "
                    f"sample distributed as the source, or too few rows){why}")
             if (ConfidenceSetWarning.__name__, msg) not in self._profiler.warnings:
+                # issued once, when first recorded (the first display of a result, whose
+                # summary asks for two intervals, issued each warning twice: session 83)
                 self._profiler.warnings.append((ConfidenceSetWarning.__name__, msg))
-            warn(msg, ConfidenceSetWarning)
+                warn(msg, ConfidenceSetWarning)
         return ci
 
     def _warn_convergence(self, known: int) -> None:
