@@ -320,7 +320,7 @@ def test_exact_quantiles_small_sketch(monkeypatch, seed):
                          npartitions=7)
     with dask.config.set(scheduler="sync"):
         blocks = cd.row_blocks({"score": ddf["s"], "label": ddf["l"], "treated": ddf["t"]})
-        summary = cd.reduce_blocks(cd.functools.partial(cd._summary_block, 1e-6, "raise"),
+        summary = cd.reduce_blocks(cd.functools.partial(cd._summary_block, 1e-6, "raise", None),
                                    blocks)
         data = cd.DaskData(blocks, 1e-6, "raise", summary, "x")
         q = np.concatenate([np.linspace(0, 1, 7), [0.005, 0.995, 0.3333]])
