@@ -141,15 +141,22 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true", help="only the 10%% and 50%% rows")
     ap.add_argument("--tag", default="")
     ap.add_argument("--render", action="store_true",
-                    help="rewrite the .md from the .csv already written (same --tag, --df, ...)")
+                    help="rewrite the .md from the .csv already written (same --tag; the "
+                         "settings are read from the .md's header)")
     a = ap.parse_args(argv)
     stem = f"calem_table1{a.tag}"
     t0 = time.time()
     if a.render:
         res = pd.read_csv(OUT / f"{stem}.csv")
         shares = tuple(sorted(res.share.unique()))
-        old = re.search(r"; (\d+) s\)", (OUT / f"{stem}.md").read_text())
-        seconds = old.group(1) if old else "?"
+        # the settings as the table was simulated with (the CSV does not hold them: the
+        # .md's header does; command-line flags would mislabel it)
+        old = re.search(r"spline df=(\d+), lam=([^,]+), n=(\d+), seed=(\d+); (\d+) s\)",
+                        (OUT / f"{stem}.md").read_text())
+        if old is None:
+            raise SystemExit(f"--render: no settings found in {stem}.md's header")
+        a.df, a.lam, a.n, a.seed = int(old[1]), float(old[2]), int(old[3]), int(old[4])
+        seconds = old[5]
     else:
         rng = np.random.default_rng(a.seed)
         shares = (0.1, 0.5) if a.quick else (0.1, 0.2, 0.3, 0.4, 0.5)

@@ -26,6 +26,10 @@ _R_NOISE = 1e-6
 __all__ = ["Profile", "ProfileError"]
 
 
+class _NotComputable(Exception):
+    """The profile is not computable at a point (stops :meth:`Profile.hull`'s root search)."""
+
+
 class _InSet(Exception):
     """A point found in the confidence set (stops :meth:`Profile.hull`'s minimum search)."""
 
@@ -448,10 +452,12 @@ class Profile:
 
         Beyond each limit that is not a bound, ``n`` evenly spaced points between it and the
         bound are evaluated. The statistic ``R`` of a profile with one mode rises
-        from the limit to the bound; where it falls between two of these points instead (or
-        a point lies in the set: ``R`` below the cut-off), the profile has another mode
-        there, and ``R``'s minimum around it is searched (Brent's method, stopping at the
-        first point in the set). Where such a point is found, the limit moves out to the root
+        from the limit to the bound; where it falls towards the bound at one of these points
+        instead (from the point before it, or by its slope where the profile gives one), the
+        profile has another mode there, and ``R``'s minimum is searched between the points
+        on either side (the bound after the last point, not evaluated; Brent's method,
+        stopping at the first point in the set). Where such a point (or a point evaluated)
+        lies in the set, the limit moves out to the root
         of ``R = cut-off`` beyond the outermost point known in the set (between it and the
         next point beyond it where ``R`` is at least the cut-off; the bound if there is none,
         or where the profile is not computable at the points beyond). A check, not a proof:
@@ -474,7 +480,7 @@ class Profile:
             # interior points (at the bound a parameter is often unidentified, e.g. a log-rate
             # penalty there), the bound only as the last point of the hull's limit search
             trial = [float(v) for v in np.linspace(out[key], edge, n + 2)[1:-1]]
-            inside = self._mode_beyond(out[key], trial, cut)
+            inside = self._mode_beyond(out[key], trial, edge, cut)
             if inside is None:
                 continue
             found.append(inside)
@@ -487,23 +493,33 @@ class Profile:
     def _R_or_nan(self, v: float) -> float:
         return np.nan if np.isnan(self.loglik(v)) else self.statistic(v)
 
-    def _mode_beyond(self, lim: float, trial: list, cutoff: float) -> float | None:
-        """The outermost of ``trial`` (points from the limit ``lim`` to the bound) in the set;
-        else a point in the set found at a minimum of ``R`` beyond a trial point where ``R``
-        falls towards the bound (by its slope, where the profile gives one, or towards the
-        next point); else None."""
-        pts = [(v, self._R_or_nan(v)) for v in trial]
-        pts = [(v, r) for v, r in pts if not np.isnan(r)]
-        inside = [v for v, r in pts if r < cutoff]
+    def _mode_beyond(self, lim: float, trial: list, edge: float, cutoff: float
+                     ) -> float | None:
+        """The outermost of ``trial`` (interior points from the limit ``lim`` towards the bound
+        ``edge``) in the set; else a point in the set found at a minimum of ``R`` searched
+        where ``R`` falls towards the bound at a trial point (from the point before it, or by
+        its slope where the profile gives one), between the point before it and the point
+        after it (the bound after the last: not evaluated by the search); else None."""
+        out = np.sign(edge - lim)  # (outwards: towards the bound)
+        pts = []
+        for v in trial:
+            r = self._R_or_nan(v)
+            if np.isnan(r):
+                continue
+            # dR along the way out, read right after the evaluation (the documented contract
+            # of ``derivative``: at a value where ``loglik_at`` has just been evaluated)
+            fall = -2.0 * out * float(self._derivative(v)) if self._derivative is not None \
+                else np.nan
+            pts.append((v, r, fall))
+        inside = [v for v, r, _ in pts if r < cutoff]
         if inside:
             return inside[-1]
-        out = np.sign(trial[-1] - lim)  # (outwards: towards the bound)
-        for (a, ra), (b, rb) in zip([(lim, cutoff)] + pts[:-1], pts, strict=True):
-            slope = np.nan
-            if self._derivative is not None and a != lim:
-                slope = -2.0 * out * float(self._derivative(a))  # dR along the way out
-            if not (rb < ra or slope < 0):
+        seq = [(lim, cutoff, np.nan)] + pts
+        for i in range(1, len(seq)):
+            (a, ra, _), (_, rb, slope_b) = seq[i - 1], seq[i]
+            if not (rb < ra or slope_b < 0):
                 continue
+            c = seq[i + 1][0] if i + 1 < len(seq) else edge
 
             def f(x):
                 r = self._R_or_nan(x)
@@ -512,8 +528,8 @@ class Profile:
                 return np.inf if np.isnan(r) else r
 
             try:
-                optimize.minimize_scalar(f, bounds=(min(a, b), max(a, b)), method="bounded",
-                                         options={"xatol": 1e-4, "maxiter": 25})
+                optimize.minimize_scalar(f, bounds=(min(a, c), max(a, c)), method="bounded",
+                                         options={"xatol": 1e-4, "maxiter": 30})
             except _InSet as hit:
                 return hit.value
         return None
@@ -522,21 +538,32 @@ class Profile:
         """The limit of the set beyond ``inner`` (in it): the root of ``R = cutoff`` between
         ``inner`` and the first point of ``beyond`` (the points towards the bound, the bound
         last) where ``R`` is at least the cut-off; the bound, one-sided, if there is none.
-        Points where the profile is not computable are passed over."""
+        Points where the profile is not computable are passed over (a root search that meets
+        one stops at the point known in the set); a profile above the maximum raises
+        ``ProfileError``, as everywhere (except at the bound itself, where a parameter is
+        often unidentified: no evidence either way)."""
         for v in beyond:
             try:
                 r = self._R_or_nan(v)
-            except ProfileError:  # (the bound: a degenerate value there is no evidence)
+            except ProfileError:
+                if v != beyond[-1]:
+                    raise
                 r = np.nan
             if np.isnan(r):
                 continue
             if r < cutoff:
                 inner = v
                 continue
+
+            def excess(x):
+                r = self._R_or_nan(x)
+                if np.isnan(r):
+                    raise _NotComputable(x)
+                return r - cutoff
+
             try:
-                root = optimize.brentq(lambda x: self.statistic(x) - cutoff, inner, v,
-                                       xtol=1e-10, rtol=1e-12)
-            except ProfileError:  # (not computable between them: the point known inside)
+                root = optimize.brentq(excess, inner, v, xtol=1e-10, rtol=1e-12)
+            except _NotComputable:
                 return float(inner), False
             return float(root), False
         return float(beyond[-1]) if beyond else float(inner), True

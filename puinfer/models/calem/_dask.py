@@ -115,7 +115,7 @@ def _summary_block(eps, missing, calibrator, score, label, treated):
                                                      treated)
     t1 = lab[tr]
     return {"n_t": int(tr.sum()), "pos_t": int(t1.sum()), "n_dropped": n_dropped,
-            "n_edge": n_edge, "n_near": near_edge_count(s, calibrator), "s_c": [s[~tr]],
+            "n_edge": n_edge, "n_near": near_edge_count(s, calibrator, eps), "s_c": [s[~tr]],
             "y": [lab[~tr]], "sketch": _sketch(s[tr]), "hist_t": score_histogram(s[tr], t1)}
 
 

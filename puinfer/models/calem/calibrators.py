@@ -1040,21 +1040,26 @@ def edge_scores_moved(s: np.ndarray, eps: float) -> np.ndarray:
     return np.where(s == 0, eps, np.where(s == 1, 1 - eps, s))
 
 
-def near_edge_count(s: np.ndarray, calibrator) -> int:
-    """How many scores a parametric calibrator's log-odds transform moves (:meth:`Calibrator.
-    _clip`): within its ``eps`` of 0 or 1 (0 for the isotonic calibrator, which reads scores
-    as they are)."""
+def near_edge_count(s: np.ndarray, calibrator, moved: float | None = None) -> int:
+    """How many scores a parametric calibrator's transform moves (:meth:`Calibrator._clip`):
+    within its ``eps`` of 0 or 1 (0 for the isotonic calibrator, which reads scores as they
+    are). ``moved``: the model's ``eps``, where scores of exactly 0 or 1 were moved (they are
+    said by their own warning, not counted again)."""
     ceps = getattr(calibrator, "eps", None)
     if not getattr(calibrator, "parametric", False) or ceps is None:
         return 0
-    return int(np.count_nonzero((s < ceps) | (s > 1 - ceps)))
+    near = (s < ceps) | (s > 1 - ceps)
+    if moved is not None:
+        near &= (s != moved) & (s != 1 - moved)
+    return int(np.count_nonzero(near))
 
 
 def near_edge_message(n: int, calibrator) -> str:
     """The warning for :func:`near_edge_count`'s scores (session 83's audit: scores of 1e-300
     were read as 1e-12, log-odds -27.6 for -690.8, without a word, and the fit moved)."""
+    how = (f"FormulaCalibrator({calibrator.formula!r}, eps=1e-300)"
+           if isinstance(calibrator, FormulaCalibrator)
+           else f"{type(calibrator).__name__}(eps=1e-300)")
     return (f"{n} score(s) within {calibrator.eps:g} of 0 or 1 are read as {calibrator.eps:g} "
-            f"or 1 - {calibrator.eps:g} by the {calibrator.name} calibrator's log-odds (its eps); "
-            f"to use them as they are, pass a calibrator with a smaller eps, e.g. "
-            f"calibrator={type(calibrator).__name__}(eps=1e-300)")
-
+            f"or 1 - {calibrator.eps:g} by the {calibrator.name} calibrator (its eps); to use "
+            f"them as they are, pass a calibrator with a smaller eps, e.g. calibrator={how}")

@@ -267,7 +267,7 @@ class CalEM(Model):
                             f"{int(edge.sum())} score(s) equal to 0 or 1 were clipped to "
                             f"[{self.eps:g}, 1 - {self.eps:g}]", ClippingWarning)
             s = edge_scores_moved(s, self.eps)
-        near = near_edge_count(s, self.calibrator)
+        near = near_edge_count(s, self.calibrator, self.eps)
         if near:
             warn_and_record(self._init_warnings, near_edge_message(near, self.calibrator),
                             ClippingWarning)

@@ -1073,7 +1073,7 @@ class _PiProfile(Profile):
         b = self._loglik_at._on_boundary(q, [(self.llf_max - r / 2, theta)], None)
         return b is not None and 2 * (self.llf_max - b.f) < bar
 
-    def hull(self, alpha: float, cutoff: float | None, inside: list) -> tuple:
+    def _set_hull(self, alpha: float, cutoff: float | None, inside: list) -> tuple:
         """The hull of the confidence set whose component around pi-hat is
         ``conf_int(alpha, cutoff)`` and which also holds the points ``inside`` beyond its
         limits: on each side with such points, the limit of the set's part holding the

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import expit
 
+from ..._validation import INFLUENCE_SHARE, largest_share
 from ...base.numeric import logaddexp, softplus
 from ...base.results import ConvergenceInfo, ReadOnlyArrays, readonly
 from ...exceptions import (
@@ -282,19 +283,21 @@ def _inference(data, restricted, name, v, pi, kl, theta, H, runs, record, *, c, 
 
 
 def _dominating_rows(data, name: str, record: list) -> None:
-    """An ``InfluenceWarning`` for each feature one row of which carries more than half of its
-    sum of squares about the mean (``z^2 > N / 2`` on the standardised scale, whose ``z^2``
-    sum to ``N``). The search and the default ridge act on standardised columns: one value
-    of 1e4 among 600 of about unit size squashed the others' ``z`` to a few thousandths, the
-    ridge then forbade any real slope, and SETM's pi-hat fell from 0.29 to 0.14 with a log-EL
-    74 units below the maximum (session 83's audit; ``penalty="none"`` did not reach it
-    either). In-memory rows only."""
+    """An ``InfluenceWarning`` for each feature one row of which carries more than
+    :data:`~puinfer._validation.INFLUENCE_SHARE` of its sum of squares about the mean (``z^2 > 0.9 N`` on the
+    standardised scale, whose ``z^2`` sum to ``N``), indicators (two values) left out. The
+    search and the default ridge act on standardised columns: one value of 1e4 among 600 of
+    about unit size squashed the others' ``z`` to a few thousandths, the ridge then forbade
+    any real slope, and SETM's pi-hat fell from 0.29 to 0.14 with a log-EL 74 units below
+    the maximum (session 83's audit; ``penalty="none"`` did not reach it either). In-memory
+    rows only."""
     if getattr(data, "lazy", False):
         return
     X = data.X
-    big = np.maximum(np.abs(X.max(axis=0) - data.mean), np.abs(X.min(axis=0) - data.mean))
-    share = (big / data.sd) ** 2 / data.N
-    for j in np.flatnonzero(share > 0.5):
+    share = largest_share(X, data.mean, data.sd)
+    for j in np.flatnonzero(share > INFLUENCE_SHARE):
+        if np.unique(X[:, j]).size <= 2:
+            continue  # (a rare indicator: a level's few rows, no outlier to check)
         far = X[np.argmax(np.abs(X[:, j] - data.mean[j])), j]
         record.append((InfluenceWarning, f"{name}: one row carries {share[j]:.0%} of the "
                        f"spread of column {data.names[j]!r} (its value {far:.4g}): the fit, on "

@@ -796,10 +796,10 @@ class TiltResults(LikelihoodResults):
                      at_bounds(ci["upper"], ci.attrs["upper_at_bound"], True))
         if extra:
             # the set is not an interval: report its hull (the component around pi-hat can
-            # miss the true pi that its other part holds; see _PiProfile.hull)
+            # miss the true pi that its other part holds; see _PiProfile._set_hull)
             known = len(self._profiler.warnings)
             try:
-                (lo, lo_at), (hi, hi_at) = prof.hull(alpha, cutoff, extra)
+                (lo, lo_at), (hi, hi_at) = prof._set_hull(alpha, cutoff, extra)
             except RuntimeError as exc:
                 if getattr(self.model.data, "blocks", True) is not None:
                     raise
@@ -1036,9 +1036,16 @@ class TiltResults(LikelihoodResults):
         s.add_info("Label rule", self.label_rule)
         s.add_info("Starts at best", f"{self.n_starts_at_best} of {len(self.starts)}")
         s.add_info("Search seed", self.seed)
+        cal = self._calibrated_cov if boot else None
+        # (k < 1 scales pi's row and column only: the caption said the tilts' variances were
+        # changed where every tilt SE was the information's, session 83's audit)
+        carried = cal is not None and self._cov is not None and bool(np.any(
+            np.diag(cal.drop(index="pi", columns="pi"))
+            != np.diag(self._cov.drop(index="pi", columns="pi"))))
         s.add_table("Coefficients (Wald inference from the observed information, Theorem 2"
                     + (", with pi-hat's calibrated variance carried to the coefficients that move "
-                       "with it)" if boot and self._calibrated_cov is not None else ")"),
+                       "with it)" if carried else
+                       ", pi's SE from its calibrated interval)" if cal is not None else ")"),
                     coef_table(self._params.drop("pi"), self._bse.drop("pi"), 1 - alpha))
         s.add_note(f"Convergence: {self.convergence.line()}")
         self._extra_notes(s)

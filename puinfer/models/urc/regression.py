@@ -35,7 +35,15 @@ import numpy as np
 import pandas as pd
 
 from ..._align import align_rows, check_missing_option
-from ..._validation import check_bool, check_int, check_rng, refuse_text, warn_and_record
+from ..._validation import (
+    INFLUENCE_SHARE,
+    check_bool,
+    check_int,
+    check_rng,
+    largest_share,
+    refuse_text,
+    warn_and_record,
+)
 from ...base.results import FrozenDict, freeze_arrays, readonly
 from ...exceptions import (
     BootstrapWarning,
@@ -576,18 +584,18 @@ class RegressionURC(URC):
             codes, minlength=K)
         # where the smoothness penalty places the intervals: their lab means, in lab SDs
         self.penalty_positions = self.interval_means / max(float(np.std(y)), 1e-300)
-        dev = np.abs(y - y.mean())
-        share = float(dev.max() ** 2 / max(float(dev @ dev), 1e-300))
-        if share > 0.5:
+        share = float(largest_share(y, y.mean(), y.std())[0])
+        if share > INFLUENCE_SHARE:
             # (session 83's audit: one lab outcome of 1e12 among 400 of unit size made lab
             # SDs of 5e10, the positions of all but the top interval about 0, and the fitted
             # shares zigzag between 0 and 0.43 where the unpenalised fit agrees with the
             # clean data's to about 0.01)
+            far = y[np.argmax(np.abs(y - y.mean()))]
             warn_and_record(record, f"one lab outcome carries {share:.0%} of lab_y's spread "
-                            f"(its value {y[np.argmax(dev)]:.4g}): the smoothness penalty "
-                            "places the outcome intervals by their lab means in lab SDs, so "
-                            "it hinges on that outcome; check it, or compare with "
-                            "fit(smoothing=0)", InfluenceWarning)
+                            f"(its value {far:.4g}): the smoothness penalty places the "
+                            "outcome intervals by their lab means in lab SDs, so it hinges on "
+                            "that outcome; check it, or compare with fit(smoothing=0)",
+                            InfluenceWarning)
         self._partition_kind = partition
         probs = self._probs(pred, "lab_pred")
         if partition == "mean" and n_cells is not None and (not _whole(n_cells) or n_cells < K):

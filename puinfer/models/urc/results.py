@@ -179,12 +179,15 @@ class URCResults(URCTestsMixin, InformationCriteria, LikelihoodResults):
         object.__setattr__(self, "_fit_warnings", tuple(value))
 
     def _record_warning(self, category, message: str) -> None:
-        """Issue a warning and record it (once) with the results' warnings."""
+        """Issue a warning and record it with the results' warnings, once: a warning already
+        recorded is not issued again (as DETM's: session 83's review found a ConfidenceSetWarning
+        issued on every conf_int(alpha=0.1))."""
+        late = self.__dict__.get("_late_warnings", ())
+        if (category.__name__, message) in late:
+            return
         rec: list = []
         warn_and_record(rec, message, category)
-        late = self.__dict__.get("_late_warnings", ())
-        if rec[0] not in late:
-            self.__dict__["_late_warnings"] = late + tuple(rec)
+        self.__dict__["_late_warnings"] = late + tuple(rec)
 
     @property
     def llf_penalized(self) -> float:
@@ -645,7 +648,9 @@ class URCResults(URCTestsMixin, InformationCriteria, LikelihoodResults):
             s.add_info(key, value)
         s.add_info("Lab rows dropped (missing)", m.n_dropped)
         s.add_info("Field rows dropped (missing)", self.n_dropped)
-        if self.prior_strength > 0 or self.lab_pseudocount > 0:
+        if self.prior_strength > 0 or self.lab_pseudocount > 0 or self._d.penalty is not None:
+            # (RegressionURC's smoothness penalty too: its tests compare these, session 83's
+            # audit found only the unpenalised value shown beside a test of the penalised)
             s.add_info("Penalised log-likelihood", self.llf_penalized)
         s.add_info("cond(M_A)", m.condition_number)
         s.add_info("Converged", self.converged)

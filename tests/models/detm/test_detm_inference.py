@@ -491,3 +491,17 @@ def test_a_row_dominating_a_column_is_said():
     assert len(said) == 1 and "column 'x' (its value 1e+04)" in said[0]
     assert "InfluenceWarning" in [c for c, _ in r.warnings]
     assert "InfluenceWarning" not in [c for c, _ in clean.warnings]
+    # nor where an indicator has a single 1 (its share (N - 1) / N: no outlier to check), nor
+    # on the review's ordinary heavy tails (a lognormal feature)
+    from puinfer._validation import INFLUENCE_SHARE, largest_share
+
+    one = np.zeros(600)
+    one[7] = 1.0
+    assert largest_share(one, one.mean(), one.std())[0] > INFLUENCE_SHARE
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        dummy = pu.SETM(pd.DataFrame({"x": xs, "d": one[:200]}),
+                        pd.DataFrame({"x": xt, "d": np.zeros(400)})).fit(pi_interval="profile")
+    assert "InfluenceWarning" not in [c for c, _ in dummy.warnings]
+    heavy = rng.lognormal(0, 1, (600, 3))
+    assert largest_share(heavy, heavy.mean(axis=0), heavy.std(axis=0)).max() < INFLUENCE_SHARE

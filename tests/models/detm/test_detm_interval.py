@@ -193,6 +193,10 @@ def test_default_is_the_bootstrap_interval_computed_once(fit, monkeypatch):
     assert np.linalg.eigvalsh(fit.cov_params().to_numpy()).min() > -1e-12
     text = str(fit.summary())
     assert f"{ci['lower']:.4f}, {ci['upper']:.4f}" in text and "SE(pi) (calibrated CI width / 3.92)" in text
+    # the caption says what was done (session 83's audit: with k < 1 it said the calibrated
+    # variance was carried to the coefficients, every tilt SE being the information's)
+    assert ("calibrated variance carried" in text) == (k > 1)
+    assert ("pi's SE from its calibrated interval" in text) == (k <= 1)
     import pickle
 
     again = pickle.loads(pickle.dumps(fit))

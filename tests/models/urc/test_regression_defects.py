@@ -662,3 +662,16 @@ def test_one_lab_outcome_dominating_is_said():
     with warnings.catch_warnings():
         warnings.simplefilter("error", InfluenceWarning)
         pu.RegressionURC(sim.lab_pred, sim.lab_y)
+
+
+def test_summary_gives_the_penalised_log_likelihood_its_tests_use(grouped):
+    # session 83's audit: with the default smoothing penalty (and no lab pseudo-counts) the
+    # summary showed only the unpenalised log-likelihood, beside a no-shift test of the
+    # penalised ones
+    _, _, _, r = grouped
+    text = str(r.summary())
+    assert r.llf_penalized != r.llf
+    import re
+
+    shown = re.search(r"Penalised log-likelihood:\s+(-?[\d.]+)", text)
+    assert shown and shown[1] == f"{r.llf_penalized:.4f}"
