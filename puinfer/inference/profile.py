@@ -451,17 +451,17 @@ class Profile:
         confidence set where the check finds a part of the set the limit search missed.
 
         Beyond each limit that is not a bound, ``n`` evenly spaced points between it and the
-        bound are evaluated. The statistic ``R`` of a profile with one mode rises
-        from the limit to the bound; where it falls towards the bound at one of these points
-        instead (from the point before it, or by its slope where the profile gives one), the
-        profile has another mode there, and ``R``'s minimum is searched between the points
-        on either side (the bound after the last point, not evaluated; Brent's method,
-        stopping at the first point in the set). Where such a point (or a point evaluated)
-        lies in the set, the limit moves out to the root
-        of ``R = cut-off`` beyond the outermost point known in the set (between it and the
-        next point beyond it where ``R`` is at least the cut-off; the bound if there is none,
-        or where the profile is not computable at the points beyond). A check, not a proof:
-        a mode between two points where ``R`` still rises is not seen.
+        bound are evaluated. The statistic ``R`` of a profile with one mode rises from the
+        limit to the bound; where it falls towards the bound at one of these points instead
+        (from the point before it, or by its slope where the profile gives one), the profile
+        has another mode there, and ``R``'s minimum is searched between the points on either
+        side (the bound after the last point, not evaluated; Brent's method, stopping at the
+        first point in the set). Where such a point (or a point evaluated) lies in the set,
+        the limit moves out to the root of ``R = cut-off`` beyond the outermost point known in
+        the set (between it and the next point beyond it where ``R`` is at least the cut-off;
+        the bound if there is none, or where the profile is not computable at the points
+        beyond). A check, not a proof: a mode between two points where ``R`` still rises
+        (values and slopes) is not seen.
 
         Returns
         -------

@@ -185,7 +185,7 @@ def test_results_arguments_are_checked(samples):
         r.summary(alpha="0.05")
     with pytest.raises(ValueError, match="alpha must be"):
         r.conf_int_pi(alpha=float("nan"))
-    with pytest.raises(TypeError, match="rng must be an int seed .or a sequence of them. or numpy"):
+    with pytest.raises(TypeError, match="rng must be an int seed .or a sequence of them., a numpy"):
         r.test_scar("bootstrap", n_boot=2, rng="seed")
     # new data: complex columns refused naming the column; log_density_ratio needs rows
     # (session 82's audit: the imaginary part was dropped; None failed as "0 dimensions")
