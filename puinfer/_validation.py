@@ -443,8 +443,9 @@ def _level_hint(cols) -> str:
     user cannot drop a column patsy made)."""
     if not any(_indicator(c) for c in cols):
         return ""
-    return (" (an indicator of a categorical level with no rows, or with every row: remove "
-            "unused categories from the column, e.g. .cat.remove_unused_categories(), or "
+    return (" (an indicator of a categorical level with no rows, or with every row -- with "
+            "missing='drop', a level whose rows were all dropped: remove unused categories "
+            "from the column after dropping them, e.g. .cat.remove_unused_categories(), or "
             "merge the level)")
 
 

@@ -382,3 +382,16 @@ def test_pyarrow_columns_read_as_their_pandas_counterparts():
         build_design("labeled ~ w", plain.assign(
             w=pd.Series(pd.to_timedelta(np.arange(200) % 30, unit="D")).astype(
                 pd.ArrowDtype(pa.duration("ns")))))
+
+
+def test_a_level_emptied_by_dropping_rows_is_said():
+    # session 83's audit: a level whose rows all had a missing value was refused as a
+    # constant indicator, with no word of the drop that emptied it
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"labeled": (rng.random(200) < .4).astype(int),
+                       "x": rng.normal(size=200),
+                       "g": pd.Categorical(rng.choice(list("abc"), 200))})
+    df.loc[df.g == "c", "x"] = np.nan
+    with pytest.raises(ValueError, match=r"\['g\[T\.c\]'\].*missing='drop', a level whose rows "
+                                         "were all dropped"):
+        pu.SETM.from_formula("labeled ~ x + g", data=df, missing="drop")
