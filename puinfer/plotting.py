@@ -6,8 +6,14 @@ __all__ = ["get_ax", "plain_text"]
 
 
 def get_ax(ax=None):
-    """Return ``ax``, or a new Axes on a new figure if ``ax`` is None."""
+    """Return ``ax``, or a new Axes on a new figure if ``ax`` is None; ``TypeError`` for
+    anything else (a figure, a string: matplotlib's own AttributeError named neither)."""
     if ax is not None:
+        from matplotlib.axes import Axes
+
+        if not isinstance(ax, Axes):
+            raise TypeError(f"ax must be a matplotlib Axes (or None for a new figure); got "
+                            f"{type(ax).__name__}")
         return ax
     import matplotlib.pyplot as plt
 

@@ -123,3 +123,11 @@ def test_names_from_the_data_are_printed_literally_not_as_mathtext(tmp_path):
         ax.figure.savefig(io.BytesIO(), format="png")
         assert g.replace("$", r"\$") in ax.get_xlabel() and g not in ax.get_xlabel()
         plt.close("all")
+
+
+@pytest.mark.parametrize("bad", ["x", 1, "figure"])
+def test_ax_that_is_not_an_axes_is_refused(bad):
+    # session 83's audit: matplotlib's "'str' object has no attribute 'errorbar'"
+    with pytest.raises(TypeError, match="ax must be a matplotlib Axes"):
+        pu.metrics.plot_reliability([0, 1, 1, 0] * 25, [0.2, 0.7, 0.8, 0.3] * 25,
+                                    ax=plt.figure() if bad == "figure" else bad)

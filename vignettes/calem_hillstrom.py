@@ -158,7 +158,7 @@ print(metrics.compare_calibration(y_test, forecasts).round(5))
 # **Reading.** One split of ~1,000 test customers is noisy: the standard error of a Brier
 # score (the standard deviation of the 1,066 customers' squared errors over sqrt(1,066)) is
 # about 0.007, and that of the difference between two forecasts' Brier scores on the same
-# customers (computed the same way from the per-customer differences) 0.0004-0.001 here, so
+# customers (computed the same way from the per-customer differences) 0.0002-0.0015 here, so
 # differences in the fourth decimal are not evidence. The study script
 # ``studies/calem_hillstrom.py`` repeats the protocol 10 times and reports paired differences
 # beside the paper's Table 2. What is robust: the treated labels are

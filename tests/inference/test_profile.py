@@ -353,3 +353,20 @@ def test_hull_of_an_interval_is_the_interval(second):
         # one mode: R rises at every point beyond the limit (values and slopes), no search,
         # the 3 points only (the upper limit is the bound)
         assert ci.attrs["upper_at_bound"] and len(calls) - n0 == 3
+
+
+def test_profile_values_are_at_least_the_floor():
+    # session 83's audit: a constrained fit that stopped below the floor's level (a DETM fit on
+    # Dask at pi = 0.999999: R* 5.6037, the floor's bound 5.5937) was plotted above the
+    # cut-off of an interval that held the point; the floor is reached at every value
+    def ll(v):
+        return -3.0 if v > 0.95 else -50.0 * (v - 0.5) ** 2
+
+    prof = Profile("p", 0.5, 0.0, ll, bounds=(0.0, 1.0), floor=-2.8)
+    assert prof.floor_statistic() == pytest.approx(5.6)
+    assert prof.statistic(0.99) == pytest.approx(5.6) and prof.statistic(0.6) == pytest.approx(1)
+    assert prof.loglik(0.99) == pytest.approx(-2.8)
+    frame = prof.to_frame(n=11)
+    assert frame["R"].max() <= 5.6 + 1e-12
+    plain = Profile("p", 0.5, 0.0, ll, bounds=(0.0, 1.0))  # no floor: the values as they are
+    assert plain.statistic(0.99) == pytest.approx(6.0)
