@@ -85,6 +85,7 @@ def as_pred(pred, name: str, classes=None, named: bool = False) -> PredInput:
             # a Series named as a class holds that class's probability, as a one-column frame
             # (a Series of another name is P(second class), by the binary convention)
             return _class_column(arr, pred.name, classes, None)
+        _check_vector_convention(name, classes, named)
         return PredInput(arr)
     if isinstance(pred, pd.DataFrame):
         cols = list(pred.columns)
@@ -139,7 +140,29 @@ def as_pred(pred, name: str, classes=None, named: bool = False) -> PredInput:
         arr = np.array(pred, dtype=float, copy=True)
     except (TypeError, ValueError):
         raise ValueError(f"{name} must be numeric predicted probabilities") from None
+    if arr.ndim == 1:
+        _check_vector_convention(name, classes, named)
     return PredInput(arr)
+
+
+def _check_vector_convention(name: str, classes, named: bool) -> None:
+    """Refuse a vector of a binary model whose lab predictions named the classes 0 and 1 with
+    class 1 first: a vector is ``P(Y = 1)`` by the documented convention but ``P(second
+    class)`` by the binary one, and here the two differ (session 85's audit: lab columns
+    ``[1, 0]`` and a field vector of ``P(Y = 1)`` gave a base rate of 0.887 for 0.31, silently)."""
+    if not (named and classes is not None and len(classes) == 2):
+        return
+    try:
+        as_numbers = [float(c) for c in classes]
+    except (TypeError, ValueError):
+        return  # (text classes: a vector is P(second class), the binary convention)
+    if as_numbers == [1.0, 0.0]:
+        raise ValueError(
+            f"{name}: a vector of predictions is ambiguous here: the lab predictions name the "
+            f"classes {list(classes)}, class {classes[0]!r} first, so a vector would be read "
+            f"as P(second class) = P({classes[1]!r}), not P(Y = 1); give a DataFrame with the "
+            f"columns {list(classes)}, or a Series named by the class whose probability it "
+            "holds")
 
 
 def _reordered(cols: list, classes: list) -> bool:

@@ -498,7 +498,9 @@ class URC(Model):
         field_pred : array_like, pandas.Series or pandas.DataFrame
             Predictions on the field data, in the same form as ``lab_pred``. A DataFrame's
             columns are matched to the classes by name when ``lab_pred`` named them (see
-            :class:`URC`).
+            :class:`URC`). A binary model's vector is ``P(second class)``; where ``lab_pred``
+            named the classes 1 and 0 in that order (so ``P(Y = 1)`` would be the first) a
+            vector is refused as ambiguous: give a DataFrame, or a Series named by its class.
         groups : array_like or pandas.Series, optional
             A subpopulation label per field item (local URC, Algorithm 1 of the paper).
             **Alignment**: when ``field_pred`` and ``groups`` are pandas objects their rows are

@@ -728,3 +728,30 @@ def test_no_shift_checks_the_bootstrap_options_whatever_the_reference(binary, kw
         res.test_no_shift(**kwargs)
     assert res.test_no_shift(n_boot=np.int64(50), rng=3).statistic == \
         res.test_no_shift().statistic
+
+
+def test_binary_vector_refused_where_classes_0_1_are_named_1_first(binary):
+    # session 85's audit: lab columns [1, 0] made a field vector of P(Y = 1) read as P(0)
+    # (the binary convention's "second class"): base rate 0.887 for 0.31, silently
+    lab = pd.DataFrame({1: binary.lab_pred, 0: 1 - binary.lab_pred})
+    model = pu.URC(lab, binary.lab_y)
+    ref = _quiet(pu.URC(binary.lab_pred, binary.lab_y).fit, binary.field_pred)
+    both = pd.DataFrame({1: binary.field_pred, 0: 1 - binary.field_pred})
+    res = _quiet(model.fit, both)  # named columns: matched by name
+    assert_allclose(res.base_rates[1].to_numpy(), ref.base_rates[1].to_numpy(), rtol=0,
+                    atol=1e-9)
+    msg = r"field_pred: a vector of predictions is ambiguous here: .* classes \[1, 0\]"
+    for vec in (binary.field_pred, list(binary.field_pred), pd.Series(binary.field_pred)):
+        with pytest.raises(ValueError, match=msg):
+            model.fit(vec)
+    with pytest.raises(ValueError, match=r"pred: a vector of predictions is ambiguous"):
+        res.recalibrate(binary.field_pred[:5])
+    with pytest.raises(ValueError, match=r"pred: a vector of predictions is ambiguous"):
+        model.assign(binary.field_pred[:5])
+    # a Series named by its class is not ambiguous
+    res1 = _quiet(model.fit, pd.Series(binary.field_pred, name=1))
+    assert_allclose(res1.base_rates.to_numpy(), res.base_rates.to_numpy(), rtol=0, atol=1e-9)
+    # classes named 0 then 1: a vector is P(1) by both conventions
+    ok = _quiet(pu.URC(lab[[0, 1]], binary.lab_y).fit, binary.field_pred)
+    assert_allclose(ok.base_rates[1].to_numpy(), ref.base_rates[1].to_numpy(), rtol=0,
+                    atol=1e-9)
