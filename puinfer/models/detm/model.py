@@ -23,7 +23,7 @@ import pandas as pd
 from ... import exceptions
 from ..._align import check_missing_option, drop_missing
 from ..._dask import any_dask
-from ..._validation import check_binary, warn
+from ..._validation import check_binary, check_bool, warn
 from ...base.model import Model
 from ...base.optimize import newton_maximize
 from ...formula import Design, _used_columns, build_design, lhs_column
@@ -445,9 +445,11 @@ class _TiltModel(Model):
             from ._dask import refuse
 
             refuse("fit(pi_interval='bootstrap')")
-        if check_separation not in (None, True, False):
-            raise ValueError(f"check_separation must be None, True or False; got "
-                             f"{check_separation!r}")
+        # (True/False/None by type: 0 and numpy's False compared equal to False, passed, and
+        # were read by identity as "not False", running the check asked to be skipped;
+        # session 85's audit)
+        if check_separation is not None:
+            check_separation = check_bool(check_separation, "check_separation")
         if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
             raise ValueError(f"seed must be a non-negative integer; got {seed!r}")
         if isinstance(maxiter, bool) or not isinstance(maxiter, (int, np.integer)) or \
@@ -456,8 +458,8 @@ class _TiltModel(Model):
         if isinstance(tol, bool) or not isinstance(tol, (int, float, np.number)) or \
                 not (np.isfinite(tol) and tol > 0):
             raise ValueError(f"tol must be a positive number; got {tol!r}")
-        if probe not in (None, True, False):
-            raise ValueError(f"probe must be None, True or False; got {probe!r}")
+        if probe is not None:
+            probe = check_bool(probe, "probe")
         c = penalty_strength(penalty, self.data.N)
         null: list = []
         rec, profiler = fit_data(self.data, self._restricted, c=c, label_rule=label_rule,

@@ -331,7 +331,11 @@ def test_missing_drop_with_formulas(samples):
     (dict(maxiter=2.5), "maxiter must be a positive integer"),
     (dict(tol=float("nan")), "tol must be a positive number"),
     (dict(tol="a"), "tol must be a positive number"),
-    (dict(probe="yes"), "probe must be None, True or False"),
+    (dict(probe="yes"), "probe must be True or False; got 'yes'"),
+    (dict(probe=1), "probe must be True or False; got 1"),
+    # (session 85's audit: 0 passed the check and was read as "not False", running the
+    # separation check it asked to skip)
+    (dict(check_separation=0), "check_separation must be True or False; got 0"),
 ])
 def test_fit_options_are_checked_naming_the_argument(samples, kw, match):
     # (maxiter=-3 fitted with a ConvergenceWarning only, tol=nan and probe="yes" were taken,
@@ -339,3 +343,13 @@ def test_fit_options_are_checked_naming_the_argument(samples, kw, match):
     src, tgt = samples
     with pytest.raises(ValueError, match=match):
         pu.SETM(src, tgt).fit(**kw)
+
+
+def test_numpy_false_skips_the_separation_check(samples):
+    # (session 85's audit: np.False_ compared equal to False and was then read by identity as
+    # "not False": every check ran and a SeparationWarning was issued)
+    src, tgt = samples
+    a = _quiet(pu.DETM(src, tgt).fit, check_separation=False)
+    b = _quiet(pu.DETM(src, tgt).fit, check_separation=np.False_)
+    assert a.ridge_binding is None and b.ridge_binding is None
+    np.testing.assert_array_equal(a.params, b.params)
