@@ -363,7 +363,16 @@ def _check_one_column(est, X):
 
 
 class _CalibratorEstimator(_BinaryProba):
-    """Fit a puinfer calibrator to (score, label); ``fitted_`` is the FittedCalibrator."""
+    """Fit a puinfer calibrator to (score, label); ``fitted_`` is the FittedCalibrator.
+
+    ``pos_label`` (every calibrator's parameter): the label of the class whose probability the
+    score is; default the larger of the two (1, True); text labels need it (sorted, the larger
+    of "event" / "none" is "none": the map was fitted to the other class, and an isotonic
+    map went flat, silently; session 85's audit). ``predict_proba``'s columns follow
+    ``classes_`` (sorted), the calibrated probability in the column of ``pos_label``.
+    """
+
+    _positive_role = "is the positive class (the one the score is the probability of)"
 
     def _calibrator(self):
         raise NotImplementedError
@@ -376,7 +385,8 @@ class _CalibratorEstimator(_BinaryProba):
         X : array_like, shape (n_samples, 1)
             Scores in [0, 1] (one column: ``score.reshape(-1, 1)`` or a one-column frame).
         y : array_like, shape (n_samples,)
-            Two classes; the larger label is the positive class.
+            Two classes; ``pos_label`` (default: the larger label; text labels need it) is
+            the positive class.
         sample_weight : array_like, optional
             Non-negative weights.
 
@@ -386,17 +396,22 @@ class _CalibratorEstimator(_BinaryProba):
         """
         X, y, sample_weight = _aligned(X=X, y=y, sample_weight=sample_weight)
         X, y = _validate(self, X, y, reset=True)
-        self.classes_, y01 = _binary_target(self, y)
+        classes, y01 = _binary_target(self, y)
+        y01, pos_col = _positive(self, classes, y01)
         s = self._scores(X)
         w = None if sample_weight is None else _check_sample_weight(sample_weight, X)
         self.fitted_ = self._calibrator().fit(s, y01, w)
+        self.classes_, self._pos_col = classes, pos_col
         return self
 
     def predict_proba(self, X):
-        """``[1 - g(score), g(score)]``, the calibrated probabilities of the two classes."""
+        """``[1 - g(score), g(score)]``, the calibrated probabilities of the two classes (in
+        the order of ``classes_``: ``g`` in the column of ``pos_label``)."""
         check_is_fitted(self)
         X = _validate(self, X, reset=False)
-        return _proba_columns(self.fitted_.predict(self._scores(X)))
+        out = _proba_columns(self.fitted_.predict(self._scores(X)))
+        # (_pos_col: estimators pickled before session 85 have none, their positive column 1)
+        return out if getattr(self, "_pos_col", 1) == 1 else out[:, ::-1]
 
     def _scores(self, X):
         """The score from the validated ``X`` (one column)."""
@@ -418,6 +433,9 @@ class LogisticCalibrator(_CalibratorEstimator):
     prior_correction : bool, default False
         Platt's prior-corrected targets (as ``CalibratedClassifierCV(method="sigmoid")``).
     eps : float, default 1e-12
+    pos_label : int, str or bool, optional
+        The class the score is the probability of (every calibrator here takes it): default
+        the larger label (1, True); text labels need it.
 
     Attributes
     ----------
@@ -426,9 +444,10 @@ class LogisticCalibrator(_CalibratorEstimator):
         ``params``, ``bse``, ``llf``; usable in :func:`puinfer.lr_test`.
     """
 
-    def __init__(self, *, prior_correction=False, eps=1e-12):
+    def __init__(self, *, prior_correction=False, eps=1e-12, pos_label=None):
         self.prior_correction = prior_correction
         self.eps = eps
+        self.pos_label = pos_label
 
     def _calibrator(self):
         return _calem.LogisticCalibrator(prior_correction=self.prior_correction, eps=self.eps)
@@ -443,8 +462,9 @@ class TemperatureCalibrator(_CalibratorEstimator):
     fitted_ : puinfer FittedCalibrator
     """
 
-    def __init__(self, *, eps=1e-12):
+    def __init__(self, *, eps=1e-12, pos_label=None):
         self.eps = eps
+        self.pos_label = pos_label
 
     def _calibrator(self):
         return _calem.TemperatureCalibrator(eps=self.eps)
@@ -460,8 +480,9 @@ class TemperatureCalibrator(_CalibratorEstimator):
 class BetaCalibrator(_CalibratorEstimator):
     """Beta calibration (:class:`puinfer.BetaCalibrator`; Kull et al. 2017)."""
 
-    def __init__(self, *, eps=1e-12):
+    def __init__(self, *, eps=1e-12, pos_label=None):
         self.eps = eps
+        self.pos_label = pos_label
 
     def _calibrator(self):
         return _calem.BetaCalibrator(eps=self.eps)
@@ -470,11 +491,12 @@ class BetaCalibrator(_CalibratorEstimator):
 class SplineCalibrator(_CalibratorEstimator):
     """Natural cubic spline of ``logit(score)`` (:class:`puinfer.SplineCalibrator`)."""
 
-    def __init__(self, df=5, *, lam=0.0, knots=None, eps=1e-12):
+    def __init__(self, df=5, *, lam=0.0, knots=None, eps=1e-12, pos_label=None):
         self.df = df
         self.lam = lam
         self.knots = knots
         self.eps = eps
+        self.pos_label = pos_label
 
     def _calibrator(self):
         return _calem.SplineCalibrator(self.df, lam=self.lam, knots=self.knots, eps=self.eps)
@@ -483,8 +505,9 @@ class SplineCalibrator(_CalibratorEstimator):
 class IsotonicCalibrator(_CalibratorEstimator):
     """Isotonic regression of the label on the score (:class:`puinfer.IsotonicCalibrator`)."""
 
-    def __init__(self, *, eps=1e-12):
+    def __init__(self, *, eps=1e-12, pos_label=None):
         self.eps = eps
+        self.pos_label = pos_label
 
     def _calibrator(self):
         return _calem.IsotonicCalibrator(eps=self.eps)

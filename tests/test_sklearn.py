@@ -111,20 +111,26 @@ _FEW_SCORES = "the check's data have fewer distinct scores than the 5 knots of t
 _SCORED_MAY_FAIL = {"ScoredSplineCalibrator": {"check_sample_weight_equivalence_on_dense_data"}}
 
 
+# (session 82: CalEM's classes are not interchangeable, so text labels need pos_label, as the
+# DETM/SETM classifiers' do; session 85: the calibrators' too -- a score is one class's
+# probability)
+_TEXT_LABELS = {"check_classifiers_classes": "the check fits on text labels, which name no "
+                                             "positive class; refused without pos_label"}
+
+
 def _scored_expected(estimator):
     name = type(estimator).__name__
     if name == "ScoredSplineCalibrator":
-        return dict.fromkeys(["check_estimators_dtypes", "check_sample_weights_pandas_series",
-                              "check_sample_weights_not_an_array", "check_sample_weights_shape",
-                              "check_sample_weights_not_overwritten"], _FEW_SCORES)
+        return {**dict.fromkeys(["check_estimators_dtypes", "check_sample_weights_pandas_series",
+                                 "check_sample_weights_not_an_array",
+                                 "check_sample_weights_shape",
+                                 "check_sample_weights_not_overwritten"], _FEW_SCORES),
+                **_TEXT_LABELS}
     if name == "ScoredCalEMClassifier":
         return {"check_estimators_dtypes": "alternate rows of the check's 20 rows leave no "
                                            "positive label in the control group",
-                # (session 82: CalEM's classes are not interchangeable, so text labels need
-                # pos_label, as the DETM/SETM classifiers' do)
-                "check_classifiers_classes": "the check fits on text labels, which name no "
-                                             "positive class; refused without pos_label"}
-    return {}
+                **_TEXT_LABELS}
+    return dict(_TEXT_LABELS)
 
 
 @pytest.mark.parametrize("estimator", [
@@ -210,11 +216,31 @@ def test_string_labels_and_frames(scores):
     s, y = scores
     lab = np.where(y == 1, "yes", "no")
     X = pd.DataFrame({"score": s})
-    est = ps.LogisticCalibrator().fit(X, lab)
+    est = ps.LogisticCalibrator(pos_label="yes").fit(X, lab)
     assert list(est.classes_) == ["no", "yes"] and list(est.feature_names_in_) == ["score"]
     ref = pu.LogisticCalibrator().fit(s, y)
     assert_allclose(est.predict_proba(X)[:, 1], ref.predict(s), rtol=1e-12)
     assert set(est.predict(X)) <= {"no", "yes"}
+
+
+@pytest.mark.parametrize("cls", CALIBRATORS, ids=lambda c: type(c).__name__)
+def test_calibrators_take_pos_label_and_refuse_text_labels_without_it(scores, cls):
+    # session 85's audit: sorted, the larger of "event" / "none" is "none", which became the
+    # positive class silently: the isotonic map of P(event) against "none" was flat (0.533)
+    s, y = scores
+    words = np.where(y == 1, "event", "none")
+    with pytest.raises(ValueError, match=r"y's labels \['event', 'none'\] are not numbers "
+                                         r"or False/True; say which is the positive class"):
+        clone(cls).fit(s[:, None], words)
+    est = clone(cls).set_params(pos_label="event").fit(s[:, None], words)
+    ref = clone(cls).fit(s[:, None], y)
+    assert list(est.classes_) == ["event", "none"]
+    assert_allclose(est.predict_proba(s[:, None])[:, 0], ref.predict_proba(s[:, None])[:, 1],
+                    rtol=1e-12)
+    np.testing.assert_array_equal(est.predict(s[:, None]),
+                                  np.where(ref.predict(s[:, None]) == 1, "event", "none"))
+    back = pickle.loads(pickle.dumps(est))
+    assert_allclose(back.predict_proba(s[:5, None]), est.predict_proba(s[:5, None]))
 
 
 def test_clone_keeps_params_and_drops_fit(scores):
