@@ -295,6 +295,9 @@ def check_alpha(alpha: float, name: str = "alpha") -> float:
 
     Values above 0.5 are refused: they almost always come from passing a confidence level
     (0.95) where a significance level (0.05) is meant, which would silently give a 5% interval.
+    Values below :data:`ALPHA_MIN` are refused too: the quantiles of ``1 - alpha`` lose their
+    digits there (``1 - 1e-17`` is 1: infinite Wald limits, an infinite profile cut-off;
+    session 85's audit).
     """
     if isinstance(alpha, (bool, np.bool_, str, bytes)):
         raise TypeError(f"{name} must be a number in (0, 0.5], e.g. 0.05; got {alpha!r}")
@@ -307,7 +310,14 @@ def check_alpha(alpha: float, name: str = "alpha") -> float:
     if a > 0.5:
         raise ValueError(f"{name} is the significance level (0.05 for a 95% interval); got {a}: "
                          f"did you mean {name}={1 - a:.3g}?")
+    if a < ALPHA_MIN:
+        raise ValueError(f"{name} must be at least {ALPHA_MIN:g} (the quantiles of 1 - {name} "
+                         f"lose their precision below it); got {a:g}")
     return a
+
+
+#: the smallest significance level accepted by :func:`check_alpha`
+ALPHA_MIN = 1e-10
 
 
 #: columns whose values (or spread) lie outside 10^-LIM..10^LIM are refused: squares and

@@ -229,3 +229,20 @@ def test_seed_arguments_say_what_they_take():
         with pytest.raises(TypeError, match="seed must be an int seed .* SeedSequence or "
                                             "BitGenerator, or None"):
             spambase_lab_field(bad)
+
+
+def test_alpha_below_its_minimum_is_refused():
+    # session 85's audit: alpha = 1e-17 passed, and 1 - alpha rounded to 1: Wald limits of
+    # -inf/inf, an infinite profile cut-off refused as "cutoff must be finite", NaN
+    # Clopper-Pearson limits
+    assert val.check_alpha(val.ALPHA_MIN) == val.ALPHA_MIN
+    for a in (1e-17, 1e-300, 5e-11):
+        with pytest.raises(ValueError, match=r"alpha must be at least 1e-10 \(the quantiles"):
+            val.check_alpha(a)
+    rng = np.random.default_rng(0)
+    p = rng.random(200)
+    with pytest.raises(ValueError, match=r"alpha must be at least 1e-10"):
+        pu.metrics.reliability_curve(rng.random(200) < p, p, alpha=1e-100)
+    prof = pu.Profile("theta", 0.4, 0.0, lambda v: -((v - 0.4) ** 2) / 0.005, bounds=(0, 1))
+    with pytest.raises(ValueError, match=r"alpha must be at least 1e-10"):
+        prof.conf_int(1e-17)
