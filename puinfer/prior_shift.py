@@ -26,7 +26,15 @@ _ROW_TOL = 1e-6
 def _as_prob_array(prob, name="prob"):
     """Return ``(array, wrap)``: a new float array and a function re-attaching pandas labels."""
     refuse_dask(prob, name)  # (np.array would compute it and drop its index)
+    if prob is None:  # (np.array(None, float) is NaN: "1 missing value(s)")
+        raise TypeError(f"{name} must be probabilities (an array, list, Series or DataFrame); "
+                        "got None")
     if isinstance(prob, pd.DataFrame):
+        if prob.columns.has_duplicates:
+            # (each duplicated name selected a frame, reported as a "non-numeric column";
+            # session 85's audit)
+            dup = prob.columns[prob.columns.duplicated()].unique().tolist()
+            raise ValueError(f"{name}: duplicate column name(s) {dup[:5]}")
         bad = [c for c in prob.columns if not pd.api.types.is_numeric_dtype(prob[c])]
         if bad:
             raise ValueError(f"{name}: non-numeric column(s) {bad[:5]}")

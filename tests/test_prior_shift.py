@@ -278,3 +278,15 @@ def test_underflowing_products_are_not_undefined():
     with pytest.warns(BoundaryWarning, match="1 row"):
         out = pu.adjust_prior([0.0, 0.3], old_prior=0.5, new_prior=1.0)
     assert np.isnan(out[0]) and out[1] == 1.0
+
+
+def test_none_and_duplicate_columns_refused_naming_them():
+    # session 85's audit: None read as "prob: 1 missing value(s)"; duplicated column names
+    # as "non-numeric column(s) ['a', 'a']"
+    P = np.array([[0.2, 0.3, 0.5], [0.1, 0.1, 0.8]])
+    with pytest.raises(ValueError, match=r"prob: duplicate column name\(s\) \['a'\]"):
+        pu.adjust_prior(pd.DataFrame(P, columns=list("aab")), [0.2, 0.3, 0.5], [0.3, 0.3, 0.4])
+    with pytest.raises(TypeError, match=r"prob must be probabilities .*; got None"):
+        pu.adjust_prior(None, [0.5, 0.5], [0.3, 0.7])
+    with pytest.raises(TypeError, match=r"prob must be probabilities .*; got None"):
+        pu.downsampling_correction(None, w=0.5)

@@ -11,7 +11,7 @@ import pandas as pd
 from scipy import stats
 
 from .._align import align_rows
-from .._validation import check_int, check_real
+from .._validation import check_int, check_real, refuse_text
 from ..base.results import FrozenDict
 
 __all__ = ["HypothesisTestResult", "lr_test", "chisq_gof", "format_pvalue", "pvalue_phrase"]
@@ -268,6 +268,12 @@ def _matched(observed, expected):
             and isinstance(expected, (pd.Series, pd.DataFrame))):
         return observed, expected
     expected = align_rows({"observed": observed, "expected": expected})[0]["expected"]
+    for nm, x in (("observed", observed), ("expected", expected)):
+        if isinstance(x, pd.DataFrame) and x.columns.has_duplicates:
+            # (matched by name, a duplicated column was taken twice: "different shapes")
+            dup = x.columns[x.columns.duplicated()].unique().tolist()
+            raise ValueError(f"{nm}: duplicate column name(s) {dup[:3]}; cells are matched by "
+                             "name")
     if isinstance(observed, pd.DataFrame) and isinstance(expected, pd.DataFrame):
         only_o = [c for c in observed.columns if c not in expected.columns]
         only_e = [c for c in expected.columns if c not in observed.columns]
@@ -281,6 +287,12 @@ def _matched(observed, expected):
 
 def _counts(x, name: str) -> np.ndarray:
     """Counts as a 2-D float array (rows = multinomials); errors name the argument."""
+    if x is None:  # (np.array(None, float) is NaN: "1 missing count(s)", session 85's audit)
+        raise TypeError(f"{name} must be counts (an array, list, Series or DataFrame); got None")
+    # (complex counts lost their imaginary part with numpy's ComplexWarning, text was read as
+    # numbers: refused as everywhere else; session 85's audit)
+    for col, v in (x.items() if isinstance(x, pd.DataFrame) else [(None, x)]):
+        refuse_text(v, name if col is None else f"{name}: column {col!r}")
     try:
         a = np.atleast_2d(np.array(x, dtype=float))
     except (TypeError, ValueError):

@@ -1,6 +1,7 @@
 """Test results and the shared tests: chi-square GOF against scipy, formatting."""
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy import stats
 
@@ -67,7 +68,7 @@ def test_format_pvalue():
     ([10, -20, 30], [20, 20, 20], ValueError, "observed: counts must be non-negative"),
     ([10, 20, 30], [1, 2, 3], ValueError, r"observed and expected totals differ \(60 vs 6\)"),
     ([[10, 20], [5, 5]], [[15, 15], [5, 6]], ValueError, r"totals differ in row 1 \(10 vs 11\)"),
-    (["a", 2, 3], [2, 2, 2], TypeError, "observed must be numeric"),
+    (["a", 2, 3], [2, 2, 2], ValueError, "observed holds text, not numbers"),
 ])
 def test_chisq_gof_bad_counts(obs, exp, err, match):
     with pytest.raises(err, match=match):
@@ -172,3 +173,23 @@ def test_results_are_hashable_and_read_only():
     assert a == b and hash(a) == hash(b) and len({a, b}) == 1
     with pytest.raises(TypeError, match="read-only"):
         a.extra["a"] = "2"
+
+
+def test_chisq_gof_refuses_none_complex_and_duplicate_columns_naming_them():
+    # session 85's audit: None read as "1 missing (NaN) count(s)"; complex counts lost their
+    # imaginary part with numpy's ComplexWarning; duplicated column names gave "observed
+    # (1, 3) and expected (1, 5) have different shapes"
+    with pytest.raises(TypeError, match=r"observed must be counts .*; got None"):
+        chisq_gof(None, [15.0, 20, 25])
+    with pytest.raises(TypeError, match=r"expected must be counts .*; got None"):
+        chisq_gof([10, 20, 30], None)
+    with pytest.raises(ValueError, match=r"Complex data not supported: observed holds complex"):
+        chisq_gof(np.array([10, 20, 30]) + 5j, [15.0, 20, 25])
+    frame = pd.DataFrame([[10, 20, 30 + 1j]], columns=list("abc"))
+    with pytest.raises(ValueError, match=r"observed: column 'c' holds complex"):
+        chisq_gof(frame, pd.DataFrame([[15.0, 20, 25]], columns=list("abc")))
+    o = pd.DataFrame([[10, 20, 30.0]], columns=list("aab"))
+    e = pd.DataFrame([[15, 20, 25.0]], columns=list("aab"))
+    with pytest.raises(ValueError, match=r"observed: duplicate column name\(s\) \['a'\]; cells "
+                                         "are matched by name"):
+        chisq_gof(o, e)

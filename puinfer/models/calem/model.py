@@ -10,7 +10,7 @@ from scipy import stats
 
 from ..._align import align_rows, check_missing_option, drop_missing
 from ..._dask import any_dask
-from ..._validation import as_float_vector, check_binary, warn_and_record
+from ..._validation import as_float_vector, check_binary, check_real, warn_and_record
 from ...base.model import Model
 from ...base.results import freeze_arrays
 from ...exceptions import AssumptionWarning, ClippingWarning
@@ -286,13 +286,12 @@ class CalEM(Model):
             raise ValueError("calibrator: Platt's prior correction (prior_correction=True) is "
                              "not available in CalEM, whose EM maximises the likelihood of the "
                              "labels themselves; use LogisticCalibrator()")
-        try:
-            eps_ok = 0 < eps < 0.5
-        except TypeError:
-            raise TypeError(f"eps must be a number in (0, 0.5); got {eps!r}") from None
-        if not eps_ok:
+        # (one number: a one-element array failed in float() and a longer one in the
+        # comparison, with numpy's messages; session 85's audit)
+        eps = check_real(eps, "eps", what="a number in (0, 0.5)")
+        if not 0 < eps < 0.5:
             raise ValueError(f"eps must be in (0, 0.5); got {eps}")
-        self.eps = float(eps)
+        self.eps = eps
         self._init_warnings: list = []
 
     @property

@@ -531,9 +531,16 @@ class RegressionURC(URC):
         refuse_text(y, "lab_y")
         try:
             y = (y.to_numpy(dtype=float, na_value=np.nan) if isinstance(y, pd.Series)
-                 else np.array(y, dtype=float)).ravel()
+                 else np.array(y, dtype=float))
         except (TypeError, ValueError):
             raise ValueError("lab_y must be numeric outcomes") from None
+        if y.ndim == 2 and y.shape[1] == 1:
+            y = y[:, 0]
+        if y.ndim != 1:
+            # (raveled, an (n, 2) array became 2n outcomes: numpy's broadcasting error;
+            # session 85's audit)
+            raise ValueError(f"lab_y must be one outcome per lab row; got an array of shape "
+                             f"{y.shape}")
         miss = pred.missing_rows() | np.isnan(y)
         n_dropped = 0
         if miss.any():

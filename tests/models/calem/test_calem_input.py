@@ -397,3 +397,20 @@ def test_scores_the_calibrator_moves_are_said_and_recorded():
     with warnings.catch_warnings():
         warnings.simplefilter("error", ClippingWarning)
         CalEM(s, lab, tr, calibrator="isotonic")  # reads the scores as they are
+
+
+def test_eps_must_be_one_number_named():
+    # session 85's audit: eps=np.array([1e-6]) failed with numpy's "only 0-dimensional arrays
+    # can be converted", a longer array with "The truth value of an array ... is ambiguous"
+    rng = np.random.default_rng(0)
+    s = rng.uniform(0.02, 0.98, 300)
+    tr = (rng.random(300) < 0.7).astype(int)
+    y = rng.binomial(1, s)
+    for bad in (np.array([1e-6]), np.array([1e-6, 1e-5]), "1e-6", True):
+        with pytest.raises(TypeError, match=r"eps must be a number in \(0, 0.5\); got"):
+            CalEM(s, y, tr, calibrator="logistic", eps=bad)
+    for bad in (0.0, 0.5, float("nan")):
+        with pytest.raises(ValueError, match=r"eps must be"):
+            CalEM(s, y, tr, calibrator="logistic", eps=bad)
+    assert CalEM(s, y, tr, calibrator="logistic", eps=np.float32(1e-6)).eps == \
+        float(np.float32(1e-6))

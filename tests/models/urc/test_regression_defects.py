@@ -675,3 +675,20 @@ def test_summary_gives_the_penalised_log_likelihood_its_tests_use(grouped):
 
     shown = re.search(r"Penalised log-likelihood:\s+(-?[\d.]+)", text)
     assert shown and shown[1] == f"{r.llf_penalized:.4f}"
+
+
+def test_lab_y_of_two_columns_is_refused_naming_it():
+    # session 85's audit: raveled, an (n, 2) lab_y became 2n outcomes and failed in numpy's
+    # broadcasting ("operands could not be broadcast together with shapes (400,) (800,)")
+    rng = np.random.default_rng(0)
+    mu = rng.normal(size=400)
+    yy = mu + rng.normal(size=400)
+    pred = pu.NormalPredictive(mu, 1.0)
+    for bad in (np.c_[yy, yy], pd.DataFrame({"a": yy, "b": yy})):
+        with pytest.raises(ValueError, match=r"lab_y must be one outcome per lab row; got an "
+                                             r"array of shape \(400, 2\)"):
+            pu.RegressionURC(pred, bad)
+    # one column is its outcomes
+    a = pu.RegressionURC(pred, yy[:, None])
+    b = pu.RegressionURC(pred, yy)
+    np.testing.assert_array_equal(a.partition.edges[0], b.partition.edges[0])
