@@ -790,6 +790,12 @@ class SplineCalibrator(Calibrator):
         if self.knots is not None:
             return self._basis_from_knots(self.knots)
         x = self.logit_score(score)
+        # more knots than distinct scores: interpolated quantiles are distinct, so the check in
+        # basis_from_quantiles passes and a singular df x df basis is built (df = 1e5: 75 GB,
+        # session 85's audit); counted only for a df beyond the usual (a sort of the rows)
+        if self.df > 32 and self.df > (n_distinct := np.unique(x).size):
+            raise ValueError(f"spline calibrator: df={self.df} exceeds the {n_distinct} distinct "
+                             "scores; lower df")
         q = np.linspace(0.0, 1.0, self.df)
         # weighted, the quantiles of the rows replicated by their weights (so a row of weight
         # 0 places no knot and integer weights give the knots of replicated rows)

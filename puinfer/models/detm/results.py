@@ -385,7 +385,10 @@ class TiltResults(LikelihoodResults):
         X, index = m.exog(newdata)
         Z = (X - m.data.mean) / m.data.sd
         a1, b1, a2, b2 = _el.split(self._fit.theta, m.data.p)
-        return a1 + Z @ b1, a2 + Z @ b2, index
+        # (a row far outside the data overflows to +-inf, which the callers map to 0 or 1 /
+        # +-inf: numpy's RuntimeWarning leaked; session 85's audit)
+        with np.errstate(over="ignore"):
+            return a1 + Z @ b1, a2 + Z @ b2, index
 
     def log_density_ratio(self, newdata) -> pd.Series | np.ndarray:
         """``log r(x)``, ``r = f_t / f_s = pi w1(x) + (1 - pi) w2(x)``: the fitted

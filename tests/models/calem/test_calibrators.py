@@ -535,3 +535,18 @@ def test_weighted_knots_are_numpys_quantiles_of_replicated_rows():
 
     assert_allclose(MySpline(df=5).fit(s, y).params.to_numpy(), ref.params.to_numpy())
 
+
+
+def test_spline_df_beyond_the_distinct_scores_is_refused_before_the_basis():
+    # session 85's audit: interpolated quantiles are distinct, so df = 1e5 on 300 scores built
+    # a 1e5 x 1e5 identity (numpy's "Unable to allocate 74.5 GiB") and df = 400 a singular design
+    rng = np.random.default_rng(0)
+    s = rng.uniform(0.02, 0.98, 300)
+    y = rng.binomial(1, s)
+    for df in (301, 10**5, 10**9):
+        with pytest.raises(ValueError, match=rf"spline calibrator: df={df} exceeds the 300 "
+                                             "distinct scores; lower df"):
+            SplineCalibrator(df=df).fit(s, y)
+    s2 = np.repeat(s[:40], 5)  # 40 distinct scores in 200 rows
+    with pytest.raises(ValueError, match="df=41 exceeds the 40 distinct scores"):
+        SplineCalibrator(df=41).fit(s2, y[:200])

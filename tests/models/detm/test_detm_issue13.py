@@ -193,6 +193,14 @@ def test_results_arguments_are_checked(samples):
         r.predict(tgt.head(3).assign(x2=tgt.x2.head(3) + 5j))
     with pytest.raises(TypeError, match="log_density_ratio.. needs newdata"):
         r.log_density_ratio(None)
+    # rows far outside the data: +-inf linear predictors mapped to 0/1 and +-inf without
+    # numpy's overflow warning (session 85's audit: "overflow encountered in matmul" leaked)
+    far = tgt.head(2).assign(x1=[1e308, -1e308], x2=[1e308, 1e308])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        post, ldr = r.predict(far), r.log_density_ratio(far)
+    assert np.all(np.isin(post.to_numpy(), [0.0, 1.0]) | np.isnan(post.to_numpy()))
+    assert not np.isfinite(ldr.iloc[0]) and abs(ldr.iloc[1]) > 1e300
 
 
 # -- case 5: tiny samples ---------------------------------------------------------------------
