@@ -37,6 +37,7 @@ import pandas as pd
 from ..._align import align_rows, check_missing_option
 from ..._validation import (
     INFLUENCE_SHARE,
+    SCALE_LIMIT,
     check_bool,
     check_int,
     check_rng,
@@ -550,6 +551,12 @@ class RegressionURC(URC):
             pred, y, n_dropped = pred.take(~miss), y[~miss], int(miss.sum())
         if not np.all(np.isfinite(y)):
             raise ValueError("lab_y must be finite")
+        # (at 1e300 the squares overflowed with numpy's warning, and the fit failed blaming
+        # ties in the predictions; session 85's audit)
+        if np.max(np.abs(y)) > SCALE_LIMIT:
+            raise ValueError(f"lab_y has values up to {np.max(np.abs(y)):.3g}, beyond what "
+                             "double precision squares; rescale the outcome (and its "
+                             "predictive distributions)")
         self.n_intervals_choice = "given" if n_intervals is not None else "default"
         if n_intervals is None:
             n_intervals = default_n_intervals(y.size)

@@ -692,3 +692,16 @@ def test_lab_y_of_two_columns_is_refused_naming_it():
     a = pu.RegressionURC(pred, yy[:, None])
     b = pu.RegressionURC(pred, yy)
     np.testing.assert_array_equal(a.partition.edges[0], b.partition.edges[0])
+
+
+def test_lab_y_on_an_extreme_scale_is_refused_naming_it():
+    # session 85's audit: lab_y * 1e300 leaked numpy's overflow warnings and failed blaming
+    # ties in the predictions ("the partition has |A| = 1 cells")
+    rng = np.random.default_rng(0)
+    mu = rng.normal(size=400)
+    yy = mu + rng.normal(size=400)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ValueError, match=r"lab_y has values up to 4.6\de\+300, beyond what "
+                                             "double precision squares"):
+            pu.RegressionURC(pu.NormalPredictive(mu, 1.0), yy * 1e300)
