@@ -127,7 +127,7 @@ def add_sums(a, b):
 
 
 #: a refusal that counts values or rows (of one partition, where it is raised in a block)
-_COUNTED = re.compile(r"missing value|\b\d+ value\(s\)")
+_COUNTED = re.compile(r"missing value|\b\d+ value\(s\)|\b\d+ do not \(e\.g\. row \d+")
 
 
 def in_one_partition(func, *args):
@@ -139,8 +139,12 @@ def in_one_partition(func, *args):
     except ValueError as exc:
         if not _COUNTED.search(str(exc)):
             raise
-        raise ValueError(f"{exc} (counted in one partition of the Dask collection; others may "
-                         "hold more)") from None
+        # (URC's "rows must sum to 1; 1 do not (e.g. row 900 ...)" named the row by its place
+        # in the partition: row 2900 of the collection; session 85's audit)
+        rows = ", its rows numbered from 0 within it" if re.search(r"\brow \d", str(exc)) \
+            else ""
+        raise ValueError(f"{exc} (counted in one partition of the Dask collection{rows}; others "
+                         "may hold more)") from None
 
 
 def reduce_blocks(func, blocks: list[tuple], *, combine=add_sums, split_every: int = 8,

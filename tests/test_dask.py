@@ -1218,3 +1218,69 @@ def test_detm_dask_results_pickled_before_the_hull_show_the_known_points():
     lo_c, hi_c = ci.attrs["component"]
     assert old["lower"] == lo_c and hi_c < old["upper"] <= ci["upper"]
     assert old.attrs["component"] == ci.attrs["component"] and not old.attrs["interval"]
+
+
+def test_detm_dask_design_check_at_extreme_but_accepted_scales():
+    # session 85's audit: the correlation matrix was formed from the product of two sums of
+    # squares, which overflowed from values of about 1e77 ("collinear" for a good design) and
+    # underflowed below spreads of about 1e-77 (NaN eigenvalues: an exactly collinear design
+    # passed and was fitted with slopes of 1e98)
+    rng = np.random.default_rng(7)
+    n, m = 400, 500
+    d = pd.DataFrame({"labeled": np.r_[np.ones(n), np.zeros(m)].astype(int),
+                      "x1": np.r_[rng.normal(0.5, 1, n), rng.normal(0, 1, m)],
+                      "x2": rng.normal(size=n + m)})
+    with dask_config.set(scheduler="synchronous"), warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for data in (d.assign(x2=d.x2 * 1e80), d.assign(x2=d.x2 * 1e-100)):
+            pu.SETM.from_formula("labeled ~ x1 + x2", data=data)  # in memory: accepted
+            pu.SETM.from_formula("labeled ~ x1 + x2", data=dd.from_pandas(data, npartitions=3))
+        dc = d.assign(x2=d.x2 * 1e-100, x3=d.x2 * 2e-100)
+        for data in (dc, dd.from_pandas(dc, npartitions=3)):
+            with pytest.raises(ValueError, match=r"design: collinear columns \['x2', 'x3'\]"):
+                pu.SETM.from_formula("labeled ~ x1 + x2 + x3", data=data)
+
+
+def test_dask_arrays_with_empty_blocks_fit_and_predict_as_in_memory():
+    # session 85's audit: samples split from one array by a label mask have empty blocks;
+    # missing='drop' failed reshaping them ("cannot reshape array of size 0"), and predict()
+    # on a masked array refused them ("newdata is empty", CalEM's "score is empty")
+    rng = np.random.default_rng(0)
+    X = np.vstack([rng.normal(0.5, 1, (400, 2)), rng.normal(0, 1, (500, 2))])
+    lab = np.r_[np.ones(400), np.zeros(500)]
+    X[3, 0] = np.nan
+    Xd, ld = da.from_array(X, chunks=(300, 2)), da.from_array(lab, chunks=300)
+    with dask_config.set(scheduler="synchronous"):
+        m0 = pu.SETM(X[lab == 1], X[lab == 0], missing="drop")
+        m1 = pu.SETM(Xd[ld == 1], Xd[ld == 0], missing="drop")
+        assert m1.n_dropped == m0.n_dropped == 1
+        r0, r1 = m0.fit(probe=False), m1.fit(probe=False)
+        close(r0.params.to_numpy(), r1.params.to_numpy(), rtol=1e-9)
+        keep = (lab == 1) & (np.arange(900) != 3)  # (the source rows without the NaN)
+        p1 = r1.predict(Xd[da.from_array(keep, chunks=300)]).compute()  # an empty last block
+        close(p1, r0.predict(X[keep]), rtol=1e-9)
+        s = rng.uniform(0.01, 0.99, 3000)
+        y = (rng.random(3000) < s).astype(float)
+        tr = (np.arange(3000) % 3 == 0).astype(float)
+        rc = CalEM(s, y, tr, calibrator="logistic").fit()
+        sd = da.from_array(s, chunks=1000)
+        got = rc.predict(sd[da.arange(3000, chunks=1000) < 500]).compute()
+        close(got, rc.predict(s[:500]), rtol=1e-12)
+        ser = dd.from_pandas(pd.Series(s, name="score"), npartitions=3)
+        close(rc.predict(ser[ser.index < 500]).compute().to_numpy(), rc.predict(s[:500]),
+              rtol=1e-12)
+
+
+def test_urc_row_sums_refusal_says_rows_are_numbered_within_a_partition():
+    # session 85's audit: "1 do not (e.g. row 900 ...)" for row 2900 of the collection, with
+    # nothing saying the count and the row were one partition's
+    sim = simulate_urc(n_lab=300, n_field=3000, lab_base_rates=[0.3, 0.3, 0.4],
+                       field_base_rate=[0.2, 0.3, 0.5], rng=np.random.default_rng(0))
+    model = pu.URC(sim.lab_pred, sim.lab_y)
+    field = np.array(sim.field_pred, dtype=float)
+    field[2900, 0] += 0.2
+    with dask_config.set(scheduler="synchronous"), \
+            pytest.raises(ValueError, match=r"rows must sum to 1; 1 do not \(e.g. row 900 .*"
+                                            r"counted in one partition of the Dask collection, "
+                                            r"its rows numbered from 0 within it"):
+        model.fit(da.from_array(field, chunks=(1000, 3)))

@@ -666,19 +666,22 @@ def predict_dask(fitted, score, name, eps):
     require_dask()
     import dask.array as da
 
-    def scores(block):
-        return edge_scores_moved(as_float_vector(block, "score"), eps)
+    def pred(block):
+        if len(block) == 0:  # (e.g. after a filter; as_float_vector refuses empty data)
+            return np.empty(0)
+        # (a refusal's count is the block's: said so, session 85's audit)
+        return in_one_partition(lambda b: fitted.predict(edge_scores_moved(
+            as_float_vector(b, "score"), eps)), block)
 
     def f(part):
-        out = fitted.predict(scores(part))
+        out = pred(part)
         return pd.Series(out, index=part.index, name=name) if isinstance(part, pd.Series) \
             else out
 
     if isinstance(score, da.Array):
         if score.ndim == 2 and score.shape[1] == 1:  # an (n, 1) column: as in memory
-            return score.map_blocks(lambda b: fitted.predict(scores(b[:, 0])), dtype=float,
-                                    drop_axis=1)
-        return score.map_blocks(lambda b: fitted.predict(scores(b)), dtype=float)
+            return score.map_blocks(lambda b: pred(b[:, 0]), dtype=float, drop_axis=1)
+        return score.map_blocks(pred, dtype=float)
     if is_dask(score) and hasattr(score, "map_partitions"):
         return score.map_partitions(f, meta=pd.Series(dtype=float, name=name))
     raise TypeError(f"score: expected a Dask array or Series; got {type(score).__name__}")

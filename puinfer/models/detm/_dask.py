@@ -134,7 +134,10 @@ def _read(spec, a, b):
         k = 0
         if missing == "drop":
             if not isinstance(x, pd.DataFrame):
-                x = pd.DataFrame(np.asarray(x, dtype=float).reshape(len(x), -1))
+                # (the width given: numpy cannot reshape an empty block with -1, and a
+                # sample split from one array by a label mask has empty blocks; session
+                # 85's audit)
+                x = pd.DataFrame(np.asarray(x, dtype=float).reshape(len(x), len(names)))
             got, _, k = drop_missing({nm: x}, None, missing)
             x = got[nm]
         out.append(_as_matrix(x, nm, None))
@@ -237,7 +240,12 @@ def _combine_first(a, b):
 def _check_design(names, N, S):
     """:func:`~puinfer._validation.check_full_rank` of ``[1, X]`` from the first pass's
     statistics: constant columns, extreme scales, and collinearity from the correlation
-    matrix (its smallest eigenvalue below ``1e-12`` of the largest)."""
+    matrix (its smallest eigenvalue below ``1e-12`` of the largest). The correlation matrix
+    squares the condition number, so its eigenvalues resolve ratios down to about 1e-15 only
+    (exactly collinear columns gave up to 3e-15): in memory the QR factor of the standardised
+    columns refuses at ``1e-20 N`` of that ratio, so designs with a ratio between the two
+    (nearly collinear: a column equal to another plus noise of 1e-6 of its spread) are
+    refused on Dask only."""
     k = len(names)
     if N <= k + 1:
         raise ValueError(f"design: {N} rows for {k + 1} columns; need more rows than parameters")
@@ -255,7 +263,16 @@ def _check_design(names, N, S):
             raise ValueError(f"design: column {nm!r} has {what}: its scale is the problem, not "
                              "collinearity; rescale it (multiply or divide by a power of 10) "
                              "so that its values are of moderate size")
-    R = C / np.sqrt(np.outer(np.diag(C), np.diag(C)))
+    # (each side divided on its own: the product of two sums of squares overflowed from
+    # values of about 1e77 and underflowed below spreads of about 1e-77, so a well-scaled
+    # design was called collinear and an exactly collinear one passed with NaN eigenvalues;
+    # session 85's audit)
+    s = np.sqrt(np.diag(C))
+    R = C / s[:, None] / s[None, :]
+    if not np.all(np.isfinite(R)):
+        raise ValueError("design: the columns' sums of squares overflow in double precision; "
+                         "rescale the columns (multiply or divide by a power of 10) so that "
+                         "their values are of moderate size")
     ev, V = np.linalg.eigh(R)
     if ev[0] <= 1e-12 * ev[-1]:
         v = V[:, 0]
@@ -1012,10 +1029,19 @@ def predict_dask(res, newdata):
         return newdata.map_partitions(functools.partial(_predict_part, inner),
                                       meta=pd.Series(dtype=float, name="P(y=1|x)"))
     if newdata.ndim == 1:  # one feature as a 1-D array: one prediction per element
-        return newdata.map_blocks(lambda b: np.asarray(TiltResults.predict(inner, b)),
-                                  dtype=float)
-    return newdata.map_blocks(lambda b: np.asarray(TiltResults.predict(inner, b)), drop_axis=1,
+        return newdata.map_blocks(functools.partial(_predict_block, inner), dtype=float)
+    return newdata.map_blocks(functools.partial(_predict_block, inner), drop_axis=1,
                               dtype=float)
+
+
+def _predict_block(inner, b):
+    """One block of a Dask array's predictions (an empty block, e.g. after a boolean mask,
+    gives none: in-memory predict refuses empty data; session 85's audit)."""
+    from .results import TiltResults
+
+    if len(b) == 0:
+        return np.empty(0)
+    return np.asarray(TiltResults.predict(inner, b))
 
 
 class _InMemory:
