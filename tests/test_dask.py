@@ -1284,3 +1284,13 @@ def test_urc_row_sums_refusal_says_rows_are_numbered_within_a_partition():
                                             r"counted in one partition of the Dask collection, "
                                             r"its rows numbered from 0 within it"):
         model.fit(da.from_array(field, chunks=(1000, 3)))
+
+
+def test_in_memory_formula_fit_refuses_dask_newdata_saying_so(detm_data):
+    # session 85's audit: "newdata must be a DataFrame with the formula's columns ...; got
+    # DataFrame" (a Dask DataFrame)
+    d, ddf = detm_data
+    r = pu.SETM.from_formula("labeled ~ x1 + x2", data=d).fit(probe=False)
+    with pytest.raises(TypeError, match="newdata: a Dask collection, which this method does "
+                                        "not take"):
+        r.predict(ddf)

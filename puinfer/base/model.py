@@ -13,7 +13,7 @@ import re
 import numpy as np
 import pandas as pd
 
-from .._validation import as_float_matrix
+from .._validation import as_float_matrix, refuse_dask
 from ..formula import Design, build_design
 from .results import ReadOnlyArrays
 
@@ -156,6 +156,9 @@ class Model(ReadOnlyArrays):
         evaluated on ``newdata``; without one, a DataFrame's (or a dict's) columns are selected
         by name (never by position) and an array must have the model's number of columns.
         """
+        # (a Dask DataFrame was refused as "must be a DataFrame ...; got DataFrame"; session
+        # 85's audit)
+        refuse_dask(newdata, "newdata")
         if self.design is not None:
             if not isinstance(newdata, (pd.DataFrame, dict)):
                 raise TypeError("newdata must be a DataFrame with the formula's columns "
