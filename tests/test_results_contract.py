@@ -248,7 +248,11 @@ def _writable_arrays(obj, path="r", seen=None, depth=0):
         return [p for i, v in enumerate(obj)
                 for p in _writable_arrays(v, f"{path}[{i}]", seen, depth + 1)]
     if not type(obj).__module__.startswith("puinfer"):
-        return []
+        # a foreign object's arrays in its __slots__ (scipy's CubicSpline keeps c and x there:
+        # session 85's audit wrote into a spline basis's through r.basis.cardinal.c)
+        slots = [k for t in type(obj).__mro__ for k in getattr(t, "__slots__", ())]
+        return [f"{path}.{k}" for k in slots
+                if isinstance(getattr(obj, k, None), np.ndarray) and getattr(obj, k).flags.writeable]
     return [p for k, v in getattr(obj, "__dict__", {}).items() if not k.startswith("_")
             for p in _writable_arrays(v, f"{path}.{k}", seen, depth + 1)]
 
@@ -314,6 +318,35 @@ def test_nothing_reachable_from_a_result_can_be_written_into(case):
             assert design.y is None or design.y.name != "edited"
             r2 = pickle.loads(pickle.dumps(r))
             _same(predict(r2), predict(r))
+
+
+def _rename_axes(obj):
+    """Rename the levels of a pandas object's axes in place (``Index.names`` can be set)."""
+    for ax in (obj.index, getattr(obj, "columns", None)):
+        if ax is not None:
+            ax.names = [f"edited{i}" for i in range(ax.nlevels)]
+
+
+def test_renaming_an_outputs_axes_changes_nothing_in_the_result(case):
+    # session 85's audit: pvalues, bartlett_factors, URC's interval table and CalEM's
+    # conf_int and predict handed out the result's (or its model's) own Index; renaming its
+    # levels renamed the result's, and a URC summary then failed ("Level class not found")
+    name, r, interval, predict, _ = case
+    r = pickle.loads(pickle.dumps(r))  # (a copy of its own: the case is shared)
+    ref = pickle.loads(pickle.dumps(r))
+    covariance = name != "CalEM-isotonic"  # (no parametric covariance: conf_int refused)
+    outputs = [r.params, r.bse, r.tvalues, r.pvalues, _quiet(lambda: interval(r)),
+               _quiet(lambda: predict(r))]
+    if covariance:
+        outputs += [_quiet(lambda: r.conf_int()), r.cov_params()]
+    for out in outputs:
+        if isinstance(out, (pd.Series, pd.DataFrame)):
+            _rename_axes(out)
+    for attr in ("params", "bse", "pvalues"):
+        assert list(getattr(r, attr).index.names) == list(getattr(ref, attr).index.names)
+    if covariance:
+        assert list(r.conf_int().index.names) == list(ref.conf_int().index.names)
+    assert str(_quiet(r.summary)) == str(_quiet(ref.summary))
 
 
 def test_second_interval_is_cached(case, puinfer_calls):

@@ -240,15 +240,18 @@ class LikelihoodResults(Results):
     @property
     def pvalues(self) -> pd.Series:
         """Two-sided Wald p-values for H0: parameter = 0 (normal reference)."""
-        return pd.Series(2 * stats.norm.sf(np.abs(self.tvalues)), index=self._params.index,
-                         name="P>|z|")
+        # (outputs on copies of the indexes: an Index's names can be set in place, and a
+        # renamed level of the result's own index broke its summary; session 85's audit)
+        return pd.Series(2 * stats.norm.sf(np.abs(self.tvalues)),
+                         index=self._params.index.copy(), name="P>|z|")
 
     def conf_int(self, alpha: float = 0.05) -> pd.DataFrame:
         """Wald confidence intervals ``estimate -/+ z_{1 - alpha/2} * se`` (level ``1 - alpha``)."""
         alpha = check_alpha(alpha)
         q = stats.norm.ppf(1 - alpha / 2)
         se = self._bse
-        return pd.DataFrame({"lower": self._params - q * se, "upper": self._params + q * se})
+        out = pd.DataFrame({"lower": self._params - q * se, "upper": self._params + q * se})
+        return out.set_axis(out.index.copy())  # (the results' own index is never handed out)
 
     @property
     def llf_penalized(self) -> float:

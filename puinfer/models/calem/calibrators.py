@@ -716,6 +716,18 @@ class _SplineBasis(ReadOnlyArrays):
 
     def __post_init__(self):  # read-only: fits and their results share the basis
         object.__setattr__(self, "knots", readonly(self.knots))
+        self._freeze_cardinal()
+
+    def _freeze_cardinal(self):
+        # the spline's own arrays too (in its __slots__, out of ReadOnlyArrays' reach): a
+        # write into basis.cardinal.c changed every prediction, of pickled copies as well,
+        # while the summary kept the fitted parameters (session 85's audit)
+        for arr in (self.cardinal.c, self.cardinal.x):
+            arr.flags.writeable = False
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        self._freeze_cardinal()  # (numpy does not pickle the write flag)
 
     def __call__(self, x):
         """The ``(n, K)`` basis at ``x`` (logit scores), linear beyond the boundary knots;

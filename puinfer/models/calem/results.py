@@ -77,7 +77,10 @@ class _CurvesMixin:
                 raise ValueError("score: the model's rows are Dask collections; pass the scores "
                                  "in memory (predict also takes a Dask Series or array, and "
                                  "gives a lazy result)")
-            return self.model.score, self.model.index
+            # (a copy: the model's own index handed out was renamed by the caller; session
+            # 85's audit)
+            idx = self.model.index
+            return self.model.score, None if idx is None else idx.copy()
         idx = score.index if isinstance(score, (pd.Series, pd.DataFrame)) else None
         s = as_float_vector(self._score_column(score), "score")
         bad = (s < 0) | (s > 1)

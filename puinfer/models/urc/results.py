@@ -285,7 +285,8 @@ class URCResults(URCTestsMixin, InformationCriteria, LikelihoodResults):
                                 [g * k + j for g, j in self._free_index])
         if cov is None:
             return None
-        return pd.DataFrame(cov, index=self._params.index, columns=self._params.index)
+        return pd.DataFrame(cov, index=self._params.index.copy(),
+                            columns=self._params.index.copy())
 
     # -- profile likelihood ---------------------------------------------------------------------
     def _group_pos(self, group):
@@ -386,7 +387,8 @@ class URCResults(URCTestsMixin, InformationCriteria, LikelihoodResults):
                     f"({ci['lower']:.4g}, {ci['upper']:.4g}) is reported")
             rows.append(ci)
         return pd.DataFrame({"lower": [r["lower"] for r in rows],
-                             "upper": [r["upper"] for r in rows]}, index=self._params.index)
+                             "upper": [r["upper"] for r in rows]},
+                            index=self._params.index.copy())
 
     @functools.cached_property
     def _profile_ci(self) -> pd.DataFrame:
@@ -417,8 +419,8 @@ class URCResults(URCTestsMixin, InformationCriteria, LikelihoodResults):
         R = lik.bootstrap_lr(self._d, self._record.estimate, list(self._free_index),
                              int(n_boot), gen, self._record.options)
         ok = np.isfinite(R).all(axis=1)
-        out = pd.Series(R[ok].mean(axis=0) if ok.any() else np.nan, index=self._params.index,
-                        name="Bartlett factor")
+        out = pd.Series(R[ok].mean(axis=0) if ok.any() else np.nan,
+                        index=self._params.index.copy(), name="Bartlett factor")
         out.attrs["n_usable"] = int(ok.sum())
         return out
 
