@@ -616,6 +616,16 @@ class URCResults(URCTestsMixin, InformationCriteria, LikelihoodResults):
                 pidx.get_level_values("class")).to_numpy(),
         }, index=pidx)
 
+    def update(self, formula=None, **fit_kwargs):
+        """Not available: the results keep the field histogram, not the field predictions
+        that ``fit`` takes (the inherited ``update`` called ``fit()`` without them, a
+        ``TypeError`` about a missing argument; session 85's audit). Fit again with
+        ``model.fit(field_pred, ...)`` and the changed options."""
+        raise NotImplementedError(
+            f"{type(self).__name__}.update: the results keep the field histogram, not the "
+            "field predictions; fit again with model.fit(field_pred, ...) and the changed "
+            "options")
+
     def summary(self, alpha: float = 0.05) -> Summary:
         """Base rates with profile intervals, the naive estimator, the tests and convergence.
 

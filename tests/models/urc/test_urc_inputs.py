@@ -755,3 +755,12 @@ def test_binary_vector_refused_where_classes_0_1_are_named_1_first(binary):
     ok = _quiet(pu.URC(lab[[0, 1]], binary.lab_y).fit, binary.field_pred)
     assert_allclose(ok.base_rates[1].to_numpy(), ref.base_rates[1].to_numpy(), rtol=0,
                     atol=1e-9)
+
+
+def test_update_says_the_field_predictions_are_not_kept(binary):
+    # session 85's audit: the inherited update() called fit() without field_pred ("missing 1
+    # required positional argument")
+    res = _quiet(pu.URC(binary.lab_pred, binary.lab_y).fit, binary.field_pred)
+    with pytest.raises(NotImplementedError, match=r"URCResults.update: the results keep the "
+                                                  "field histogram, not the field predictions"):
+        res.update(likelihood="fixed")
