@@ -650,8 +650,10 @@ class TemperatureCalibrator(Calibrator):
     without intercept, fitted by maximum likelihood (equivalently, minimum log-loss). ``T > 1``
     softens over-confident scores, ``T < 1`` sharpens them; the score 0.5 stays 0.5. The
     fitted temperature is :attr:`FittedCalibrator.temperature`. It nests in
-    :class:`LogisticCalibrator` (intercept 0, so :func:`puinfer.lr_test` can compare them),
-    and, being a logistic likelihood, works inside :class:`~puinfer.CalEM`.
+    :class:`LogisticCalibrator` (intercept 0, so :func:`puinfer.lr_test` can compare them).
+    Inside :class:`~puinfer.CalEM` it represents no label bias: every curve passes through 0.5
+    at the score 0.5, so Assumption 1 (the biased curve at or above the clean one) makes the
+    two curves equal; CalEM warns (``AssumptionWarning``), and its ``test_bias`` stays valid.
 
     For a binary score this is Guo et al.'s ``softmax(z / T)`` with logits
     ``z = (log(1 - s), log s)``; the multiclass form (one ``T`` for a matrix of logits) is not

@@ -414,3 +414,20 @@ def test_eps_must_be_one_number_named():
             CalEM(s, y, tr, calibrator="logistic", eps=bad)
     assert CalEM(s, y, tr, calibrator="logistic", eps=np.float32(1e-6)).eps == \
         float(np.float32(1e-6))
+
+
+def test_temperature_calibrator_says_it_represents_no_bias():
+    # session 85's audit: every temperature curve passes through 0.5 at the score 0.5, so
+    # Assumption 1 forces the biased curve to equal the clean one; with biased labels h was 0
+    # above 0.5 and 1/T 7.7 SEs from the truth, silently
+    rng = np.random.default_rng(1)
+    s = rng.uniform(0.02, 0.98, 2000)
+    y = rng.binomial(1, s)
+    tr = (rng.random(2000) < 0.7).astype(int)
+    with pytest.warns(pu.exceptions.AssumptionWarning, match="every temperature curve passes "
+                                                             "through 0.5 at the score 0.5"):
+        r = CalEM(s, y, tr, calibrator="temperature").fit()
+    assert [c for c, _ in r.warnings].count("AssumptionWarning") >= 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", pu.exceptions.AssumptionWarning)
+        CalEM(s, y, tr, calibrator="logistic")  # (the other families: no such warning)
