@@ -478,6 +478,13 @@ class Calibrator:
         # audit: lr_test refused two fits of the same rows sorted differently)
         order = np.lexsort((w, yy, s))
         fingerprint = _fingerprint(s[order], yy[order], w[order])
+        if self.parametric and sample_weight is not None and not np.all(w > 0):
+            # rows of weight 0 are not fitted, as if dropped: a formula's bs() placed its knots
+            # on the rows of positive weight and then could not evaluate the design at the
+            # others (patsy: "some data points fall outside the outermost knots"; session
+            # 85's audit)
+            pos = w > 0
+            s, yy, w = s[pos], yy[pos], w[pos]
         if getattr(self, "prior_correction", False):
             fitted = self._fit_arrays(basis, s, platt_targets(yy, w), w, start=start,
                                       maxiter=maxiter, tol=tol)
@@ -989,7 +996,12 @@ def _replicated_quantiles(x, w, q):
     order = np.argsort(x, kind="stable")
     keep = w[order] > 0
     xs, ws = x[order][keep], w[order][keep]
-    if not np.all(ws == np.round(ws)):
+    if np.allclose(ws, np.round(ws), rtol=1e-12, atol=0.0):
+        # integers up to rounding (0.1 * 3 * 10 = 3.0000000000000004 counts 3 rows, as in the
+        # fit's likelihood-ratio rule: compared exactly, such weights were rescaled and the
+        # knots moved by 0.08; session 85's audit)
+        ws = np.round(ws)
+    else:
         # (constant weights: exactly the unweighted quantiles, with no rounding in the sums)
         ws = np.ones_like(ws) if np.all(ws == ws[0]) else ws * (ws.size / ws.sum())
     cw = np.cumsum(ws)

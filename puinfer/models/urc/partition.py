@@ -55,6 +55,10 @@ class Partition(ReadOnlyArrays):
     edges: tuple
     cell_of_raw: np.ndarray
     labels: tuple
+    #: multiclass: the classes' positions in the order that breaks ties of the top
+    #: probability (their names' text order: the first of the tied classes in it); None: the
+    #: class order itself (numpy's argmax; partitions pickled before session 85)
+    tie_order: tuple | None = None
 
     def __post_init__(self):  # read-only: the fitted models and their results share it
         object.__setattr__(self, "edges", tuple(readonly(e) for e in self.edges))
@@ -70,7 +74,7 @@ class Partition(ReadOnlyArrays):
         """Raw bin of each prediction (validated array: vector for binary, (n, k) matrix)."""
         if self.kind == "quantile":
             return np.searchsorted(self.edges[0], pred, side="right")
-        am = np.argmax(pred, axis=1)
+        am = _top_class(pred, self.tie_order)
         top = np.take_along_axis(pred, am[:, None], axis=1)[:, 0]
         raw = am * self.n_bins
         for j, e in enumerate(self.edges):
@@ -83,11 +87,34 @@ class Partition(ReadOnlyArrays):
         return self.cell_of_raw[self.raw_bins(pred)]
 
 
+def _top_class(pred: np.ndarray, tie_order) -> np.ndarray:
+    """The predicted class (arg max) of each row, ties going to the first of the tied classes
+    in ``tie_order`` (positions; None: the class order). With the classes' text order, a tied
+    row's cell does not depend on the order of the lab frame's columns (session 85's audit:
+    probabilities in tenths, 4.5% of rows tied, base rates 0.012 apart between the column
+    orders a, b, c and c, b, a)."""
+    if tie_order is None:
+        return np.argmax(pred, axis=1)
+    order = np.asarray(tie_order)
+    return order[np.argmax(pred[:, order], axis=1)]
+
+
+def _tie_order(class_names):
+    """:attr:`Partition.tie_order` for the classes ``class_names`` (None where their text order
+    is their order)."""
+    if class_names is None:
+        return None
+    order = sorted(range(len(class_names)), key=lambda j: str(class_names[j]))
+    return None if order == list(range(len(class_names))) else tuple(order)
+
+
 def _quantile_edges(sorted_vals: np.ndarray, m: int) -> np.ndarray:
     """Cut points of ``m`` cells of equal lab probability: halfway between the lab order
-    statistics ``c_(r)`` and ``c_(r + 1)``, ``r = floor(j n / m)`` (``c_(r + 1)`` itself where
-    the two are tied or adjacent floats), so the lab rows fall in the cells of eq. (11) and a
-    prediction between the two is split at the middle. The cut at ``c_(r + 1)`` itself (the
+    statistic ``c_(r + 1)``, ``r = floor(j n / m)``, and the largest lab value below it
+    (``c_(r)`` where the two differ; ``c_(r + 1)`` itself where no lab value lies below it or
+    the two are adjacent floats), so the lab rows fall in the cells of eq. (11), a prediction
+    between the two is split at the middle, and a lab set with its rows replicated has the
+    same cuts. The cut at ``c_(r + 1)`` itself (the
     empirical CDF's convention) put every prediction in that gap into the lower cell: the
     lowest cell's population share is then ``1 / (n + 1)`` above the lab count's, which biased
     the base rates towards the class of low predictions (binary URC at lab 60: 0.480 for 0.5,
@@ -98,17 +125,23 @@ def _quantile_edges(sorted_vals: np.ndarray, m: int) -> np.ndarray:
         return np.full(m - 1, np.inf)
     idx = np.minimum((np.arange(1, m) * n) // m, n - 1)
     hi = sorted_vals[idx]
-    lo = sorted_vals[np.maximum(idx - 1, 0)]
+    # the largest lab value below c_(r + 1): c_(r) itself without ties; with c_(r) tied to
+    # c_(r + 1) the cut fell on c_(r + 1) itself (the rule session 72 replaced), so a lab set
+    # with every row given twice cut the field differently (URC's base rate 0.464 -> 0.451;
+    # session 85's audit). Where no lab value lies below, the cut is c_(r + 1).
+    below = np.searchsorted(sorted_vals, hi, side="left") - 1
+    lo = sorted_vals[np.maximum(below, 0)]
     with np.errstate(invalid="ignore", over="ignore"):
         mid = lo + (hi - lo) / 2.0
-    # (the midpoint must lie above c_(r), else c_(r) would move to the upper cell)
-    return np.where((mid > lo) & np.isfinite(mid), mid, hi)
+    # (the midpoint must lie above the lower value, else it would move to the upper cell)
+    return np.where((below >= 0) & (mid > lo) & np.isfinite(mid), mid, hi)
 
 
 def _raw_partition(pred: np.ndarray, k: int, n_bins: int, binary: bool,
                    class_names=None) -> Partition:
     """The partition before merging empty bins (multiclass cells labelled by
     ``class_names``, else by the classes' positions)."""
+    tie_order = None
     if binary:
         edges = (_quantile_edges(np.sort(pred), n_bins),)
         kind = "quantile"
@@ -116,7 +149,8 @@ def _raw_partition(pred: np.ndarray, k: int, n_bins: int, binary: bool,
         raw_labels = [f"[{bounds[a]:.4g}, {bounds[a + 1]:.4g}" + ("]" if a == n_bins - 1 else ")")
                       for a in range(n_bins)]
     else:
-        am = np.argmax(pred, axis=1)
+        tie_order = _tie_order(class_names)
+        am = _top_class(pred, tie_order)
         top = np.take_along_axis(pred, am[:, None], axis=1)[:, 0]
         edges = tuple(_quantile_edges(np.sort(top[am == j]), n_bins) for j in range(k))
         kind = "argmax-quantile"
@@ -130,7 +164,8 @@ def _raw_partition(pred: np.ndarray, k: int, n_bins: int, binary: bool,
             for a in range(n_bins):
                 raw_labels.append(f"argmax={name}, [{b[a]:.3g}, {b[a + 1]:.3g}"
                                   + ("]" if a == n_bins - 1 else ")"))
-    return Partition(kind, n_bins, edges, np.arange(len(raw_labels)), tuple(raw_labels))
+    return Partition(kind, n_bins, edges, np.arange(len(raw_labels)), tuple(raw_labels),
+                     tie_order)
 
 
 def build_partition(pred: np.ndarray, k: int, n_bins: int, binary: bool,
@@ -176,4 +211,4 @@ def build_partition(pred: np.ndarray, k: int, n_bins: int, binary: bool,
     warn_and_record(record, f"{empty.size} of {n_raw} bins hold no lab predictions (ties or "
                     "an empty predicted class); they were merged into their nearest "
                     f"neighbours, leaving |A| = {nonempty.size} cells", EmptyBinWarning)
-    return Partition(part.kind, n_bins, part.edges, cell_of_raw, labels)
+    return Partition(part.kind, n_bins, part.edges, cell_of_raw, labels, part.tie_order)

@@ -166,7 +166,7 @@ def _build_mean_partition(pred, weights, n_cells, record) -> MeanPartition:
         raw = np.flatnonzero(part.cell_of_raw == c)
         labels.append(f"s in [{b[raw[0]]:.4g}, {b[raw[-1] + 1]:.4g})")
     return MeanPartition("mean-quantile", n_cells, part.edges, part.cell_of_raw, tuple(labels),
-                         np.asarray(weights, dtype=float))
+                         weights=np.asarray(weights, dtype=float))
 
 
 def _frozen(pred, copy: bool):

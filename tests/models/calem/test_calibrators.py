@@ -550,3 +550,39 @@ def test_spline_df_beyond_the_distinct_scores_is_refused_before_the_basis():
     s2 = np.repeat(s[:40], 5)  # 40 distinct scores in 200 rows
     with pytest.raises(ValueError, match="df=41 exceeds the 40 distinct scores"):
         SplineCalibrator(df=41).fit(s2, y[:200])
+
+
+def test_spline_knots_of_weights_that_are_integers_up_to_rounding():
+    # session 85's audit: (w * 0.1) * 10 counts rows in the likelihood-ratio rule, but the
+    # knots compared the weights exactly, rescaled them, and moved by about 0.08 (LR 3.761 ->
+    # 3.789)
+    rng = np.random.default_rng(1)
+    s = rng.uniform(0.02, 0.98, 40)
+    y = rng.binomial(1, s).astype(float)
+    w = rng.integers(1, 6, 40).astype(float)
+    noisy = (w * 0.1) * 10
+    assert np.any(noisy != w)
+    rep = np.repeat(np.arange(40), w.astype(int))
+    ref = SplineCalibrator(5).fit(s[rep], y[rep])
+    for ww in (w, noisy):
+        np.testing.assert_array_equal(SplineCalibrator(5).fit(s, y, ww).basis.knots,
+                                      ref.basis.knots)
+
+
+def test_zero_weight_rows_are_fitted_as_if_dropped():
+    # session 85's audit: a formula's bs() placed its knots on the rows of positive weight and
+    # then failed to evaluate its design at the others ("cannot evaluate formula ... on
+    # newdata"); dropping the rows fitted
+    from puinfer.models.calem.calibrators import FormulaCalibrator
+
+    rng = np.random.default_rng(1)
+    s = rng.uniform(0.05, 0.95, 300)
+    y = rng.binomial(1, s).astype(float)
+    w = np.ones(300)
+    w[[np.argmin(s), np.argmax(s)]] = 0
+    k = w > 0
+    for cal in (FormulaCalibrator("~ bs(logit(score), df=4)"), LogisticCalibrator(),
+                SplineCalibrator(4)):
+        a, b = cal.fit(s[k], y[k]), cal.fit(s, y, w)
+        np.testing.assert_array_equal(b.params.to_numpy(), a.params.to_numpy())
+        assert b.llf == a.llf and b.nobs == a.nobs == 298

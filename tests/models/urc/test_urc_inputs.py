@@ -764,3 +764,43 @@ def test_update_says_the_field_predictions_are_not_kept(binary):
     with pytest.raises(NotImplementedError, match=r"URCResults.update: the results keep the "
                                                   "field histogram, not the field predictions"):
         res.update(likelihood="fixed")
+
+
+def test_lab_rows_given_twice_cut_the_field_alike():
+    # session 85's audit: where lab values were tied at a cut, the cut fell on the upper value
+    # itself (the rule session 72 replaced), so the same lab distribution with every row given
+    # twice cut the field differently: base rate 0.4643 -> 0.4511
+    sim = simulate_urc(n_lab=62, n_field=20000, field_base_rate=0.3,
+                       rng=np.random.default_rng(5), lab_design="random")
+    lp, ly = np.asarray(sim.lab_pred, float), np.asarray(sim.lab_y)
+    fp = np.asarray(sim.field_pred, float)
+    d = np.repeat(np.arange(lp.size), 2)
+    m1, m2 = pu.URC(lp, ly, 4), pu.URC(lp[d], ly[d], 4)
+    assert np.unique(lp[d]).size < lp[d].size  # (tied lab values)
+    np.testing.assert_array_equal(m1.partition.edges[0], m2.partition.edges[0])
+    np.testing.assert_array_equal(m1.assign(fp), m2.assign(fp))
+    # no lab value between a cut and the lab values it separates: the field between them is
+    # split at the middle
+    srt = np.sort(lp)
+    for t in m1.partition.edges[0]:
+        lo, hi = srt[srt < t].max(), srt[srt >= t].min()
+        assert t == lo + (hi - lo) / 2
+
+
+def test_multiclass_ties_of_the_top_probability_do_not_depend_on_the_column_order():
+    # session 85's audit: np.argmax sent a tied row to the first column, so the same named
+    # lab and field columns in the orders a, b, c and c, b, a gave base rates 0.012 apart
+    sim = simulate_urc(n_lab=600, n_field=5000, lab_base_rates=[1 / 3] * 3,
+                       field_base_rate=[0.2, 0.3, 0.5], rng=np.random.default_rng(7))
+    lp = np.round(np.asarray(sim.lab_pred, float), 1)
+    fp = np.round(np.asarray(sim.field_pred, float), 1)
+    lp, fp = lp / lp.sum(axis=1, keepdims=True), fp / fp.sum(axis=1, keepdims=True)
+    assert np.mean((lp == lp.max(axis=1, keepdims=True)).sum(axis=1) > 1) > 0.02
+    names = ["a", "b", "c"]
+    L, F = pd.DataFrame(lp, columns=names), pd.DataFrame(fp, columns=names)
+    ly = pd.Series(np.asarray(sim.lab_y)).map(dict(enumerate(names)))
+    r1 = _quiet(pu.URC(L, ly, 2).fit, F)
+    perm = ["c", "b", "a"]
+    r2 = _quiet(pu.URC(L[perm], ly, 2).fit, F[perm])
+    assert_allclose(r2.base_rates[names].to_numpy(), r1.base_rates[names].to_numpy(), rtol=0,
+                    atol=1e-9)
