@@ -15,8 +15,9 @@ fit in ``results_`` (summary, tests, intervals).
 
 Rows of pandas ``X`` and ``y`` (and ``sample_weight``) are matched on their index, as
 everywhere in puinfer, not by position. A default index ``0..n-1`` next to another index is
-refused as ambiguous: a Pipeline step with ``set_output(transform="pandas")`` rebuilds ``X``
-with one, and its labels then mean nothing; pass ``y.to_numpy()`` to match by position.
+refused as ambiguous: a Pipeline step with ``set_output(transform="pandas")`` given an array
+``X`` gives it one, and its labels then mean nothing; pass ``y.to_numpy()`` to match by
+position.
 Text labels need ``pos_label`` (which one is the labeled rows' or the positive class).
 
 Importing :mod:`puinfer` never imports scikit-learn; importing this module without it raises

@@ -578,7 +578,7 @@ def setup_dask(model):
     """:func:`~._engine.setup` on Dask data: basis, control-only fit (in memory), biased fit
     and the pooled-rows engine (block sums)."""
     from ... import exceptions as _exc
-    from ._engine import _fit_set
+    from ._engine import NO_BIAS_FAMILY, _fit_set, represents_no_bias
 
     cal, data = model.calibrator, model._dask
     _check_calibrator(cal)
@@ -605,6 +605,8 @@ def setup_dask(model):
         raise ValueError(f"treated set: {exc}") from None
     engine = DaskEngine(cal, basis, data, biased._params.to_numpy(), cal.penalty(basis))
     warns = []
+    if represents_no_bias(cal, basis, data.s_c):  # (as in memory: the control scores' range)
+        warn_and_record(warns, NO_BIAS_FAMILY.format(name=cal.name), _exc.AssumptionWarning)
     for f, who in ((baseline, "control"), (biased, "treated")):
         for cat, msg in f.warnings:
             warn_and_record(warns, f"{who} fit: {msg}", getattr(_exc, cat, _exc.PuinferWarning))

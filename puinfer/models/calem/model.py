@@ -155,15 +155,6 @@ def formula_score(rhs: str, data: pd.DataFrame, score=None, exclude=()) -> str:
     return score
 
 
-#: why CalEM with the temperature calibrator represents no label bias
-TEMPERATURE_NO_BIAS = (
-    "calibrator: every temperature curve passes through 0.5 at the score 0.5, so under "
-    "Assumption 1 (the biased curve at or above the clean one at every score) the two curves "
-    "are equal: CalEM with this family can represent no label bias (h is 0 wherever it is not "
-    "clipped), and where the labels are biased its clean curve and h are off; use the "
-    "logistic, beta or spline calibrator (test_bias() remains a valid test of bias)")
-
-
 class CalEM(Model):
     """Calibration with a small clean (control) set and a large biased (treated) set.
 
@@ -302,13 +293,6 @@ class CalEM(Model):
             raise ValueError(f"eps must be in (0, 0.5); got {eps}")
         self.eps = eps
         self._init_warnings: list = []
-        if self.calibrator.name == "temperature":
-            # every curve of the family passes through 0.5 at the score 0.5, so Assumption 1
-            # (g_eta >= g_theta at every score) forces the biased curve to equal the clean one:
-            # no label bias is representable, and where the labels are biased the estimates
-            # are off, h clipped to 0 above 0.5 (session 85's audit: 1/T 7.7 SEs from the
-            # truth, h bands covering 0-7%)
-            warn_and_record(self._init_warnings, TEMPERATURE_NO_BIAS, AssumptionWarning)
 
     @property
     def init_warnings(self) -> tuple:

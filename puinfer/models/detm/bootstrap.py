@@ -67,7 +67,7 @@ def bandwidth_for(N: int, p: int, smooth) -> float:
 
 def check_smooth(smooth):
     """``smooth`` if it is ``"silverman"`` or a finite number >= 0, else ``ValueError`` (needs
-    no data: :meth:`~puinfer.models.detm.results.TiltResults.test_scar` checks it before its
+    no data: :meth:`~puinfer.models.detm.results.DETMResults.test_scar` checks it before its
     ``reference="chi2"`` branch, which does not use it)."""
     if isinstance(smooth, str):
         if smooth != "silverman":

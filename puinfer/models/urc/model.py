@@ -300,11 +300,13 @@ class URC(Model):
     --------
     >>> import numpy as np, puinfer as pu
     >>> from puinfer.simulate.urc import simulate_urc
-    >>> sim = simulate_urc(n_lab=400, n_field=5000, field_base_rate=0.2,
+    >>> sim = simulate_urc(n_lab=400, n_field=5000, field_base_rate=0.2, separation=3.0,
     ...                    rng=np.random.default_rng(1))
     >>> res = pu.URC(sim.lab_pred, sim.lab_y).fit(sim.field_pred)
-    >>> round(float(res.base_rate.iloc[0]), 2)  # doctest: +SKIP
+    >>> round(float(res.base_rate.iloc[0]), 2)
     0.2
+    >>> res.conf_int().round(2).to_numpy().tolist()
+    [[0.18, 0.23]]
     """
 
     _formula_lhs = None

@@ -416,18 +416,27 @@ def test_eps_must_be_one_number_named():
         float(np.float32(1e-6))
 
 
-def test_temperature_calibrator_says_it_represents_no_bias():
-    # session 85's audit: every temperature curve passes through 0.5 at the score 0.5, so
+def test_families_that_represent_no_bias_say_so():
+    # session 85's audits: every temperature curve passes through 0.5 at the score 0.5, so
     # Assumption 1 forces the biased curve to equal the clean one; with biased labels h was 0
-    # above 0.5 and 1/T 7.7 SEs from the truth, silently
+    # above 0.5 and 1/T 7.7 SEs from the truth, silently -- and so with the same family
+    # written as a formula
     rng = np.random.default_rng(1)
     s = rng.uniform(0.02, 0.98, 2000)
     y = rng.binomial(1, s)
     tr = (rng.random(2000) < 0.7).astype(int)
-    with pytest.warns(pu.exceptions.AssumptionWarning, match="every temperature curve passes "
-                                                             "through 0.5 at the score 0.5"):
-        r = CalEM(s, y, tr, calibrator="temperature").fit()
-    assert [c for c, _ in r.warnings].count("AssumptionWarning") >= 1
+    for cal in ("temperature", "~ logit(score) - 1", "~ logit(score) + I(logit(score)**3) - 1"):
+        with pytest.warns(pu.exceptions.AssumptionWarning, match="family can represent no "
+                                                                 "label bias"):
+            r = CalEM(s, y, tr, calibrator=cal).fit()
+        assert any("can represent no label bias" in m for _, m in r.warnings)
+    # families with a direction of bias (an intercept, a spline's, an even function): silent
+    for cal in ("logistic", "beta", "spline", "~ I(logit(score)**2) - 1"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", pu.exceptions.AssumptionWarning)
+            CalEM(s, y, tr, calibrator=cal).fit()
+    # scores all above 0.5: a temperature curve can lie above another there
+    hi = 0.5 + s / 2.1
     with warnings.catch_warnings():
         warnings.simplefilter("error", pu.exceptions.AssumptionWarning)
-        CalEM(s, y, tr, calibrator="logistic")  # (the other families: no such warning)
+        CalEM(hi, rng.binomial(1, hi), tr, calibrator="temperature").fit()
