@@ -23,6 +23,12 @@ from .._validation import check_alpha, check_int, check_real, level_label
 #: log-likelihoods, each a sum over many rows) then decides the steps, not the profile
 _R_NOISE = 1e-6
 
+#: a bootstrap world is near the boundary where at least this share of its resamples'
+#: estimates lie on it (at 0 or 1; about where the estimate is within 1.6 bootstrap SEs of
+#: it): a bootstrap-calibrated cut-off is then at least chi-square's, whose profile interval
+#: is one-sided there (DETM's pi, ``studies/detm_near_boundary.py``; URC's Bartlett factors)
+NEAR_BOUNDARY_SHARE = 0.05
+
 __all__ = ["Profile", "ProfileError"]
 
 

@@ -22,7 +22,7 @@ from ...inference.hypothesis import (
     lr_test,
     pvalue_phrase,
 )
-from ...inference.profile import Profile, ProfileError
+from ...inference.profile import NEAR_BOUNDARY_SHARE, Profile, ProfileError
 from ...summary import Summary, coef_table
 from . import _el, bootstrap
 from ._profile import OUTSIDE_POINTS, PI_EPS, PiProfiler
@@ -33,11 +33,6 @@ __all__ = ["TiltResults", "DETMResults", "SETMResults"]
 #: the default bootstrap of the interval for pi: resamples and seed (reproducible results)
 DEFAULT_N_BOOT, DEFAULT_SEED = 199, 0
 
-#: the bootstrap world is near the boundary where at least this share of its resamples'
-#: pi-hat is on it (at 0 or 1; about where pi-hat is within 1.6 bootstrap SEs of it): the
-#: default interval's cut-off and test_pi's reference are then at least chi-square's
-#: (``studies/detm_near_boundary.py``)
-NEAR_BOUNDARY_SHARE = 0.05
 #: said with the SCAR test's chi-square p-value (studies/results/README_detm.md, "Size of the
 #: SCAR tests at 5% by design")
 SCAR_CHI2_CAVEAT = ("chi2_p (Theorem 3a) is asymptotic and over-rejected true SCAR in every "

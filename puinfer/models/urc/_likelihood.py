@@ -1465,24 +1465,31 @@ def bootstrap_lr(d: Data, est: Estimate, targets, n_boot: int, rng: np.random.Ge
     ``2 {l(theta*) - l_profile(p_hat[g, j])}`` computed for each ``(g, j)`` in ``targets``: the
     bootstrap distribution of ``R(true value)`` under the fitted model (for a Bartlett-type
     calibration of the cut-off). Returns an ``n_boot x len(targets)`` array (NaN where a fit
-    failed)."""
+    failed) and one of whether each resample's free estimate of the target lies on the
+    boundary (within :data:`BOUNDARY` of 0 or 1)."""
     P, M = est.P, est.M
     n = d.L.sum(axis=1)
     Ng = d.F.sum(axis=1).astype(np.int64)
     Q = P @ M
     out = np.full((n_boot, len(targets)), np.nan)
+    at_bound = np.zeros((n_boot, len(targets)), dtype=bool)
+    gj = (np.array([g for g, _ in targets]), np.array([j for _, j in targets])) \
+        if targets else None
     for b in range(n_boot):
         db = _resample(d, n / n.sum(), M, Ng, Q, rng)
         # warm Newton from the estimate: the bootstrap data are near it (no further starts)
         free = _maximize_once(db, Constraint(), (P, M), options, warm=True)
         if not free.convergence.converged:
             continue
+        if gj is not None:
+            v = free.P[gj]
+            at_bound[b] = (v < BOUNDARY) | (v > 1 - BOUNDARY)
         for t, (g, j) in enumerate(targets):
             con = Constraint("entry", group=g, cls=j, v=float(P[g, j]))
             f0 = _maximize_once(db, con, (free.P, free.M), options, warm=True)
             if f0.convergence.converged and np.isfinite(f0.objective):
                 out[b, t] = max(2.0 * (free.objective - f0.objective), 0.0)
-    return out
+    return out, at_bound
 
 
 def _resample(d: Data, pi_lab, M, Ng, Q, rng) -> Data:

@@ -295,6 +295,24 @@ def test_bartlett_interval_solves_the_corrected_cutoff(sim3):
                 row["factor"] * stats.chi2.ppf(0.5, 1), abs=1e-4)
 
 
+def test_bartlett_cutoff_is_at_least_chi_square_where_the_rate_is_on_the_boundary():
+    # session 85's audit: at a base rate estimated at 0 the bootstrap world is at 0, R* is
+    # about 0 in nearly every resample, and the factor 0.006 gave an interval 130 times
+    # narrower than the profile's (coverage 64% at a true rate of 0.01)
+    sim = simulate_urc(n_lab=200, n_field=400, field_base_rate=0.0, separation=3,
+                       rng=np.random.default_rng(4), lab_design="random")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = pu.URC(sim.lab_pred, sim.lab_y, n_bins=6).fit(sim.field_pred)
+        f = res.bartlett_factors(n_boot=60, rng=1)
+        ci = res.conf_int(kind="bartlett", n_boot=60, rng=1)
+    assert res.base_rate.iloc[0] < 1e-6
+    assert f.iloc[0] < 0.1 and f.attrs["boundary_share"][0] > 0.5  # (the raw factor)
+    assert ci["factor"].iloc[0] == 1.0
+    assert ci["boundary_share"].iloc[0] == f.attrs["boundary_share"][0]
+    assert_allclose(ci[["lower", "upper"]].to_numpy(), res.conf_int().to_numpy(), atol=1e-9)
+
+
 def test_bartlett_factor_near_one_in_large_samples():
     """With 20,000 lab items the profile statistic is chi-square(1): E R = 1. Over 3 classes x
     150 resamples the mean has sd about sqrt(2 / 450) = 0.067 (less the correlation)."""
