@@ -79,13 +79,31 @@ def check_smooth(smooth):
     return smooth
 
 
+def _tilted_probs(ps, eta, shift: bool = True) -> np.ndarray:
+    """``p_i exp(eta_i)`` normalised (``shift``: computed as ``exp(eta - max eta)``). Where a
+    tilt diverges (``penalty="none"`` on separated data) the largest ``eta`` can sit on rows
+    of EL weight 0, every other term underflows, and the sum is 0 (or ``inf * 0``): numpy's
+    "Probabilities contain NaN" from every bootstrap (session 85's audit). Those are
+    computed in logs over the rows of positive weight; elsewhere the product as it was
+    (the same draws)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        pr = ps * np.exp(eta - eta.max() if shift else eta)
+        tot = pr.sum()
+    if np.isfinite(tot) and tot > 0:
+        return pr / tot
+    pos = ps > 0
+    lw = np.full(eta.shape, -np.inf)
+    lw[pos] = np.log(ps[pos]) + eta[pos]
+    pr = np.exp(lw - lw[pos].max())
+    return pr / pr.sum()
+
+
 def world(data, setm) -> BootstrapWorld:
     """The resampling world of the fitted SETM ``setm`` (a fit record or results)."""
     p = data.p
     ps = _el_weights(setm)
     a2, b2 = setm.theta[p + 1], setm.theta[p + 2:]
-    pn = ps * np.exp(a2 + data.Z @ b2)
-    pn = pn / pn.sum()
+    pn = _tilted_probs(ps, a2 + data.Z @ b2, shift=False)
     pt = setm.pi * ps + (1 - setm.pi) * pn
     L, S, smooth_cols = _kernel(data.X, ps)
     return BootstrapWorld(readonly(ps), readonly(pn), readonly(pt / pt.sum()), float(setm.pi),
@@ -138,9 +156,7 @@ def sample(data, w: BootstrapWorld, rng: np.random.Generator, smooth: float = 0.
     if smooth:
         # jittered columns only: unjittered (dummy) columns keep their spread and tilt
         beta = np.where(w.smooth_cols, w.beta / np.sqrt(1 + smooth ** 2), w.beta)
-        eta = data.X @ beta
-        pn = w.ps * np.exp(eta - eta.max())
-        pn = pn / pn.sum()
+        pn = _tilted_probs(w.ps, data.X @ beta)
     else:
         pn = w.pn
     i_s = rng.choice(data.N, size=data.n, p=w.ps)
@@ -297,9 +313,7 @@ def _tilted(data, w, beta, rng, size, smooth):
     rows drawn from ``p_i exp(beta*'x_i)``, jittered by ``N(0, h^2 S)`` and shifted by
     ``h^2 S beta*``, ``beta* = beta / sqrt(1 + h^2)`` on the jittered columns."""
     b = np.where(w.smooth_cols, beta / np.sqrt(1 + smooth ** 2), beta) if smooth else beta
-    eta = data.X @ b
-    pr = w.ps * np.exp(eta - eta.max())
-    X = data.X[rng.choice(data.N, size=size, p=pr / pr.sum())]
+    X = data.X[rng.choice(data.N, size=size, p=_tilted_probs(w.ps, data.X @ b))]
     if smooth:
         X = X + smooth * rng.standard_normal(X.shape) @ w.L.T + smooth ** 2 * (w.S @ b)
     return X

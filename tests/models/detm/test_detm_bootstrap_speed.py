@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 from _bits import same_bits  # (tests/models/detm/_bits.py)
 
+import puinfer as pu
 from puinfer.base.gram import weighted_grams
 from puinfer.base.numeric import logaddexp, softplus
 from puinfer.base.optimize import newton_maximize
@@ -331,3 +332,39 @@ def test_newton_runs_with_cached_targets_match_reference(restricted):
             (q.label, q.info.message, q.info.iterations, q.info.converged)
         same_bits(r.v, q.v)
         same_bits(r.f, q.f)
+
+
+def test_tilted_probabilities_where_a_tilt_diverges():
+    # session 85's audit: with penalty="none" on separated data the largest tilt sat on rows
+    # of EL weight 0, the other terms underflowed, and every bootstrap failed in numpy
+    # ("Probabilities contain NaN"); computed in logs there, as before elsewhere
+    from puinfer.models.detm.bootstrap import _tilted_probs
+
+    rng = np.random.default_rng(0)
+    ps = rng.random(50)
+    ps[:5] = 0.0
+    ps /= ps.sum()
+    eta = rng.normal(size=50)
+    ref = ps * np.exp(eta - eta.max())
+    np.testing.assert_array_equal(_tilted_probs(ps, eta), ref / ref.sum())  # (the same bits)
+    eta[:5] = 2e4  # the zero-weight rows far above the others
+    pr = _tilted_probs(ps, eta)
+    lw = np.log(ps[5:]) + eta[5:]
+    want = np.exp(lw - lw.max())
+    np.testing.assert_allclose(pr[5:], want / want.sum(), rtol=1e-12)
+    assert np.all(pr[:5] == 0) and pr.sum() == pytest.approx(1.0)
+    assert np.all(np.isfinite(_tilted_probs(ps, eta + 800.0, shift=False)))
+
+
+def test_bootstrap_of_an_unpenalised_fit_with_a_diverging_tilt_runs():
+    rng = np.random.default_rng(5)
+    df = pu.simulate.pu_normal(150, 200, 0.6, [0, 0], [0.3, 0], [1.2, 1], rng=rng)
+    df["g"] = rng.choice(["a", "b"], len(df))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = pu.DETM.from_formula("labeled ~ x1 + x2 + C(g)", data=df).fit(penalty="none",
+                                                                         seed=1)
+        ci = r.conf_int_pi()
+        t = r.test_scar(reference="bootstrap", n_boot=19, rng=1)
+    assert 0.0 <= ci["lower"] <= r.pi <= ci["upper"] <= 1.0
+    assert 0 < t.pvalue <= 1
