@@ -374,6 +374,7 @@ class _CalibratorEstimator(_BinaryProba):
     """
 
     _positive_role = "is the positive class (the one the score is the probability of)"
+    pos_label = None  # (estimators pickled before session 85 have none: repr, clone)
 
     def _calibrator(self):
         raise NotImplementedError
@@ -548,6 +549,7 @@ class CalEMClassifier(_BinaryProba):
     """
 
     _positive_role = "is the positive class (the event)"
+    pos_label = None  # (estimators pickled before session 82 have none: repr, clone)
 
     def __init__(self, calibrator="spline", *, method="auto", maxiter=None, tol=1e-8,
                  eps=1e-6, pos_label=None):

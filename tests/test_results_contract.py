@@ -337,6 +337,9 @@ def test_renaming_an_outputs_axes_changes_nothing_in_the_result(case):
     covariance = name != "CalEM-isotonic"  # (no parametric covariance: conf_int refused)
     outputs = [r.params, r.bse, r.tvalues, r.pvalues, _quiet(lambda: interval(r)),
                _quiet(lambda: predict(r))]
+    if name in ("DETM", "SETM"):  # (the target rows' posteriors: the model's index)
+        outputs.append(r.predict())
+        before = list(ref.predict().index.names)
     if covariance:
         outputs += [_quiet(lambda: r.conf_int()), r.cov_params()]
     for out in outputs:
@@ -346,6 +349,8 @@ def test_renaming_an_outputs_axes_changes_nothing_in_the_result(case):
         assert list(getattr(r, attr).index.names) == list(getattr(ref, attr).index.names)
     if covariance:
         assert list(r.conf_int().index.names) == list(ref.conf_int().index.names)
+    if name in ("DETM", "SETM"):
+        assert list(r.predict().index.names) == before
     assert str(_quiet(r.summary)) == str(_quiet(ref.summary))
 
 

@@ -740,3 +740,14 @@ def test_tilt_classifier_default_interval_checked_first_and_a_failed_refit_keeps
         est.fit(X.iloc[::2], s[::2])
     assert (est.results_, est.pi_, est.pi_conf_int_) == before[:3]
     assert est.classes_ is before[3]
+
+
+@pytest.mark.parametrize("cls", CALIBRATORS + [ps.CalEMClassifier()], ids=lambda c: type(c).__name__)
+def test_estimators_pickled_before_pos_label_existed_still_show_and_clone(cls):
+    # session 85's review: an estimator pickled before pos_label (calibrators: session 85;
+    # CalEMClassifier: session 82) failed in repr, clone and get_params
+    est = clone(cls)
+    del est.__dict__["pos_label"]
+    assert "pos_label" not in est.__dict__
+    assert clone(est).get_params()["pos_label"] is None
+    repr(est)

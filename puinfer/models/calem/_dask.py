@@ -55,6 +55,7 @@ from ._engine import (
     check_fit_options,
     extreme_fit_warning,
     known_h_values,
+    no_bias_warning,
     no_sandwich_warning,
     pooled_start,
     run_solver,
@@ -578,7 +579,7 @@ def setup_dask(model):
     """:func:`~._engine.setup` on Dask data: basis, control-only fit (in memory), biased fit
     and the pooled-rows engine (block sums)."""
     from ... import exceptions as _exc
-    from ._engine import NO_BIAS_FAMILY, _fit_set, represents_no_bias
+    from ._engine import _fit_set
 
     cal, data = model.calibrator, model._dask
     _check_calibrator(cal)
@@ -605,8 +606,6 @@ def setup_dask(model):
         raise ValueError(f"treated set: {exc}") from None
     engine = DaskEngine(cal, basis, data, biased._params.to_numpy(), cal.penalty(basis))
     warns = []
-    if represents_no_bias(cal, basis, data.s_c):  # (as in memory: the control scores' range)
-        warn_and_record(warns, NO_BIAS_FAMILY.format(name=cal.name), _exc.AssumptionWarning)
     for f, who in ((baseline, "control"), (biased, "treated")):
         for cat, msg in f.warnings:
             warn_and_record(warns, f"{who} fit: {msg}", getattr(_exc, cat, _exc.PuinferWarning))
@@ -621,6 +620,8 @@ def fit_calem_dask(model, *, method, maxiter, tol, h) -> CalEMFit:
     passes0 = model._dask.passes
     st = setup_dask(model)
     eng, warns = st.engine, list(model.init_warnings) + list(st.warnings)
+    # (as in memory: over the control scores' range, which are in memory)
+    no_bias_warning(warns, cal, st.basis, model._dask.s_c, h)
     if h is not None:  # one weighted fit; h(score) is evaluated (and checked) in the blocks
         theta, trace, conv = _known_h_fit(eng, eng.theta_of(st.baseline), KnownH(h))
         method = "known h"

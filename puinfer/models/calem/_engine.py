@@ -745,8 +745,13 @@ def represents_no_bias(cal, basis, scores) -> bool:
     if not cal.parametric:
         return False
     lo, hi = (float(np.clip(v, 1e-9, 1 - 1e-9)) for v in (np.min(scores), np.max(scores)))
-    grid = expit(np.linspace(np.log(lo / (1 - lo)), np.log(hi / (1 - hi)), 101))
-    X = np.asarray(cal.design(basis, grid), dtype=float)
+    grid = np.clip(expit(np.linspace(np.log(lo / (1 - lo)), np.log(hi / (1 - hi)), 101)),
+                   lo, hi)
+    grid[[0, -1]] = lo, hi  # (expit(logit(lo)) can fall below lo: outside a bs() basis)
+    try:
+        X = np.asarray(cal.design(basis, grid), dtype=float)
+    except ValueError:  # (a check whose only outcome is a warning never fails a fit)
+        return False
     scale = np.abs(X).max(axis=0)
     X = X / np.where(scale > 0, scale, 1.0)
     # (a column of one sign -- an intercept -- or the columns' sum -- a spline's cardinal
@@ -757,6 +762,16 @@ def represents_no_bias(cal, basis, scores) -> bool:
     res = linprog(-X.sum(axis=0), A_ub=-X, b_ub=np.zeros(grid.size),
                   bounds=[(-1.0, 1.0)] * X.shape[1], method="highs")
     return bool(res.status == 0 and -res.fun <= 1e-9 * grid.size)
+
+
+def no_bias_warning(warns: list, cal, basis, s_c, h) -> None:
+    """:data:`NO_BIAS_FAMILY` where the family can represent no label bias over the control
+    scores ``s_c`` (:func:`represents_no_bias`) and ``h`` is not given (a known ``h`` sets
+    the biased curve itself)."""
+    if h is None and represents_no_bias(cal, basis, s_c):
+        from ...exceptions import AssumptionWarning
+
+        warn_and_record(warns, NO_BIAS_FAMILY.format(name=cal.name), AssumptionWarning)
 
 
 def setup(model) -> Setup:
@@ -801,8 +816,6 @@ def setup(model) -> Setup:
         engine = IsotonicEngine(cal, basis, s_c, s_t, y, z, biased.predict(s_t),
                                 biased.predict(xs))
     warns = []
-    if represents_no_bias(cal, basis, s_c):
-        warn_and_record(warns, NO_BIAS_FAMILY.format(name=cal.name), _exc.AssumptionWarning)
     for f, who in ((baseline, "control"), (biased, "treated")):
         for cat, msg in f.warnings:
             warn_and_record(warns, f"{who} fit: {msg}", getattr(_exc, cat, _exc.PuinferWarning))
@@ -1062,6 +1075,7 @@ def fit_calem(model, *, method, maxiter, tol, h) -> CalEMFit:
     method = check_fit_options(cal, method, maxiter, tol, h)
     st = setup(model)
     eng, warns = st.engine, list(model.init_warnings) + list(st.warnings)
+    no_bias_warning(warns, cal, st.basis, st.s_c, h)
     z, s_t = eng.z, st.s_t
     theta0 = eng.theta_of(st.baseline)
     if h is not None:

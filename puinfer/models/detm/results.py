@@ -363,9 +363,9 @@ class TiltResults(LikelihoodResults):
 
             return predict_dask(self, newdata)
         if newdata is None:
-            idx = m.data.target_index
+            idx = m.data.target_index  # (a copy handed out: its names can be set in place)
             return pd.Series(np.asarray(self._fit.omega), name="P(y=1|x)",
-                             index=idx if idx is not None else None)
+                             index=idx.copy() if idx is not None else None)
         eta1, eta2, index = self._tilts(newdata)
         # one linear predictor (no inf - inf for extreme rows); log(0) at pi-hat = 0 and an
         # overflowing row give +-inf, which expit maps to 0 or 1

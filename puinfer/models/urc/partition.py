@@ -138,9 +138,10 @@ def _quantile_edges(sorted_vals: np.ndarray, m: int) -> np.ndarray:
 
 
 def _raw_partition(pred: np.ndarray, k: int, n_bins: int, binary: bool,
-                   class_names=None) -> Partition:
+                   class_names=None, ties_by_name: bool = True) -> Partition:
     """The partition before merging empty bins (multiclass cells labelled by
-    ``class_names``, else by the classes' positions)."""
+    ``class_names``, else by the classes' positions; ties of the top probability broken in
+    the names' text order where ``ties_by_name``, else in the class order)."""
     tie_order = None
     if binary:
         edges = (_quantile_edges(np.sort(pred), n_bins),)
@@ -149,7 +150,7 @@ def _raw_partition(pred: np.ndarray, k: int, n_bins: int, binary: bool,
         raw_labels = [f"[{bounds[a]:.4g}, {bounds[a + 1]:.4g}" + ("]" if a == n_bins - 1 else ")")
                       for a in range(n_bins)]
     else:
-        tie_order = _tie_order(class_names)
+        tie_order = _tie_order(class_names) if ties_by_name else None
         am = _top_class(pred, tie_order)
         top = np.take_along_axis(pred, am[:, None], axis=1)[:, 0]
         edges = tuple(_quantile_edges(np.sort(top[am == j]), n_bins) for j in range(k))
@@ -169,7 +170,7 @@ def _raw_partition(pred: np.ndarray, k: int, n_bins: int, binary: bool,
 
 
 def build_partition(pred: np.ndarray, k: int, n_bins: int, binary: bool,
-                    record: list, class_names=None) -> Partition:
+                    record: list, class_names=None, ties_by_name: bool = True) -> Partition:
     """Build the partition from the (validated) lab predictions.
 
     Parameters
@@ -185,12 +186,17 @@ def build_partition(pred: np.ndarray, k: int, n_bins: int, binary: bool,
         Receives ``(category, message)`` of an :class:`EmptyBinWarning` (also issued).
     class_names : sequence, optional
         The classes, in order, for the multiclass cells' labels (``argmax=<class>``).
+    ties_by_name : bool
+        Break ties of the top probability in the text order of ``class_names`` (names the
+        user gave the classes: the cells then do not depend on the order of the lab frame's
+        columns), else in the class order (classes with an order of their own, e.g.
+        RegressionURC's outcome intervals).
 
     Returns
     -------
     Partition
     """
-    part = _raw_partition(pred, k, n_bins, binary, class_names)
+    part = _raw_partition(pred, k, n_bins, binary, class_names, ties_by_name)
     raw_labels = part.labels
     n_raw = len(raw_labels)
     lab_tot = np.bincount(part.raw_bins(pred), minlength=n_raw)

@@ -119,9 +119,10 @@ class MeanPartition(Partition):
     """Cells of equal lab probability of the predicted value ``s = C @ weights`` (eq. (11)
     applied to the predicted value, as Section 5 of the paper suggests).
 
-    The cut points lie halfway between the lab order statistics ``s_(r)`` and ``s_(r + 1)``,
-    ``r = floor(a n / |A|)``, as URC's (:func:`~puinfer.models.urc.partition._quantile_edges`;
-    at ``s_(r + 1)`` itself where the two are tied): lab rows are in the cells of eq. (11), a
+    The cut points lie halfway between the lab order statistic ``s_(r + 1)``,
+    ``r = floor(a n / |A|)``, and the largest lab value below it (``s_(r)`` without ties), as
+    URC's (:func:`~puinfer.models.urc.partition._quantile_edges`): lab rows are in the cells
+    of eq. (11), a
     new value between the two goes to the nearer cell (before session 72 to the lower one, so
     reflecting the outcome, ``y -> -y``, changed the shares by up to 0.014). A value on a cut
     point belongs to the cell above it (``[t_a, t_{a+1})``); raw cells that
@@ -651,7 +652,10 @@ class RegressionURC(URC):
 
     def _build_partition(self, pred, k, n_bins, binary, record):
         if self._partition_kind == "argmax":
-            return super()._build_partition(pred, k, n_bins, binary, record)
+            # (ties in the intervals' own order, as the null bootstrap's partitions break
+            # them: their labels' text order means nothing; session 85's review)
+            return build_partition(pred, k, n_bins, binary, record, self.classes,
+                                   ties_by_name=False)
         return _build_mean_partition(pred, self.interval_means, n_bins, record)
 
     def _maximize(self, d, options):

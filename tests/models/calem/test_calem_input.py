@@ -435,6 +435,18 @@ def test_families_that_represent_no_bias_say_so():
         with warnings.catch_warnings():
             warnings.simplefilter("error", pu.exceptions.AssumptionWarning)
             CalEM(s, y, tr, calibrator=cal).fit()
+    # a known h sets the biased curve itself: nothing to say
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", pu.exceptions.AssumptionWarning)
+        CalEM(s, y, tr, calibrator="temperature").fit(h=0.1)
+    # the check never fails a fit (session 85's review: its grid's end point, expit(logit(lo)),
+    # fell below the control scores' minimum, outside a bs() basis: 7 of 40 data sets failed)
+    r3 = np.random.default_rng(3)
+    s3 = r3.uniform(0.01, 0.99, 2000)
+    t3, y3 = r3.binomial(1, 0.5, 2000), r3.binomial(1, s3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", pu.exceptions.AssumptionWarning)
+        CalEM(s3, y3, t3, calibrator="~ bs(score, df=4)").fit()
     # scores all above 0.5: a temperature curve can lie above another there
     hi = 0.5 + s / 2.1
     with warnings.catch_warnings():

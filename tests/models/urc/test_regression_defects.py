@@ -705,3 +705,11 @@ def test_lab_y_on_an_extreme_scale_is_refused_naming_it():
         with pytest.raises(ValueError, match=r"lab_y has values up to 4.6\de\+300, beyond what "
                                              "double precision squares"):
             pu.RegressionURC(pu.NormalPredictive(mu, 1.0), yy * 1e300)
+
+
+def test_argmax_partition_breaks_ties_in_the_intervals_order():
+    # session 85's review: the outcome intervals' labels sorted as text ("(-0.05, 0.69]"
+    # before "(-0.70, -0.05]") set the tie order, unlike the null bootstrap's partitions
+    sim = simulate_urc_regression(400, 2000, field_shift=0.5, rng=np.random.default_rng(8))
+    m = pu.RegressionURC(sim.lab_pred, sim.lab_y, 4, partition="argmax")
+    assert m.partition.kind == "argmax-quantile" and m.partition.tie_order is None
