@@ -369,10 +369,14 @@ class URCResults(URCTestsMixin, InformationCriteria, LikelihoodResults):
         fit of every group, made the intervals of 100 and 300 groups 7-10 times as costly
         (``benchmarks/results/README.md``, session 83), and a second mode needs ``M_A`` to
         move against every group's field data; ``profile(group, cls).hull()`` runs it for
-        one rate. Under the fixed likelihood the log-likelihood is concave in the rates and
-        the set an interval."""
+        one rate. Nor under a penalty (RegressionURC's smoothness penalty): each point beyond
+        a limit there is a penalised search from afar, often two, and the check took 21 times
+        the intervals' time at RegressionURC's default 10 intervals, 8 times at 20 (7.5 and
+        62 s; it found no second part in any case tested; session 85's audit). Under the
+        fixed likelihood the log-likelihood is concave in the rates and the set an interval."""
         rows = []
-        check = self.likelihood == "joint" and len(self._groups) == 1
+        check = self.likelihood == "joint" and len(self._groups) == 1 and \
+            self._d.active_penalty is None
         for i, (g, j) in enumerate(self._free_index):
             prof = self.profile(self._groups[g], self.model.classes[j])
             cut = None if cutoffs is None or not np.isfinite(cutoffs[i]) else float(cutoffs[i])
@@ -444,8 +448,8 @@ class URCResults(URCTestsMixin, InformationCriteria, LikelihoodResults):
             at 0 or 1 is one-sided (the profile never reaches the cut-off). Under the joint
             likelihood a fit of one group is checked beyond its limits for another part of
             the confidence set, and gets the set's hull where there is one (a
-            ``ConfidenceSetWarning``; with several groups the check is not run, see
-            ``profile(group, cls).hull()``). Wald:
+            ``ConfidenceSetWarning``; with several groups or a penalty, RegressionURC's, the
+            check is not run, see ``profile(group, cls).hull()``). Wald:
             ``estimate -/+ z se`` with ``se`` from the observed information (``bse``), which
             can leave [0, 1], and NaN where the estimate is on the boundary. Near 0 or 1 it
             misses on one side: at a true base rate of 0.05 (binary, lab 500, field 5000,
