@@ -23,7 +23,7 @@ from ...base.gram import weighted_grams
 from ...base.numeric import below_zero, softplus
 from ...base.optimize import newton_maximize, squarem
 from ...base.results import ConvergenceInfo
-from ...exceptions import ConvergenceWarning, SeparationWarning
+from ...exceptions import AssumptionWarning, ConvergenceWarning, SeparationWarning
 from .calibrators import FittedCalibrator, logistic_derivs, logistic_fit, weighted_loglik
 
 METHODS = ("auto", "newton", "em", "squarem")
@@ -769,8 +769,6 @@ def no_bias_warning(warns: list, cal, basis, s_c, h) -> None:
     scores ``s_c`` (:func:`represents_no_bias`) and ``h`` is not given (a known ``h`` sets
     the biased curve itself)."""
     if h is None and represents_no_bias(cal, basis, s_c):
-        from ...exceptions import AssumptionWarning
-
         warn_and_record(warns, NO_BIAS_FAMILY.format(name=cal.name), AssumptionWarning)
 
 
