@@ -6,7 +6,9 @@ The objective's Hessian in ``theta = (vec P, vec M)`` is block diagonal in the g
 its blocks, and its reduction to the face of a :class:`PairBasis` (:class:`FaceHessian`)
 solves the Newton system by the Schur complement of ``M``'s block, in ``O(G)`` operations.
 Assembling and factorising the dense matrix costs ``O(G^2)`` and ``O(G^3)`` instead: with 300
-groups the dense Newton steps took 70% of the time of the profile intervals (issue 17).
+groups the dense Newton steps took 70% of the time of the profile intervals (issue 17). Where
+the matrix is not negative definite the modified step is taken by the same blocks
+(:meth:`FaceHessian.ascent_direction`).
 """
 
 from __future__ import annotations
@@ -16,11 +18,9 @@ import functools
 import numpy as np
 from scipy.linalg import lapack
 
-from ...base.optimize import _ascent_direction
-
 __all__ = ["PairBasis", "BlockHessian", "FaceHessian", "face_hessian", "DENSE_MAX_DIM"]
 
-DENSE_MAX_DIM = 1500  # dense Newton steps (another basis, a modified step) up to this size
+DENSE_MAX_DIM = 1500  # dense Newton steps (another basis) up to this size
 FACE_MIN_GROUPS = 64  # ... and dense steps with fewer groups: the arrow matrix's assembly costs
 #                       more than the dense product and factor there (45-60 against 15 us on a
 #                       few groups); from 64 groups it is as fast or faster, k = 2 to 4
@@ -177,9 +177,9 @@ class FaceHessian:
     arrow matrix: a block per group (its columns that move mass within the group's row of
     ``P``, padded to a common size ``b`` with ``-1`` on the diagonal), each group's border
     with ``M``'s columns, and ``M``'s corner. :meth:`ascent_direction` is
-    :func:`~puinfer.base.optimize._ascent_direction`'s contract; the Newton step is solved by
-    the Schur complement of the corner, where the matrix is negative definite exactly when
-    every group's block and the Schur complement are."""
+    :func:`~puinfer.base.optimize._ascent_direction`'s contract (its modified direction by
+    blocks); the Newton step is solved by the Schur complement of the corner, where the matrix
+    is negative definite exactly when every group's block and the Schur complement are."""
 
     def __init__(self, H: BlockHessian, T: PairBasis):
         G, k, _ = H.HPP.shape
@@ -211,38 +211,58 @@ class FaceHessian:
 
     def ascent_direction(self, g, modify: bool = True):
         """The Newton direction ``-(T'HT)^{-1} g`` and True where ``T'HT`` is negative
-        definite; else (``modify``) the modified direction of the dense matrix and False, or
-        (None, False) (also where the dense matrix would exceed :data:`DENSE_MAX_DIM`)."""
+        definite; else (``modify``) a modified direction and False, or (None, False).
+
+        The modified direction is taken by blocks, in ``O(G)`` like the Newton step: each
+        group's block of the negative Hessian with its eigenvalues replaced by their
+        absolute values (at least ``1e-8`` of the matrix's largest entry), then the Schur
+        complement of the corner formed from those blocks and modified the same way. The
+        matrix so modified is positive definite (its blocks and their Schur complement
+        are), so the direction ascends, and it equals the negative Hessian wherever that is
+        positive definite. (A modified step of the dense matrix -- its eigenvectors, as
+        :func:`~puinfer.base.optimize._ascent_direction` takes -- cost a dense ``eigh`` of
+        ``(G + kA)``-dimensional matrices: with a rare class in the lab set and 300 groups,
+        1,543 of them took 16 of the intervals' 41 s, and at 1000 groups the intervals did
+        not finish in 9 minutes; session 85's audit.)"""
         g = np.asarray(g, dtype=float)
         if self._last is None or not np.array_equal(self._last[0], g):
-            self._last = (g, self._newton(g))  # (the active set's check asks first)
+            self._last = (g, self._solve(g, False))  # (the active set's check asks first)
         d = self._last[1]
         if d is not None:
             return d, True
-        if not modify or self.shape[0] > DENSE_MAX_DIM:
+        if not modify:
             return None, False
-        return _ascent_direction(g, self.dense(), True)
+        return self._solve(g, True), False
 
-    def _newton(self, g):
-        """The Newton direction by the Schur complement, or None where the matrix is not
-        negative definite."""
+    def _solve(self, g, modify: bool):
+        """The Newton direction by the Schur complement (None where the matrix is not
+        negative definite), or with ``modify`` the modified direction of
+        :meth:`ascent_direction`."""
         nP = self.nP
         A, B, C = -self.D, -self.B, -self.C                  # the negative Hessian's blocks
         G, b, _ = A.shape
         gp = np.zeros((G, b))
         gp[self.grp, self.slot] = g[:nP]
         gm = g[nP:]
+        floor = 1e-8 * max(1.0, np.abs(A).max(initial=0.0), np.abs(C).max(initial=0.0)) \
+            if modify else 0.0
         if b == 1:
             a = A[:, 0, 0]
             if not (a > 0).all():
-                return None
+                if not modify:
+                    return None
+                a = np.maximum(np.abs(a), floor)
             Ainv = (1.0 / a)[:, None, None]
         elif b:
             try:
+                if modify:
+                    raise np.linalg.LinAlgError
                 Linv = np.linalg.inv(np.linalg.cholesky(A))  # (negative definite test)
+                Ainv = np.swapaxes(Linv, 1, 2) @ Linv
             except np.linalg.LinAlgError:
-                return None
-            Ainv = np.swapaxes(Linv, 1, 2) @ Linv
+                if not modify:
+                    return None
+                Ainv = _inverse_of_modified(A, floor)
         else:
             Ainv = A
         if b == 1:  # (one column per group: each product below is a single product)
@@ -254,12 +274,14 @@ class FaceHessian:
         if gm.size:
             Bf = B.reshape(G * b, gm.size)
             S = C - Bf.T @ Y.reshape(G * b, gm.size)         # the Schur complement
+            rhs = gm - Bf.T @ y.ravel()
             c, info = lapack.dpotrf(S, lower=1, clean=0)
+            if info == 0:
+                z, info = lapack.dpotrs(c, rhs, lower=1)
             if info != 0:
-                return None
-            z, info = lapack.dpotrs(c, gm - Bf.T @ y.ravel(), lower=1)
-            if info != 0:
-                return None
+                if not modify:
+                    return None
+                z = _inverse_of_modified(S[None], floor)[0] @ rhs
             y = y - Y @ z
         else:
             z = gm
@@ -280,6 +302,13 @@ class FaceHessian:
         out[nP:, :nP] = out[:nP, nP:].T
         out[nP:, nP:] = self.C
         return out
+
+
+def _inverse_of_modified(A, floor: float) -> np.ndarray:
+    """The inverses of the symmetric matrices ``A`` (a stack) with their eigenvalues replaced
+    by ``max(|ev|, floor)``."""
+    ev, V = np.linalg.eigh(A)
+    return (V / np.maximum(np.abs(ev), floor)[:, None, :]) @ np.swapaxes(V, 1, 2)
 
 
 def face_hessian(T, H):
