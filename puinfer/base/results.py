@@ -21,7 +21,7 @@ from .._validation import check_alpha
 from .numeric import below_zero
 
 __all__ = ["ConvergenceInfo", "Results", "LikelihoodResults", "InformationCriteria",
-           "data_fingerprint", "readonly"]
+           "data_fingerprint", "readonly", "wald_conf_int", "wald_pvalues"]
 
 
 def data_fingerprint(*arrays) -> str:
@@ -193,6 +193,22 @@ def standard_errors(cov: pd.DataFrame | None, index: pd.Index) -> pd.Series:
     return pd.Series(np.sqrt(d), index=cov.index, name="std err").reindex(index)
 
 
+def wald_pvalues(params: pd.Series, se: pd.Series) -> pd.Series:
+    """Two-sided Wald p-values ``2 P(|Z| > |params / se|)`` for H0: parameter = 0."""
+    # (outputs on copies of the indexes: an Index's names can be set in place, and a
+    # renamed level of the result's own index broke its summary; session 85's audit)
+    return pd.Series(2 * stats.norm.sf(np.abs(params / se)), index=params.index.copy(),
+                     name="P>|z|")
+
+
+def wald_conf_int(params: pd.Series, se: pd.Series, alpha: float) -> pd.DataFrame:
+    """Wald intervals ``params -/+ z_{1 - alpha/2} se`` (columns ``lower``, ``upper``)."""
+    alpha = check_alpha(alpha)
+    q = stats.norm.ppf(1 - alpha / 2)
+    out = pd.DataFrame({"lower": params - q * se, "upper": params + q * se})
+    return out.set_axis(out.index.copy())  # (the results' own index is never handed out)
+
+
 class LikelihoodResults(Results):
     """Base class of the results of a likelihood fit, with statsmodels' attribute names.
 
@@ -240,18 +256,11 @@ class LikelihoodResults(Results):
     @property
     def pvalues(self) -> pd.Series:
         """Two-sided Wald p-values for H0: parameter = 0 (normal reference)."""
-        # (outputs on copies of the indexes: an Index's names can be set in place, and a
-        # renamed level of the result's own index broke its summary; session 85's audit)
-        return pd.Series(2 * stats.norm.sf(np.abs(self.tvalues)),
-                         index=self._params.index.copy(), name="P>|z|")
+        return wald_pvalues(self._params, self._bse)
 
     def conf_int(self, alpha: float = 0.05) -> pd.DataFrame:
         """Wald confidence intervals ``estimate -/+ z_{1 - alpha/2} * se`` (level ``1 - alpha``)."""
-        alpha = check_alpha(alpha)
-        q = stats.norm.ppf(1 - alpha / 2)
-        se = self._bse
-        out = pd.DataFrame({"lower": self._params - q * se, "upper": self._params + q * se})
-        return out.set_axis(out.index.copy())  # (the results' own index is never handed out)
+        return wald_conf_int(self._params, self._bse, alpha)
 
     @property
     def llf_penalized(self) -> float:

@@ -35,11 +35,11 @@ from scipy.interpolate import CubicSpline, PPoly
 from scipy.special import expit
 
 from ..._align import align_rows
-from ..._validation import as_float_vector, check_unit_interval, unwrap_0d, warn
+from ..._validation import as_float_vector, check_alpha, check_unit_interval, unwrap_0d, warn
 from ...base.gram import weighted_grams
 from ...base.numeric import softplus
 from ...base.optimize import newton_maximize
-from ...base.results import ReadOnlyArrays, _readonly_in, freeze_arrays, readonly
+from ...base.results import ReadOnlyArrays, _readonly_in, freeze_arrays, readonly, wald_conf_int, wald_pvalues
 from ...base.results import data_fingerprint as _fingerprint
 from ...exceptions import AssumptionWarning, ConvergenceWarning, SeparationWarning
 
@@ -318,14 +318,95 @@ class FittedCalibrator:
         ``r.predict_baseline(0)`` gave 0.023)."""
         return s if self.edge_eps is None else edge_scores_moved(s, self.edge_eps)
 
+    # -- Wald inference from the information (statsmodels' names) ---------------------------
+    def cov_params(self) -> pd.DataFrame:
+        """Model-based covariance of the parameters: the (pseudo-)inverse of
+        ``information``, the negative Hessian of the objective at the fit.
+
+        Unpenalised, this is the inverse observed information of the weighted logistic
+        likelihood (statsmodels' ``GLM(Binomial)`` covariance with ``freq_weights``); for a
+        penalised spline (``lam > 0``) it is the Bayesian covariance
+        ``(X' W X + lam P)^-1`` (Wood 2006), whose intervals have their coverage on average
+        over the curve rather than for each coefficient. It assumes 0/1 labels and weights that
+        count rows: for soft labels or importance weights (``lr_refusal`` says which) it is
+        not a valid variance. With Platt's prior correction it is that of the corrected
+        targets.
+
+        Raises
+        ------
+        NotImplementedError
+            For an isotonic fit (no parameters with a variance) and for the calibration maps
+            inside a CalEM result (their covariance is the result's ``cov_params()``).
+        """
+        if self._information is None:
+            where = ("an isotonic calibrator has no parametric covariance"
+                     if not self.calibrator.parametric else
+                     "this map was fitted inside CalEM: its covariance (sandwich, Murphy-Topel) "
+                     "is the CalEM result's cov_params()")
+            raise NotImplementedError(where)
+        info = self._information
+        return pd.DataFrame(np.linalg.pinv(info.to_numpy()), index=info.index.copy(),
+                            columns=info.columns.copy())
+
     @property
     def bse(self) -> pd.Series:
-        """Model-based standard errors ``sqrt(diag(information^-1))`` (NaN for isotonic)."""
-        if self.information is None:
-            return pd.Series(np.nan, index=self.params.index, name="std err")
-        cov = np.linalg.pinv(self.information.to_numpy())
-        return pd.Series(np.sqrt(np.clip(np.diag(cov), 0, None)), index=self.params.index,
-                         name="std err")
+        """Model-based standard errors ``sqrt(diag(cov_params()))`` (NaN where there is no
+        covariance: isotonic, or a map inside a CalEM result)."""
+        if self._information is None:
+            return pd.Series(np.nan, index=self._params.index.copy(), name="std err")
+        cov = self.cov_params().to_numpy()
+        return pd.Series(np.sqrt(np.clip(np.diag(cov), 0, None)),
+                         index=self._params.index.copy(), name="std err")
+
+    @property
+    def tvalues(self) -> pd.Series:
+        """Wald z statistics (estimate / standard error); named as in statsmodels."""
+        return (self._params / self.bse).rename("z")
+
+    @property
+    def pvalues(self) -> pd.Series:
+        """Two-sided Wald p-values for H0: parameter = 0 (normal reference; see
+        :meth:`cov_params` for when the standard errors are valid)."""
+        return wald_pvalues(self._params, self.bse)
+
+    def conf_int(self, alpha: float = 0.05) -> pd.DataFrame:
+        """Wald confidence intervals ``estimate -/+ z_{1 - alpha/2} * se`` of the parameters
+        (level ``1 - alpha``; see :meth:`cov_params` for when they are valid)."""
+        return wald_conf_int(self._params, self.bse, alpha)
+
+    def summary(self, alpha: float = 0.05):
+        """The fit: rows, weights, log-likelihood, degrees of freedom, penalty, convergence,
+        the coefficients with Wald inference (parametric families; the number of steps for
+        isotonic) and the recorded warnings."""
+        from ...summary import Summary, coef_table
+
+        alpha = check_alpha(alpha)
+        cal = self.calibrator
+        s = Summary(f"{cal.name} calibrator: weighted logistic likelihood")
+        s.add_info("Calibrator", repr(cal))
+        s.add_info("No. rows", self.nobs)
+        s.add_info("Total weight", self.weight_sum)
+        s.add_info("Log-likelihood", self.llf)
+        pen = cal.penalty(self.basis) if cal.parametric else None
+        penalised = pen is not None and bool(np.any(pen))
+        s.add_info("Effective df" if penalised else "Parameters" if cal.parametric
+                   else "Distinct steps", f"{self.df_model:.4g}")
+        s.add_info("Prior correction", "Platt" if self.prior_corrected else "none")
+        s.add_info("Converged", f"{self.converged} ({self.iterations} iterations)")
+        if cal.parametric:
+            kind = ("Bayesian covariance of the penalised spline, Wood 2006" if penalised
+                    else "observed information")
+            s.add_table(f"Coefficients (Wald inference from the {kind})",
+                        coef_table(self._params, self.bse, 1 - alpha))
+        else:
+            s.add_note(f"Isotonic: a step function, its fitted values at the {self._params.size} "
+                       "distinct scores in params; no standard errors.")
+        if self.lr_refusal is not None:
+            s.add_note("The standard errors assume 0/1 labels and weights that count rows; "
+                       f"not so here ({self.lr_refusal.split(':')[0]}).")
+        for cat, msg in self.warnings:
+            s.add_note(f"Warning ({cat}): {msg}")
+        return s
 
     @property
     def temperature(self) -> float:
@@ -457,6 +538,9 @@ class Calibrator:
         Returns
         -------
         FittedCalibrator
+            ``params``, ``bse``, ``pvalues``, ``conf_int()``, ``cov_params()`` (Wald, from
+            the information; see :meth:`FittedCalibrator.cov_params` for when they hold),
+            ``llf``, ``nobs``, ``df_model``, ``summary()`` and ``predict()``.
 
         Raises
         ------
@@ -950,8 +1034,10 @@ class IsotonicCalibrator(Calibrator):
         p = np.clip(np.interp(xs_all, xs, fitted), self.eps, 1 - self.eps)
         llf = float(wy_all @ np.log(p) + (ws_all - wy_all) @ np.log1p(-p))
         n_steps = float(np.unique(fitted).size)
-        return FittedCalibrator(self, basis, params, llf, int(len(y)), float(w.sum()), n_steps,
-                                True, 1, None, [])
+        # (nobs: the rows of positive weight, as the parametric fits count them: a row of
+        # weight 0 is a dropped row)
+        return FittedCalibrator(self, basis, params, llf, int(np.count_nonzero(w > 0)),
+                                float(w.sum()), n_steps, True, 1, None, [])
 
     def _predict_fitted(self, fitted, s):
         return np.interp(s, fitted._params.index.to_numpy(dtype=float), fitted._params.to_numpy())

@@ -49,6 +49,81 @@ def test_matches_statsmodels_glm(data, name):
     assert_allclose(fit.bse.to_numpy(), ref.bse, rtol=1e-5)
 
 
+@pytest.mark.parametrize("name", [*PARAMETRIC, "temperature"])
+def test_wald_inference_matches_statsmodels_glm(data, name):
+    """``cov_params``, ``tvalues``, ``pvalues``, ``conf_int`` and the summary's coefficient
+    table are statsmodels' ``GLM(Binomial, freq_weights)`` ones on the calibrator's design
+    (session 86: a fitted calibrator had ``bse`` only, though the docs list them for every
+    result)."""
+    s, y, w = data
+    cal = PARAMETRIC.get(name, TemperatureCalibrator())
+    fit = cal.fit(s, y, w)
+    X = cal.design(fit.basis, s)
+    ref = sm.GLM(y, X, family=sm.families.Binomial(), freq_weights=w).fit(tol=1e-13, maxiter=200)
+    assert_allclose(fit.cov_params().to_numpy(), ref.cov_params(), rtol=1e-5,
+                    atol=1e-8 * np.abs(ref.cov_params()).max())
+    assert list(fit.cov_params().index) == list(fit.params.index)
+    assert_allclose(fit.tvalues.to_numpy(), ref.tvalues, rtol=1e-5)
+    assert_allclose(fit.pvalues.to_numpy(), ref.pvalues, rtol=1e-4, atol=1e-300)
+    for alpha in (0.05, 0.1):
+        assert_allclose(fit.conf_int(alpha).to_numpy(), ref.conf_int(alpha), rtol=1e-5,
+                        atol=1e-7)
+    table = fit.summary(alpha=0.1).tables[0][1]
+    assert list(table.columns) == ["coef", "std err", "z", "P>|z|", "[0.05", "0.95]"]
+    assert_allclose(table[["[0.05", "0.95]"]].to_numpy(), fit.conf_int(0.1).to_numpy(),
+                    rtol=1e-12)
+    assert_allclose(table["P>|z|"].to_numpy(), fit.pvalues.to_numpy(), rtol=1e-12)
+
+
+def test_penalised_spline_covariance_is_the_penalised_information_inverse(data):
+    """With ``lam > 0`` the covariance is ``(X' W X + lam P)^-1`` at the fit (Wood's Bayesian
+    covariance), computed here from the design, the fitted probabilities and the penalty."""
+    s, y, w = data
+    cal = SplineCalibrator(df=6, lam=3.0)
+    fit = cal.fit(s, y, w)
+    X = cal.design(fit.basis, s)
+    g = fit.predict(s)
+    info = X.T @ ((w * g * (1 - g))[:, None] * X) + cal.penalty(fit.basis)
+    assert np.any(cal.penalty(fit.basis))
+    assert_allclose(fit.cov_params().to_numpy(), np.linalg.inv(info), rtol=1e-7,
+                    atol=1e-10 * np.abs(np.linalg.inv(info)).max())
+    text = str(fit.summary())
+    assert "Effective df" in text and "Wood 2006" in text
+
+
+def test_isotonic_and_calem_maps_have_no_covariance(data):
+    """Isotonic fits, and the maps inside a CalEM result, have no parametric covariance:
+    ``cov_params`` says so (with where to look) and the Wald outputs are NaN."""
+    import puinfer as pu
+    from puinfer.simulate.calem import simulate_calem
+
+    s, y, w = data
+    iso = IsotonicCalibrator().fit(s, y, w)
+    with pytest.raises(NotImplementedError, match="isotonic"):
+        iso.cov_params()
+    assert iso.pvalues.isna().all() and iso.conf_int().isna().all().all()
+    assert "no standard errors" in str(iso.summary())
+    sim = simulate_calem(3000, rng=1)
+    res = pu.CalEM(sim["score"], sim["label"], sim["treated"]).fit()
+    with pytest.raises(NotImplementedError, match="CalEM result's cov_params"):
+        res.calibrator.cov_params()
+    assert res.calibrator.bse.isna().all()
+    # (the control-only baseline is a calibrator fit of its own, with its information)
+    assert res.baseline.conf_int().notna().all().all()
+
+
+def test_soft_labels_summary_says_the_errors_assume_counts(data):
+    """Soft labels (or non-integer weights) are not the likelihood the information is of:
+    the summary says so."""
+    s, y, w = data
+    soft = LogisticCalibrator().fit(s, np.clip(y, 0.2, 0.8), w)
+    assert "assume 0/1 labels" in str(soft.summary())
+    assert "assume 0/1 labels" not in str(LogisticCalibrator().fit(s, y, w).summary())
+    ci = soft.conf_int()
+    ci.index.name = "renamed"  # (a copy: the fit's index is not handed out)
+    assert soft.params.index.name != "renamed"
+
+
 @pytest.mark.parametrize("name", ["logistic", "beta", "spline", "isotonic"])
 @pytest.mark.parametrize("with_zeros", [False, True])
 def test_integer_weights_equal_replicated_rows(data, name, with_zeros):
@@ -68,6 +143,10 @@ def test_integer_weights_equal_replicated_rows(data, name, with_zeros):
     assert_allclose(a.llf, b.llf, rtol=1e-11)
     grid = np.linspace(0.001, 0.999, 37)
     assert_allclose(a.predict(grid), b.predict(grid), rtol=1e-9, atol=1e-12)
+    # a row of weight 0 is a dropped row, in nobs too (isotonic fits counted them until
+    # session 86)
+    pos = w > 0
+    assert a.nobs == cal.fit(s[pos], y[pos], w[pos]).nobs == np.count_nonzero(pos)
 
 
 @pytest.mark.parametrize("name", ["logistic", "beta"])
