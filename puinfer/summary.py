@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
+from .base.results import wald_conf_int, wald_pvalues
 from .inference.hypothesis import format_pvalue
 
 __all__ = ["Summary", "coef_table", "interval_labels"]
@@ -19,14 +19,13 @@ def coef_table(params: pd.Series, bse: pd.Series | None, level: float = 0.95) ->
     df = pd.DataFrame({"coef": params})
     if bse is not None:
         se = bse.reindex(params.index)
-        z = params / se
-        q = stats.norm.ppf(0.5 + level / 2)
         df["std err"] = se
-        df["z"] = z
-        df["P>|z|"] = 2 * stats.norm.sf(np.abs(z))
+        df["z"] = params / se
+        df["P>|z|"] = wald_pvalues(params, se)
+        ci = wald_conf_int(params, se, 1 - level)
         lower, upper = interval_labels(1 - level)
-        df[lower] = params - q * se
-        df[upper] = params + q * se
+        df[lower] = ci["lower"]
+        df[upper] = ci["upper"]
     return df
 
 
