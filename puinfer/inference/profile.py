@@ -100,6 +100,10 @@ class Profile:
         ``R``), ``R`` lies below it at every value: the interval is the whole of ``bounds``
         and no limit is searched (``attrs["floor_statistic"]`` holds that bound on ``R``).
         None or NaN: no such level is known.
+    refit_hint : str, optional
+        What the ``ProfileError`` of a profile that rises above the fit tells the caller to
+        do (the model's own way to a higher maximum); default "refit (e.g. with more starts)
+        before profiling".
 
     Raises
     ------
@@ -130,7 +134,8 @@ class Profile:
     def __init__(self, name: str, estimate: float, llf_max: float,
                  loglik_at: Callable[[float], float], bounds=(0.0, 1.0), step: float = 0.01,
                  tol: float = 1e-7, derivative: Callable[[float], float] | None = None,
-                 floor: float | Callable[[], float] | None = None):
+                 floor: float | Callable[[], float] | None = None,
+                 refit_hint: str | None = None):
         if not isinstance(name, str):
             raise TypeError(f"Profile: name must be a string; got {name!r}")
         self.name = name
@@ -173,6 +178,7 @@ class Profile:
         if floor is not None and not callable(floor):
             floor = _real(floor, "floor", name)
         self._floor = floor
+        self._refit_hint = refit_hint
         self._cache: dict[float, float] = {}
         object.__setattr__(self, "_frozen", True)
 
@@ -228,7 +234,8 @@ class Profile:
             raise ProfileError(
                 f"the profile log-likelihood at {self.name} = {value:.6g} is {excess:.3g} higher "
                 "than at the fitted maximum: the original fit had not converged to the global "
-                "maximum; refit (e.g. with more starts) before profiling")
+                "maximum; " + (getattr(self, "_refit_hint", None)
+                               or "refit (e.g. with more starts) before profiling"))
         return max(0.0, 2.0 * (self.llf_max - ll))
 
     def floor_statistic(self) -> float:

@@ -233,10 +233,13 @@ class Constraint:
 
 @dataclass(frozen=True)
 class FitOptions:
-    """Options of :func:`maximize`: EM cycles (``maxiter``) and the EM tolerance (``tol``)."""
+    """Options of :func:`maximize`: EM cycles (``maxiter``), the EM tolerance (``tol``), and
+    further random starts of the joint likelihood (``random_starts``, drawn with ``seed``)."""
 
     maxiter: int = 5000
     tol: float = 1e-10
+    random_starts: int = 0
+    seed: int = 0
 
 
 @dataclass(frozen=True)
@@ -867,6 +870,19 @@ def _extra_starts(d: Data, con: Constraint, start):
     return out
 
 
+def _random_starts(d: Data, options: FitOptions) -> list:
+    """``options.random_starts`` further starts of the joint likelihood, drawn with
+    ``options.seed``: each row of ``M`` and one row of base rates (the same for every group)
+    uniform on their simplices. (Options pickled before session 86 have none.)"""
+    n = getattr(options, "random_starts", 0)
+    if not n:
+        return []
+    rng = np.random.default_rng(getattr(options, "seed", 0))
+    G, (k, A) = d.F.shape[0], d.L.shape
+    return [(np.tile(rng.dirichlet(np.ones(k)), (G, 1)), rng.dirichlet(np.ones(A), size=k))
+            for _ in range(n)]
+
+
 def maximize(d: Data, con: Constraint = Constraint(), start=None,
              options: FitOptions = FitOptions()) -> Estimate:
     """Maximise the objective under ``con``.
@@ -878,15 +894,16 @@ def maximize(d: Data, con: Constraint = Constraint(), start=None,
     The fixed likelihood is concave in ``p``: its maximum is unique. The joint likelihood is
     only biconcave (concave in ``p`` for fixed ``M`` and in ``M`` for fixed ``p``) and can have
     several local maxima when the lab set is small, so the unrestricted fit and the fit with
-    equal (or pooled) base rates also start from :func:`_extra_starts` (cold: EM first) and keep the
-    highest maximum; the other local maxima they reach are kept in the result's ``others``
-    (the profiles start from them: :class:`ProfileLoglik`). Fits with every ``p`` fixed
+    equal (or pooled) base rates also start from :func:`_extra_starts` and
+    :func:`_random_starts` (cold: EM first) and keep the highest maximum; the other local
+    maxima they reach are kept in the result's ``others`` (the profiles start from them:
+    :class:`ProfileLoglik`). Fits with every ``p`` fixed
     (``"rows"``) are concave in ``M``; profiles (``"entry"``) start where they are told.
     """
     est = _maximize_once(d, con, start, options, warm=start is not None)
     found = [est]
     if d.joint and con.kind in ("free", "equal", "pooled"):
-        for st in _extra_starts(d, con, start):
+        for st in _extra_starts(d, con, start) + _random_starts(d, options):
             # a few EM cycles first: a start that is then next to the maximum found is in its
             # basin (EM increases the objective), so only the others are followed to the end
             P0, M0 = _initial(d, con, st)

@@ -698,7 +698,8 @@ class RegressionURC(URC):
             lab_prior: str = DEFAULT_LAB_PRIOR_REGRESSION,
             maxiter: int = 5000, tol: float = 1e-10,
             missing: str = "raise", penalty_centre: str = "population",
-            trend_sd: float | None = DEFAULT_TREND_SD) -> RegressionURCResults:
+            trend_sd: float | None = DEFAULT_TREND_SD, random_starts: int = 0,
+            seed: int = 0) -> RegressionURCResults:
         """Estimate the field shares of the outcome intervals (per group) and recalibrate.
 
         Parameters
@@ -758,6 +759,9 @@ class RegressionURC(URC):
             population's interval shares, with the lab sample's error integrated out
             (default), or the lab sample's shares (the behaviour before; see Notes). Ignored
             under a stratified lab design, whose shares are known.
+        random_starts, seed : int
+            Further random starts of the joint likelihood, and their seed (see
+            :meth:`URC.fit <puinfer.URC.fit>`).
 
         Returns
         -------
@@ -850,7 +854,7 @@ class RegressionURC(URC):
                if lam > 0 else None)
         base = URC.fit(self, probs, groups, likelihood=likelihood, prior_strength=prior_strength,
                        lab_pseudocount=lab_pseudocount, lab_prior=lab_prior, maxiter=maxiter,
-                       tol=tol, penalty=pen)
+                       tol=tol, penalty=pen, random_starts=random_starts, seed=seed)
         rec = _no_maximum_said(base._record, pen)
         return RegressionURCResults(dataclasses.replace(rec, n_dropped=n_dropped), lam, order)
 

@@ -322,6 +322,11 @@ class URCResults(URCTestsMixin, InformationCriteria, LikelihoodResults):
         cov = self._cov if self._d.joint else None
         var = {} if cov is None else dict(zip(self._free_index, np.diag(cov.to_numpy()),
                                               strict=True))
+        n_random = getattr(rec.options, "random_starts", 0)
+        hint = ("refit with more starts of the joint likelihood, which can have several local "
+                "maxima with a small lab set: model.fit(..., random_starts="
+                f"{max(20, 4 * n_random)}) (or likelihood='fixed', whose maximum is unique)"
+                if self._d.joint else None)
         for g in range(P.shape[0]):
             for j in range(P.shape[1]):
                 ll = lik.profile_loglik(self._d, rec.estimate, g, j, self.llf_penalized,
@@ -332,7 +337,7 @@ class URCResults(URCTestsMixin, InformationCriteria, LikelihoodResults):
                     lik.approx_se(P[g], self._Mhat, self._d.F[g], j)
                 out[g, j] = Profile(f"p[{self._groups[g]}, {self.model.classes[j]}]", P[g, j],
                                     self.llf_penalized, ll.loglik_at, bounds=(0.0, 1.0),
-                                    step=step, derivative=ll.slope)
+                                    step=step, derivative=ll.slope, refit_hint=hint)
         return out
 
     def profile(self, group=None, cls=None) -> Profile:
@@ -688,6 +693,9 @@ class URCResults(URCTestsMixin, InformationCriteria, LikelihoodResults):
             s.add_info("Penalised log-likelihood", self.llf_penalized)
         s.add_info("cond(M_A)", m.condition_number)
         s.add_info("Converged", self.converged)
+        n_random = getattr(self._record.options, "random_starts", 0)
+        if n_random:
+            s.add_info("Random starts", f"{n_random} (seed {self._record.options.seed})")
         if not free:
             # (the restricted fit's own profiles and tests are not offered: it is the null of a
             # test of the free fit, compared with it by lr_test)
