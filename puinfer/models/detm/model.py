@@ -360,7 +360,12 @@ class _TiltModel(Model):
             ``LabelAmbiguityWarning`` says the
             labelling is weakly determined; ``label_check`` on the results and the summary
             always show what the rule compared. On the Mobile Phone data the KL rule compares
-            13.74 with 14.20 (SE of the difference 0.73): weakly determined.
+            13.74 with 14.20 (SE of the difference 0.73): weakly determined. Where a tilt
+            diverges (a ``SeparationWarning``) the diverging component's divergence is set by
+            the ridge, not the data, and the KL rule calls that component the negatives
+            whatever its size: a ``LabelAmbiguityWarning`` says so. (Session 86's audit:
+            under Liu et al.'s SAR design at pi = 0.01, 5 of 10 fits at n = 2000, m = 10,000
+            reported the mirror, pi-hat near 0.97; ``"pi<0.5"`` none.)
         maxiter, tol : Newton iterations per start and the convergence tolerance on the
             Newton decrement (log-EL units).
         check_separation : bool, optional

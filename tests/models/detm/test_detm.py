@@ -410,6 +410,28 @@ class TestSeparation:
                                "separation"):
                 call()
 
+    def test_kl_rule_under_a_diverging_tilt_says_the_ridge_decides_the_labelling(self):
+        """Session 86's audit: under Liu et al.'s SAR design at pi = 0.01 the small component's
+        tilt diverges, its KL divergence is the ridge's (41-68 at the default ridge, 198-536
+        at a hundredth of it; the other component's 5.7-7.3), and the KL rule called it the
+        negatives: the mirror (pi-hat near 0.97) in 5 of 10 fits, most with no label warning
+        (the sandwich SE of the KL difference was small). The fit now says so."""
+        from puinfer.simulate import sar_design
+
+        df = sar_design(2000, 10_000, 0.01, rng=8)
+        X = [f"x{j}" for j in range(1, 16)]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            r = pu.DETM(df.loc[df.labeled == 1, X], df.loc[df.labeled == 0, X]).fit(probe=False)
+        cats = [c for c, _ in r.warnings]
+        assert "SeparationWarning" in cats
+        assert not r.label_check.near_tie  # (the rule's own test saw no tie)
+        kl1, kl2 = r.kl_divergences
+        assert kl2 > 5 * kl1  # the diverging component, labelled the negatives
+        msg = [m for c, m in r.warnings if c == "LabelAmbiguityWarning"]
+        assert len(msg) == 1 and "a tilt diverges" in msg[0]
+        assert f"pi = {1 - r.pi:.4f}" in msg[0]
+
     def test_separated_target_point_warns(self):
         rng = np.random.default_rng(0)
         src = rng.normal(size=(200, 2))
