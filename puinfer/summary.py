@@ -16,6 +16,8 @@ __all__ = ["Summary", "coef_table", "interval_labels"]
 
 def coef_table(params: pd.Series, bse: pd.Series | None, level: float = 0.95) -> pd.DataFrame:
     """Coefficient table: estimate, std. error, z, p-value and Wald interval."""
+    # (on a copy of the index: a renamed index of the table would rename the result's own)
+    params = params.set_axis(params.index.copy())
     df = pd.DataFrame({"coef": params})
     if bse is not None:
         se = bse.reindex(params.index)

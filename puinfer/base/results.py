@@ -197,6 +197,7 @@ def wald_pvalues(params: pd.Series, se: pd.Series) -> pd.Series:
     """Two-sided Wald p-values ``2 P(|Z| > |params / se|)`` for H0: parameter = 0."""
     # (outputs on copies of the indexes: an Index's names can be set in place, and a
     # renamed level of the result's own index broke its summary; session 85's audit)
+    se = se.reindex(params.index)  # (matched by label: params / se would sort the labels)
     return pd.Series(2 * stats.norm.sf(np.abs(params / se)), index=params.index.copy(),
                      name="P>|z|")
 
@@ -205,6 +206,7 @@ def wald_conf_int(params: pd.Series, se: pd.Series, alpha: float) -> pd.DataFram
     """Wald intervals ``params -/+ z_{1 - alpha/2} se`` (columns ``lower``, ``upper``)."""
     alpha = check_alpha(alpha)
     q = stats.norm.ppf(1 - alpha / 2)
+    se = se.reindex(params.index)
     out = pd.DataFrame({"lower": params - q * se, "upper": params + q * se})
     return out.set_axis(out.index.copy())  # (the results' own index is never handed out)
 

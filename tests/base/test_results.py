@@ -49,3 +49,23 @@ def test_model_lists_handed_out_are_copies():
                                                    [0, 1] * 75).exog_names == ["score"]
     with pytest.raises(AttributeError):
         m.init_warnings.append(("x", "y"))
+
+
+def test_wald_helpers_match_standard_errors_by_label():
+    """``wald_pvalues`` / ``wald_conf_int`` match ``se`` to ``params`` by label (the review of
+    session 86: ``params / se`` sorted the labels, and the values were then laid on
+    ``params``' order, swapping two p-values)."""
+    import pandas as pd
+    from scipy import stats
+
+    from puinfer.base.results import wald_conf_int, wald_pvalues
+
+    p = pd.Series([1.0, 3.0], index=["b", "a"])
+    se = pd.Series([1.0, 2.0], index=["a", "b"])
+    pv = wald_pvalues(p, se)
+    assert list(pv.index) == ["b", "a"]
+    np.testing.assert_allclose(pv.to_numpy(), 2 * stats.norm.sf([0.5, 3.0]))
+    ci = wald_conf_int(p, se, 0.05)
+    assert list(ci.index) == ["b", "a"]
+    q = stats.norm.ppf(0.975)
+    np.testing.assert_allclose(ci.to_numpy(), [[1 - 2 * q, 1 + 2 * q], [3 - q, 3 + q]])

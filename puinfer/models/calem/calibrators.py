@@ -401,7 +401,14 @@ class FittedCalibrator:
         else:
             s.add_note(f"Isotonic: a step function, its fitted values at the {self._params.size} "
                        "distinct scores in params; no standard errors.")
-        if self.lr_refusal is not None:
+        if cal.parametric and self._information is None:
+            s.add_note("No standard errors here: this map was fitted inside CalEM, whose "
+                       "result's cov_params() and summary() hold its covariance.")
+        if self.prior_corrected:
+            s.add_note("Platt's prior correction: the information, and so the Wald inference, "
+                       "is that of the corrected (soft) targets; it describes the corrected "
+                       "fit's parameters, not a maximum of the labels' likelihood.")
+        elif self.lr_refusal is not None:
             s.add_note("The standard errors assume 0/1 labels and weights that count rows; "
                        f"not so here ({self.lr_refusal.split(':')[0]}).")
         for cat, msg in self.warnings:

@@ -265,19 +265,22 @@ def _inference(data, restricted, name, v, pi, kl, theta, H, runs, record, *, c, 
                                                   label_rule=label_rule)
     if msg:
         record.append((SeparationWarning, msg))
-        if check is not None and label_rule == "kl" and not check.near_tie:
-            # a diverging component's KL divergence grows as the ridge weakens: the rule's
-            # comparison is then the penalty's, whatever its sandwich SE says (session 86's
-            # audit: SAR design, pi = 0.01, the mirror in 5 of 10 fits, 13 of 19 mirrors with
-            # no label warning; a diverging tilt's KL 41-68 at the default ridge, 198-536 at
-            # a hundredth of it, the other component's 5.7-7.3)
-            record.append((LabelAmbiguityWarning, f"{name}: a tilt diverges, so the label rule "
+        if check is not None and label_rule == "kl" and not check.near_tie and c and \
+                np.abs(b2).max(initial=0) >= np.abs(b1).max(initial=0):
+            # the component with the longer (diverging) tilt, which the rule labelled the
+            # negatives: its KL divergence grows as the ridge weakens, so the rule's
+            # comparison is the penalty's, whatever its sandwich SE says (session 86's audit:
+            # SAR design, pi = 0.01, the mirror in 5 of 10 fits, 13 of 19 mirrors with no
+            # label warning; a diverging tilt's KL 41-68 at the default ridge, 198-536 at a
+            # hundredth of it, the other component's 5.7-7.3)
+            how = "diverges" if binding else "may diverge (see the SeparationWarning)"
+            record.append((LabelAmbiguityWarning, f"{name}: a tilt {how}, so the label rule "
                            f"'kl' compared a divergence that the ridge sets, not the data "
-                           f"({check.compared}): the diverging component is called the "
-                           "negatives whatever its size. The mirror labelling (pi = "
-                           f"{1 - pi:.4f}) has the same log-EL; choose the labelling from what "
-                           "is known about the data (label_rule='pi<0.5' where positives are "
-                           "rare, or 'pi>0.5')"))
+                           f"({check.compared}): the component of the diverging tilt is "
+                           "called the negatives whatever its size. The mirror labelling (pi "
+                           f"= {1 - pi:.4f}) has the same penalised log-EL; choose the "
+                           "labelling from what is known about the data (label_rule='pi<0.5' "
+                           "where positives are rare, or 'pi>0.5')"))
     se = float(np.sqrt(cov.loc["pi", "pi"])) if cov.loc["pi", "pi"] > 0 else float("nan")
     if pi_free is not None and abs(pi - pi_free) > RIDGE_SHIFT_SE * se:
         record.append((PenaltyWarning, f"{name}: the ridge (c = {c:.3g}) moves pi-hat by "

@@ -183,6 +183,14 @@ def field_histogram(model, field_pred, groups, missing):
     return F, naive, gindex, n_dropped
 
 
+def _check_random_starts(n) -> int:
+    """``random_starts`` as a count in [0, 10,000] (each start is built before any is run)."""
+    n = check_int(n, "random_starts", minimum=0)
+    if n > 10_000:
+        raise ValueError(f"random_starts must be at most 10000; got {n}")
+    return n
+
+
 class URC(Model):
     """Unsupervised recalibration: estimate field base rates from a classifier's predictions.
 
@@ -592,7 +600,9 @@ class URC(Model):
             0.43 at the global one, which 5 random starts reached). Where the profile of an
             interval rises above the fit, :meth:`URCResults.conf_int` raises ``ProfileError``
             and asks for a refit with more starts. The restricted fits of the tests use them
-            too. Not used by the fixed likelihood (concave: one maximum).
+            too (the per-group fits of the tests, one per group: their cost grows with the
+            number of groups). At most 10,000. Not used by the fixed likelihood (concave: one
+            maximum).
         seed : int, default 0
             Seed of the random starts.
 
@@ -682,8 +692,7 @@ class URC(Model):
                                 f"{penalty!r}, without {missing_api}")
             d = dataclasses.replace(d, penalty=penalty)
         options = lik.FitOptions(maxiter=int(maxiter), tol=float(tol),
-                                 random_starts=check_int(random_starts, "random_starts",
-                                                         minimum=0),
+                                 random_starts=_check_random_starts(random_starts),
                                  seed=check_int(seed, "seed", minimum=0))
         est = self._maximize(d, options)
         record = list(self.warnings)

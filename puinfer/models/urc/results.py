@@ -694,7 +694,7 @@ class URCResults(URCTestsMixin, InformationCriteria, LikelihoodResults):
         s.add_info("cond(M_A)", m.condition_number)
         s.add_info("Converged", self.converged)
         n_random = getattr(self._record.options, "random_starts", 0)
-        if n_random:
+        if n_random and self._d.joint:  # (the fixed likelihood has one maximum: none used)
             s.add_info("Random starts", f"{n_random} (seed {self._record.options.seed})")
         if not free:
             # (the restricted fit's own profiles and tests are not offered: it is the null of a

@@ -108,6 +108,7 @@ def test_isotonic_and_calem_maps_have_no_covariance(data):
     with pytest.raises(NotImplementedError, match="CalEM result's cov_params"):
         res.calibrator.cov_params()
     assert res.calibrator.bse.isna().all()
+    assert "fitted inside CalEM" in str(res.calibrator.summary())
     # (the control-only baseline is a calibrator fit of its own, with its information)
     assert res.baseline.conf_int().notna().all().all()
 
@@ -122,6 +123,12 @@ def test_soft_labels_summary_says_the_errors_assume_counts(data):
     ci = soft.conf_int()
     ci.index.name = "renamed"  # (a copy: the fit's index is not handed out)
     assert soft.params.index.name != "renamed"
+    # nor through the summary's table (the review of session 86)
+    table = soft.summary().tables[0][1]
+    table.index.name = "renamed"
+    assert soft.params.index.name != "renamed" and soft.conf_int().index.name != "renamed"
+    platt = LogisticCalibrator(prior_correction=True).fit(s, y, w)
+    assert "Platt's prior correction" in str(platt.summary())
 
 
 @pytest.mark.parametrize("name", ["logistic", "beta", "spline", "isotonic"])

@@ -431,6 +431,18 @@ class TestSeparation:
         msg = [m for c, m in r.warnings if c == "LabelAmbiguityWarning"]
         assert len(msg) == 1 and "a tilt diverges" in msg[0]
         assert f"pi = {1 - r.pi:.4f}" in msg[0]
+        # not without the ridge (no ridge sets the divergence there; the review of session
+        # 86), nor under the pi rules
+        rng = np.random.default_rng(0)
+        src = rng.normal(size=(200, 2))
+        tgt = np.vstack([rng.normal(size=(199, 2)) + 0.5, [[25.0, 25.0]]])
+        for kw in (dict(penalty="none"), dict(label_rule="pi<0.5")):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                rr = pu.DETM(src, tgt).fit(probe=False, **kw)
+            assert "SeparationWarning" in [c for c, _ in rr.warnings]
+            assert not any("a tilt" in m for c, m in rr.warnings
+                           if c == "LabelAmbiguityWarning")
 
     def test_separated_target_point_warns(self):
         rng = np.random.default_rng(0)

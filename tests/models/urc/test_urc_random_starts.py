@@ -91,13 +91,21 @@ def test_random_starts_are_reproducible_and_used_by_the_restricted_fits(case):
     np.testing.assert_array_equal(a.base_rate.to_numpy(), b.base_rate.to_numpy())
     t = a.test_equal_base_rates()
     assert np.isfinite(t.statistic) and t.statistic >= 0
+    # the seed draws the starts
+    d = a._record.data
+    s1, s2 = (lik._random_starts(d, lik.FitOptions(random_starts=3, seed=q)) for q in (1, 2))
+    assert len(s1) == 3 and not np.array_equal(s1[0][1], s2[0][1])
+    # the fixed likelihood has one maximum: no starts are used, and the summary says none
+    fixed = _fit(case, likelihood="fixed", random_starts=5)
+    assert "Random starts" not in str(fixed.summary())
 
 
 @pytest.mark.parametrize("kw, err", [(dict(random_starts=-1), ValueError),
                                      (dict(random_starts=1.5), TypeError),
                                      (dict(random_starts=True), TypeError),
                                      (dict(seed="1"), TypeError),
-                                     (dict(seed=-2), ValueError)])
+                                     (dict(seed=-2), ValueError),
+                                     (dict(random_starts=10**6), ValueError)])
 def test_bad_options_are_refused_by_name(case, kw, err):
     with pytest.raises(err, match=next(iter(kw))):
         _fit(case, **kw)
