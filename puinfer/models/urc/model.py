@@ -18,6 +18,7 @@ from ...exceptions import (
     ConvergenceWarning,
     EmptyBinWarning,
     IllConditionedWarning,
+    StartsDisagreeWarning,
 )
 from . import _likelihood as lik
 from ._inputs import as_pred, check_pred, check_rowwise, label_array, labels_missing_hint
@@ -624,6 +625,10 @@ class URC(Model):
             When the optimiser did not converge.
         BoundaryWarning
             When a base rate is estimated at 0 or 1.
+        StartsDisagreeWarning
+            When the starts reached another local maximum of the joint likelihood within 2
+            log-likelihood units of the fit with a base rate more than 0.05 away (the starts
+            may then have missed a higher one: ``random_starts``).
 
         Notes
         -----
@@ -720,7 +725,7 @@ class URC(Model):
                             f"({F.shape[1]}) ({shown}): their base "
                             "rates are barely determined, and the chi-square references of "
                             "gof() and the tests are poor there", EmptyBinWarning)
-        self._check_fit(est, gindex, record)
+        self._check_fit(est, gindex, record, options)
         if not d.joint:
             self._check_fixed(d, est, record)
         return URCResults(URCFitRecord(self, d, est, gindex, naive, lik.Constraint(), options,
@@ -756,7 +761,7 @@ class URC(Model):
         return URCResults(dataclasses.replace(record, data=d, estimate=est, constraint=con,
                                               warnings=tuple(self.warnings)))
 
-    def _check_fit(self, est, gindex, record):
+    def _check_fit(self, est, gindex, record, options=None):
         """Warn about non-convergence and base rates on the boundary."""
         if not est.convergence.converged:
             warn_and_record(record, f"URC did not converge: {est.convergence.message}",
@@ -769,6 +774,28 @@ class URC(Model):
             warn_and_record(record, f"base rate(s) at the boundary 0 or 1 (group/class: "
                             f"{which}): profile intervals are one-sided there and the chi-square "
                             "approximations of the tests are unreliable", BoundaryWarning)
+        # another local maximum the starts reached, nearly as high and elsewhere (DETM's
+        # rule: within 2 log-likelihood units, a rate 0.05 away): the joint likelihood is
+        # multimodal here, and its starts may have missed a higher maximum (session 86's
+        # audit: one 0.26 below the fit, and the global maximum 0.055 above it, its base
+        # rates averaging 0.43 against the fit's 0.21)
+        near = [e for e in est.others if est.objective - e.objective < 2.0
+                and float(np.max(np.abs(e.P - est.P))) > 0.05]
+        if near:
+            e = near[0]
+            diff = np.abs(e.P - est.P)
+            if diff.shape[1] == 2:
+                diff[:, 0] = -1.0  # (binary: the rate of the second class, as base_rate)
+            g, c = np.unravel_index(np.argmax(diff), diff.shape)
+            n_random = getattr(options, "random_starts", 0)
+            warn_and_record(record, f"starts disagree: a local maximum of the joint likelihood "
+                            f"{est.objective - e.objective:.3f} log-likelihood units below the "
+                            f"fit has the base rate of {gindex[g]}/{self.classes[c]} at "
+                            f"{e.P[g, c]:.4f} (fit: {est.P[g, c]:.4f}); with a small lab set "
+                            "the joint likelihood can have several maxima and the starts can "
+                            "miss the highest: refit with random_starts (e.g. "
+                            f"{max(20, 4 * n_random)}; this fit used {n_random}) to search "
+                            "further", StartsDisagreeWarning)
 
     def __repr__(self):
         return (f"<URC: {self.n_classes} classes, |A| = {self.partition.n_cells} cells, "

@@ -1112,7 +1112,7 @@ class RegressionURCResults(URCResults):
         est = lik.maximize(d0, lik.Constraint(), start=(rec.estimate.P, rec.estimate.M),
                            options=rec.options)
         record = list(self.model.warnings)
-        self.model._check_fit(est, rec.groups, record)
+        self.model._check_fit(est, rec.groups, record, rec.options)
         return URCResults(dataclasses.replace(rec, data=d0, estimate=est,
                                               warnings=tuple(record)))
 
