@@ -762,7 +762,8 @@ class URC(Model):
                                               warnings=tuple(self.warnings)))
 
     def _check_fit(self, est, gindex, record, options=None):
-        """Warn about non-convergence and base rates on the boundary."""
+        """Warn about non-convergence, base rates on the boundary and a second maximum of the
+        joint likelihood nearly as high (``options``: the fit's, for its random starts)."""
         if not est.convergence.converged:
             warn_and_record(record, f"URC did not converge: {est.convergence.message}",
                             ConvergenceWarning)
