@@ -883,6 +883,12 @@ def _random_starts(d: Data, options: FitOptions) -> list:
             for _ in range(n)]
 
 
+def more_random_starts(options: FitOptions) -> int:
+    """The number of random starts to suggest after a fit with ``options`` that may have
+    missed the highest maximum (the fit's warning and the profiles' ``ProfileError`` say it)."""
+    return max(20, 4 * getattr(options, "random_starts", 0))
+
+
 def maximize(d: Data, con: Constraint = Constraint(), start=None,
              options: FitOptions = FitOptions()) -> Estimate:
     """Maximise the objective under ``con``.

@@ -795,7 +795,7 @@ class URC(Model):
                             f"{e.P[g, c]:.4f} (fit: {est.P[g, c]:.4f}); with a small lab set "
                             "the joint likelihood can have several maxima and the starts can "
                             "miss the highest: refit with random_starts (e.g. "
-                            f"{max(20, 4 * n_random)}; this fit used {n_random}) to search "
+                            f"{lik.more_random_starts(options)}; this fit used {n_random}) to search "
                             "further", StartsDisagreeWarning)
 
     def __repr__(self):

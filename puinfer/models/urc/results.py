@@ -322,11 +322,10 @@ class URCResults(URCTestsMixin, InformationCriteria, LikelihoodResults):
         cov = self._cov if self._d.joint else None
         var = {} if cov is None else dict(zip(self._free_index, np.diag(cov.to_numpy()),
                                               strict=True))
-        n_random = getattr(rec.options, "random_starts", 0)
         hint = ("refit with more starts of the joint likelihood, which can have several local "
                 "maxima with a small lab set: model.fit(..., random_starts="
-                f"{max(20, 4 * n_random)}) (or likelihood='fixed', whose maximum is unique)"
-                if self._d.joint else None)
+                f"{lik.more_random_starts(rec.options)}) (or likelihood='fixed', whose maximum "
+                "is unique)" if self._d.joint else None)
         for g in range(P.shape[0]):
             for j in range(P.shape[1]):
                 ll = lik.profile_loglik(self._d, rec.estimate, g, j, self.llf_penalized,
