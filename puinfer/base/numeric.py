@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["logaddexp", "softplus", "below_zero"]
+__all__ = ["logaddexp", "softplus", "below_zero", "sqrt_variances"]
 
 
 def softplus(x):
@@ -57,3 +57,11 @@ def below_zero(variances) -> np.ndarray:
     d = np.asarray(variances, dtype=float)
     scale = np.max(np.abs(d[np.isfinite(d)]), initial=0.0)
     return ~np.isfinite(d) | (d < -1e-10 * scale)
+
+
+def sqrt_variances(variances) -> np.ndarray:
+    """Standard errors from ``variances``: NaN where a variance is below 0 beyond rounding
+    (:func:`below_zero`; no variance, rather than a standard error of 0 with z = -inf),
+    rounding noise around 0 read as 0."""
+    d = np.asarray(variances, dtype=float)
+    return np.sqrt(np.where(below_zero(d), np.nan, np.clip(d, 0, None)))

@@ -18,7 +18,7 @@ import pandas as pd
 from scipy import stats
 
 from .._validation import check_alpha
-from .numeric import below_zero
+from .numeric import sqrt_variances
 
 __all__ = ["ConvergenceInfo", "Results", "LikelihoodResults", "InformationCriteria",
            "data_fingerprint", "readonly", "wald_conf_int", "wald_pvalues"]
@@ -186,11 +186,10 @@ def standard_errors(cov: pd.DataFrame | None, index: pd.Index) -> pd.Series:
     ``index``; all NaN if ``cov`` is None."""
     if cov is None:
         return pd.Series(np.nan, index=index, name="std err")
-    d = np.diag(cov.to_numpy()).astype(float)
-    # a variance below 0 beyond rounding is no variance: NaN, not a standard error of 0
-    # with z = -inf and p < 2e-16; rounding noise around 0 is 0
-    d = np.where(below_zero(d), np.nan, np.clip(d, 0, None))
-    return pd.Series(np.sqrt(d), index=cov.index, name="std err").reindex(index)
+    # (a variance below 0 beyond rounding is no variance: NaN, not a standard error of 0
+    # with z = -inf and p < 2e-16)
+    se = sqrt_variances(np.diag(cov.to_numpy()))
+    return pd.Series(se, index=cov.index, name="std err").reindex(index)
 
 
 def wald_pvalues(params: pd.Series, se: pd.Series) -> pd.Series:

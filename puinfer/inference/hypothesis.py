@@ -142,7 +142,7 @@ def chi2_test(statistic: float, df: float, *, null: str, method: str, extra=None
 
 
 def lr_test(restricted, full, *, tol: float = 1e-6, reference: str = "chi2", n_boot: int = 200,
-            rng=None, smooth="silverman", n_jobs: int = 1) -> HypothesisTestResult:
+            rng=0, smooth="silverman", n_jobs: int = 1) -> HypothesisTestResult:
     """Likelihood-ratio test of a restricted model against a full model that nests it.
 
     Parameters
@@ -168,7 +168,8 @@ def lr_test(restricted, full, *, tol: float = 1e-6, reference: str = "chi2", n_b
         tilts, smoothed as ``test_scar``'s bootstrap), both models refitted on each, and the
         p-value ``(1 + #{LR_b >= LR}) / (B + 1)``. Other pairs are refused.
     n_boot, rng, smooth, n_jobs
-        The bootstrap's resamples, random source (an int seed or a Generator), kernel
+        The bootstrap's resamples, random source (an int seed, default 0: the same p-value
+        on every call; a Generator or None for fresh draws), kernel
         bandwidth (``"silverman"`` or a number >= 0; 0 the discrete bootstrap) and
         processes, as in :meth:`DETMResults.test_scar
         <puinfer.models.detm.results.DETMResults.test_scar>`; checked whichever the

@@ -46,3 +46,13 @@ def test_inputs_are_not_modified():
     softplus(a)
     np.testing.assert_array_equal(a, a0)
     np.testing.assert_array_equal(b, b0)
+
+
+def test_sqrt_variances_nan_below_zero_beyond_rounding():
+    from puinfer.base.numeric import sqrt_variances
+
+    got = sqrt_variances([4.0, 0.0, -1e-12, -1e-3, np.inf, np.nan])
+    # rounding noise below 0 (1e-12 of the largest variance, 4) is 0; a clearly negative
+    # variance, or none at all, is no standard error (NaN), not 0
+    np.testing.assert_array_equal(got[:3], [2.0, 0.0, 0.0])
+    assert np.isnan(got[3:]).all()

@@ -69,3 +69,28 @@ def test_wald_helpers_match_standard_errors_by_label():
     assert list(ci.index) == ["b", "a"]
     q = stats.norm.ppf(0.975)
     np.testing.assert_allclose(ci.to_numpy(), [[1 - 2 * q, 1 + 2 * q], [3 - q, 3 + q]])
+
+
+def test_calibrator_standard_errors_follow_the_shared_rule():
+    """A fitted calibrator's ``bse`` reads its covariance as every other result does
+    (``standard_errors``): a variance below 0 beyond rounding is NaN, not a standard error of 0
+    (it clipped such variances to 0 before session 87, giving z = +-inf and p = 0)."""
+    import copy
+
+    import pandas as pd
+
+    from puinfer.base.results import standard_errors
+    from puinfer.models.calem.calibrators import LogisticCalibrator
+
+    rng = np.random.default_rng(0)
+    s = rng.uniform(0.05, 0.95, 400)
+    fitted = LogisticCalibrator().fit(s, rng.uniform(size=400) < s)
+    names = fitted.params.index
+    pd.testing.assert_series_equal(fitted.bse, standard_errors(fitted.cov_params(), names))
+    assert np.isfinite(fitted.bse).all()
+    # an indefinite information (its inverse has a negative variance) gives NaN for it
+    broken = copy.copy(fitted)
+    object.__setattr__(broken, "_information",
+                       pd.DataFrame([[1.0, 2.0], [2.0, 1.0]], index=names, columns=names))
+    assert (np.diag(broken.cov_params()) < 0).all()
+    assert broken.bse.isna().all() and broken.pvalues.isna().all()

@@ -39,7 +39,15 @@ from ..._validation import as_float_vector, check_alpha, check_unit_interval, un
 from ...base.gram import weighted_grams
 from ...base.numeric import softplus
 from ...base.optimize import newton_maximize
-from ...base.results import ReadOnlyArrays, _readonly_in, freeze_arrays, readonly, wald_conf_int, wald_pvalues
+from ...base.results import (
+    ReadOnlyArrays,
+    _readonly_in,
+    freeze_arrays,
+    readonly,
+    standard_errors,
+    wald_conf_int,
+    wald_pvalues,
+)
 from ...base.results import data_fingerprint as _fingerprint
 from ...exceptions import AssumptionWarning, ConvergenceWarning, SeparationWarning
 
@@ -354,9 +362,7 @@ class FittedCalibrator:
         covariance: isotonic, or a map inside a CalEM result)."""
         if self._information is None:
             return pd.Series(np.nan, index=self._params.index.copy(), name="std err")
-        cov = self.cov_params().to_numpy()
-        return pd.Series(np.sqrt(np.clip(np.diag(cov), 0, None)),
-                         index=self._params.index.copy(), name="std err")
+        return standard_errors(self.cov_params(), self._params.index.copy())
 
     @property
     def tvalues(self) -> pd.Series:

@@ -12,6 +12,7 @@ import pandas as pd
 from ..._align import align_rows
 from ..._dask import is_dask as _is_dask
 from ..._validation import as_float_vector, check_alpha, check_bool, check_int, level_label
+from ...base.numeric import sqrt_variances
 from ...base.results import LikelihoodResults, data_fingerprint, readonly
 from ...inference.hypothesis import HypothesisTestResult, lr_test
 from ...summary import Summary, coef_table
@@ -209,7 +210,7 @@ class _CurvesMixin:
             return out
         B = self.model.calibrator.design(self.basis, s)
         eta = B @ self.calibrator._params.to_numpy()
-        se = np.sqrt(np.clip(np.einsum("ij,jk,ik->i", B, np.asarray(self._cov), B), 0, None))
+        se = sqrt_variances(np.einsum("ij,jk,ik->i", B, np.asarray(self._cov), B))
         q = stats.norm.ppf(1 - alpha / 2)
         out["calem_lower"], out["calem_upper"] = expit(eta - q * se), expit(eta + q * se)
         out["h_lower"], out["h_upper"] = band
@@ -307,7 +308,7 @@ class _CurvesMixin:
         B = cal.design(self.basis, s)
         g, ge = self.calibrator.predict(s), self.biased.predict(s)
         J = np.hstack([(1 - g)[:, None] * B, -(1 - ge)[:, None] * B])
-        se = np.sqrt(np.clip(np.einsum("ij,jk,ik->i", J, V, J), 0, None))
+        se = sqrt_variances(np.einsum("ij,jk,ik->i", J, V, J))
         q = stats.norm.ppf(1 - alpha / 2)
         with np.errstate(divide="ignore", invalid="ignore"):
             ratio = g / ge  # 1 - h, unclipped

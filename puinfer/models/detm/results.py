@@ -1191,7 +1191,7 @@ class DETMResults(TiltResults):
             null="SCAR: p_t(x|y=1) = p_s(x|y=1) (alpha1 = 0, beta1 = 0)",
             method="Empirical likelihood-ratio test of SCAR (SETM vs DETM)", extra=extra)
 
-    def test_scar(self, reference: str = "chi2", *, n_boot: int = 200, rng=None,
+    def test_scar(self, reference: str = "chi2", *, n_boot: int = 200, rng=0,
                   smooth: float | str = "silverman", refit: str = "quick", n_jobs: int = 1
                   ) -> HypothesisTestResult:
         """Empirical likelihood-ratio test of SCAR: SETM (alpha1 = 0, beta1 = 0) against DETM.
@@ -1210,9 +1210,10 @@ class DETMResults(TiltResults):
             and counted in ``extra``).
         n_boot : int
             Number of bootstrap resamples.
-        rng : numpy.random.Generator or int, optional
-            Random source for the bootstrap (an int seed or a Generator; anything else is a
-            ``TypeError``).
+        rng : int, numpy.random.Generator or None
+            Random source for the bootstrap: an int seed (default 0: the same resamples, and
+            so the same p-value, on every call, as ``conf_int_pi``'s), or a Generator / None
+            for fresh draws (anything else is a ``TypeError``).
         smooth : "silverman" or float
             Kernel bandwidth ``h`` in units of the EL-weighted source covariance; two-valued
             (dummy) columns are not jittered; ``0`` gives the plain discrete bootstrap.

@@ -181,7 +181,7 @@ class URCTestsMixin:
                                     extra=extra)
 
     def test_no_shift(self, value=None, reference: str = "chi2", *, n_boot: int = 200,
-                      rng=None, statistic: str = "lr") -> HypothesisTestResult:
+                      rng=0, statistic: str = "lr") -> HypothesisTestResult:
         """Likelihood-ratio (or score) test that every group's field base rates equal ``value``.
 
         Parameters
@@ -210,8 +210,9 @@ class URCTestsMixin:
             small lab sets (``studies/results/urc_labdesign.md``).
         n_boot : int
             Bootstrap resamples for ``reference="bartlett"``.
-        rng : numpy.random.Generator or int, optional
-            Random source for ``reference="bartlett"``.
+        rng : int, numpy.random.Generator or None
+            Random source for ``reference="bartlett"``: an int seed (default 0, the same
+            p-value on every call) or a Generator / None for fresh draws.
         statistic : {"lr", "score"}
             ``"lr"`` (default): the likelihood-ratio statistic ``2 (llf - llf_0)`` of the
             fit's objective. ``"score"``: Rao's score statistic at the null fit (expected

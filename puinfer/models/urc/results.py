@@ -403,7 +403,7 @@ class URCResults(URCTestsMixin, InformationCriteria, LikelihoodResults):
         """Profile intervals at the default ``alpha = 0.05``."""
         return self._profile_intervals(0.05)
 
-    def bartlett_factors(self, n_boot: int = 200, rng=None) -> pd.Series:
+    def bartlett_factors(self, n_boot: int = 200, rng=0) -> pd.Series:
         """Bootstrap Bartlett factors ``E[R(p)]`` of the profile statistics (see
         :meth:`conf_int` with ``kind="bartlett"``).
 
@@ -411,8 +411,9 @@ class URCResults(URCTestsMixin, InformationCriteria, LikelihoodResults):
         ----------
         n_boot : int
             Parametric-bootstrap resamples (of the lab and field histograms).
-        rng : numpy.random.Generator or int, optional
-            Random source (an int seed or a Generator); default a fresh Generator.
+        rng : int, numpy.random.Generator or None
+            Random source: an int seed (default 0: the same resamples, and so the same factors,
+            on every call), or a Generator / None for fresh draws.
 
         Returns
         -------
@@ -437,7 +438,7 @@ class URCResults(URCTestsMixin, InformationCriteria, LikelihoodResults):
         return out
 
     def conf_int(self, alpha: float = 0.05, kind: str = "profile", *, n_boot: int = 200,
-                 rng=None) -> pd.DataFrame:
+                 rng=0) -> pd.DataFrame:
         """Confidence intervals for the base rates: profile likelihood (default), Wald, or
         profile likelihood with a bootstrap Bartlett correction of the cut-off.
 
@@ -476,8 +477,9 @@ class URCResults(URCTestsMixin, InformationCriteria, LikelihoodResults):
             lab 100-1000, field 3000, one core). (``"bootstrap"`` is not available for URC.)
         n_boot : int
             Bootstrap resamples for ``kind="bartlett"``.
-        rng : numpy.random.Generator or int, optional
-            Random source for ``kind="bartlett"`` (an int seed or a Generator).
+        rng : int, numpy.random.Generator or None
+            Random source for ``kind="bartlett"``: an int seed (default 0, the same interval
+            on every call) or a Generator / None for fresh draws.
 
         Returns
         -------

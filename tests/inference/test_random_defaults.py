@@ -1,0 +1,66 @@
+"""Every resampling method draws from the seed 0 by default: the same call gives the same
+answer (as ``conf_int_pi`` and the permutation tests always did), and ``rng=None`` or a
+Generator draws afresh. Before session 87 ``test_scar``, ``lr_test``, URC's Bartlett factors,
+Bartlett intervals and Bartlett no-shift test drew fresh entropy by default, so repeating a
+notebook cell changed the p-value."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import puinfer as pu
+from puinfer.simulate import scar_design
+from puinfer.simulate.urc import simulate_urc
+
+
+def _quiet(fn):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return fn()
+
+
+@pytest.fixture(scope="module")
+def detm_fits():
+    df = scar_design(150, 150, 0.5, p=2, rng=np.random.default_rng(11))
+    big = _quiet(lambda: pu.DETM.from_formula("labeled ~ x1 + x2", data=df).fit(probe=False))
+    small = _quiet(lambda: pu.DETM.from_formula("labeled ~ x1", data=df).fit(probe=False))
+    return small, big
+
+
+@pytest.fixture(scope="module")
+def urc_fit():
+    sim = simulate_urc(60, 800, rng=np.random.default_rng(4))
+    return _quiet(lambda: pu.URC(sim.lab_pred, sim.lab_y).fit(sim.field_pred))
+
+
+def _critical(t):
+    return float(t.extra["bootstrap 95% critical value"])
+
+
+def _calls(detm_fits, urc_fit):
+    small, big = detm_fits
+    return {
+        "test_scar": lambda **kw: _critical(big.test_scar("bootstrap", n_boot=9, **kw)),
+        "lr_test": lambda **kw: _critical(pu.lr_test(small, big, reference="bootstrap",
+                                                     n_boot=9, **kw)),
+        "bartlett_factors": lambda **kw: float(urc_fit.bartlett_factors(n_boot=9, **kw)
+                                               .iloc[0]),
+        "conf_int_bartlett": lambda **kw: float(urc_fit.conf_int(kind="bartlett", n_boot=9,
+                                                                 **kw).iloc[0, 1]),
+        "test_no_shift_bartlett": lambda **kw: urc_fit.test_no_shift(
+            reference="bartlett", n_boot=9, **kw).statistic,
+    }
+
+
+@pytest.mark.parametrize("name", ["test_scar", "lr_test", "bartlett_factors",
+                                  "conf_int_bartlett", "test_no_shift_bartlett"])
+def test_default_draws_are_the_seed_0(name, detm_fits, urc_fit):
+    call = _calls(detm_fits, urc_fit)[name]
+    default = _quiet(call)
+    assert _quiet(call) == default  # the same call, the same answer
+    assert _quiet(lambda: call(rng=0)) == default
+    # the seed matters (so the equalities above are not vacuous) ...
+    assert _quiet(lambda: call(rng=1)) != default
+    # ... and None still draws afresh: two such calls differ
+    assert _quiet(lambda: call(rng=None)) != _quiet(lambda: call(rng=None))
