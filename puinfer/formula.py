@@ -18,7 +18,8 @@ import patsy
 from ._align import check_missing_option
 from ._validation import _is_nullable_numeric, check_feature_columns
 
-__all__ = ["Design", "build_design", "logit", "expit", "poly", "FORMULA_NAMESPACE"]
+__all__ = ["Design", "build_design", "logit", "expit", "poly", "FORMULA_NAMESPACE",
+           "ColumnCoding", "plain_columns", "column_coding"]
 
 
 def logit(p):
@@ -469,3 +470,248 @@ def build_design(formula: str, data, *, require_lhs: bool | None = None,
     n_dropped = 0 if keep is None else int((~keep).sum())
     return Design(formula=formula, _y=ys, _X=X, has_intercept="Intercept" in X.columns,
                   _rhs_info=X.design_info, _source=source, n_dropped=n_dropped, kept=keep)
+
+
+# ---------------------------------------------------------------------------------------------
+# a right-hand side of plain columns, coded without the rows (data in blocks: Dask)
+# ---------------------------------------------------------------------------------------------
+def _quoted_column(code: str, columns=None) -> str | None:
+    """The column that a factor's code names: ``x`` or ``Q("x")`` (else None); with
+    ``columns``, only one of them."""
+    import ast
+    import io
+    import tokenize
+
+    if code in (columns or ()) or (columns is None and code.isidentifier()):
+        return code
+    try:
+        toks = [t for t in tokenize.generate_tokens(io.StringIO(code).readline)
+                if t.type not in (tokenize.NEWLINE, tokenize.NL, tokenize.ENDMARKER)]
+    except tokenize.TokenError:
+        return None
+    if [t.string for t in toks[:2]] != ["Q", "("] or len(toks) != 4 or toks[3].string != ")" \
+            or toks[2].type != tokenize.STRING:
+        return None
+    try:
+        name = ast.literal_eval(toks[2].string)
+    except (ValueError, SyntaxError):
+        return None
+    return name if columns is None or name in columns else None
+
+
+def plain_columns(rhs: str, columns) -> list:
+    """The data columns that the terms of the right-hand side ``rhs`` name, in order.
+
+    Every term must be one column, named as it is or quoted as ``Q("name")``: what can be
+    coded as in memory without seeing the rows first (:func:`column_coding`).
+
+    Parameters
+    ----------
+    rhs : str
+        The right-hand side, without ``~``.
+    columns : sequence of str
+        The data's column names.
+
+    Returns
+    -------
+    list of str
+        The columns, each once.
+
+    Raises
+    ------
+    NotImplementedError
+        For a transform or an interaction (naming the term).
+    ValueError
+        If a term names a column that ``columns`` lacks, or no term names a column.
+    """
+    columns = [str(c) for c in columns]
+    try:
+        desc = patsy.ModelDesc.from_formula("~" + rhs)
+    except patsy.PatsyError as exc:
+        raise ValueError(f"cannot parse formula '~{rhs}': {exc}") from None
+    out = []
+    for term in desc.rhs_termlist:
+        if not term.factors:
+            continue  # the intercept (always included by the model)
+        col = _quoted_column(term.factors[0].code, columns) if len(term.factors) == 1 else None
+        if col is None and len(term.factors) == 1 and \
+                _quoted_column(term.factors[0].code) is not None:
+            # (a name that is no column was refused as a transform)
+            raise ValueError(f"formula '~{rhs}' names an unknown column "
+                             f"{_quoted_column(term.factors[0].code)!r}")
+        if col is None:
+            # (a stateful transform -- centring, poly, splines -- learns its state from all
+            # rows, which the blocks cannot share; other transforms, interactions and C() are
+            # refused with them rather than a part of the formula language taken)
+            raise NotImplementedError(
+                f"formula term {term.name()!r}: with a Dask DataFrame the right-hand side must "
+                "name plain columns (numeric, True/False, categorical or text, as they are or "
+                "quoted as Q('name')); transforms, interactions and C() are not evaluated on "
+                "Dask collections (some, as poly() and splines, learn their state from all "
+                "rows); compute the column in the Dask DataFrame first, e.g. "
+                "ddf.assign(x2=ddf.x ** 2)")
+        if col not in out:
+            out.append(col)
+    if not out:
+        raise ValueError("the formula has no feature columns")
+    return out
+
+
+@dataclass(frozen=True, eq=False)
+class ColumnCoding:
+    """The design of a right-hand side whose terms are plain columns, coded without the rows.
+
+    Built by :func:`column_coding` from the columns' dtypes (and the levels of text columns):
+    numeric columns as they are, True/False, categorical and text columns by the contrast
+    matrices patsy gives them in memory (treatment coding, the first level the reference),
+    with patsy's column names and order. Each block of rows (a partition of a Dask DataFrame)
+    is then coded alike, with no state learned from it.
+
+    Attributes
+    ----------
+    formula : str
+        The right-hand side, as ``"~ ..."``.
+    columns : tuple of str
+        The data columns read.
+    names : tuple of str
+        The design's column names, without the intercept (patsy's, in patsy's order).
+    parts : tuple
+        One ``(column, levels, contrast)`` per term, in the design's order: ``levels`` and
+        ``contrast`` (levels x columns) are None for a numeric column.
+    """
+
+    formula: str
+    columns: tuple
+    names: tuple
+    parts: tuple = field(repr=False)
+
+    def __dask_tokenize__(self):
+        # (deterministic: a model's data fingerprint is a token of its formula's coding)
+        return ("ColumnCoding", self.formula, self.columns, self.names,
+                tuple((c, lv, None if m is None else (m.shape, m.tobytes()))
+                      for c, lv, m in self.parts))
+
+    @property
+    def plain(self) -> bool:
+        """Whether the design is the numeric columns themselves, by their names."""
+        return self.names == self.columns and all(lv is None for _, lv, _ in self.parts)
+
+    def code(self, frame: pd.DataFrame, what: str = "data") -> pd.DataFrame:
+        """The design of the rows of ``frame`` (cleaned by :func:`_clean`: no missing values
+        in the columns read), on its index; ``what`` names it in a refusal."""
+        cols = []
+        for col, levels, contrast in self.parts:
+            v = frame[col]
+            if levels is None:
+                if not (pd.api.types.is_numeric_dtype(v.dtype) and
+                        not pd.api.types.is_bool_dtype(v.dtype)):
+                    raise ValueError(f"cannot evaluate formula {self.formula!r} on {what}: "
+                                     f"column {col!r} is not numeric ({v.dtype}) as at fit "
+                                     "time")
+                cols.append(v.to_numpy(dtype=float)[:, None])
+                continue
+            codes = pd.Index(levels).get_indexer(v)
+            if (codes < 0).any():
+                bad = list(pd.unique(np.asarray(v, dtype=object)[codes < 0]))[:3]
+                raise ValueError(f"cannot evaluate formula {self.formula!r} on {what}: column "
+                                 f"{col!r} has value(s) {bad} that are not among its levels "
+                                 f"{list(levels)}")
+            cols.append(contrast[codes])
+        X = np.hstack(cols) if cols else np.empty((len(frame), 0))
+        return pd.DataFrame(X, columns=list(self.names), index=frame.index)
+
+    def transform(self, newdata) -> pd.DataFrame:
+        """The design for new data (as :meth:`Design.transform`: missing values refused,
+        naming the column; the rows keep ``newdata``'s index)."""
+        newdata = _as_frame(newdata, "newdata")
+        absent = [c for c in self.columns if c not in newdata.columns]
+        if absent:
+            raise ValueError(f"cannot evaluate formula {self.formula!r} on newdata: it lacks "
+                             f"the column(s) {absent}")
+        newdata, _ = _clean(newdata, list(self.columns), "newdata", "raise", can_drop=False)
+        X = self.code(newdata, "newdata")
+        _check_finite(X, "newdata")
+        return X
+
+
+def _is_text(dtype) -> bool:
+    """Text or Python objects (patsy codes them by their sorted distinct values)."""
+    return not isinstance(dtype, pd.CategoricalDtype) and (
+        pd.api.types.is_object_dtype(dtype) or pd.api.types.is_string_dtype(dtype))
+
+
+def column_coding(rhs: str, meta: pd.DataFrame, levels: dict | None = None) -> ColumnCoding:
+    """Code the right-hand side ``rhs`` (plain columns: :func:`plain_columns`) as the
+    in-memory formula does, from the columns' dtypes alone.
+
+    A small frame holding every level of each categorical column (a category dtype's
+    categories in their order, ``False``/``True``, the given levels of a text column) is built
+    with ``meta``'s dtypes and passed through :func:`build_design`, the in-memory route: the
+    same checks, levels, contrast matrices, names and column order as a fit on all rows.
+
+    Parameters
+    ----------
+    rhs : str
+        The right-hand side, without ``~``.
+    meta : pandas.DataFrame
+        The data's columns with the dtypes of the rows (no rows needed); a categorical dtype
+        must hold its categories.
+    levels : dict, optional
+        For each text (object or string) column the formula uses, its distinct values among
+        the rows that the fit keeps (in any order: patsy sorts them, as in memory).
+
+    Returns
+    -------
+    ColumnCoding
+
+    Raises
+    ------
+    NotImplementedError
+        For a term that is not a plain column (:func:`plain_columns`).
+    ValueError
+        As :func:`build_design` for the columns used (dates, numbers stored as text, ...), for
+        a categorical column without categories, or a text column without its levels.
+    """
+    levels = levels or {}
+    used = plain_columns(rhs, meta.columns)
+    meta, _ = _clean(meta.iloc[:0], used, "data", "raise")  # checks and dtypes as in memory
+    sizes = [len(meta[c].dtype.categories) if isinstance(meta[c].dtype, pd.CategoricalDtype)
+             else len(levels.get(c, ())) for c in used]
+    k = max([2, *sizes])
+    proto = {}
+    for c in used:
+        dt = meta[c].dtype
+        if isinstance(dt, pd.CategoricalDtype):
+            if len(dt.categories) == 0:
+                raise ValueError(f"data: the categorical column {c!r} has no categories")
+            proto[c] = pd.Categorical.from_codes(np.arange(k) % len(dt.categories), dtype=dt)
+        elif _is_text(dt):
+            if c not in levels:
+                raise ValueError(f"data: the levels of the text column {c!r} are needed")
+            lv = list(levels[c])
+            # (no level: no row is kept, so none is coded; the fit's first pass refuses or
+            # drops every row, naming why)
+            vals = np.empty(k, dtype=object)
+            vals[:] = [lv[i % len(lv)] if lv else "" for i in range(k)]
+            proto[c] = vals
+        elif pd.api.types.is_bool_dtype(dt):
+            proto[c] = np.arange(k) % 2 == 1
+        else:
+            proto[c] = (np.arange(k) % 2).astype(dt)
+    design = build_design("~" + rhs, pd.DataFrame(proto))
+    info = design._info()
+    parts = []
+    for term in info.terms:
+        if not term.factors:
+            continue  # the intercept column: the model has its own
+        (factor,) = term.factors
+        col = _quoted_column(factor.code, used)
+        fi = info.factor_infos[factor]
+        if fi.type == "numerical":
+            parts.append((col, None, None))
+        else:
+            (sub,) = info.term_codings[term]
+            parts.append((col, tuple(fi.categories),
+                          np.asarray(sub.contrast_matrices[factor].matrix, dtype=float)))
+    names = tuple(c for c in info.column_names if c != "Intercept")
+    return ColumnCoding(formula="~" + rhs, columns=tuple(used), names=names, parts=tuple(parts))

@@ -7,6 +7,7 @@ rounding; 1e-9 relative is the bar of issue 16. Skipped when the ``dask`` extra 
 """
 
 import pickle
+import re
 import warnings
 from unittest import mock
 
@@ -18,6 +19,7 @@ dd = pytest.importorskip("dask.dataframe")
 da = pytest.importorskip("dask.array")
 distributed = pytest.importorskip("distributed")
 
+import dask  # noqa: E402
 from dask import config as dask_config  # noqa: E402
 
 import puinfer as pu  # noqa: E402
@@ -1294,3 +1296,165 @@ def test_in_memory_formula_fit_refuses_dask_newdata_saying_so(detm_data):
     with pytest.raises(TypeError, match="newdata: a Dask collection, which this method does "
                                         "not take"):
         r.predict(ddf)
+
+
+# ---------------------------------------------------------------------------------------------
+# DETM/SETM formulas on Dask: the in-memory design's columns, names and values
+# ---------------------------------------------------------------------------------------------
+def _with_columns(d):
+    """``detm_data``'s rows with a True/False column, a categorical one whose categories are
+    not in sorted order (its reference level is "c", as in memory), the same levels as text
+    (reference "a": patsy sorts text) and a column whose name needs ``Q()``."""
+    lv = np.where(d.x2 > 0.8, "b", np.where(d.x2 < -0.8, "c", "a"))
+    return d.assign(x3=d.x1 > 0, cat=pd.Categorical(lv, categories=["c", "a", "b"]),
+                    txt=pd.Series(lv, index=d.index, dtype="str"),
+                    **{"my col": d.x2 + np.random.default_rng(1).normal(size=len(d))})
+
+
+def _same_formula_fit(cls, f, d, data1, **kw):
+    """The fit of ``data1`` (Dask) has the in-memory fit's parameter names and values."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r0 = cls.from_formula(f, d, **kw).fit(probe=False, pi_interval="profile")
+        r1 = cls.from_formula(f, data1, **kw).fit(probe=False)
+    assert list(r1.params.index) == list(r0.params.index)
+    np.testing.assert_allclose(r1.params, r0.params, rtol=1e-8, atol=1e-10)
+    return r0, r1
+
+
+def test_dask_formula_true_false_column_named_and_fitted_as_in_memory(client, detm_data):
+    # a bool column was a plain 0/1 column on Dask, named 'x3' where the in-memory design
+    # (patsy) names it 'x3[T.True]' and puts it first: the same formula gave other parameter
+    # names (the same values)
+    d = _with_columns(detm_data[0])
+    ddf = dd.from_pandas(d, npartitions=3)
+    with dask_config.set(scheduler="synchronous"):  # (the cluster for the lazy predict only)
+        for cls in (pu.SETM, pu.DETM):
+            r0, r1 = _same_formula_fit(cls, "labeled ~ x1 + x3", d, ddf)
+    assert list(r1.params.index)[:3] == ["alpha1", "beta1[x3[T.True]]", "beta1[x1]"]
+    # predict codes new rows as at fit time: in memory and lazily, partition by partition,
+    # on the cluster's workers
+    t = d[d.labeled == 0].head(50)
+    close(r0.predict(t), r1.predict(t), rtol=1e-8)
+    close(r0.predict(t), r1.predict(dd.from_pandas(t, npartitions=2)).compute(), rtol=1e-8)
+    close(r0.null_fit.predict(t), r1.null_fit.predict(t), rtol=1e-8)  # the SCAR test's null
+    with pytest.raises(ValueError, match=r"missing values in column\(s\) \['x3'\]"):
+        r1.predict(t.assign(x3=t.x3.astype(object).where(t.x1 > 1)))
+    with pytest.raises(TypeError, match="newdata must be a DataFrame"):
+        r1.predict(t["x3"])  # as in memory: a formula's model reads a frame
+
+
+def test_dask_formula_quoted_columns_as_in_memory(detm_data):
+    # Q("my col") names a column (no state, no transform): it was refused on Dask as a
+    # transform; so was the indicator quoted as Q("labeled")
+    d = _with_columns(detm_data[0])
+    ddf = dd.from_pandas(d, npartitions=3)
+    with dask_config.set(scheduler="synchronous"):
+        r0, r1 = _same_formula_fit(pu.SETM, 'labeled ~ x1 + Q("my col")', d, ddf)
+        assert list(r1.params.index) == ["alpha2", "beta2[x1]", 'beta2[Q("my col")]', "pi"]
+        _same_formula_fit(pu.SETM, 'Q("labeled") ~ x1 + Q("my col")', d, ddf)
+        t = d[d.labeled == 0].head(20)
+        close(r0.predict(t), r1.predict(t), rtol=1e-8)
+        # the two samples as frames
+        src, tgt = d[d.labeled == 1], d[d.labeled == 0]
+        r0 = pu.SETM.from_formula('~ x1 + Q("my col")', source=src, target=tgt).fit(
+            probe=False)
+        r2 = pu.SETM.from_formula('~ x1 + Q("my col")', source=dd.from_pandas(src, npartitions=2),
+                                  target=dd.from_pandas(tgt, npartitions=2)).fit(probe=False)
+        assert list(r2.params.index) == list(r0.params.index) == list(r1.params.index)
+        close(r0.params, r2.params, rtol=1e-8)
+        # transforms and interactions are still refused, naming the term
+        for f, term in (("labeled ~ x1 + np.log(x2 + 10)", "np.log"),
+                        ("labeled ~ x1 + x1:x2", "x1:x2"), ("labeled ~ C(cat)", "C(cat)")):
+            with pytest.raises(NotImplementedError,
+                               match=rf"formula term '{re.escape(term)}.*plain columns"):
+                pu.SETM.from_formula(f, ddf)
+        with pytest.raises(ValueError, match="names an unknown column 'my_col'"):
+            pu.SETM.from_formula('labeled ~ x1 + Q("my_col")', ddf)  # (it was "a transform")
+        with pytest.raises(ValueError, match="target: with .* both samples must be Dask"):
+            pu.SETM.from_formula("~ x1", source=dd.from_pandas(src, npartitions=2), target=tgt)
+
+
+@pytest.mark.parametrize("col", ["cat", "txt"])
+def test_dask_formula_categorical_columns_as_in_memory(col, detm_data, monkeypatch):
+    # categorical and text columns were refused on Dask ("not numeric"); they are coded as in
+    # memory: a category's first category is the reference level ('c' here, not sorted), a
+    # text column's levels are sorted ('a'), read from its rows in one pass
+    d = _with_columns(detm_data[0])
+    ddf = dd.from_pandas(d, npartitions=3)
+    ref = {"cat": ["cat[T.a]", "cat[T.b]"], "txt": ["txt[T.b]", "txt[T.c]"]}[col]
+    with dask_config.set(scheduler="synchronous"):
+        r0, r1 = _same_formula_fit(pu.SETM, f"labeled ~ x1 + {col}", d, ddf)
+        assert list(r1.params.index) == ["alpha2", *[f"beta2[{c}]" for c in ref], "beta2[x1]",
+                                         "pi"]
+        t = d[d.labeled == 0].head(30)
+        close(r0.predict(t), r1.predict(dd.from_pandas(t, npartitions=2)).compute(),
+              rtol=1e-8)
+        with pytest.raises(ValueError, match=rf"column '{col}' has value\(s\) \['d'\] that are "
+                                             "not among its levels"):
+            r1.predict(t.assign(**{col: "d"}))
+        # every pass on the partitions (each codes its rows)
+        monkeypatch.setattr(_dask, "LOCAL_ROWS", 0)
+        _same_formula_fit(pu.SETM, f"labeled ~ {col} + x1", d, ddf)
+        monkeypatch.undo()
+        # missing="drop": a level whose only rows are dropped is no level, as in memory
+        dm = d.copy()
+        dm[col] = dm[col].astype(object)
+        dm.loc[dm.index[:3], col] = "z"
+        dm.loc[dm.index[:3], "x1"] = np.nan
+        dm.loc[dm.index[5], col] = None
+        dm[col] = dm[col].astype(d[col].dtype if col == "txt" else
+                                 pd.CategoricalDtype(["c", "a", "b", "z"]))
+        if col == "cat":  # 'z' stays a category without rows: refused as in memory
+            for data in (dm, dd.from_pandas(dm, npartitions=3)):
+                with pytest.raises(ValueError, match=r"constant column\(s\) \['cat\[T.z\]'\].*"
+                                                     r"remove_unused_categories"):
+                    pu.SETM.from_formula("labeled ~ x1 + cat", data, missing="drop")
+            dm["cat"] = dm["cat"].cat.remove_categories("z")
+        r0, r1 = _same_formula_fit(pu.SETM, f"labeled ~ x1 + {col}", dm,
+                                   dd.from_pandas(dm, npartitions=3), missing="drop")
+        assert r1.model.n_dropped == r0.model.n_dropped == 4
+        # the two samples as frames: the levels of both, as in memory on the pooled rows
+        src, tgt = d[d.labeled == 1], d[d.labeled == 0]
+        r0 = pu.SETM.from_formula(f"~ x1 + {col}", source=src, target=tgt).fit(probe=False)
+        r1 = pu.SETM.from_formula(f"~ x1 + {col}", source=dd.from_pandas(src, npartitions=2),
+                                  target=dd.from_pandas(tgt, npartitions=2)).fit(probe=False)
+        assert list(r1.params.index) == list(r0.params.index)
+        close(r0.params, r1.params, rtol=1e-8)
+
+
+def test_dask_formula_unknown_categories(detm_data):
+    # categories unknown to Dask (cat.as_unknown(), some readers): the partitions' own
+    # categories, in their order, where they all agree (what compute() gives); Dask's
+    # as_known() would have reordered them (reference 'b' for the in-memory 'c')
+    d = _with_columns(detm_data[0])
+    ddf = dd.from_pandas(d, npartitions=3)
+    with dask_config.set(scheduler="synchronous"):
+        unknown = ddf.assign(cat=ddf.cat.cat.as_unknown())
+        assert not unknown.cat.cat.known
+        _same_formula_fit(pu.SETM, "labeled ~ x1 + cat", d, unknown)
+        # partitions that disagree on the categories' order: refused, naming the column
+        parts = [d.iloc[:450], d.iloc[450:].assign(cat=d.cat.iloc[450:].cat.reorder_categories(
+            ["a", "b", "c"]))]
+        mixed = dd.from_delayed([dask.delayed(p) for p in parts], meta=d.iloc[:0],
+                                verify_meta=False)
+        mixed = mixed.assign(cat=mixed.cat.cat.as_unknown())
+        with pytest.raises(ValueError, match=r"column 'cat' is a categorical whose categories "
+                                             r"Dask does not know.*set_categories"):
+            pu.SETM.from_formula("labeled ~ x1 + cat", mixed)
+        # as the message says
+        fixed = mixed.assign(cat=mixed.cat.cat.set_categories(["c", "a", "b"]))
+        _same_formula_fit(pu.SETM, "labeled ~ x1 + cat", d, fixed)
+
+
+def test_calem_dask_formula_quoted_response_as_in_memory(calem_data):
+    # CalEM's Dask route refused the label quoted as Q("label"), which the in-memory route
+    # reads as the column (the score quoted was already taken)
+    d, _ = calem_data
+    d = d.head(1500).rename(columns={"score": "my score"})
+    f = 'Q("label") ~ logit(Q("my score"))'
+    with dask_config.set(scheduler="synchronous"):
+        r0 = CalEM.from_formula(f, d, treated="treated").fit()
+        r1 = CalEM.from_formula(f, dd.from_pandas(d, npartitions=2), treated="treated").fit()
+    assert list(r1.params.index) == list(r0.params.index)
+    close(r0.params, r1.params, rtol=1e-8)

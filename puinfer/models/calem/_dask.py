@@ -509,11 +509,14 @@ def from_formula_dask(cls, formula, data, *, treated, score=None, eps=1e-6, miss
     ``treated`` a column name, the right-hand side a formula calibrator in the score column."""
     if not isinstance(formula, str) or "~" not in formula:
         raise ValueError(f"formula must be a string like 'y ~ logit(score)'; got {formula!r}")
-    lhs, rhs = (p.strip() for p in formula.split("~", 1))
+    from ...formula import lhs_column
+
+    given, rhs = (p.strip() for p in formula.split("~", 1))
     cols = list(data.columns)
-    if lhs not in cols:
+    lhs = lhs_column(formula, data._meta)  # a column, named or quoted as Q("y"), as in memory
+    if lhs is None:
         raise ValueError(f"formula: with a Dask DataFrame the left-hand side must be a column "
-                         f"name; {lhs!r} is not one")
+                         f"name; {given!r} is not one")
     if not isinstance(treated, str) or treated not in cols:
         raise ValueError(f"treated: with a Dask DataFrame give the treated column's name; got "
                          f"{treated!r}")

@@ -50,8 +50,10 @@ Not distributed: the bootstrap (``test_scar(reference="bootstrap")``,
 ``conf_int_pi(method="bootstrap")``: resampling rows with EL weights needs them in memory),
 the convex-hull linear programmes of the separation check (they need every source point), the
 per-row EL weights and posteriors (``el_weights``, ``predict()`` of the fitted target rows:
-use ``predict(target_ddf)``, lazy) and formulas with transforms (compute the columns in the
-Dask DataFrame first).
+use ``predict(target_ddf)``, lazy) and formulas with transforms or interactions (compute the
+columns in the Dask DataFrame first). A formula's plain columns are coded as in memory
+(:func:`_coding`): True/False, categorical and text columns by the in-memory design's
+contrasts, names and column order.
 """
 
 from __future__ import annotations
@@ -63,7 +65,7 @@ import pandas as pd
 
 from ..._align import drop_missing
 from ..._dask import add_sums, in_one_partition, reduce_blocks, require_dask, row_blocks
-from ..._validation import SCALE_LIMIT, as_float_matrix, check_binary
+from ..._validation import SCALE_LIMIT, _full_coding_hint, _level_hint, as_float_matrix, check_binary
 from ...base.numeric import logaddexp, softplus
 from . import _el
 from ._data import TiltData, dropped_by_sample
@@ -99,18 +101,22 @@ def _as_matrix(x, name, names):
 def _read(spec, a, b):
     """A block's rows: ``(Xs, Xt, dropped source, dropped target, dropped unknown)``.
 
-    ``spec = (names, indicator, missing)``; with an indicator column, ``a`` is a partition of
-    the one data frame and ``b`` None; else ``a`` / ``b`` a block of the source / target."""
-    names, indicator, missing = spec
+    ``spec = (names, indicator, missing[, coding])``; with an indicator column, ``a`` is a
+    partition of the one data frame and ``b`` None; else ``a`` / ``b`` a block of the source /
+    target. A :class:`~puinfer.formula.ColumnCoding` ``coding`` (a formula's categorical or
+    quoted columns) codes the columns it reads into the design columns ``names``."""
+    names, indicator, missing, coding = (*spec, None)[:4]
+    cols = list(names) if coding is None else list(coding.columns)
     if indicator is not None:
         from ...formula import _clean
 
         # the formula's rule for the columns it uses (missing values refused, naming the
         # columns with their counts in this partition, or their rows dropped)
-        frame, keep = _clean(a, [indicator, *names], "data", missing)
+        frame, keep = _clean(a, [indicator, *cols], "data", missing)
         lab = check_binary(frame[indicator], f"indicator {indicator!r}") if len(frame) \
             else np.empty(0)
-        X = _as_matrix(frame[list(names)], "data", names)
+        X = _as_matrix(frame[cols] if coding is None else coding.code(frame[cols]), "data",
+                       names)
         if keep is None:
             return X[lab == 1], X[lab == 0], 0, 0, 0
         # the dropped rows' samples, where their indicator says (as in memory)
@@ -127,11 +133,19 @@ def _read(spec, a, b):
         if isinstance(x, pd.Series):
             x = x.to_frame()
         if isinstance(x, pd.DataFrame):
-            absent = [c for c in names if c not in [str(c) for c in x.columns]]
+            absent = [c for c in cols if c not in [str(c) for c in x.columns]]
             if absent:
                 raise ValueError(f"{nm} lacks the column(s) {absent}")
-            x = x.rename(columns=str)[list(names)]
+            x = x.rename(columns=str)[cols]
         k = 0
+        if coding is not None:
+            from ...formula import _clean
+
+            # the formula's rule for its columns, as on the indicator's route above
+            x, keep = _clean(x, cols, nm, missing)
+            out.append(_as_matrix(coding.code(x, nm), nm, names))
+            ks.append(0 if keep is None else int((~keep).sum()))
+            continue
         if missing == "drop":
             if not isinstance(x, pd.DataFrame):
                 # (the width given: numpy cannot reshape an empty block with -1, and a
@@ -253,7 +267,9 @@ def _check_design(names, N, S):
     if const:
         own = (" (the model has its own intercept: leave out the design's intercept column)"
                if "Intercept" in const else "")
-        raise ValueError(f"design: constant column(s) {const} (zero variance); drop them{own}")
+        # (with the in-memory hint for an indicator of a category without rows)
+        raise ValueError(f"design: constant column(s) {const} (zero variance); drop them{own}"
+                         + _level_hint(const))
     _, mean, C = S["moments"]
     sd = np.sqrt(np.diag(C) / N)
     for j, nm in enumerate(names):
@@ -278,7 +294,7 @@ def _check_design(names, N, S):
         v = V[:, 0]
         involved = [names[j] for j in np.flatnonzero(np.abs(v) > 1e-6 * np.abs(v).max())]
         raise ValueError(f"design: collinear columns {involved} (the design is singular); "
-                         "drop one")
+                         "drop one" + _full_coding_hint(involved, True))
     return mean, sd
 
 
@@ -421,10 +437,14 @@ class DaskTiltData:
 
     lazy = True
     target_index = None
+    #: the formula's :class:`~puinfer.formula.ColumnCoding` where its design is not the plain
+    #: columns (categorical or quoted ones): ``predict`` codes new rows with it
+    coding = None
 
     def __init__(self, blocks, spec, mean, sd, n, m, sample, fingerprint):
         self.blocks, self.spec = blocks, spec
         self.names = list(spec[0])
+        self.coding = spec[3] if len(spec) > 3 else None
         self.mean, self.sd = mean, sd
         self.n, self.m = int(n), int(m)
         self._sample = sample
@@ -881,8 +901,9 @@ def _columns(x, name):
     return [f"x{j + 1}" for j in range(1 if x.ndim == 1 else x.shape[1])]
 
 
-def init_dask(model, source, target, missing):
-    """``DETM(source, target)`` with Dask collections (both must be)."""
+def init_dask(model, source, target, missing, coding=None):
+    """``DETM(source, target)`` with Dask collections (both must be); ``coding`` (from
+    ``from_formula``) codes the frames' columns into the formula's design."""
     dask = require_dask()
     from ..._dask import is_dask
 
@@ -910,7 +931,9 @@ def init_dask(model, source, target, missing):
         nt = ns
     if len(ns) != len(nt):
         raise ValueError(f"source has {len(ns)} columns but target has {len(nt)}")
-    if _is_frame(source) and _is_frame(target):
+    if coding is not None:
+        ns = list(coding.names)  # (its columns were checked by the coding)
+    elif _is_frame(source) and _is_frame(target):
         _check_numeric(source, "source", ns)
     else:
         # not two frames: matched by position, as in memory (a frame or Series among them
@@ -918,7 +941,7 @@ def init_dask(model, source, target, missing):
         source, target = (_positional(x, ns) for x in (source, target))
     blocks = [(b[0], None) for b in row_blocks({"source": source})] + \
         [(None, b[0]) for b in row_blocks({"target": target})]
-    spec = (tuple(ns), None, missing)
+    spec = (tuple(ns), None, missing) if coding is None else (tuple(ns), None, missing, coding)
     # (names from the caller's columns, as in memory: a named Series is then matched by name)
     model._named_features = _is_frame(source) or hasattr(source, "to_frame")
     _init(model, blocks, spec, dask.base.tokenize(source, target, spec), indicator=False)
@@ -945,32 +968,85 @@ def _check_numeric(ddf, name, cols):
                              "convert it in the Dask DataFrame first")
 
 
-def _rhs_columns(rhs, cols):
-    """The right-hand side's terms, which must be plain columns of the data."""
-    import patsy
+def _levels_block(unknown, text, part):
+    """A partition's categories of the ``unknown`` categorical columns (``(categories,
+    ordered)``, None where the column is not categorical there) and the distinct values of
+    the ``text`` columns on its rows without a missing value in ``part``'s columns (those a
+    fit keeps)."""
+    cats = {c: (tuple(part[c].cat.categories), bool(part[c].cat.ordered))
+            if isinstance(part[c].dtype, pd.CategoricalDtype) else None for c in unknown}
+    rows = part.dropna() if text else part
+    return cats, {c: list(pd.unique(rows[c].to_numpy(dtype=object))) for c in text}
 
-    desc = patsy.ModelDesc.from_formula("~" + rhs)
-    names = []
-    for term in desc.rhs_termlist:
-        if not term.factors:
-            continue  # the intercept (always included by the model)
-        label = term.name()
-        if len(term.factors) != 1 or label not in cols:
-            raise NotImplementedError(
-                f"formula term {label!r}: with a Dask DataFrame the right-hand side must name "
-                "plain numeric columns (transforms, interactions and categorical codings "
-                "learn or need a state from all rows); compute the column in the Dask "
-                "DataFrame first, e.g. ddf.assign(x2=ddf.x ** 2)")
-        names.append(label)
-    if not names:
-        raise ValueError("the formula has no feature columns")
-    return names
+
+def _coding(rhs, frames, extra=()):
+    """The :class:`~puinfer.formula.ColumnCoding` of the right-hand side on the Dask
+    DataFrames ``frames`` (the one data frame, or the source and target pooled, as in memory):
+    the in-memory route's levels, contrasts, names and column order.
+
+    A categorical column's levels are its categories, in their order (the first is the
+    reference level); where Dask does not know them (``cat.as_unknown()``, some readers), they
+    are read from the partitions, which must all hold the same (what ``compute()`` gives),
+    else it is refused, naming the column. A text column's levels are its distinct values on
+    the rows a fit keeps (no missing value in ``extra`` or the formula's columns), sorted by
+    patsy as in memory. Those two need one pass over the data; numeric and True/False columns
+    none."""
+    from dask.dataframe.utils import has_known_categories
+
+    from ...formula import _is_text, column_coding, plain_columns
+
+    used = plain_columns(rhs, [str(c) for c in frames[0].columns])
+    for f, nm in zip(frames, ("source", "target") if len(frames) == 2 else ("data",),
+                     strict=True):
+        absent = [c for c in used if c not in [str(c) for c in f.columns]]
+        if absent:
+            raise ValueError(f"{nm} lacks the column(s) {absent}")
+        for c in used:
+            dt = f._meta[c].dtype
+            if isinstance(dt, pd.ArrowDtype) and "dictionary" in str(dt.pyarrow_dtype):
+                raise ValueError(
+                    f"{nm}: column {c!r} is a pyarrow dictionary, whose levels each partition "
+                    "may hold in another order; make it a categorical with known categories "
+                    f"first, e.g. ddf[{c!r}] = ddf[{c!r}].astype('category').cat."
+                    "set_categories([...]) (the first level is the reference level)")
+    cat = [c for c in used if all(isinstance(f._meta[c].dtype, pd.CategoricalDtype)
+                                  for f in frames)]
+    unknown = [c for c in cat if not all(has_known_categories(f[c]) for f in frames)]
+    pooled = pd.concat([f._meta[used] for f in frames], ignore_index=True)
+    text = [c for c in used if c not in cat and _is_text(pooled[c].dtype)]
+    levels = {}
+    if unknown or text:
+        import dask
+
+        fn = functools.partial(_levels_block, unknown, text)
+        found = dask.compute(*[dask.delayed(fn, pure=True)(p) for f in frames
+                               for p in f[[*extra, *used]].to_delayed()])
+        for c in unknown:
+            seen = list(dict.fromkeys(cats[c] for cats, _ in found))
+            if len(seen) != 1 or seen[0] is None:
+                raise ValueError(
+                    f"data: column {c!r} is a categorical whose categories Dask does not know "
+                    "(unknown categories), and its partitions hold different ones (or in "
+                    "another order); their order sets the reference level and the design's "
+                    "columns, as in memory, so set them first, e.g. "
+                    f"ddf[{c!r}] = ddf[{c!r}].cat.set_categories([...]) (the first is the "
+                    "reference level; .cat.as_known() takes them in the order Dask finds them)")
+            pooled[c] = pooled[c].astype(pd.CategoricalDtype(*seen[0]))
+        for c in text:
+            levels[c] = list(dict.fromkeys(v for _, vals in found for v in vals[c]))
+    return column_coding(rhs, pooled, levels)
 
 
 def from_formula_dask(cls, formula, data, missing, source=None, target=None):
     """``DETM.from_formula`` with a Dask DataFrame ``data`` (``"labeled ~ x1 + x2"``) or Dask
-    ``source`` and ``target`` frames (``"~ x1 + x2"``)."""
+    ``source`` and ``target`` frames (``"~ x1 + x2"``).
+
+    The right-hand side names plain columns (as they are or quoted as ``Q("name")``); numeric
+    ones are read as they are, True/False, categorical and text ones coded as in memory
+    (:func:`_coding`), with the in-memory design's names."""
     dask = require_dask()
+    from ...formula import lhs_column
+
     if not isinstance(formula, str) or "~" not in formula:
         raise ValueError(f"formula must be a string like 'labeled ~ x1 + x2'; got {formula!r}")
     lhs, rhs = (s.strip() for s in formula.split("~", 1))
@@ -980,17 +1056,31 @@ def from_formula_dask(cls, formula, data, missing, source=None, target=None):
         if lhs:  # as in memory: the two frames are the samples, there is no indicator
             raise ValueError(f"formula {formula!r} must not have a left-hand side here; "
                              "write '~ x1 + x2'")
-        names = _rhs_columns(rhs, _columns(source, "source"))
-        init_dask(model, source[names], target[names], missing)
+        if source is None or target is None:
+            raise ValueError("give data= with a two-sided formula, or source= and target=")
+        for x, nm in ((source, "source"), (target, "target")):
+            if not _is_frame(x):  # (the coding reads both frames' columns and dtypes)
+                kind = "a Dask" if hasattr(x, "_meta") else "an in-memory"
+                raise ValueError(f"{nm}: with a formula on Dask collections both samples must "
+                                 f"be Dask DataFrames (got {kind} {type(x).__name__}); use "
+                                 "dask.dataframe.from_pandas to distribute it")
+        coding = _coding(rhs, [source, target])
+        cols = list(coding.columns)
+        init_dask(model, source[cols], target[cols], missing,
+                  coding=None if coding.plain else coding)
         return model
-    cols = [str(c) for c in data.columns]
-    if not lhs or lhs not in cols:
+    # the indicator's column, named or quoted as Q("name"), as in memory
+    lhs = lhs_column(formula, data._meta) if lhs else None
+    if lhs is None:
         raise ValueError(f"formula: with a Dask DataFrame the left-hand side must be the 0/1 "
-                         f"indicator column's name; got {lhs!r}")
-    names = _rhs_columns(rhs, cols)
-    _check_numeric(data, "data", names)
-    spec = (tuple(names), lhs, missing)
-    blocks = [(b[0], None) for b in row_blocks({"data": data[[lhs, *names]]})]
+                         f"indicator column's name; got {formula.split('~', 1)[0].strip()!r}")
+    coding = _coding(rhs, [data], (lhs,))
+    cols = list(coding.columns)
+    if coding.plain:  # (the spec, and so the fingerprint, of the plain columns as before)
+        spec = (tuple(cols), lhs, missing)
+    else:
+        spec = (coding.names, lhs, missing, coding)
+    blocks = [(b[0], None) for b in row_blocks({"data": data[[lhs, *cols]]})]
     model._named_features = True  # (the formula's columns)
     _init(model, blocks, spec, dask.base.tokenize(data, spec), indicator=True)
     return model

@@ -23,7 +23,7 @@ import pandas as pd
 from ... import exceptions
 from ..._align import check_missing_option, drop_missing
 from ..._dask import any_dask
-from ..._validation import check_binary, check_bool, warn
+from ..._validation import check_binary, check_bool, refuse_dask, warn
 from ...base.model import Model
 from ...base.optimize import newton_maximize
 from ...formula import Design, _used_columns, build_design, lhs_column
@@ -305,6 +305,20 @@ class _TiltModel(Model):
             # indicator is known for every dropped row (_count_dropped_by_sample)
             self.n_dropped_source = self.n_dropped_target = None
         return self
+
+    def exog(self, newdata) -> tuple[np.ndarray, pd.Index | None]:
+        """The model's features for ``newdata`` (see :meth:`Model.exog`); a formula with
+        categorical or quoted columns fitted on Dask collections codes ``newdata``'s columns
+        as at fit time (its design's names are not columns of the data)."""
+        coding = getattr(self.data, "coding", None)
+        if coding is None:
+            return super().exog(newdata)
+        refuse_dask(newdata, "newdata")
+        if not isinstance(newdata, (pd.DataFrame, dict)):
+            raise TypeError("newdata must be a DataFrame with the formula's columns "
+                            f"({self.formula!r}); got {type(newdata).__name__}")
+        X = coding.transform(newdata)
+        return X.to_numpy(dtype=float), X.index
 
     def restricted_model(self) -> SETM:
         """SETM on the same data (and formula): the null model of the SCAR test."""
