@@ -219,7 +219,8 @@ class _TiltClassifier(_BinaryProba):
         X, y = _aligned(X=X, y=y)
         alpha = check_alpha(self.alpha)  # before the (possibly bootstrapped) fit
         if self.pi_interval in ("bootstrap", None):  # (None: the model's default, bootstrap)
-            from .models.detm.results import DEFAULT_N_BOOT, _min_boot
+            from .inference.hypothesis import DEFAULT_N_BOOT
+            from .models.detm.results import _min_boot
 
             if DEFAULT_N_BOOT < _min_boot(alpha):
                 raise ValueError(f"alpha = {alpha:g}: the bootstrap-calibrated interval's "

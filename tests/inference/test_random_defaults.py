@@ -64,3 +64,22 @@ def test_default_draws_are_the_seed_0(name, detm_fits, urc_fit):
     assert _quiet(lambda: call(rng=1)) != default
     # ... and None still draws afresh: two such calls differ
     assert _quiet(lambda: call(rng=None)) != _quiet(lambda: call(rng=None))
+
+
+def test_resampling_pvalues_default_to_199_resamples(detm_fits):
+    """Every bootstrap or permutation p-value draws :data:`DEFAULT_N_BOOT` = 199 resamples by
+    default, which makes the 5% test exact (``test_scar`` and ``lr_test`` drew 200 before
+    session 87: rejection 10/201 at 5%)."""
+    import inspect
+
+    from puinfer.inference.hypothesis import DEFAULT_N_BOOT
+    from puinfer.models.urc.hypotheses import URCTestsMixin
+
+    assert DEFAULT_N_BOOT == 199 and (DEFAULT_N_BOOT + 1) * 0.05 == 10
+    methods = [pu.DETMResults.test_scar, pu.DETMResults.conf_int_pi, pu.lr_test,
+               URCTestsMixin.test_equal_base_rates, pu.RegressionURCResults.no_shift_bootstrap,
+               pu.RegressionURCResults.test_equal_base_rates]
+    for f in methods:
+        assert inspect.signature(f).parameters["n_boot"].default == 199, f.__qualname__
+    t = _quiet(lambda: detm_fits[1].test_scar("bootstrap"))
+    assert t.extra["bootstrap resamples"].endswith("of 199 usable")

@@ -16,6 +16,7 @@ from ..._validation import check_alpha, check_rng, level_label, unwrap_0d, warn
 from ...base.results import LikelihoodResults, standard_errors
 from ...exceptions import BootstrapWarning, ConfidenceSetWarning, ConvergenceWarning
 from ...inference.hypothesis import (
+    DEFAULT_N_BOOT,
     HypothesisTestResult,
     chi2_test,
     format_pvalue,
@@ -30,8 +31,9 @@ from ._record import TiltFit, pi_on_boundary
 
 __all__ = ["TiltResults", "DETMResults", "SETMResults"]
 
-#: the default bootstrap of the interval for pi: resamples and seed (reproducible results)
-DEFAULT_N_BOOT, DEFAULT_SEED = 199, 0
+#: the default bootstrap of the interval for pi: resamples (:data:`DEFAULT_N_BOOT`, shared by
+#: every resampling p-value) and seed (reproducible results)
+DEFAULT_SEED = 0
 
 #: said with the SCAR test's chi-square p-value (studies/results/README_detm.md, "Size of the
 #: SCAR tests at 5% by design")
@@ -648,7 +650,8 @@ class TiltResults(LikelihoodResults):
         return self._profiler.for_results().profile
 
     def conf_int_pi(self, alpha: float = 0.05, method: str | None = None, *,
-                    n_boot: int = 199, rng=0, smooth: float | str = "silverman",
+                    n_boot: int = DEFAULT_N_BOOT, rng=DEFAULT_SEED,
+                    smooth: float | str = "silverman",
                     n_jobs: int = 1) -> pd.Series:
         """Confidence interval for pi from the profile empirical likelihood (Theorem 3b).
 
@@ -1191,9 +1194,9 @@ class DETMResults(TiltResults):
             null="SCAR: p_t(x|y=1) = p_s(x|y=1) (alpha1 = 0, beta1 = 0)",
             method="Empirical likelihood-ratio test of SCAR (SETM vs DETM)", extra=extra)
 
-    def test_scar(self, reference: str = "chi2", *, n_boot: int = 200, rng=0,
-                  smooth: float | str = "silverman", refit: str = "quick", n_jobs: int = 1
-                  ) -> HypothesisTestResult:
+    def test_scar(self, reference: str = "chi2", *, n_boot: int = DEFAULT_N_BOOT,
+                  rng=DEFAULT_SEED, smooth: float | str = "silverman", refit: str = "quick",
+                  n_jobs: int = 1) -> HypothesisTestResult:
         """Empirical likelihood-ratio test of SCAR: SETM (alpha1 = 0, beta1 = 0) against DETM.
 
         ``R_N = 2{l_N(DETM) - l_N(SETM)}`` (Liu et al., before Theorem 3), referred to
@@ -1209,7 +1212,9 @@ class DETMResults(TiltResults):
             resamples (those that cannot be fitted, e.g. with a constant column, are dropped
             and counted in ``extra``).
         n_boot : int
-            Number of bootstrap resamples.
+            Number of bootstrap resamples (default 199, :data:`DEFAULT_N_BOOT
+            <puinfer.inference.hypothesis.DEFAULT_N_BOOT>`: the 5% test exact; 200 before
+            session 87).
         rng : int, numpy.random.Generator or None
             Random source for the bootstrap: an int seed (default 0: the same resamples, and
             so the same p-value, on every call, as ``conf_int_pi``'s), or a Generator / None

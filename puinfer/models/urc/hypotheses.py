@@ -17,7 +17,7 @@ import pandas as pd
 from scipy import stats
 
 from ..._validation import check_bool, check_rng
-from ...inference.hypothesis import HypothesisTestResult, lr_test
+from ...inference.hypothesis import DEFAULT_N_BOOT, HypothesisTestResult, lr_test
 from . import _likelihood as lik
 from ._inputs import rates_vector
 
@@ -283,7 +283,7 @@ class URCTestsMixin:
                                    method=t.method + " (bootstrap Bartlett correction)",
                                    extra=extra)
 
-    def test_equal_base_rates(self, reference: str = "chi2", *, n_boot: int = 199,
+    def test_equal_base_rates(self, reference: str = "chi2", *, n_boot: int = DEFAULT_N_BOOT,
                               rng=0) -> HypothesisTestResult:
         """Likelihood-ratio test that all groups share one set of base rates.
 

@@ -148,6 +148,12 @@ def _naive(pred, codes, G, Ng, binary, k):
                             for j in range(k)]) / Ng[:, None]
 
 
+def model_missing(model) -> str:
+    """The model's ``missing=`` option, the default of its ``fit``'s (``"raise"`` for models
+    pickled before session 87, which did not keep it)."""
+    return getattr(model, "missing", "raise")
+
+
 def field_cells(model, field_pred, groups, missing, allow_empty=False):
     """Validated field predictions, their groups (aligned), cells and the rows dropped
     (``None`` for the first three when ``allow_empty`` and no row is left: a block of a
@@ -322,7 +328,9 @@ class URC(Model):
 
     def __init__(self, lab_pred, lab_labels, n_bins: int | None = None, *,
                  missing: str = "raise", lab_design: str = "random"):
-        check_missing_option(missing)
+        # (also the default of fit's: missing='drop' given here was refused there for the
+        # field rows, with a hint to pass the option just passed; session 87's API audit)
+        self.missing = check_missing_option(missing)
         if not isinstance(lab_design, str) or lab_design not in LAB_DESIGNS:
             raise ValueError(f"lab_design must be 'random' or 'stratified'; got {lab_design!r}")
         self.lab_design = lab_design
@@ -501,7 +509,7 @@ class URC(Model):
     def fit(self, field_pred, groups=None, *, likelihood: str = "joint",
             prior_strength: float = 0.0, lab_pseudocount: float | str = DEFAULT_LAB_PSEUDOCOUNT,
             lab_prior: str = DEFAULT_LAB_PRIOR, maxiter: int = 5000, tol: float = 1e-10,
-            missing: str = "raise", penalty=None, random_starts: int = 0,
+            missing: str | None = None, penalty=None, random_starts: int = 0,
             seed: int = 0) -> URCResults:
         """Estimate the field base rates (Definition 8), per group when ``groups`` is given.
 
@@ -585,9 +593,10 @@ class URC(Model):
         maxiter, tol : int, float
             EM iterations (SQUAREM cycles) and the convergence tolerance on the largest
             parameter change.
-        missing : {"raise", "drop"}
-            Field rows with a missing prediction or group: refused (default) or dropped; the
-            number dropped is the results' ``n_dropped`` and is shown by ``summary()``.
+        missing : {"raise", "drop"}, optional
+            Field rows with a missing prediction or group: refused or dropped; the number
+            dropped is the results' ``n_dropped`` and is shown by ``summary()``. Default: the
+            model's ``missing`` (``"raise"`` unless the constructor was given ``"drop"``).
         penalty : object, optional
             An additive log-penalty on the base rates, added to the objective that the fit,
             the profiles and the tests maximise (see ``_likelihood.Data.penalty``; used by
@@ -676,7 +685,7 @@ class URC(Model):
             tol_ok = False
         if not tol_ok:
             raise ValueError(f"tol must be a positive number; got {tol!r}")
-        check_missing_option(missing)
+        missing = check_missing_option(model_missing(self) if missing is None else missing)
         if getattr(groups, "ndim", None) == 2 and len(getattr(groups, "columns", ())) == 1:
             # a one-column frame (pandas or Dask) is its column: its categories are then read
             # alike in memory and on Dask (session 68's audit: on Dask a categorical column's

@@ -53,13 +53,13 @@ from ...exceptions import (
     EmptyBinWarning,
     InfluenceWarning,
 )
-from ...inference.hypothesis import HypothesisTestResult
+from ...inference.hypothesis import DEFAULT_N_BOOT, HypothesisTestResult
 from ...summary import Summary
 from . import _likelihood as lik
 from ._inputs import label_array
 from ._null_bootstrap import UNUSABLE, null_statistics
 from ._smoothing import SmoothnessPenalty, centred_positions
-from .model import URC
+from .model import URC, model_missing
 from .partition import Partition, build_partition
 from .predictive import as_predictive
 from .results import URCResults
@@ -88,8 +88,6 @@ DEFAULT_LAB_PSEUDOCOUNT_REGRESSION = 0.0
 #: where lab pseudo-counts go when asked for (``lab_pseudocount > 0``): the pooled lab histogram,
 #: URC's spread before session 71 (URC.fit's default is now Perks' 1/|A| spread evenly)
 DEFAULT_LAB_PRIOR_REGRESSION = "pooled"
-#: bootstrap resamples of the no-shift test's default reference ((B + 1) * 0.05 an integer)
-DEFAULT_N_BOOT = 199
 #: test_no_shift warns when more than this share of its bootstrap resamples is unusable
 _MAX_UNUSABLE = 0.1
 
@@ -623,7 +621,7 @@ class RegressionURC(URC):
             n_cells = 2 * K if partition == "mean" else 2
         super().__init__(pd.DataFrame(probs, columns=labels),
                          np.asarray(labels, dtype=object)[codes], n_bins=n_cells,
-                         lab_design=lab_design)
+                         lab_design=lab_design, missing=missing)  # (fit's default: as URC's)
         # URC takes n_bins as given; here it was this class's default (shown by summary())
         self.n_bins_choice = (("default: 2 x intervals" if partition == "mean" else "default")
                               if default_cells else "given")
@@ -697,7 +695,7 @@ class RegressionURC(URC):
             lab_pseudocount: float | str = DEFAULT_LAB_PSEUDOCOUNT_REGRESSION,
             lab_prior: str = DEFAULT_LAB_PRIOR_REGRESSION,
             maxiter: int = 5000, tol: float = 1e-10,
-            missing: str = "raise", penalty_centre: str = "population",
+            missing: str | None = None, penalty_centre: str = "population",
             trend_sd: float | None = DEFAULT_TREND_SD, random_starts: int = 0,
             seed: int = 0) -> RegressionURCResults:
         """Estimate the field shares of the outcome intervals (per group) and recalibrate.
@@ -737,8 +735,8 @@ class RegressionURC(URC):
             0.950 with 0.5 and 0.939 with 0), RMSE was lower with 0 in every cell, and the
             goodness-of-fit test rejected 4.3-11.7% of true models at 5% with 0.5 against
             3.0-6.0% with 0; the no-shift test's size was 3-7% with either.
-        missing : {"raise", "drop"}
-            Field rows with a missing prediction or group.
+        missing : {"raise", "drop"}, optional
+            Field rows with a missing prediction or group; default the model's ``missing``.
         trend_sd : float or None
             Order 2 only: the prior standard deviation ``tau`` of the slope of the log-linear
             trend of the log shift in the penalty's positions (the intervals' lab means in lab
@@ -809,7 +807,7 @@ class RegressionURC(URC):
             raise ValueError(f"smoothing must be a non-negative number; got {smoothing!r}")
         if order not in (1, 2) or isinstance(order, bool):
             raise ValueError(f"smooth_order must be 1 or 2; got {smooth_order!r}")
-        check_missing_option(missing)
+        missing = check_missing_option(model_missing(self) if missing is None else missing)
         pred = as_predictive(field_pred, "field_pred")
         if groups is not None and not isinstance(groups, (pd.Series, pd.DataFrame)) and \
                 np.ndim(groups) == 0:

@@ -403,7 +403,7 @@ def test_constructor_options_validated(binary, kwargs, match):
     ({"tol": True}, "tol must be a positive number"),
     ({"tol": np.array("1e-6")}, "tol must be a positive number"),
     ({"prior_strength": "x"}, "prior_strength must be a non-negative number"),
-    ({"missing": None}, "missing must be 'raise' or 'drop'"),
+    ({"missing": "None"}, "missing must be 'raise' or 'drop'"),  # (None: the model's)
     ({"likelihood": 3}, "likelihood must be"),
 ])
 def test_fit_options_validated(binary, kwargs, match):
@@ -470,10 +470,15 @@ def test_missing_raise_and_drop(grouped):
     g = grouped.field_group.astype(object)
     g[10] = None
     with pytest.raises(ValueError, match="field_pred: 7 missing"):
-        m.fit(fp, groups=g)
+        m.fit(fp, groups=g, missing="raise")
     with pytest.raises(ValueError, match="groups has 1 missing"):
-        m.fit(grouped.field_pred, groups=g)
+        m.fit(grouped.field_pred, groups=g, missing="raise")
+    with pytest.raises(ValueError, match="field_pred: 7 missing"):
+        ref_m.fit(fp, groups=g)  # the model's default, "raise"
     r = m.fit(fp, groups=g, missing="drop")
+    # fit's default is the model's option (session 87's API audit: it was "raise" whatever
+    # the constructor was given, with a hint to pass missing='drop')
+    pd.testing.assert_series_equal(m.fit(fp, groups=g).base_rate, r.base_rate)
     fkeep = ~np.isnan(fp)
     fkeep[10] = False
     ref = ref_m.fit(grouped.field_pred[fkeep], groups=grouped.field_group[fkeep])

@@ -953,3 +953,25 @@ def test_equal_shares_across_groups_by_permutation(monkeypatch):
     res2 = pu.RegressionURC(apart.lab_pred, apart.lab_y).fit(apart.field_pred,
                                                              groups=apart.field_group)
     assert res2.test_equal_base_rates(n_boot=19).pvalue == pytest.approx(1 / 20)
+
+
+def test_fit_takes_the_models_missing_option():
+    """``fit``'s ``missing`` defaults to the model's (session 87's API audit: a model built
+    with ``missing="drop"`` refused the field's missing rows, with a hint to pass it)."""
+    from puinfer.simulate.urc_regression import simulate_urc_regression
+
+    sim = simulate_urc_regression(200, 1000, field_shift=0.5, rng=np.random.default_rng(1))
+    mean = np.asarray(sim.field_pred.mean, dtype=float).copy()
+    mean[:3] = np.nan
+    fp = pu.NormalPredictive(mean, np.asarray(sim.field_pred.sd, dtype=float))
+    keep = pu.NormalPredictive(mean[3:], np.asarray(sim.field_pred.sd, dtype=float)[3:])
+    raising = quiet(lambda: pu.RegressionURC(sim.lab_pred, sim.lab_y))
+    with pytest.raises(ValueError, match="3 row.*missing='drop'"):
+        raising.fit(fp)
+    dropping = quiet(lambda: pu.RegressionURC(sim.lab_pred, sim.lab_y, missing="drop"))
+    r = quiet(lambda: dropping.fit(fp))
+    assert r.n_dropped == 3
+    ref = quiet(lambda: raising.fit(keep))
+    np.testing.assert_allclose(r.params.to_numpy(), ref.params.to_numpy(), rtol=0, atol=1e-10)
+    with pytest.raises(ValueError, match="3 row.*missing='drop'"):
+        dropping.fit(fp, missing="raise")
