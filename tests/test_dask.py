@@ -204,6 +204,10 @@ def test_calem_dask_scores_of_0_and_1_as_in_memory(client):
     df.loc[df.score.idxmin(), "score"] = 0.0
     r, rd = _spline_calem_in_memory_and_on_dask(df, 2)
     np.testing.assert_allclose(rd.params.to_numpy(), r.params.to_numpy(), rtol=1e-6, atol=1e-8)
+    # the 0 read at the smallest score above it, found over the partitions (session 87)
+    assert rd.model.edge_bounds == r.model.edge_bounds
+    assert r.model.edge_bounds[0] == df.score[df.score > 0].min()
+    assert rd.model._cmh_z == pytest.approx(r.model._cmh_z, rel=1e-12)
     S = pd.Series([0.0, 1e-6, 0.5, 1.0])
     np.testing.assert_allclose(r.predict(dd.from_pandas(S, npartitions=2)).compute(),
                                r.predict(S), rtol=1e-12)
@@ -322,7 +326,7 @@ def test_exact_quantiles_small_sketch(monkeypatch, seed):
                          npartitions=7)
     with dask.config.set(scheduler="sync"):
         blocks = cd.row_blocks({"score": ddf["s"], "label": ddf["l"], "treated": ddf["t"]})
-        summary = cd.reduce_blocks(cd.functools.partial(cd._summary_block, 1e-6, "raise", None),
+        summary = cd.reduce_blocks(cd.functools.partial(cd._summary_block, "raise", None),
                                    blocks)
         data = cd.DaskData(blocks, 1e-6, "raise", summary, "x")
         q = np.concatenate([np.linspace(0, 1, 7), [0.005, 0.995, 0.3333]])

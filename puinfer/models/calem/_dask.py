@@ -66,13 +66,15 @@ from ._engine import (
 from .calibrators import (
     FittedCalibrator,
     FormulaCalibrator,
+    edge_bounds,
     edge_scores_moved,
+    inner_extremes,
     logistic_derivs,
     near_edge_count,
     near_edge_message,
     weighted_loglik,
 )
-from .model import checked_columns, formula_score, score_histogram
+from .model import checked_columns, edge_message, formula_score, score_histogram
 
 #: sample positions per block for the exact-quantile brackets (see :func:`exact_quantiles`)
 _SKETCH = 4097
@@ -85,20 +87,20 @@ GRID_Q = (0.005, 0.995)
 # ---------------------------------------------------------------------------------------------
 # one block of rows: the in-memory model's validation, per partition
 # ---------------------------------------------------------------------------------------------
-def _block_arrays(eps, missing, score, label, treated):
+def _block_arrays(bounds, missing, score, label, treated):
     """A partition's rows as in :class:`CalEM`: aligned on the index, missing rows dropped
-    (or refused), validated, scores of 0 or 1 clipped. Returns ``(s, lab, tr, n_dropped,
-    n_edge)``."""
+    (or refused), validated, scores of 0 or 1 moved to the model's ``bounds``
+    (:func:`.calibrators.edge_bounds`; None: not moved, in the validation pass, which finds
+    them). Returns ``(s, lab, tr, n_dropped, n_edge)``."""
     args, _ = align_rows(same_index_block({"score": score, "label": label,
                                            "treated": treated}))
     args, _, n_dropped = drop_missing(args, None, missing)
     if len(args["score"]) == 0:  # an empty partition (filtered, or all its rows dropped)
         return np.empty(0), np.empty(0), np.empty(0, dtype=bool), int(n_dropped), 0
     s, lab, tr = checked_columns(args, " in a partition")
-    edge = (s == 0) | (s == 1)
-    n_edge = int(edge.sum())
-    if n_edge:
-        s = edge_scores_moved(s, eps)  # (as in memory: the 0 and 1 only)
+    n_edge = int(np.count_nonzero((s == 0) | (s == 1)))
+    if n_edge and bounds is not None:
+        s = edge_scores_moved(s, bounds)  # (as in memory: the 0 and 1 only)
     return s, lab, tr, int(n_dropped), n_edge
 
 
@@ -110,19 +112,27 @@ def _sketch(v):
     return [(v.size, pos, v[pos])] if v.size else []
 
 
-def _summary_block(eps, missing, calibrator, score, label, treated):
-    """The validation pass: counts, the control rows, and a sketch of the scores."""
-    s, lab, tr, n_dropped, n_edge = in_one_partition(_block_arrays, eps, missing, score, label,
-                                                     treated)
+def _summary_block(missing, calibrator, score, label, treated):
+    """The validation pass: counts, the control rows, a sketch of the scores, and the extreme
+    scores inside (0, 1) that place the scores 0 and 1 (:meth:`DaskData.read_edges`), which
+    are not yet moved here: the treated rows' histogram leaves them out and counts them."""
+    s, lab, tr, n_dropped, n_edge = in_one_partition(_block_arrays, None, missing, score,
+                                                     label, treated)
     t1 = lab[tr]
+    inner = (s > 0) & (s < 1)
+    lo_in, hi_in = inner_extremes(s)
+    at = [s[tr] == 0, s[tr] == 1]
+    edge_t = np.array([[np.count_nonzero(a), np.count_nonzero(a & (t1 == 1))] for a in at])
     return {"n_t": int(tr.sum()), "pos_t": int(t1.sum()), "n_dropped": n_dropped,
-            "n_edge": n_edge, "n_near": near_edge_count(s, calibrator, eps), "s_c": [s[~tr]],
-            "y": [lab[~tr]], "sketch": _sketch(s[tr]), "hist_t": score_histogram(s[tr], t1)}
+            "n_edge": n_edge, "n_near": near_edge_count(s, calibrator), "s_c": [s[~tr]],
+            "y": [lab[~tr]], "sketch": _sketch(s[tr]),
+            "hist_t": score_histogram(s[tr & inner], lab[tr & inner]), "edge_t": edge_t,
+            "lo_in": [lo_in], "hi_in": [hi_in]}
 
 
-def _treated(eps, missing, score, label, treated):
+def _treated(bounds, missing, score, label, treated):
     """A partition's treated rows: ``(s_t, z)``."""
-    s, lab, tr, _, _ = _block_arrays(eps, missing, score, label, treated)
+    s, lab, tr, _, _ = _block_arrays(bounds, missing, score, label, treated)
     return s[tr], lab[tr]
 
 
@@ -146,14 +156,24 @@ class DaskData:
     """
 
     def __init__(self, blocks, eps, missing, summary, fingerprint):
-        self.blocks, self.eps, self.missing = blocks, eps, missing
-        s_c, y = np.concatenate(summary["s_c"]), np.concatenate(summary["y"])
+        self.blocks, self.missing = blocks, missing
+        # where the scores 0 and 1 are read, from the extreme scores of every partition
+        self.bounds = edge_bounds((min(summary["lo_in"]), max(summary["hi_in"])), eps)
+        lo, hi = self.bounds
+        s_c = edge_scores_moved(np.concatenate(summary["s_c"]), self.bounds)
+        y = np.concatenate(summary["y"])
         oc = np.lexsort((y, s_c))
         self.s_c, self.y = s_c[oc], y[oc]
         self.n_treated, self.pos_treated = summary["n_t"], summary["pos_t"]
-        self.hist_treated = summary["hist_t"]  # for the check of Assumption 1
+        # for the check of Assumption 1: the treated 0s and 1s in the bins of lo and hi
+        (n0, pos0), (n1, pos1) = summary["edge_t"]
+        self.hist_treated = summary["hist_t"] + score_histogram(
+            np.repeat([lo, lo, hi, hi], [pos0, n0 - pos0, pos1, n1 - pos1]),
+            np.repeat([1.0, 0.0, 1.0, 0.0], [pos0, n0 - pos0, pos1, n1 - pos1]))
         self.n_dropped, self.n_edge = summary["n_dropped"], summary["n_edge"]
-        self._sketch = summary["sketch"] + _sketch(self.s_c)
+        # (clipping is monotone: the sorted sketch of the moved scores)
+        self._sketch = [(n, pos, edge_scores_moved(v, self.bounds))
+                        for n, pos, v in summary["sketch"]] + _sketch(self.s_c)
         self.fingerprint = fingerprint
         self.passes = 1  # the validation pass
 
@@ -174,7 +194,7 @@ class DaskData:
         self.check_available()
         self.passes += 1
         combine = add_sums if combine is None else combine
-        return reduce_blocks(functools.partial(_on_treated, func, combine, self.eps,
+        return reduce_blocks(functools.partial(_on_treated, func, combine, self.bounds,
                                                self.missing),
                              self.blocks, extra=extra, combine=combine)
 
@@ -184,10 +204,10 @@ class DaskData:
         return exact_quantiles(self, requests)
 
 
-def _on_treated(func, combine, eps, missing, score, label, treated):
+def _on_treated(func, combine, bounds, missing, score, label, treated):
     """``func`` on a partition's treated rows, ``_SLICE`` rows at a time (the temporaries of
     the block sums stay small whatever the partition size), combined."""
-    s_t, z = _treated(eps, missing, score, label, treated)
+    s_t, z = _treated(bounds, missing, score, label, treated)
     if not s_t.size:
         return None
     return functools.reduce(combine, (func(s_t[i:i + _SLICE], z[i:i + _SLICE])
@@ -479,20 +499,20 @@ def init_dask(model, score, label, treated):
     control rows, score sketches), then the same checks as in memory."""
     dask = require_dask()
     blocks = row_blocks({"score": score, "label": label, "treated": treated})
-    summary = reduce_blocks(functools.partial(_summary_block, model.eps, model.missing,
-                                              model.calibrator), blocks)
+    summary = reduce_blocks(functools.partial(_summary_block, model.missing, model.calibrator),
+                            blocks)
     if summary is None:
         raise ValueError("score: the Dask collections hold no rows")
     data = DaskData(blocks, model.eps, model.missing, summary,
                     dask.base.tokenize(score, label, treated, model.missing, model.eps))
     model._dask = data
+    model._edge_bounds = data.bounds
     model.index = None
     model.score = model.label = model.treated = None
     model.n_dropped = data.n_dropped
     if data.n_edge:
-        warn_and_record(model._init_warnings,
-                        f"{data.n_edge} score(s) equal to 0 or 1 were clipped to "
-                        f"[{model.eps:g}, 1 - {model.eps:g}]", ClippingWarning)
+        warn_and_record(model._init_warnings, edge_message(data.n_edge, data.bounds),
+                        ClippingWarning)
     if summary["n_near"]:
         warn_and_record(model._init_warnings,
                         near_edge_message(summary["n_near"], model.calibrator), ClippingWarning)
@@ -666,9 +686,10 @@ def fit_calem_dask(model, *, method, maxiter, tol, h) -> CalEMFit:
     return fit
 
 
-def predict_dask(fitted, score, name, eps):
+def predict_dask(fitted, score, name, bounds):
     """A fitted calibrator's predictions on a Dask array/Series, block by block (lazy); the
-    scores checked and taken as the fit took them (0 and 1 moved to ``eps``), as in memory."""
+    scores checked and taken as the fit took them (read at the model's edge ``bounds``), as
+    in memory."""
     require_dask()
     import dask.array as da
 
@@ -677,7 +698,7 @@ def predict_dask(fitted, score, name, eps):
             return np.empty(0)
         # (a refusal's count is the block's: said so, session 85's audit)
         return in_one_partition(lambda b: fitted.predict(edge_scores_moved(
-            as_float_vector(b, "score"), eps)), block)
+            as_float_vector(b, "score"), bounds)), block)
 
     def f(part):
         out = pred(part)

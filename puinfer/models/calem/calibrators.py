@@ -253,11 +253,13 @@ class FittedCalibrator:
     score_range : (float, float) or None
         The smallest and largest score of a :meth:`Calibrator.fit` call (where
         :func:`puinfer.lr_test` compares two families); None inside CalEM.
+    edge_bounds : (float, float) or None
+        Inside CalEM results, the model's ``edge_bounds``: :meth:`predict` and
+        :meth:`linear_predictor` read scores as ``clip(score, lo, hi)`` (a score of exactly 0
+        or 1 at ``lo`` or ``hi``), as the fit and :meth:`CalEMResults.predict` take them;
+        None elsewhere (the calibrator's own ``eps`` clips them).
     edge_eps : float or None
-        Inside CalEM results, the model's ``eps``: :meth:`predict` and
-        :meth:`linear_predictor` move a score of exactly 0 or 1 to ``eps`` and ``1 - eps``, as
-        the fit and :meth:`CalEMResults.predict` take it; None elsewhere (the calibrator's own
-        ``eps`` clips it).
+        What results pickled before session 87 held instead: ``(edge_eps, 1 - edge_eps)``.
     """
 
     calibrator: Calibrator
@@ -274,6 +276,7 @@ class FittedCalibrator:
     prior_corrected: bool = False
     data_fingerprint: str | None = None
     score_range: tuple | None = None
+    edge_bounds: tuple | None = None
     edge_eps: float | None = None
     #: why :func:`puinfer.lr_test` cannot use this fit's log-likelihood (soft labels or
     #: weights that are not frequencies), or None
@@ -320,11 +323,13 @@ class FittedCalibrator:
         return _like(score, eta, "linear predictor")
 
     def _edge(self, s):
-        """``s`` with scores of exactly 0 or 1 moved to ``edge_eps`` (CalEM's ``eps``) where
-        set: a CalEM fit's maps predict them as the fit and ``CalEMResults.predict`` take them
-        (session 74's audit: ``r.baseline.predict(0)`` gave 4.4e-4 where
-        ``r.predict_baseline(0)`` gave 0.023)."""
-        return s if self.edge_eps is None else edge_scores_moved(s, self.edge_eps)
+        """``s`` read as CalEM reads scores (``edge_bounds``) where set: a CalEM fit's maps
+        predict them as the fit and ``CalEMResults.predict`` take them (session 74's audit:
+        ``r.baseline.predict(0)`` gave 4.4e-4 where ``r.predict_baseline(0)`` gave 0.023)."""
+        bounds = self.edge_bounds
+        if bounds is None and self.edge_eps is not None:  # (pickled before session 87)
+            bounds = (self.edge_eps, 1.0 - self.edge_eps)
+        return s if bounds is None else edge_scores_moved(s, bounds)
 
     # -- Wald inference from the information (statsmodels' names) ---------------------------
     def cov_params(self) -> pd.DataFrame:
@@ -1163,25 +1168,39 @@ def make_calibrator(spec, **kwargs) -> Calibrator:
                      f"'~ logit(score)', or a Calibrator object; got {spec!r}")
 
 
-def edge_scores_moved(s: np.ndarray, eps: float) -> np.ndarray:
-    """``s`` with the scores equal to 0 or 1 moved to ``eps`` and ``1 - eps`` (the others as
-    they are). Session 69's audit: ``np.clip(s, eps, 1 - eps)`` also moved every score below
-    ``eps`` -- 225 of them when one score was exactly 0 -- while the warning counted one, and
-    ``from_formula`` moved only the 0 and 1."""
-    return np.where(s == 0, eps, np.where(s == 1, 1 - eps, s))
+def inner_extremes(s: np.ndarray) -> tuple[float, float]:
+    """The smallest and the largest score of ``s`` strictly inside (0, 1) (``inf`` and
+    ``-inf`` where there is none); NaN ignored."""
+    inner = s[(s > 0) & (s < 1)]
+    return (float(inner.min()), float(inner.max())) if inner.size else (np.inf, -np.inf)
 
 
-def near_edge_count(s: np.ndarray, calibrator, moved: float | None = None) -> int:
-    """How many scores a parametric calibrator's transform moves (:meth:`Calibrator._clip`):
-    within its ``eps`` of 0 or 1 (0 for the isotonic calibrator, which reads scores as they
-    are). ``moved``: the model's ``eps``, where scores of exactly 0 or 1 were moved (they are
-    said by their own warning, not counted again)."""
+def edge_bounds(extremes: tuple[float, float], eps: float) -> tuple[float, float]:
+    """``(lo, hi)``: where CalEM reads scores of exactly 0 and 1. ``eps`` and ``1 - eps``, or,
+    nearer the edge, the data's smallest score above 0 and largest below 1
+    (:func:`inner_extremes`): a 0 is never read above a score the data hold. Session 87's
+    audit: with the 0 read at ``eps = 1e-6`` and smaller scores read as they are, CalEM's map
+    gave ``predict(0) = 0.0134`` above ``predict(1e-9) = 0.0017``."""
+    return min(eps, extremes[0]), max(1.0 - eps, extremes[1])
+
+
+def edge_scores_moved(s: np.ndarray, bounds: tuple[float, float]) -> np.ndarray:
+    """``s`` as CalEM reads scores: ``clip(s, lo, hi)``, ``(lo, hi)`` from :func:`edge_bounds`.
+    On the model's rows only the scores 0 and 1 move (session 69's audit: clipping at ``eps``
+    moved every score below it, 225 where one score was 0, while the warning counted one);
+    a new score below ``lo`` (above ``hi``) is read at it, so that the map is monotone."""
+    return np.clip(s, bounds[0], bounds[1])
+
+
+def near_edge_count(s: np.ndarray, calibrator) -> int:
+    """How many scores strictly inside (0, 1) a parametric calibrator's transform moves
+    (:meth:`Calibrator._clip`): within its ``eps`` of 0 or 1 (0 for the isotonic
+    calibrator, which reads scores as they are). Scores of exactly 0 or 1 are CalEM's to
+    move, said by their own warning."""
     ceps = getattr(calibrator, "eps", None)
     if not getattr(calibrator, "parametric", False) or ceps is None:
         return 0
-    near = (s < ceps) | (s > 1 - ceps)
-    if moved is not None:
-        near &= (s != moved) & (s != 1 - moved)
+    near = ((s > 0) & (s < ceps)) | ((s < 1) & (s > 1 - ceps))
     return int(np.count_nonzero(near))
 
 

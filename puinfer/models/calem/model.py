@@ -19,7 +19,9 @@ from ._engine import fit_calem, setup
 from .calibrators import (
     Calibrator,
     FormulaCalibrator,
+    edge_bounds,
     edge_scores_moved,
+    inner_extremes,
     make_calibrator,
     near_edge_count,
     near_edge_message,
@@ -37,6 +39,22 @@ ASSUMPTION1_WARN, ASSUMPTION1_REFUSE = 0.05, 1e-4
 #: edges of the fine bins of logit(score) that the check of Assumption 1 counts rows in (the
 #: same on both paths: the treated rows of Dask collections are counted in the validation pass)
 _CHECK_EDGES = np.linspace(-15.0, 15.0, 301)
+
+
+def _checked_eps(eps) -> float:
+    """CalEM's ``eps``, checked: one number in (0, 0.5)."""
+    # (one number: a one-element array failed in float() and a longer one in the comparison,
+    # with numpy's messages; session 85's audit)
+    eps = check_real(eps, "eps", what="a number in (0, 0.5)")
+    if not 0 < eps < 0.5:
+        raise ValueError(f"eps must be in (0, 0.5); got {eps}")
+    return eps
+
+
+def edge_message(n: int, bounds: tuple) -> str:
+    """The warning for ``n`` scores of exactly 0 or 1 read at ``bounds``."""
+    return (f"{n} score(s) equal to 0 or 1 were clipped to [{bounds[0]:g}, "
+            f"1 - {1.0 - bounds[1]:g}]")
 
 
 def score_histogram(s, lab) -> np.ndarray:
@@ -181,9 +199,12 @@ class CalEM(Model):
         ``logit(score)``), ``"isotonic"``, a right-hand-side formula in ``score`` such as
         ``"~ logit(score)"``, or a :class:`~puinfer.models.calem.Calibrator`.
     eps : float, default 1e-6
-        Scores of exactly 0 or 1 are clipped to ``[eps, 1 - eps]`` (with a
+        Scores of exactly 0 or 1 are read as ``eps`` and ``1 - eps`` (with a
         :class:`~puinfer.exceptions.ClippingWarning`) because the calibrators work on the
-        log-odds of the score.
+        log-odds of the score; as the smallest score above 0 (largest below 1) where the data
+        hold one nearer the edge, so that a 0 is never read above another score. New scores
+        (``predict``) are read as ``clip(score, lo, hi)`` with these two values
+        (:attr:`edge_bounds`).
     missing : {"raise", "drop"}, default "raise"
         Rows with a missing value in ``score``, ``label`` or ``treated``: ``"raise"`` refuses
         them (naming the argument), ``"drop"`` drops them; the number dropped is
@@ -241,6 +262,18 @@ class CalEM(Model):
     #: the stratified CMH z of the Assumption-1 check (treated minus control positives at equal
     #: scores; :func:`assumption1_test`), None for models pickled before it was kept
     _cmh_z: float | None = None
+    #: ``(lo, hi)``: where scores of exactly 0 and 1 are read (:func:`.calibrators.edge_bounds`:
+    #: ``eps`` and ``1 - eps``, or the data's extreme scores inside (0, 1) nearer the edge);
+    #: None for models pickled before session 87 (then ``eps`` and ``1 - eps``)
+    _edge_bounds: tuple | None = None
+
+    @property
+    def edge_bounds(self) -> tuple:
+        """``(lo, hi)``: CalEM reads every score as ``clip(score, lo, hi)``; on the model's
+        rows only scores of exactly 0 and 1 move, to ``lo = min(eps, smallest score above 0)``
+        and ``hi = max(1 - eps, largest score below 1)``, so that a 0 is never read above a
+        score the data hold."""
+        return self._edge_bounds or (self.eps, 1.0 - self.eps)
 
     def __init__(self, score, label, treated, *, calibrator="spline", eps: float = 1e-6,
                  missing: str = "raise", **calibrator_options):
@@ -261,13 +294,13 @@ class CalEM(Model):
         self.index = index
         s, lab, tr = checked_columns(args)
         self._set_options(calibrator, eps, calibrator_options)
-        edge = (s == 0) | (s == 1)
-        if edge.any():
-            warn_and_record(self._init_warnings,
-                            f"{int(edge.sum())} score(s) equal to 0 or 1 were clipped to "
-                            f"[{self.eps:g}, 1 - {self.eps:g}]", ClippingWarning)
-            s = edge_scores_moved(s, self.eps)
-        near = near_edge_count(s, self.calibrator, self.eps)
+        self._edge_bounds = edge_bounds(inner_extremes(s), self.eps)
+        n_edge = int(np.count_nonzero((s == 0) | (s == 1)))
+        if n_edge:
+            warn_and_record(self._init_warnings, edge_message(n_edge, self._edge_bounds),
+                            ClippingWarning)
+            s = edge_scores_moved(s, self._edge_bounds)
+        near = near_edge_count(s, self.calibrator)
         if near:
             warn_and_record(self._init_warnings, near_edge_message(near, self.calibrator),
                             ClippingWarning)
@@ -286,12 +319,7 @@ class CalEM(Model):
             raise ValueError("calibrator: Platt's prior correction (prior_correction=True) is "
                              "not available in CalEM, whose EM maximises the likelihood of the "
                              "labels themselves; use LogisticCalibrator()")
-        # (one number: a one-element array failed in float() and a longer one in the
-        # comparison, with numpy's messages; session 85's audit)
-        eps = check_real(eps, "eps", what="a number in (0, 0.5)")
-        if not 0 < eps < 0.5:
-            raise ValueError(f"eps must be in (0, 0.5); got {eps}")
-        self.eps = eps
+        self.eps = _checked_eps(eps)
         self._init_warnings: list = []
 
     @property
@@ -454,13 +482,14 @@ class CalEM(Model):
             hi = (col == 1).to_numpy(dtype=bool, na_value=False)
             n_edge = int((lo | hi).sum())
             if n_edge:
-                data = data.assign(**{name: col.mask(lo, eps).mask(hi, 1 - eps)})
+                bounds = edge_bounds(inner_extremes(col.to_numpy(dtype=float, na_value=np.nan)),
+                                     _checked_eps(eps))
+                data = data.assign(**{name: col.mask(lo, bounds[0]).mask(hi, bounds[1])})
         model = super().from_formula(formula, data, missing=missing, treated=treated,
                                      score=score, eps=eps)
         if n_edge:
-            warn_and_record(model._init_warnings,
-                            f"{n_edge} score(s) equal to 0 or 1 were clipped to "
-                            f"[{model.eps:g}, 1 - {model.eps:g}]", ClippingWarning)
+            warn_and_record(model._init_warnings, edge_message(n_edge, model.edge_bounds),
+                            ClippingWarning)
         model.n_dropped += n_extra
         model._formula_call = call  # for update(): the caller's data and treated
         return model

@@ -89,7 +89,7 @@ class _CurvesMixin:
             raise ValueError(f"score must be in [0, 1]; {int(bad.sum())} value(s) are not")
         # a score of 0 or 1 as the fit took it (session 69's audit: predict(S) put it at the
         # calibrator's own 1e-12, far out on the curve: 0.9996 for the fit's 0.333)
-        return edge_scores_moved(s, self.model.eps), idx
+        return edge_scores_moved(s, self.model.edge_bounds), idx
 
     def _score_column(self, score):
         """A data frame's score column, by its name (a formula model's score column, as the
@@ -145,7 +145,7 @@ class _CurvesMixin:
             from ._dask import predict_dask
 
             return predict_dask(self.calibrator, self._score_column(score), "calem",
-                                self.model.eps)
+                                self.model.edge_bounds)
         s, idx = self._score_in(score)
         return self._out(self.calibrator.predict(s), idx, "calem")
 
@@ -425,10 +425,11 @@ class CalEMResults(_CurvesMixin, LikelihoodResults):
         self.basis = fit.basis
         self.method = fit.method
         self.convergence = fit.convergence
-        # the maps handed out predict a score of 0 or 1 at the model's eps, as the fit took it
-        # and as predict() does (FittedCalibrator.edge_eps)
+        # the maps handed out read scores as the fit took them and as predict() does
+        # (FittedCalibrator.edge_bounds)
         def edge(f):
-            return None if f is None else dataclasses.replace(f, edge_eps=float(model.eps))
+            return None if f is None else dataclasses.replace(
+                f, edge_bounds=tuple(map(float, model.edge_bounds)))
 
         self.calibrator: FittedCalibrator = edge(fit.fitted)
         self.baseline: FittedCalibrator = edge(fit.baseline)
@@ -710,7 +711,8 @@ class CalEMResults(_CurvesMixin, LikelihoodResults):
         eps = getattr(state.get("model"), "eps", None)
         for name in ("calibrator", "baseline", "biased", "pooled"):
             f = state.get(name)
-            if eps is not None and isinstance(f, FittedCalibrator) and f.edge_eps is None:
+            if eps is not None and isinstance(f, FittedCalibrator) and f.edge_eps is None \
+                    and getattr(f, "edge_bounds", None) is None:
                 state[name] = dataclasses.replace(f, edge_eps=float(eps))
         super().__setstate__(state)
 

@@ -999,24 +999,27 @@ def test_the_calibrator_spec_cannot_change_a_fit(sim):
 def test_a_score_of_0_or_1_moves_alone_and_predicts_as_fitted():
     # session 69's audit: one score of exactly 0 made the constructor clip every score below
     # eps = 1e-6 (225 rows here; the warning said 1), and predict(S) put new scores of 0 at
-    # the calibrator's own 1e-12 (spline: 0.9996 for the fit's 0.333)
+    # the calibrator's own 1e-12 (spline: 0.9996 for the fit's 0.333). Session 87's: the 0
+    # was then read at eps = 1e-6, above the 225 smaller scores; it is read at the smallest
     from puinfer.simulate.calem import simulate_calem
 
     df = simulate_calem(5000, event_prob=0.2, miscalibration="g2", transition="h1",
                         clean_share=0.2, rng=3)
     assert (df.score < 1e-6).sum() > 100
     i = df.score.idxmin()
-    zero, at_eps = df.copy(), df.copy()
-    zero.loc[i, "score"], at_eps.loc[i, "score"] = 0.0, 1e-6
+    zero, at_min = df.copy(), df.copy()
+    zero.loc[i, "score"] = 0.0
+    smallest = zero.score[zero.score > 0].min()
+    at_min.loc[i, "score"] = smallest
     with pytest.warns(ClippingWarning, match="1 score"):
         m = CalEM(zero.score, zero.label, zero.treated, calibrator="spline")
     keep = zero.score.to_numpy() != 0
     np.testing.assert_array_equal(m.score[keep], zero.score.to_numpy()[keep])
-    assert m.score[~keep].tolist() == [1e-6]
+    assert m.score[~keep].tolist() == [smallest] and m.edge_bounds[0] == smallest
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         r = m.fit()
-        ref = CalEM(at_eps.score, at_eps.label, at_eps.treated, calibrator="spline").fit()
+        ref = CalEM(at_min.score, at_min.label, at_min.treated, calibrator="spline").fit()
     np.testing.assert_array_equal(r.params.to_numpy(), ref.params.to_numpy())
     for cal in ("spline", "logistic", "beta"):
         with warnings.catch_warnings():
@@ -1042,15 +1045,18 @@ def test_the_fitted_maps_predict_a_score_of_0_or_1_as_the_results_do():
         for fit, fn in ((r.calibrator, r.predict), (r.baseline, r.predict_baseline),
                         (r.biased, r.predict_biased)):
             assert_allclose(fit.predict(s), fn(s), rtol=1e-12, atol=0)
-            assert_allclose(fit.predict(s[:2]), fit.predict(np.array([1e-5, 1 - 1e-5])),
+            # (0 and 1 at the model's edge bounds: eps, or the data's extreme scores
+            # nearer the edge, session 87)
+            assert_allclose(fit.predict(s[:2]), fit.predict(np.array(r.model.edge_bounds)),
                             rtol=1e-12, atol=0)
         if cal == "logistic":
             assert_allclose(r.calibrator.linear_predictor(s),
                             np.log(r.predict(s)) - np.log1p(-r.predict(s)), rtol=1e-9)
-            assert_allclose(r.pooled.predict(s[:1]), r.pooled.predict(np.array([1e-5])))
+            assert_allclose(r.pooled.predict(s[:1]),
+                            r.pooled.predict(np.array(r.model.edge_bounds[:1])))
     # a calibrator fitted on its own keeps its own clip
     f = pu.LogisticCalibrator().fit(df.score, df.label)
-    assert f.edge_eps is None
+    assert f.edge_eps is None and f.edge_bounds is None
     assert_allclose(f.predict(s[:1]), f.predict(np.array([1e-12])), rtol=1e-12)
 
 
@@ -1205,3 +1211,39 @@ def test_bias_test_gives_the_family_free_test_for_a_model_pickled_before_it_was_
     del md.__dict__["_cmh_z"]  # (an unpickled Dask model cannot refit: its result is pickled)
     rd = pickle.loads(pickle.dumps(rd))
     assert rd.test_bias().extra[key] == new[key]
+
+
+def test_a_score_of_0_is_never_read_above_a_positive_score():
+    """Session 87's audit: CalEM read a score of exactly 0 at ``eps = 1e-6`` and smaller
+    positive scores as they are, so that its maps were not monotone at the edge
+    (``predict(0) = 0.0134`` above ``predict(1e-9) = 0.0017``, logistic). Every score is now
+    read as ``clip(score, lo, hi)``: on the model's rows only the 0s and 1s move."""
+    from puinfer.simulate.calem import simulate_calem
+
+    sim = simulate_calem(1500, rng=3)
+    sc, ctl = sim.score.to_numpy().copy(), sim.treated.to_numpy() == 0
+    sc[np.flatnonzero(ctl)[:2]], sc[np.flatnonzero(ctl)[2:4]] = 0.0, 1.0
+    grid = np.array([0.0, 1e-300, 1e-9, 1e-7, 1e-6, 1e-3, 0.5, 1 - 1e-3, 1 - 1e-9, 1.0])
+    for cal in ("logistic", "beta", "spline"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            r = CalEM(sc, sim.label, sim.treated, calibrator=cal).fit()
+        assert r.model.edge_bounds == (1e-6, 1 - 1e-6)  # (no score nearer the edge)
+        for fn in (r.predict, r.predict_baseline, r.calibrator.predict, r.baseline.predict):
+            p = np.asarray(fn(grid))
+            # scores below lo are read at lo: the 0 with them, not above them
+            assert p[0] == p[1] == p[2] == p[3] == p[4]
+            assert p[-1] == p[-2]
+        if cal == "logistic":  # (an increasing map: monotone over the whole grid)
+            assert np.all(np.diff(r.predict(grid)) >= 0)
+    # the model's rows: only the 0s and 1s move, to the extreme scores where those are
+    # nearer the edge than eps
+    s2 = sc.copy()
+    s2[np.flatnonzero(ctl)[5]], s2[np.flatnonzero(ctl)[6]] = 1e-9, 1 - 1e-8
+    with pytest.warns(ClippingWarning, match=r"4 score\(s\) equal to 0 or 1 were clipped to "
+                                             r"\[1e-09, 1 - 1e-08\]"):
+        m = CalEM(s2, sim.label, sim.treated, calibrator="logistic")
+    assert m.edge_bounds == (1e-9, 1 - 1e-8)
+    moved = (s2 == 0) | (s2 == 1)
+    np.testing.assert_array_equal(m.score[~moved], s2[~moved])
+    assert sorted(set(m.score[moved].tolist())) == [1e-9, 1 - 1e-8]
