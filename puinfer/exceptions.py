@@ -19,6 +19,7 @@ __all__ = [
     "BootstrapWarning",
     "PenaltyWarning",
     "InfluenceWarning",
+    "GroupingWarning",
 ]
 
 
@@ -83,3 +84,10 @@ class InfluenceWarning(PuinferWarning):
     """One row dominates a feature's spread (an outlier carrying most of its variance): a fit
     on standardised features, and a ridge on their slopes, hinge on that row."""
 
+
+
+class GroupingWarning(PuinferWarning):
+    """A fit of several groups disagrees with the fit of the same rows pooled into one group
+    by more than the pooled estimate's sampling error, where under the model the groups'
+    size-weighted mean equals the pooled quantity (e.g. URC's base rates with many small
+    groups and a small lab set: the shared ``M_A`` follows the groups' sampling scatter)."""

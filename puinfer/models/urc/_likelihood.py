@@ -242,6 +242,10 @@ class FitOptions:
     seed: int = 0
 
 
+#: how far beyond 0 or 1 an estimated probability can be by rounding alone
+_ROUNDING = 1e-12
+
+
 @dataclass(frozen=True)
 class Estimate:
     """A maximum of the objective: base rates ``P`` (G x k), ``M`` (k x |A|), the objective
@@ -254,6 +258,16 @@ class Estimate:
     objective: float
     convergence: ConvergenceInfo
     others: tuple = ()
+
+    def __post_init__(self):
+        # probabilities beyond 0 or 1 by rounding are at the bound (session 87's study: a
+        # fixed-likelihood group's rate of class 0 came out as 1.0000000000000002 where
+        # class 1's was 0, and its profile refused the estimate as outside [0, 1])
+        for name in ("P", "M"):
+            v = getattr(self, name)
+            if v is not None and np.any((v < 0) | (v > 1)):
+                near = (v > -_ROUNDING) & (v < 1 + _ROUNDING)
+                object.__setattr__(self, name, np.where(near, np.clip(v, 0.0, 1.0), v))
 
 
 # ---------------------------------------------------------------------------------------------

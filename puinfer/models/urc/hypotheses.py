@@ -39,6 +39,16 @@ def _null_rates(value, pi_lab, classes, random_lab=False):
     return arr, (f"{arr[1]:.4g}" if len(classes) == 2 else str(np.round(arr, 4).tolist()))
 
 
+def refuse_reference_as_value(value, references) -> None:
+    """``test_no_shift(value, reference)`` given a reference's name as its first argument: say
+    so (API audit, session 87: ``test_no_shift("bartlett")`` was refused as "value holds text,
+    not numbers")."""
+    if isinstance(value, str) and value in references:
+        raise ValueError(f"value: {value!r} names a reference distribution; pass it as "
+                         f"reference={value!r} (value, the first argument, is the null's base "
+                         "rates)")
+
+
 def _check_n_boot(n_boot) -> None:
     """The Bartlett bootstrap's ``n_boot``: an integer >= 2 (bools refused)."""
     if isinstance(n_boot, (bool, np.bool_)) or not isinstance(n_boot, (int, np.integer)) \
@@ -245,6 +255,7 @@ class URCTestsMixin:
             75's audit, 786 replicates per cell; the joint likelihood's 4.7-7.5%): such a fit
             warns (``AssumptionWarning``).
         """
+        refuse_reference_as_value(value, ("chi2", "bartlett"))
         if reference not in ("chi2", "bartlett"):
             raise ValueError(f"reference must be 'chi2' or 'bartlett'; got {reference!r}")
         if statistic not in ("lr", "score"):

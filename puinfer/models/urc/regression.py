@@ -59,6 +59,7 @@ from . import _likelihood as lik
 from ._inputs import label_array
 from ._null_bootstrap import UNUSABLE, null_statistics
 from ._smoothing import SmoothnessPenalty, centred_positions
+from .hypotheses import refuse_reference_as_value
 from .model import URC, model_missing
 from .partition import Partition, build_partition
 from .predictive import as_predictive
@@ -1019,6 +1020,7 @@ class RegressionURCResults(URCResults):
         histograms per resample, whatever the number of field rows: 3-6 s with the default
         199 resamples (lab 1000-2000, one core).
         """
+        refuse_reference_as_value(value, ("bootstrap", "chi2", "bartlett"))
         if reference is not None and reference not in ("bootstrap", "chi2", "bartlett"):
             raise ValueError(f"reference must be 'bootstrap', 'chi2' or 'bartlett'; got "
                              f"{reference!r}")

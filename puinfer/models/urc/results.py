@@ -494,8 +494,8 @@ class URCResults(URCTestsMixin, InformationCriteria, LikelihoodResults):
         """
         alpha = check_alpha(alpha)
         if kind not in ("profile", "wald", "bartlett"):
-            raise ValueError(f"kind must be 'profile', 'wald' or 'bartlett' for URC; got "
-                             f"{kind!r}")
+            raise ValueError(f"kind must be 'profile', 'wald' or 'bartlett' for "
+                             f"{type(self.model).__name__}; got {kind!r}")
         # the bootstrap's options are checked whichever the kind (an invalid n_boot or rng was
         # ignored silently by the profile and Wald intervals)
         _check_n_boot(n_boot)

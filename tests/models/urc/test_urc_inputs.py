@@ -809,3 +809,39 @@ def test_multiclass_ties_of_the_top_probability_do_not_depend_on_the_column_orde
     r2 = _quiet(pu.URC(L[perm], ly, 2).fit, F[perm])
     assert_allclose(r2.base_rates[names].to_numpy(), r1.base_rates[names].to_numpy(), rtol=0,
                     atol=1e-9)
+
+
+def test_a_rate_beyond_1_by_rounding_is_at_the_bound():
+    """Session 87's study: under the fixed likelihood one of 300 groups had its class-1 rate
+    at 0 and its class-0 rate computed as 1.0000000000000002, and ``conf_int()`` raised
+    ``ValueError: Profile of p[234, 0]: the estimate ... lies outside the bounds``."""
+    sim = simulate_urc(n_lab=36, n_field=200, lab_base_rates=0.3, field_base_rate=[0.3] * 300,
+                       rng=[8701, 28], lab_design="stratified")
+    r = _quiet(lambda: pu.URC(sim.lab_pred, sim.lab_y, n_bins=4).fit(
+        sim.field_pred, groups=sim.field_group, likelihood="fixed"))
+    P = r._record.estimate.P
+    assert P.min() >= 0 and P.max() <= 1 and P[234, 0] == 1.0 and P[234, 1] < 1e-15
+    ci = _quiet(r.conf_int)
+    assert ci.loc[(234, 1), "lower"] == 0.0 and 0 < ci.loc[(234, 1), "upper"] < 0.2
+    assert ((ci["lower"] >= 0) & (ci["upper"] <= 1)).all()
+
+
+def test_estimates_snap_to_0_or_1_only_within_rounding():
+    from puinfer.models.urc._likelihood import Estimate
+
+    e = Estimate(np.array([[1 + 2e-16, -1e-17]]), np.array([[0.5, 0.5], [1.5, -0.5]]), 0.0,
+                 None)
+    np.testing.assert_array_equal(e.P, [[1.0, 0.0]])
+    # a probability beyond its bound by more than rounding is a defect, left to be seen
+    np.testing.assert_array_equal(e.M, [[0.5, 0.5], [1.5, -0.5]])
+
+
+def test_a_reference_given_as_the_value_is_said(binary):
+    """API audit, session 87: ``test_no_shift("bartlett")`` (the reference in the place of
+    the null's ``value``) was refused as "value holds text, not numbers"."""
+    r = _quiet(lambda: pu.URC(binary.lab_pred, binary.lab_y).fit(binary.field_pred))
+    with pytest.raises(ValueError, match=r"value: 'bartlett' names a reference distribution; "
+                                         r"pass it as reference='bartlett'"):
+        r.test_no_shift("bartlett")
+    with pytest.raises(ValueError, match="kind must be .* for URC; got 'bootstrap'"):
+        r.conf_int(kind="bootstrap")

@@ -975,3 +975,8 @@ def test_fit_takes_the_models_missing_option():
     np.testing.assert_allclose(r.params.to_numpy(), ref.params.to_numpy(), rtol=0, atol=1e-10)
     with pytest.raises(ValueError, match="3 row.*missing='drop'"):
         dropping.fit(fp, missing="raise")
+    # (and the API audit's messages: a reference in the place of value, the class named)
+    with pytest.raises(ValueError, match="'bootstrap' names a reference distribution"):
+        r.test_no_shift("bootstrap")
+    with pytest.raises(ValueError, match="for RegressionURC; got 'x'"):
+        r.conf_int(kind="x")
