@@ -1462,3 +1462,46 @@ def test_calem_dask_formula_quoted_response_as_in_memory(calem_data):
         r1 = CalEM.from_formula(f, dd.from_pandas(d, npartitions=2), treated="treated").fit()
     assert list(r1.params.index) == list(r0.params.index)
     close(r0.params, r1.params, rtol=1e-8)
+
+
+def test_calem_edge_bounds_alike_on_every_route(client):
+    """The review of session 87: ``from_formula(..., missing="drop")`` placed the 0s by a
+    score on a row it then dropped (in memory only: other params than the constructor's and
+    Dask's), and the in-memory warning counted a moved 0 again among the scores within the
+    calibrator's eps (2 where Dask said 1)."""
+    from puinfer.simulate.calem import simulate_calem
+
+    df = simulate_calem(2000, rng=3)
+    ctl = np.flatnonzero(df.treated.to_numpy() == 0)
+    df.loc[df.index[ctl[0]], "score"] = 0.0
+    df.loc[df.index[ctl[1]], "score"] = 1e-13  # below the calibrator's eps, 1e-12
+
+    def said(fn):
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            m = fn()
+        return m, sorted(str(x.message)[:40] for x in w)
+
+    m, w = said(lambda: CalEM(df.score, df.label, df.treated, calibrator="logistic"))
+    ddf = dd.from_pandas(df, npartitions=3)
+    md, wd = said(lambda: CalEM(ddf.score, ddf.label, ddf.treated, calibrator="logistic"))
+    assert m.edge_bounds == md.edge_bounds == (1e-13, 1 - 1e-6)
+    assert w == wd and "1 score(s) within 1e-12 of 0 or 1 are re" in w
+    df2 = simulate_calem(2000, rng=4)
+    ctl = np.flatnonzero(df2.treated.to_numpy() == 0)
+    df2.loc[df2.index[ctl[0]], "score"] = 0.0
+    df2.loc[df2.index[ctl[1]], "score"] = 1e-9
+    df2["label"] = df2["label"].astype(float)
+    df2.loc[df2.index[ctl[1]], "label"] = np.nan  # the 1e-9 row is dropped
+    f = "label ~ logit(score)"
+    mf = said(lambda: CalEM.from_formula(f, df2, treated="treated", missing="drop"))[0]
+    mc = said(lambda: CalEM(df2.score, df2.label, df2.treated, calibrator="~ logit(score)",
+                            missing="drop"))[0]
+    mfd = said(lambda: CalEM.from_formula(f, dd.from_pandas(df2, npartitions=3),
+                                          treated="treated", missing="drop"))[0]
+    assert mf.edge_bounds == mc.edge_bounds == mfd.edge_bounds == (1e-6, 1 - 1e-6)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        p = [x.fit().params.to_numpy() for x in (mf, mc, mfd)]
+    np.testing.assert_allclose(p[0], p[1], rtol=1e-10)
+    np.testing.assert_allclose(p[2], p[1], rtol=1e-6)

@@ -686,10 +686,10 @@ def fit_calem_dask(model, *, method, maxiter, tol, h) -> CalEMFit:
     return fit
 
 
-def predict_dask(fitted, score, name, bounds):
+def predict_dask(fitted, score, name, read):
     """A fitted calibrator's predictions on a Dask array/Series, block by block (lazy); the
-    scores checked and taken as the fit took them (read at the model's edge ``bounds``), as
-    in memory."""
+    scores checked and taken as the fit took them (``read``: the model's
+    :meth:`~puinfer.models.calem.model.CalEM._read_scores`), as in memory."""
     require_dask()
     import dask.array as da
 
@@ -697,8 +697,8 @@ def predict_dask(fitted, score, name, bounds):
         if len(block) == 0:  # (e.g. after a filter; as_float_vector refuses empty data)
             return np.empty(0)
         # (a refusal's count is the block's: said so, session 85's audit)
-        return in_one_partition(lambda b: fitted.predict(edge_scores_moved(
-            as_float_vector(b, "score"), bounds)), block)
+        return in_one_partition(lambda b: fitted.predict(read(as_float_vector(b, "score"))),
+                                block)
 
     def f(part):
         out = pred(part)

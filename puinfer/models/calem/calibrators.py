@@ -259,7 +259,9 @@ class FittedCalibrator:
         or 1 at ``lo`` or ``hi``), as the fit and :meth:`CalEMResults.predict` take them;
         None elsewhere (the calibrator's own ``eps`` clips them).
     edge_eps : float or None
-        What results pickled before session 87 held instead: ``(edge_eps, 1 - edge_eps)``.
+        What results pickled before session 87 held instead: scores of exactly 0 and 1 moved
+        to ``edge_eps`` and ``1 - edge_eps``, the others read as they are (the rule they were
+        fitted with).
     """
 
     calibrator: Calibrator
@@ -326,10 +328,10 @@ class FittedCalibrator:
         """``s`` read as CalEM reads scores (``edge_bounds``) where set: a CalEM fit's maps
         predict them as the fit and ``CalEMResults.predict`` take them (session 74's audit:
         ``r.baseline.predict(0)`` gave 4.4e-4 where ``r.predict_baseline(0)`` gave 0.023)."""
-        bounds = self.edge_bounds
-        if bounds is None and self.edge_eps is not None:  # (pickled before session 87)
-            bounds = (self.edge_eps, 1.0 - self.edge_eps)
-        return s if bounds is None else edge_scores_moved(s, bounds)
+        if self.edge_bounds is None and self.edge_eps is None:
+            return s
+        # (pickled before session 87: edge_eps, the rule the fit was made with)
+        return edge_scores_moved(s, self.edge_bounds, self.edge_eps)
 
     # -- Wald inference from the information (statsmodels' names) ---------------------------
     def cov_params(self) -> pd.DataFrame:
@@ -1184,11 +1186,16 @@ def edge_bounds(extremes: tuple[float, float], eps: float) -> tuple[float, float
     return min(eps, extremes[0]), max(1.0 - eps, extremes[1])
 
 
-def edge_scores_moved(s: np.ndarray, bounds: tuple[float, float]) -> np.ndarray:
+def edge_scores_moved(s: np.ndarray, bounds: tuple[float, float] | None,
+                      eps: float | None = None) -> np.ndarray:
     """``s`` as CalEM reads scores: ``clip(s, lo, hi)``, ``(lo, hi)`` from :func:`edge_bounds`.
     On the model's rows only the scores 0 and 1 move (session 69's audit: clipping at ``eps``
     moved every score below it, 225 where one score was 0, while the warning counted one);
-    a new score below ``lo`` (above ``hi``) is read at it, so that the map is monotone."""
+    a new score below ``lo`` (above ``hi``) is read at it, so that the map is monotone.
+    ``bounds=None``: the rule of fits made before session 87, whose ``eps`` is given: only
+    the scores 0 and 1 move, to ``eps`` and ``1 - eps`` (their pickles predict as fitted)."""
+    if bounds is None:
+        return np.where(s == 0, eps, np.where(s == 1, 1 - eps, s))
     return np.clip(s, bounds[0], bounds[1])
 
 

@@ -275,6 +275,11 @@ class CalEM(Model):
         score the data hold."""
         return self._edge_bounds or (self.eps, 1.0 - self.eps)
 
+    def _read_scores(self, s: np.ndarray) -> np.ndarray:
+        """New scores as the fit read its own: ``clip(s, *edge_bounds)``; for models pickled
+        before session 87, their rule (only the scores 0 and 1 moved, to ``eps``)."""
+        return edge_scores_moved(s, self._edge_bounds, self.eps)
+
     def __init__(self, score, label, treated, *, calibrator="spline", eps: float = 1e-6,
                  missing: str = "raise", **calibrator_options):
         self.missing = check_missing_option(missing)
@@ -295,12 +300,12 @@ class CalEM(Model):
         s, lab, tr = checked_columns(args)
         self._set_options(calibrator, eps, calibrator_options)
         self._edge_bounds = edge_bounds(inner_extremes(s), self.eps)
+        near = near_edge_count(s, self.calibrator)  # (the scores as given: not the 0s and 1s)
         n_edge = int(np.count_nonzero((s == 0) | (s == 1)))
         if n_edge:
             warn_and_record(self._init_warnings, edge_message(n_edge, self._edge_bounds),
                             ClippingWarning)
             s = edge_scores_moved(s, self._edge_bounds)
-        near = near_edge_count(s, self.calibrator)
         if near:
             warn_and_record(self._init_warnings, near_edge_message(near, self.calibrator),
                             ClippingWarning)
@@ -482,8 +487,14 @@ class CalEM(Model):
             hi = (col == 1).to_numpy(dtype=bool, na_value=False)
             n_edge = int((lo | hi).sum())
             if n_edge:
-                bounds = edge_bounds(inner_extremes(col.to_numpy(dtype=float, na_value=np.nan)),
-                                     _checked_eps(eps))
+                # the bounds of the rows the fit keeps (missing="drop" drops rows missing a
+                # formula column below: their scores must not place the 0s; review of
+                # session 87), as the constructor and the Dask route find them
+                used = [c for c in dict.fromkeys([*_used_columns(formula, data), name])
+                        if c in data.columns]
+                kept = data[used].notna().all(axis=1).to_numpy()
+                values = col.to_numpy(dtype=float, na_value=np.nan)[kept]
+                bounds = edge_bounds(inner_extremes(values), _checked_eps(eps))
                 data = data.assign(**{name: col.mask(lo, bounds[0]).mask(hi, bounds[1])})
         model = super().from_formula(formula, data, missing=missing, treated=treated,
                                      score=score, eps=eps)

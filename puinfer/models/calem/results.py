@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 from functools import cached_property
 
 import numpy as np
@@ -89,7 +90,7 @@ class _CurvesMixin:
             raise ValueError(f"score must be in [0, 1]; {int(bad.sum())} value(s) are not")
         # a score of 0 or 1 as the fit took it (session 69's audit: predict(S) put it at the
         # calibrator's own 1e-12, far out on the curve: 0.9996 for the fit's 0.333)
-        return edge_scores_moved(s, self.model.edge_bounds), idx
+        return self.model._read_scores(s), idx
 
     def _score_column(self, score):
         """A data frame's score column, by its name (a formula model's score column, as the
@@ -144,8 +145,9 @@ class _CurvesMixin:
         if _is_dask(score):
             from ._dask import predict_dask
 
-            return predict_dask(self.calibrator, self._score_column(score), "calem",
-                                self.model.edge_bounds)
+            m = self.model  # (the reading rule alone goes to the workers, not the model)
+            read = functools.partial(edge_scores_moved, bounds=m._edge_bounds, eps=m.eps)
+            return predict_dask(self.calibrator, self._score_column(score), "calem", read)
         s, idx = self._score_in(score)
         return self._out(self.calibrator.predict(s), idx, "calem")
 

@@ -333,6 +333,8 @@ class URC(Model):
     """
 
     _formula_lhs = None
+    #: whether a grouped fit is checked against the pooled field (:meth:`_check_pooled`)
+    _pooled_check = True
 
     def __init__(self, lab_pred, lab_labels, n_bins: int | None = None, *,
                  missing: str = "raise", lab_design: str = "random"):
@@ -647,7 +649,8 @@ class URC(Model):
             log-likelihood units of the fit with a base rate more than 0.05 away (the starts
             may then have missed a higher one: ``random_starts``).
         GroupingWarning
-            Under the joint likelihood with several groups, when the groups' size-weighted
+            Binary, under the joint likelihood (without ``prior_strength``) with several
+            groups, when the groups' size-weighted
             mean base rate lies more than :data:`POOLED_DRIFT_SE` standard errors from the
             one-group fit of the pooled field rows (which costs one more fit): with many small
             groups and a small lab set the shared ``M_A`` follows the groups' sampling scatter
@@ -760,9 +763,13 @@ class URC(Model):
         size-weighted mean base rate lies more than :data:`POOLED_DRIFT_SE` standard errors
         from the one-group fit of the pooled field rows (the same lab set), which estimates
         the same quantity under the model: with many small groups and a small lab set the
-        shared ``M_A`` follows the groups' sampling scatter (session 87's study)."""
+        shared ``M_A`` follows the groups' sampling scatter (session 87's study). Only where the
+        study calibrated it: binary URC (not RegressionURC, whose intervals are classes), the
+        joint likelihood without a prior on the base rates (``prior_strength``: one prior per
+        group against one for the pooled rows, which moves the mean by itself) or a penalty."""
         G, k = est.P.shape
-        if not d.joint or G < 2 or d.penalty is not None:
+        if not (self._pooled_check and d.joint and G >= 2 and k == 2 and d.penalty is None
+                and d.strength <= 0):
             return
         pooled = dataclasses.replace(d, F=d.F.sum(axis=0, keepdims=True))
         one = lik.maximize(pooled, lik.Constraint(), options=options)

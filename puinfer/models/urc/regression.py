@@ -516,6 +516,8 @@ class RegressionURC(URC):
     True
     """
 
+    _pooled_check = False  # (URC's check of grouped fits: calibrated for binary URC only)
+
     def __init__(self, lab_pred, lab_y, n_intervals: int | None = None, *,
                  n_cells: int | None = None, partition: str = "mean", missing: str = "raise",
                  lab_design: str = "random"):

@@ -1071,14 +1071,26 @@ def test_results_pickled_before_edge_eps_predict_as_the_results_do():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         r = CalEM(df.score, df.label, df.treated, calibrator="logistic", eps=1e-5).fit()
+    # a pickle from before session 74 (maps without edge_eps) and 87 (maps and model without
+    # edge bounds): the maps predict as the results do, by the rule the fit was made with
+    # (review of session 87: the new clip read the old fit's 1e-9 at eps)
+    import copy
+
     state = dict(r.__dict__)
     for name in ("calibrator", "baseline", "biased", "pooled"):
-        state[name] = dataclasses.replace(state[name], edge_eps=None)
+        state[name] = dataclasses.replace(state[name], edge_eps=None, edge_bounds=None)
+    model = copy.copy(r.model)
+    del model.__dict__["_edge_bounds"]
+    state["model"] = model
     old = object.__new__(type(r))
     old.__setstate__(state)
-    s = np.array([0.0, 1.0, 0.3])
-    assert_allclose(old.baseline.predict(s), r.predict_baseline(s), rtol=1e-12)
-    assert_allclose(old.calibrator.predict(s), r.predict(s), rtol=1e-12)
+    s = np.array([0.0, 1.0, 0.3, 1e-9])
+    assert old.model._read_scores(s).tolist() == [1e-5, 1 - 1e-5, 0.3, 1e-9]
+    assert old.baseline.edge_eps == 1e-5 and old.baseline.edge_bounds is None
+    assert_allclose(old.baseline.predict(s), old.predict_baseline(s), rtol=1e-12)
+    assert_allclose(old.calibrator.predict(s), old.predict(s), rtol=1e-12)
+    assert_allclose(old.predict(s[2:3]), r.predict(s[2:3]), rtol=1e-12)
+    assert old.predict(s[3:]) != old.predict(s[:1])  # 1e-9 as it is, below the 0's 1e-5
 
 
 def test_an_ill_conditioned_sandwich_is_no_covariance():

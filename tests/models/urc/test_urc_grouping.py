@@ -54,3 +54,26 @@ def test_no_warning_without_drift(n_lab, G, n_bins, rep, spread):
     ``M_A``), and truly different rates: no warning (in the study, 0 of 240 equal-rate fits
     without drift and 6 of 240 with rates spread over 0.1-0.5 exceeded the threshold)."""
     assert _fit(_sim(n_lab, G, rep, spread), n_bins)[1] == []
+
+
+def test_not_checked_where_the_study_did_not_calibrate_it():
+    """The review of session 87: with ``prior_strength`` (a prior per group against one for
+    the pooled rows) the check fired on data without drift (lab 360, 2 cells: 3 of 8 fits),
+    and RegressionURC without smoothing fired in 5 of 6 no-shift data sets. The check runs
+    for binary URC without a prior only."""
+    sim = _sim(360, 300, 1)
+    r, said = _fit(sim, 2, prior_strength=1.0)
+    assert said == []
+    n = r.n_field.to_numpy()
+    one = pu.URC(sim.lab_pred, sim.lab_y, n_bins=2).fit(sim.field_pred, prior_strength=1.0)
+    # (the case: the grouped mean is more than one pooled SE from the pooled rate)
+    assert abs(np.average(r.base_rate.to_numpy(), weights=n) - one.base_rate.iloc[0]) > \
+        one.bse.iloc[0]
+    from puinfer.simulate.urc_regression import simulate_urc_regression
+
+    reg = simulate_urc_regression(300, 3000, field_shift=0.0, rng=np.random.default_rng(1))
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        pu.RegressionURC(reg.lab_pred, reg.lab_y).fit(reg.field_pred, groups=np.arange(3000) % 30,
+                                                      smoothing=0)
+    assert not [x for x in w if issubclass(x.category, GroupingWarning)]
