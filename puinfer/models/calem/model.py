@@ -264,7 +264,8 @@ class CalEM(Model):
     _cmh_z: float | None = None
     #: ``(lo, hi)``: where scores of exactly 0 and 1 are read (:func:`.calibrators.edge_bounds`:
     #: ``eps`` and ``1 - eps``, or the data's extreme scores inside (0, 1) nearer the edge);
-    #: None for models pickled before session 87 (then ``eps`` and ``1 - eps``)
+    #: None for models pickled before session 87 (their rule: only 0 and 1 move, to ``eps``
+    #: and ``1 - eps``; :meth:`_read_scores`)
     _edge_bounds: tuple | None = None
 
     @property

@@ -650,11 +650,11 @@ class URC(Model):
             may then have missed a higher one: ``random_starts``).
         GroupingWarning
             Binary, under the joint likelihood (without ``prior_strength``) with several
-            groups, when the groups' size-weighted
-            mean base rate lies more than :data:`POOLED_DRIFT_SE` standard errors from the
-            one-group fit of the pooled field rows (which costs one more fit): with many small
-            groups and a small lab set the shared ``M_A`` follows the groups' sampling scatter
-            (see the URC guide, "Many small groups").
+            groups, when the groups' size-weighted mean base rate lies more than
+            :data:`POOLED_DRIFT_SE` standard errors from the one-group fit of the pooled field
+            rows (which costs one more fit): with many small groups and a small lab set the
+            shared ``M_A`` follows the groups' sampling scatter (see the URC guide, "Many
+            small groups").
 
         Notes
         -----
