@@ -31,7 +31,7 @@ __all__ = ["URC"]
 LAB_DESIGNS = ("random", "stratified")
 #: a grouped joint fit warns (GroupingWarning) where its groups' size-weighted mean base rate
 #: is more than this many standard errors from the pooled field's one-group fit. Session 87's
-#: study (60 data sets per setting, /tmp scripts): 0 of 240 fits at equal rates without drift
+#: study (60 data sets per setting, studies/urc_grouping): 0 of 240 fits at equal rates without drift
 #: (10 or 300 groups, lab 36 or 360) and 6 of 240 with rates spread over 0.1-0.5 exceeded 1;
 #: 43-48% of the fits with drift (300 groups of 200 rows, lab 36-100, 4 cells) did, and
 #: 62-78% of those whose 95% intervals covered below 0.9
