@@ -114,7 +114,7 @@ def _sketch(v):
 
 def _summary_block(missing, calibrator, score, label, treated):
     """The validation pass: counts, the control rows, a sketch of the scores, and the extreme
-    scores inside (0, 1) that place the scores 0 and 1 (:meth:`DaskData.read_edges`), which
+    scores inside (0, 1) that place the scores 0 and 1 (``DaskData.bounds``), which
     are not yet moved here: the treated rows' histogram leaves them out and counts them."""
     s, lab, tr, n_dropped, n_edge = in_one_partition(_block_arrays, None, missing, score,
                                                      label, treated)
@@ -688,8 +688,8 @@ def fit_calem_dask(model, *, method, maxiter, tol, h) -> CalEMFit:
 
 def predict_dask(fitted, score, name, read):
     """A fitted calibrator's predictions on a Dask array/Series, block by block (lazy); the
-    scores checked and taken as the fit took them (``read``: the model's
-    :meth:`~puinfer.models.calem.model.CalEM._read_scores`), as in memory."""
+    scores checked and taken as the fit took them (``read``: the model's rule,
+    :func:`.calibrators.edge_scores_moved` with its bounds), as in memory."""
     require_dask()
     import dask.array as da
 
