@@ -1,5 +1,6 @@
 """DETM / SETM estimation (Liu et al., Sections 2-3): exactness, invariance, bad input."""
 
+import functools
 import pickle
 import warnings
 
@@ -954,6 +955,17 @@ def test_limits_are_crossings_where_the_warm_chain_switches_branches():
     assert ci["upper"] > 0.74
 
 
+@functools.cache
+def _crossings_fit(seed):
+    """The fit and plain interval of that cell's seed (one fit for both of 62000033's limits:
+    results are immutable)."""
+    df = sar_design(1000, 1000, 0.7, p=15, rng=np.random.default_rng(seed))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = pu.DETM.from_formula(FORMULA15, data=df).fit(pi_interval="profile")
+        return r, r.conf_int_pi()
+
+
 @pytest.mark.parametrize("seed, side, old_limit", [(62000022, "upper", 0.6446),
                                                     (62000033, "lower", 0.6481),
                                                     (62000033, "upper", 0.8349)])
@@ -966,11 +978,7 @@ def test_limits_are_crossings_where_earlier_points_were_on_a_lower_branch(seed, 
     solution inside: the limit is a crossing of the cut-off, further out. (62000033's upper
     limit, 0.8349, was a crossing of a lower branch, R* = 1.87 there on a higher one: found
     once the searches after the first are from every start, session 44.)"""
-    df = sar_design(1000, 1000, 0.7, p=15, rng=np.random.default_rng(seed))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        r = pu.DETM.from_formula(FORMULA15, data=df).fit(pi_interval="profile")
-        ci = r.conf_int_pi()
+    r, ci = _crossings_fit(seed)
     prof, cut = r.profile_pi(), ci.attrs["cutoff"]
     lim, out = ci[side], (-1 if side == "lower" else +1)
     assert prof.statistic(lim) == pytest.approx(cut, abs=1e-6)

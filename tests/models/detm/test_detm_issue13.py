@@ -232,7 +232,8 @@ def _direct_max(data, c, restricted):
     return best
 
 
-@pytest.mark.parametrize("seed", [0, 1])
+# (the second seed is the same check on other data: 15-19 s for DETM, behind the slow marker)
+@pytest.mark.parametrize("seed", [0, pytest.param(1, marks=pytest.mark.slow)])
 @pytest.mark.parametrize("model", [pu.DETM, pu.SETM])
 def test_fit_at_n_m_5_is_the_maximum(model, seed):
     g = np.random.default_rng(seed)
@@ -257,7 +258,8 @@ def test_target_too_small_is_refused_with_the_numbers(model, k):
 
 
 # -- case 6: target identical to the source ---------------------------------------------------
-@pytest.mark.parametrize("n", [60, 100])
+# (n = 100 is the same check on more rows: 13-17 s for DETM, behind the slow marker)
+@pytest.mark.parametrize("n", [60, pytest.param(100, marks=pytest.mark.slow)])
 @pytest.mark.parametrize("model", [pu.DETM, pu.SETM])
 def test_target_equal_to_source_gives_the_whole_interval_with_a_warning(model, n):
     x = np.random.default_rng(n).normal(size=(n, 2))
