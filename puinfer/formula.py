@@ -612,6 +612,12 @@ class ColumnCoding:
                 continue
             codes = pd.Index(levels).get_indexer(v)
             if (codes < 0).any():
+                # patsy looks levels up by Python equality, so in memory 0/1 (or 0.0/1.0)
+                # code a True/False column; pandas' typed index does not match them across
+                # dtypes: looked up again as Python objects (session 87's review)
+                codes = pd.Index(list(levels), dtype=object).get_indexer(
+                    pd.Index(np.asarray(v, dtype=object)))
+            if (codes < 0).any():
                 bad = list(pd.unique(np.asarray(v, dtype=object)[codes < 0]))[:3]
                 raise ValueError(f"cannot evaluate formula {self.formula!r} on {what}: column "
                                  f"{col!r} has value(s) {bad} that are not among its levels "

@@ -461,6 +461,7 @@ def test_detm_equals_in_memory(detm_fits):
     _same_tilt(r0.null_fit, r1.null_fit)
     close(pu.lr_test(r0.null_fit, r0).statistic, pu.lr_test(r1.null_fit, r1).statistic)
     assert m1.data.passes > 1  # counted, and not one per row
+    assert m1.data.dask_passes == m1.data.passes > 100  # every pass on the partitions
     assert "SCAR test" in str(r1.summary())
 
 
@@ -978,9 +979,11 @@ def test_small_fit_identified_makes_one_dask_computation(identified, dask_comput
     assert m1.data.passes > 100
 
 
+@pytest.mark.slow
 def test_small_fit_by_partitions_when_asked(identified, monkeypatch):
     """``LOCAL_ROWS = 0``: every pass a Dask computation over the partitions (the route of
-    large data), the same fit."""
+    large data), the same fit. (Behind the slow marker: :func:`test_detm_equals_in_memory`
+    fits the same rows by the same route on the cluster, and checks the same.)"""
     d, r0 = identified
     monkeypatch.setattr(_dask, "LOCAL_ROWS", 0)
     with dask_config.set(scheduler="sync"):
@@ -1342,6 +1345,16 @@ def test_dask_formula_true_false_column_named_and_fitted_as_in_memory(client, de
     close(r0.predict(t), r1.predict(t), rtol=1e-8)
     close(r0.predict(t), r1.predict(dd.from_pandas(t, npartitions=2)).compute(), rtol=1e-8)
     close(r0.null_fit.predict(t), r1.null_fit.predict(t), rtol=1e-8)  # the SCAR test's null
+    # 0/1 for False/True, as patsy takes them in memory (the Dask coding refused them: "value(s)
+    # [1, 0] that are not among its levels [False, True]"); another number is refused by both
+    for t01 in (t.assign(x3=t.x3.astype(int)), t.assign(x3=t.x3.astype(float))):
+        close(r0.predict(t01), r0.predict(t), rtol=0)
+        close(r1.predict(t01), r0.predict(t), rtol=1e-8)
+    t2 = t.assign(x3=t.x3.astype(int) * 2)
+    with pytest.raises(ValueError, match="value 2 does not match any of the expected levels"):
+        r0.predict(t2)
+    with pytest.raises(ValueError, match=r"column 'x3' has value\(s\) \[2\] that are not among"):
+        r1.predict(t2)
     with pytest.raises(ValueError, match=r"missing values in column\(s\) \['x3'\]"):
         r1.predict(t.assign(x3=t.x3.astype(object).where(t.x1 > 1)))
     with pytest.raises(TypeError, match="newdata must be a DataFrame"):
