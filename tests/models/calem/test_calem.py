@@ -1200,6 +1200,26 @@ def test_predict_frame_gives_pointwise_intervals_of_g_and_h():
     assert_allclose(fi["calem"], iso.predict(s))
 
 
+def test_predict_frame_bands_are_nan_where_a_variance_is_below_zero(fits, monkeypatch):
+    """Both pointwise bands read their variances by the shared rule
+    (``base.numeric.sqrt_variances``, as ``bse`` does): a variance below 0 beyond rounding
+    (an ill-conditioned sandwich) gives no interval (NaN), where it gave one of width 0 (the
+    variance clipped to 0) before session 87."""
+    from puinfer.models.calem import _engine
+
+    r = pickle.loads(pickle.dumps(fits["logistic"][1]))
+    s = np.array([0.1, 0.5, 0.9])
+    ok = r.predict_frame(s)
+    assert ok.notna().all().all()
+    r.__dict__["_cov"] = -r._cov  # every variance of B(s)' theta below 0
+    sandwich = _engine.ParametricEngine.sandwich
+    monkeypatch.setattr(_engine.ParametricEngine, "sandwich",
+                        lambda self, *a, **k: -sandwich(self, *a, **k))
+    f = r.predict_frame(s)
+    assert f[["calem_lower", "calem_upper", "h_lower", "h_upper"]].isna().all().all()
+    assert_allclose(f[["calem", "h"]], ok[["calem", "h"]], rtol=0)
+
+
 def test_bias_test_gives_the_family_free_test_for_a_model_pickled_before_it_was_kept():
     """A model pickled before session 77 has no _cmh_z: test_bias's extra recomputes the CMH z
     from the model's rows (it was left out), in memory and on Dask (the treated rows'
