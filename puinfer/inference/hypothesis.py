@@ -88,7 +88,9 @@ class HypothesisTestResult:
 
     @property
     def critical_value(self) -> float:
-        """The 95% quantile of the chi-square reference distribution."""
+        """The 95% quantile of the chi-square reference distribution; NaN for a resampling
+        reference (``distribution="bootstrap"``: its critical value would be a quantile of
+        the draws, which the result does not keep; the p-value is the test's decision)."""
         return float(stats.chi2.ppf(0.95, self.df)) if self.distribution == "chi2" else float("nan")
 
     @property

@@ -50,6 +50,9 @@ def test_result_prints():
     assert "<table" in r._repr_html_()
     assert isinstance(r, HypothesisTestResult)
     assert r.critical_value == pytest.approx(stats.chi2.ppf(0.95, 2))
+    # a resampling reference has no chi-square quantile (documented, not a stray NaN)
+    boot = HypothesisTestResult(3.2, 2, 0.2, "nothing", "A test", distribution="bootstrap")
+    assert np.isnan(boot.critical_value) and boot.reference == "bootstrap"
 
 
 def test_format_pvalue():
