@@ -8,7 +8,7 @@ from numpy.testing import assert_allclose
 from scipy import special, stats
 
 import puinfer as pu
-from puinfer.simulate.urc import simulate_urc
+from puinfer.simulate.urc import simulate_urc, spambase_lab_field
 
 K3 = dict(lab_base_rates=[0.3, 0.3, 0.4], field_base_rate=[0.5, 0.3, 0.2])
 
@@ -82,3 +82,23 @@ def test_urc_gof_rejects_a_large_k3_field_shift():
             rej[shift] += res.gof().pvalue < 0.05
     assert rej[2.0] == 10
     assert rej[0.0] <= 2
+
+
+@pytest.mark.parametrize("design", ["stratified", "random"])
+def test_the_lab_design_is_recorded_for_the_fit(design):
+    # URC's default lab_design is "random" and simulate_urc's "stratified": the simulation says
+    # how its lab set was drawn, so that the fit can be told (API audit, session 87)
+    sim = simulate_urc(60, 500, 0.3, 0.3, rng=4, lab_design=design)
+    assert sim.lab_design == design
+    counts = np.bincount(sim.lab_y, minlength=2)
+    if design == "stratified":
+        assert counts.tolist() == [42, 18]  # 60 x (0.7, 0.3), fixed
+    r = pu.URC(sim.lab_pred, sim.lab_y, lab_design=sim.lab_design).fit(sim.field_pred)
+    assert r.model.lab_design == design
+    assert simulate_urc(rng=1).lab_design == "stratified"  # the default
+
+
+def test_spambase_split_says_its_lab_set_is_balanced():
+    sim = spambase_lab_field(seed=1, n_train=100, n_lab=50)
+    assert sim.lab_design == "stratified"
+    assert np.bincount(sim.lab_y).tolist() == [50, 50]
