@@ -260,6 +260,8 @@ def reliability_curve(y, p, *, n_bins: int = 10, strategy: str = "quantile",
     y, p : array_like or pandas.Series
         Labels and forecasts, as :func:`brier_score` (pandas aligned on the index).
     n_bins : int, default 10
+        Number of bins: 10 as scikit-learn's ``calibration_curve``, where :func:`ece` uses 15
+        (Guo et al. 2017, netcal); pass the same ``n_bins`` to read the ECE off this curve.
     strategy : {"quantile", "uniform"}, default "quantile"
         Equal-mass or equal-width bins; equal-mass bins keep tied forecasts together (see
         :func:`ece`), so the curve does not depend on the order of the rows.

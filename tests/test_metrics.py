@@ -298,3 +298,17 @@ def test_numbers_that_are_not_real_are_refused(y, p, match):
     # durations were read as counts of their units, silently
     with pytest.raises(ValueError, match=match):
         metrics.brier_score(y, p)
+
+
+@pytest.mark.parametrize("strategy", ["quantile", "uniform"])
+def test_ece_is_read_off_the_reliability_curve_with_the_same_bins(strategy):
+    # the two defaults differ (15 bins, 10 bins: the docstrings say why); with the same n_bins
+    # the ECE is the curve's size-weighted mean gap
+    rng = np.random.default_rng(0)
+    p = rng.random(1000)
+    y = (rng.random(1000) < p ** 1.3).astype(int)
+    for n_bins in (10, 15):
+        c = metrics.reliability_curve(y, p, n_bins=n_bins, strategy=strategy)
+        gap = (c["n"] * (c["observed"] - c["mean_predicted"]).abs()).sum() / c["n"].sum()
+        assert metrics.ece(y, p, n_bins=n_bins, strategy=strategy) == pytest.approx(gap,
+                                                                             rel=1e-12)
