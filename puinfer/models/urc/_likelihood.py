@@ -269,6 +269,12 @@ class Estimate:
                 near = (v > -_ROUNDING) & (v < 1 + _ROUNDING)
                 object.__setattr__(self, name, np.where(near, np.clip(v, 0.0, 1.0), v))
 
+    def __setstate__(self, state):
+        # unpickling does not call __post_init__: results pickled before session 87 carry
+        # the unsnapped rates, whose conf_int() raised (snapped here as when built)
+        self.__dict__.update(state)
+        self.__post_init__()
+
 
 # ---------------------------------------------------------------------------------------------
 # Objective, EM map, derivatives

@@ -2,6 +2,7 @@
 classes by name, validation naming the URC argument, missing="raise"|"drop", tiny samples
 against a direct optimisation of the same likelihood, and edge inputs without RuntimeWarning."""
 
+import pickle
 import re
 import signal
 import warnings
@@ -834,6 +835,22 @@ def test_estimates_snap_to_0_or_1_only_within_rounding():
     np.testing.assert_array_equal(e.P, [[1.0, 0.0]])
     # a probability beyond its bound by more than rounding is a defect, left to be seen
     np.testing.assert_array_equal(e.M, [[0.5, 0.5], [1.5, -0.5]])
+    # an Estimate pickled before the snap (built without it) is snapped when loaded, and so
+    # are the other maxima it holds
+    def unsnapped(others=()):
+        x = object.__new__(Estimate)
+        x.__dict__.update(P=np.array([[1 + 2e-16, -1e-17]]), M=np.array([[0.5, 0.5]]),
+                          objective=0.0, convergence=None, others=others)
+        return x
+
+    old = unsnapped((unsnapped(),))
+    assert old.P[0, 0] > 1 and old.others[0].P[0, 0] > 1
+    new = pickle.loads(pickle.dumps(old))
+    np.testing.assert_array_equal(new.P, [[1.0, 0.0]])
+    np.testing.assert_array_equal(new.others[0].P, [[1.0, 0.0]])
+    again = pickle.loads(pickle.dumps(e))
+    np.testing.assert_array_equal(again.P, e.P)
+    np.testing.assert_array_equal(again.M, e.M)
 
 
 def test_a_reference_given_as_the_value_is_said(binary):
