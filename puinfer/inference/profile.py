@@ -29,7 +29,7 @@ _R_NOISE = 1e-6
 #: is one-sided there (DETM's pi, ``studies/detm_near_boundary.py``; URC's Bartlett factors)
 NEAR_BOUNDARY_SHARE = 0.05
 
-__all__ = ["Profile", "ProfileError"]
+__all__ = ["Profile", "ProfileError", "conf_ints"]
 
 
 class _NotComputable(Exception):
@@ -264,13 +264,25 @@ class Profile:
         return inner + (edge - inner) / 2
 
     def _limit(self, direction: int, cutoff: float) -> tuple[float, bool]:
+        return _run(self._limit_steps(direction, cutoff))
+
+    def _limit_steps(self, direction: int, cutoff: float):
+        """:meth:`_limit` as a generator that yields each trial point of the Newton search
+        before evaluating it (so :func:`conf_ints` can have many searches' points evaluated
+        together) and returns the limit."""
         if self._derivative is not None and cutoff > 0:
-            out = self._limit_newton(direction, cutoff)
+            out = yield from self._newton_steps(direction, cutoff)
             if out is not None:
                 return out
         return self._limit_bracket(direction, cutoff)
 
-    def _limit_newton(self, direction: int, cutoff: float):
+    def _computable(self, v: float):
+        """Whether the profile is computable at ``v`` (a generator: yields ``v`` first, the
+        point about to be evaluated)."""
+        yield v
+        return not np.isnan(self.loglik(v))
+
+    def _newton_steps(self, direction: int, cutoff: float):
         """The limit by Newton's method on ``sqrt(R(v)) - sqrt(cutoff)`` (slope from
         ``derivative``), kept inside the bracket of evaluated points and replaced by bisection
         (or, before a point beyond the limit is found, by doubling the distance from the
@@ -311,7 +323,7 @@ class Profile:
                     v = self._toward_edge(inner, gap, self.step)
                 elif outer is not None:
                     v = (inner + outer) / 2
-                elif self.newton_shortcuts and newton and not np.isnan(self.loglik(edge)):
+                elif self.newton_shortcuts and newton and (yield from self._computable(edge)):
                     # Newton's step from inside the set puts the crossing beyond the bound:
                     # the bound itself (halving towards it took up to ten evaluations; the
                     # randomised comparison of session 64: 11% of URC's evaluations saved,
@@ -319,7 +331,7 @@ class Profile:
                     v = edge
                 else:
                     v = self._toward_edge(inner, edge, self.step)
-            if v != gap and np.isnan(self.loglik(v)):
+            if v != gap and not (yield from self._computable(v)):
                 # not computable here: retreat towards the last point inside (at gap itself,
                 # within 1e-4 of it, statistic raises)
                 gap, dv_prev = v, None
@@ -376,8 +388,8 @@ class Profile:
     def _limit_bracket(self, direction: int, cutoff: float) -> tuple[float, bool]:
         """The limit by doubling steps from the estimate until ``R`` reaches the cut-off, then
         ``brentq`` (the search without a derivative, and the fallback where
-        :meth:`_limit_newton` does not settle). A trial point where the profile is not
-        computable is stepped back from, as in :meth:`_limit_newton`."""
+        :meth:`_newton_steps` does not settle). A trial point where the profile is not
+        computable is stepped back from, as in :meth:`_newton_steps`."""
         lo_b, hi_b = self.bounds
         edge = hi_b if direction > 0 else lo_b
         if (direction > 0 and self.estimate >= hi_b) or (direction < 0 and self.estimate <= lo_b):
@@ -386,7 +398,7 @@ class Profile:
         step = self.step
         # the innermost trial point where the profile was not computable: no evidence either
         # way, so the search stays inside it as inside the bound, halving towards it (as
-        # _limit_newton does; at the point itself, within 1e-4, statistic raises)
+        # _newton_steps does; at the point itself, within 1e-4, statistic raises)
         gap = None
         while True:
             far = edge if gap is None else gap
@@ -397,7 +409,7 @@ class Profile:
                 gap = outer
                 continue
             if outer == gap == edge:
-                return edge, True  # (as in _limit_newton: the set reaches the bound)
+                return edge, True  # (as in _newton_steps: the set reaches the bound)
             r = self.statistic(outer)
             if r >= cutoff:
                 break
@@ -450,6 +462,14 @@ class Profile:
             ``upper_at_bound`` in ``Series.attrs`` say which limits are the parameter bounds
             (one-sided intervals).
         """
+        setup = self._interval_setup(alpha, cutoff)
+        limits = None if setup["whole"] else (self._limit(-1, setup["cutoff"]),
+                                              self._limit(+1, setup["cutoff"]))
+        return self._interval(setup, limits)
+
+    def _interval_setup(self, alpha, cutoff) -> dict:
+        """The checked level and cut-off of :meth:`conf_int`, and whether the floor gives the
+        whole range (``"whole"``: no limit search)."""
         level = 1 - check_alpha(alpha)
         method = "chi-square" if cutoff is None else "given"
         if cutoff is None:
@@ -459,15 +479,20 @@ class Profile:
             raise ValueError(f"cutoff must be finite and non-negative; got {cutoff!r}")
         cutoff = float(cutoff)
         bound = self.floor_statistic() if self._floor_in_force() else np.nan
-        if bound <= cutoff - _R_NOISE * max(1.0, cutoff):
-            # R stays below the cut-off everywhere (its bound from the floor): the whole range
-            (lo, lo_b), (hi, hi_b) = (self.bounds[0], True), (self.bounds[1], True)
-        else:
-            lo, lo_b = self._limit(-1, cutoff)
-            hi, hi_b = self._limit(+1, cutoff)
+        # R stays below the cut-off everywhere (its bound from the floor): the whole range
+        whole = bool(bound <= cutoff - _R_NOISE * max(1.0, cutoff))
+        return dict(level=level, method=method, cutoff=cutoff, bound=bound, whole=whole)
+
+    def _interval(self, setup: dict, limits) -> pd.Series:
+        """:meth:`conf_int`'s Series from its setup and the limits ``((lower, at_bound),
+        (upper, at_bound))`` (None: the whole range)."""
+        if limits is None:
+            limits = (self.bounds[0], True), (self.bounds[1], True)
+        (lo, lo_b), (hi, hi_b) = limits
+        level, bound = setup["level"], setup["bound"]
         out = pd.Series({"lower": lo, "upper": hi}, name=f"{self.name} {level_label(level)} profile CI")
-        out.attrs.update(level=level, lower_at_bound=lo_b, upper_at_bound=hi_b, cutoff=cutoff,
-                         method=method)
+        out.attrs.update(level=level, lower_at_bound=lo_b, upper_at_bound=hi_b,
+                         cutoff=setup["cutoff"], method=setup["method"])
         if np.isfinite(bound):
             out.attrs["floor_statistic"] = bound
         return out
@@ -710,3 +735,87 @@ class Profile:
     def __repr__(self):
         return (f"<Profile of {self.name}: estimate {self.estimate:.6g}, "
                 f"{len(self._cache)} evaluations>")
+
+
+def _run(steps):
+    """Run a search generator (:meth:`Profile._limit_steps`) to its end; its return value."""
+    try:
+        while True:
+            next(steps)
+    except StopIteration as stop:
+        return stop.value
+
+
+def conf_ints(profiles, alpha: float = 0.05, cutoffs=None,
+              evaluate: Callable | None = None) -> list[pd.Series]:
+    """:meth:`Profile.conf_int` of several profiles, their limit searches run in lockstep.
+
+    Each round gathers the next trial point of every search still running and hands those not
+    yet evaluated to ``evaluate`` at once; its values go into the profiles' caches, where the
+    searches then read them. The searches, and so the intervals, are those of
+    :meth:`Profile.conf_int`: what changes is only that the points of many searches can be
+    evaluated together (e.g. many constrained fits of one model solved as one stacked
+    problem, where each alone costs mostly the overhead of its small arrays). A profile
+    whose class has its own limit search (a subclass overriding ``_limit``) runs it alone.
+
+    Parameters
+    ----------
+    profiles : sequence of Profile
+    alpha : float
+        As :meth:`Profile.conf_int`.
+    cutoffs : sequence of float or None, optional
+        Per profile, as :meth:`Profile.conf_int`'s ``cutoff`` (None: chi-square's).
+    evaluate : callable, optional
+        ``evaluate(positions, values) -> values`` with ``positions`` the profiles'
+        positions in ``profiles`` (an int array) and ``values`` the trial points: each
+        profile's ``loglik_at`` there, or NaN where it leaves the point to ``loglik_at``
+        (which is then called as usual). None: every point by ``loglik_at``.
+
+    Returns
+    -------
+    list of pandas.Series
+        One :meth:`Profile.conf_int` Series per profile.
+    """
+    profiles = list(profiles)
+    cutoffs = [None] * len(profiles) if cutoffs is None else list(cutoffs)
+    if len(cutoffs) != len(profiles):
+        raise ValueError(f"cutoffs: one per profile ({len(profiles)}); got {len(cutoffs)}")
+    setups = [p._interval_setup(alpha, c) for p, c in zip(profiles, cutoffs, strict=True)]
+    limits: dict = {}
+    searches: dict = {}
+    for i, (p, setup) in enumerate(zip(profiles, setups, strict=True)):
+        if setup["whole"]:
+            continue
+        for side, direction in ((0, -1), (1, +1)):
+            if type(p)._limit is Profile._limit:
+                searches[i, side] = p._limit_steps(direction, setup["cutoff"])
+            else:
+                limits[i, side] = p._limit(direction, setup["cutoff"])
+    pending: dict = {}  # (i, side) -> the trial point its search is about to evaluate
+
+    def advance(key):
+        try:
+            pending[key] = next(searches[key])
+        except StopIteration as stop:
+            limits[key] = stop.value
+            pending.pop(key, None)
+
+    for key in list(searches):
+        advance(key)
+    while pending:
+        if evaluate is not None:
+            todo = {}
+            for (i, _), v in pending.items():
+                if v not in profiles[i]._cache:
+                    todo.setdefault((i, v), None)
+            if todo:
+                pos = np.array([i for i, _ in todo], dtype=int)
+                vals = np.array([v for _, v in todo], dtype=float)
+                out = np.asarray(evaluate(pos, vals), dtype=float)
+                for (i, v), ll in zip(todo, out, strict=True):
+                    if not np.isnan(ll):
+                        profiles[i]._cache[v] = float(ll)
+        for key in list(pending):
+            advance(key)
+    return [p._interval(setup, None if setup["whole"] else (limits[i, 0], limits[i, 1]))
+            for i, (p, setup) in enumerate(zip(profiles, setups, strict=True))]

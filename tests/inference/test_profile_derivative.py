@@ -218,7 +218,7 @@ def test_the_bracketing_search_steps_back_from_points_it_cannot_compute(derivati
     """Session 82: ``_limit_bracket`` (the search without a derivative, and the fallback where
     Newton's does not settle) raised ProfileError at its first trial point where the profile
     is not computable, although the crossing lies before it. It now treats such a point as
-    ``_limit_newton`` does (session 78): no evidence either way; it steps back towards the
+    ``_newton_steps`` does (session 78): no evidence either way; it steps back towards the
     last point inside the set and brackets the crossing from points it can compute. Where the
     set reaches up to such points it still raises."""
     from scipy import stats
@@ -231,8 +231,9 @@ def test_the_bracketing_search_steps_back_from_points_it_cannot_compute(derivati
         return np.nan if gap[0] < v < gap[1] else -0.5 * ((v - 0.5) / 0.1) ** 2
 
     class _Bracketing(Profile):  # Newton's search "not settling": the bracket finds the limit
-        def _limit_newton(self, direction, cutoff):
+        def _newton_steps(self, direction, cutoff):
             return None
+            yield  # (a generator, as the method it replaces)
 
     cls = _Bracketing if derivative else Profile
     kw = dict(derivative=lambda v: -(v - 0.5) / 0.01) if derivative else {}

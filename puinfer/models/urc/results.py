@@ -22,10 +22,11 @@ from ...base.results import (
 )
 from ...exceptions import ConfidenceSetWarning
 from ...inference.hypothesis import HypothesisTestResult
-from ...inference.profile import NEAR_BOUNDARY_SHARE, Profile, ProfileError
+from ...inference.profile import NEAR_BOUNDARY_SHARE, Profile, ProfileError, conf_ints
 from ...prior_shift import adjust_prior
 from ...summary import Summary, interval_labels
 from . import _likelihood as lik
+from . import _stacked
 from ._inputs import check_rowwise, label_array, rates_vector
 from .hypotheses import URCTestsMixin, _check_n_boot
 
@@ -378,13 +379,19 @@ class URCResults(URCTestsMixin, InformationCriteria, LikelihoodResults):
         the intervals' time at RegressionURC's default 10 intervals, 8 times at 20 (7.5 and
         62 s; it found no second part in any case tested; session 85's audit). Under the
         fixed likelihood the log-likelihood is concave in the rates and the set an interval."""
-        rows = []
         check = self.likelihood == "joint" and len(self._groups) == 1 and \
             self._d.active_penalty is None
-        for i, (g, j) in enumerate(self._free_index):
-            prof = self.profile(self._groups[g], self.model.classes[j])
-            cut = None if cutoffs is None or not np.isfinite(cutoffs[i]) else float(cutoffs[i])
-            ci = prof.hull(alpha, cut) if check else prof.conf_int(alpha, cut)
+        profs = [self._profiles[g, j] for g, j in self._free_index]
+        cuts = [None if cutoffs is None or not np.isfinite(c) else float(c)
+                for c in (cutoffs if cutoffs is not None else [None] * len(profs))]
+        if check:
+            rows = [p.hull(alpha, c) for p, c in zip(profs, cuts, strict=True)]
+        else:
+            # the limit searches of every rate in lockstep, their points of a binary joint
+            # fit solved as one stacked problem (_stacked: with many groups each point alone
+            # is a fit of every group; issue 17)
+            rows = conf_ints(profs, alpha, cuts, self._stacked_points(profs))
+        for prof, ci in zip(profs, rows, strict=True):
             if not ci.attrs.get("interval", True):
                 self._record_warning(
                     ConfidenceSetWarning,
@@ -393,10 +400,26 @@ class URCResults(URCTestsMixin, InformationCriteria, LikelihoodResults):
                     f"cut-off ({ci.attrs['cutoff']:.4g}) at {ci.attrs['inside_beyond'][0]:.4g}, "
                     f"beyond the limit the search from the estimate found; the set's hull "
                     f"({ci['lower']:.4g}, {ci['upper']:.4g}) is reported")
-            rows.append(ci)
         return pd.DataFrame({"lower": [r["lower"] for r in rows],
                              "upper": [r["upper"] for r in rows]},
                             index=self._params.index.copy())
+
+    def _stacked_points(self, profs):
+        """The ``evaluate`` of :func:`~puinfer.inference.profile.conf_ints` for ``profs``:
+        the points of the profiles that :mod:`._stacked` solves, together; None if none is."""
+        # (each profile calls its ProfileLoglik's loglik_at)
+        lls = [getattr(p._loglik_at, "__self__", None) for p in profs]
+        use = np.array([isinstance(ll, lik.ProfileLoglik) and _stacked.eligible(ll)
+                        for ll in lls], dtype=bool)
+        if not use.any():
+            return None
+
+        def evaluate(pos, values):
+            out = np.full(values.size, np.nan)
+            mine = use[pos]
+            out[mine] = _stacked.profile_points([lls[i] for i in pos[mine]], values[mine])
+            return out
+        return evaluate
 
     @functools.cached_property
     def _profile_ci(self) -> pd.DataFrame:

@@ -10,7 +10,7 @@ import pytest
 
 import puinfer as pu
 from puinfer.base.optimize import _ascent_direction
-from puinfer.models.urc import _face
+from puinfer.models.urc import _face, _stacked
 from puinfer.models.urc import _likelihood as lik
 from puinfer.models.urc._face import BlockHessian, FaceHessian, PairBasis
 from puinfer.simulate.urc import simulate_urc
@@ -266,6 +266,7 @@ def test_fits_and_intervals_take_newton_steps_by_blocks(monkeypatch):
         raise AssertionError("a modified step")
 
     monkeypatch.setattr(_face, "FACE_MIN_GROUPS", 0)  # (30 groups: dense steps otherwise)
+    monkeypatch.setattr(_stacked, "eligible", lambda ll: False)
     monkeypatch.setattr(BlockHessian, "dense", counted_dense)
     monkeypatch.setattr(BlockHessian, "reduce", counted_reduce)
     monkeypatch.setattr(lik, "grad_hess", counted_grad_hess)
@@ -274,6 +275,7 @@ def test_fits_and_intervals_take_newton_steps_by_blocks(monkeypatch):
     assert calls["dense"] == calls["grad_hess"] and calls["reduce"] > 10 * G
     monkeypatch.undo()
     monkeypatch.setattr(BlockHessian, "reduce", lambda self, T: _dense_face(T, self.dense()))
+    monkeypatch.setattr(_stacked, "eligible", lambda ll: False)
     ref = model.fit(sim.field_pred, groups=sim.field_group, likelihood="joint").conf_int()
     np.testing.assert_allclose(got.to_numpy(), ref.to_numpy(), rtol=0, atol=1e-8)
 
