@@ -351,7 +351,8 @@ class Profile:
                 return float(v), False
             if outer is not None and abs(outer - inner) <= 1e-12 * max(1.0, abs(v)):
                 return float(v), False
-            ds = -float(self._derivative(v)) / np.sqrt(r) if r > 0 else np.nan
+            with np.errstate(invalid="ignore"):  # (an infinite slope where R is infinite)
+                ds = -float(self._derivative(v)) / np.sqrt(r) if r > 0 else np.nan
             usable = np.isfinite(ds) and ds * direction > 0
             dv = None
             if usable and abs(res) <= 0.5 * prev:
