@@ -24,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _likelihood as lik
+from ._face import FACE_MIN_GROUPS
 
 #: at most this many (point, group, cell) entries per stacked array (the points are solved
 #: in chunks: 300 groups of 4 cells take about 1,700 points at once)
@@ -128,14 +129,11 @@ def _held_slopes(d: lik.Data, x, M, held) -> np.ndarray:
 
 
 def _derivatives(d: lik.Data, x, M):
-    """Gradient and Hessian of each point's objective in the rates ``x`` (L, G) and in
-    ``M``'s tangent coordinates ``y`` (cell ``b < |A| - 1`` of row ``i`` up, the last cell
-    of the row down: a basis of the simplices' tangent space; Newton's step does not depend
-    on the basis). Returns ``gx, hx`` (the rates' gradient and diagonal Hessian), ``gy``,
-    ``Hyy``, the cross block ``bx`` (L, G, 2 (|A| - 1)), and ``d f / d P[g, i]``."""
+    """Gradient and Hessian of each point's objective: in the rates ``x`` (L, G; the
+    Hessian there is diagonal), in ``vec M`` (L, 2 |A|; its block, diagonal in the cells)
+    and across (L, G, 2 |A|); and ``d f / d P[g, i]``."""
     L, G = x.shape
     A = M.shape[2]
-    m = A - 1
     F, Ll = d.F, d.L_lik
     D, Q = _cells(x, M)
     W = F / Q
@@ -147,64 +145,175 @@ def _derivatives(d: lik.Data, x, M):
     if d.strength > 0:
         s = d.strength * np.asarray(d.pi_lab)
         hx -= s[1] / x ** 2 + s[0] / x0 ** 2
-    gM = np.stack([x0, x], 1) @ W + Ll / M                       # (L, 2, A)
+    gM = (np.stack([x0, x], 1) @ W + Ll / M).reshape(L, 2 * A)
     K = -(np.stack([x0 * x0, x0 * x, x * x], 1) @ W2)            # rows 00, 01, 11 (L, 3, A)
     K[:, 0] -= Ll[0] / M[:, 0] ** 2
     K[:, 2] -= Ll[1] / M[:, 1] ** 2
-    WD = W2 * D[:, None, :]
-    B0 = -W - WD * x0[:, :, None]                                # d2 f / dx_g dM[0, a]
-    B1 = W - WD * x[:, :, None]                                  # d2 f / dx_g dM[1, a]
-    gy = np.concatenate([gM[:, 0, :-1] - gM[:, 0, -1:], gM[:, 1, :-1] - gM[:, 1, -1:]], 1)
-    bx = np.concatenate([B0[..., :-1] - B0[..., -1:], B1[..., :-1] - B1[..., -1:]], 2)
-    Hyy = np.empty((L, 2 * m, 2 * m))
-    diag = np.arange(m)
+    HMM = np.zeros((L, 2, A, 2, A))
+    cells = np.arange(A)
     for i, j, Kij in ((0, 0, K[:, 0]), (0, 1, K[:, 1]), (1, 0, K[:, 1]), (1, 1, K[:, 2])):
-        # (HMM is diagonal in the cells: the basis adds the last cell's entry everywhere)
-        blk = Hyy[:, i * m:(i + 1) * m, j * m:(j + 1) * m]
-        blk[:] = Kij[:, -1, None, None]
-        blk[:, diag, diag] += Kij[:, :-1]
-    return gx, hx, gy, Hyy, bx, g0, g1
+        HMM[:, i, cells, j, cells] = Kij
+    WD = W2 * D[:, None, :]
+    B = np.empty((L, G, 2, A))
+    B[:, :, 0] = -W - WD * x0[:, :, None]                        # d2 f / dx_g dM[0, a]
+    B[:, :, 1] = W - WD * x[:, :, None]                          # d2 f / dx_g dM[1, a]
+    return gx, hx, gM, HMM.reshape(L, 2 * A, 2 * A), B.reshape(L, G, 2 * A), g0, g1
 
 
-def _newton_step(gx, hx, gy, Hyy, bx, fixed):
-    """The Newton step ``(dx, dy)`` of each point with the rates ``fixed`` held, by blocks
-    (each free rate eliminated, the Schur complement in ``y`` solved), its decrement, and
-    whether the Hessian on the face is negative definite (elsewhere the step is 0)."""
-    gx, hx, bx = gx.copy(), hx.copy(), bx.copy()
-    gx[fixed], hx[fixed], bx[fixed] = 0.0, -1.0, 0.0
-    bh = bx / hx[:, :, None]
-    S = Hyy - bh.transpose(0, 2, 1) @ bx
-    rhs = -gy + (bh.transpose(0, 2, 1) @ gx[:, :, None])[..., 0]
-    nd = (hx < 0).all(axis=1)
-    nd[nd] = np.linalg.eigvalsh(S[nd])[:, -1] < 0
-    dy = np.zeros_like(gy)
-    if nd.any():
-        dy[nd] = np.linalg.solve(S[nd], rhs[nd][..., None])[..., 0]
-    dx = (-gx - (bx @ dy[:, :, None])[..., 0]) / hx
-    dx[~nd] = 0.0
-    dec = (gx * dx).sum(axis=1) + (gy * dy).sum(axis=1)
-    return dx, dy, dec, nd
+def _pair_basis(M) -> np.ndarray:
+    """The tangent basis of ``M``'s simplices that :func:`._likelihood.tangent` takes (a
+    :class:`._face.PairBasis`): per row, a column per cell moving mass from the row's largest
+    cell to it. (L, 2 |A|, 2 (|A| - 1)). Newton's step does not depend on the basis; the
+    modified step does."""
+    L, _, A = M.shape
+    ref = np.argmax(M, axis=2)                                   # (L, 2)
+    others = np.nonzero(np.arange(A) != ref[:, :, None])[2].reshape(L, 2, A - 1)
+    Z = np.zeros((L, 2 * A, 2 * (A - 1)))
+    pts = np.arange(L)[:, None, None]
+    rows = np.arange(2)[None, :, None]
+    cols = rows * (A - 1) + np.arange(A - 1)[None, None, :]
+    Z[pts, rows * A + others, cols] = 1.0
+    Z[pts, rows * A + ref[:, :, None], cols] = -1.0
+    return Z
+
+
+def _ascent_steps(gx, hx, gy, Hyy, bx, fixed, modify, blocks: bool):
+    """Each point's ascent direction ``(dx, dy)`` with the rates ``fixed`` held, as
+    :meth:`._face.FaceHessian.ascent_direction` (``blocks``) or
+    :func:`puinfer.base.optimize._ascent_direction` (the dense face, fewer groups) takes it:
+    the Newton direction by the Schur complement of ``M``'s corner where the negative Hessian
+    on the face is positive definite (``newton`` True), else where ``modify`` allows, the
+    modified direction (absolute eigenvalues), else none (``ok`` False). Returns ``dx, dy,
+    decrement, newton, ok``."""
+    L, G = gx.shape
+    n = gy.shape[1]
+    a = np.where(fixed, 1.0, -hx)                    # the negative Hessian's blocks (padded)
+    gp = np.where(fixed, 0.0, gx)
+    Bn = np.where(fixed[:, :, None], 0.0, -bx)
+    C = -Hyy
+
+    def schur(a, rows):
+        y0 = gp[rows] / a
+        Y = Bn[rows] / a[:, :, None]
+        Bt = Bn[rows].transpose(0, 2, 1)
+        return y0, Y, C[rows] - Bt @ Y, gy[rows] - (Bt @ y0[:, :, None])[..., 0]
+
+    dx, dy = np.zeros((L, G)), np.zeros((L, n))
+    newton = (a > 0).all(axis=1)
+    y0, Y, S, rhs = schur(a[newton], newton)
+    pd_ = np.linalg.eigvalsh(S)[:, 0] > 0
+    nwt = np.flatnonzero(newton)[pd_]
+    newton[:] = False
+    newton[nwt] = True
+    if nwt.size:
+        z = np.linalg.solve(S[pd_], rhs[pd_][..., None])[..., 0]
+        dy[nwt] = z
+        dx[nwt] = y0[pd_] - (Y[pd_] @ z[..., None])[..., 0]
+    mod = ~newton & modify
+    if mod.any():
+        r = np.flatnonzero(mod)
+        am, Cm = a[r], C[r]
+        floor = 1e-8 * np.maximum(1.0, np.maximum(np.abs(am).max(axis=1),
+                                                  np.abs(Cm).max(axis=(1, 2))))
+        if blocks:
+            # each group's block with its eigenvalue replaced by its absolute value (at
+            # least the floor) where any is not positive; then the Schur complement, modified
+            # the same way where it is not positive definite
+            am = np.where((am > 0).all(axis=1)[:, None], am, np.maximum(np.abs(am),
+                                                                      floor[:, None]))
+            y0m, Ym, Sm, rhsm = schur(am, r)
+            ev, V = np.linalg.eigh(Sm)
+            inv = np.where((ev[:, :1] > 0), ev, np.maximum(np.abs(ev), floor[:, None]))
+            z = (V @ ((V.transpose(0, 2, 1) @ rhsm[..., None])[..., 0] / inv)[..., None])[..., 0]
+            dy[r] = z
+            dx[r] = y0m - (Ym @ z[..., None])[..., 0]
+        else:
+            # the whole face's negative Hessian, its eigenvalues replaced by their absolute
+            # values (at least 1e-8 of the largest, and of 1); the padding of the held rates
+            # (1 on the diagonal, no gradient) changes neither
+            N = np.zeros((r.size, G + n, G + n))
+            N[:, np.arange(G), np.arange(G)] = am
+            N[:, :G, G:] = Bn[r]
+            N[:, G:, :G] = Bn[r].transpose(0, 2, 1)
+            N[:, G:, G:] = Cm
+            ev, V = np.linalg.eigh(N)
+            scale = np.maximum(np.abs(ev).max(axis=1), 1.0)
+            ev = np.maximum(np.abs(ev), 1e-8 * scale[:, None])
+            g = np.concatenate([gp[r], gy[r]], axis=1)
+            step = (V @ ((V.transpose(0, 2, 1) @ g[..., None])[..., 0] / ev)[..., None])[..., 0]
+            dx[r], dy[r] = step[:, :G], step[:, G:]
+    ok = newton | mod
+    dx[~ok] = dy[~ok] = 0.0
+    dx[fixed] = 0.0
+    dec = (gp * dx).sum(axis=1) + (gy * dy).sum(axis=1)
+    ok &= np.isfinite(dec)
+    return dx, dy, dec, newton, ok
+
+
+def _to_boundary(d: lik.Data, x, M, dx, dM, fixed, f_min):
+    """:meth:`._likelihood._Problem.to_boundary` for full steps ``(dx, dM)`` that leave the
+    simplices: the step cut where the first component (a rate or a cell of ``M``) meets the
+    bound, that component left at ``_AT_BOUND`` (the mass from the largest other of its
+    simplex), and whether the point is taken (``f >= f_min``, the cut ``t`` in
+    ``[1e-10, 1)``). Returns ``take``, whether a cell of ``M`` is on the bound there, ``t``,
+    the point and its objective."""
+    at_bound = lik._AT_BOUND
+    n = x.shape[0]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rx = np.where(fixed, np.inf, np.where(dx < 0, x / -dx,
+                                              np.where(dx > 0, (1 - x) / dx, np.inf)))
+        rM = np.where(dM < 0, M / -dM, np.inf)
+    tb = np.minimum(rx.min(axis=1), rM.min(axis=(1, 2)))
+    hx_ = rx <= tb[:, None] * (1.0 + 1e-12)
+    hM = rM <= tb[:, None, None] * (1.0 + 1e-12)
+    xb = np.where(hx_ & (dx < 0), at_bound,
+                  np.where(hx_ & (dx > 0), 1 - at_bound, x + tb[:, None] * dx))
+    Mb = np.where(hM, 0.0, M + tb[:, None, None] * dM)
+    hit_M = hM.any(axis=(1, 2))
+    if hit_M.any():  # (_lift: the mass of each cell left at _AT_BOUND from its row's largest)
+        donor = np.argmax(Mb, axis=2)
+        lifted = hM.sum(axis=2) * at_bound
+        Mb = Mb + hM * at_bound
+        np.put_along_axis(Mb, donor[..., None],
+                          np.take_along_axis(Mb, donor[..., None], axis=2) - lifted[..., None],
+                          axis=2)
+    usable = (tb >= 1e-10) & (tb < 1.0) & (Mb > 0).all(axis=(1, 2))
+    fb = np.full(n, -np.inf)
+    fb[usable] = _objective(d, xb[usable], Mb[usable])
+    return usable & (fb >= f_min), hit_M, tb, xb, Mb, fb
 
 
 def _stacked_newton(d: lik.Data, held, x, M):
     """Newton's method on the active face of every point at once: the iteration of
-    :func:`._likelihood._newton` (decrement below ``max(1e-10, 1e-14 |f|)``; a rate at the
-    bound held unless its KKT condition fails, and then still held where the step would move
-    it down; a full step that leaves the simplex cut where a rate first meets the bound,
+    :func:`._likelihood._warm_newton` (decrement below ``max(1e-10, 1e-14 |f|)``; a rate at
+    the bound held unless its KKT condition fails, and then still held where the step would
+    move it down; a full step that leaves the simplex cut where a rate first meets the bound,
     left at ``_AT_BOUND``, before halving; steps accepted with ``f_new >= f - 1e-14 |f|``;
-    converged where a shortened step's decrement is below the rounding of ``f``). Returns
-    ``x, M, f`` and which points converged to a maximum with ``M`` inside its simplices and a
+    converged where a shortened Newton step's decrement is below the rounding of ``f``;
+    modified steps where the Hessian on the face is indefinite, from a start inside the
+    simplices only, and such a run abandoned where it reaches the bound). Returns ``x, M,
+    f`` and which points converged to a maximum with ``M`` inside its simplices and a
     negative definite Hessian on the face (the others are left to the scalar route)."""
     L, G = x.shape
     A = M.shape[2]
-    m = A - 1
     x, M = x.copy(), M.copy()
     rows = np.arange(L)
     f = _objective(d, x, M)
-    free_min, at_bound = lik._FREE_MIN, lik._AT_BOUND
+    free_min = lik._FREE_MIN
     is_held = np.zeros((L, G), dtype=bool)
     is_held[rows, held] = True
+    # (the held rate's other class, 1 - x, must be free for the start to be inside)
+    held_x = x[rows, held]
+
+    def interior(xs, Ms, hx_):
+        free = np.where(is_held[hx_], 0.5, xs)
+        return ((free > free_min) & (free < 1 - free_min)).all(axis=1) & \
+            (1 - held_x[hx_] > free_min) & (Ms > free_min).all(axis=(1, 2))
+
     ok = np.isfinite(f) & (M > free_min).all(axis=(1, 2))
+    modify = interior(x, M, rows)
+    n_modified = np.zeros(L, dtype=int)
+    blocks = G >= FACE_MIN_GROUPS
     done = ~ok
     converged = np.zeros(L, dtype=bool)
     for it in range(_MAXITER + 1):
@@ -212,70 +321,66 @@ def _stacked_newton(d: lik.Data, held, x, M):
         if act.size == 0:
             break
         xa, Ma, fa, ha = x[act], M[act], f[act], is_held[act]
-        gx, hx, gy, Hyy, bx, g0, g1 = _derivatives(d, xa, Ma)
+        gx, hx, gM, HMM, Bf, g0, g1 = _derivatives(d, xa, Ma)
+        Z = _pair_basis(Ma)
+        Zt = Z.transpose(0, 2, 1)
+        gy = (Zt @ gM[..., None])[..., 0]
+        Hyy = Zt @ HMM @ Z
+        bx = Bf @ Z
         # the active face (as _likelihood.tangent): a rate at the bound is held unless its
         # KKT condition fails (_kkt_release: its class's gradient above the other's)
         low, high = (xa <= free_min) & ~ha, (xa >= 1 - free_min) & ~ha
         released = (low & (gx > 1e-9 * (1 + np.abs(g0)))) | \
             (high & (-gx > 1e-9 * (1 + np.abs(g1))))
         fixed = ha | ((low | high) & ~released)
-        dx, dy, dec, nd = _newton_step(gx, hx, gy, Hyy, bx, fixed)
+        dx, dy, dec, newton, stepped = _ascent_steps(gx, hx, gy, Hyy, bx, fixed,
+                                                     modify[act], blocks)
         # ... and held where the step would move it down (_Problem.tangent's rule)
         down = released & np.where(low, dx < 0, dx > 0)
         if down.any():
             again = down.any(axis=1)
             fixed[again] |= down[again]
-            dx[again], dy[again], dec[again], nd[again] = _newton_step(
-                gx[again], hx[again], gy[again], Hyy[again], bx[again], fixed[again])
-            nd &= ~(released & ~fixed & np.where(low, dx < 0, dx > 0)).any(axis=1)
-        ok[act[~nd]] = False
-        done[act[~nd]] = True
-        stop = nd & (dec < np.maximum(1e-10, 1e-14 * np.abs(fa)))
+            dx[again], dy[again], dec[again], newton[again], stepped[again] = _ascent_steps(
+                gx[again], hx[again], gy[again], Hyy[again], bx[again], fixed[again],
+                modify[act[again]], blocks)
+            stepped &= ~(released & ~fixed & np.where(low, dx < 0, dx > 0)).any(axis=1)
+        small = dec < np.maximum(1e-10, 1e-14 * np.abs(fa))
+        # (a stationary point where the Hessian is not negative definite is not kept)
+        fail = ~stepped | (small & ~newton)
+        ok[act[fail]] = False
+        done[act[fail]] = True
+        stop = ~fail & small
         converged[act[stop]] = done[act[stop]] = True
-        go = nd & ~stop
+        go = ~fail & ~stop
         if it == _MAXITER:
             ok[act[go]] = False
             break
         if not go.any():
             continue
-        ia, dxg, dyg, fg, fxg = act[go], dx[go], dy[go], fa[go], fixed[go]
-        dM = np.empty((ia.size, 2, A))
-        for i in range(2):
-            dM[:, i, :-1] = dyg[:, i * m:(i + 1) * m]
-            dM[:, i, -1] = -dyg[:, i * m:(i + 1) * m].sum(axis=1)
+        ia, dxg, fg, fxg, nwt = act[go], dx[go], fa[go], fixed[go], newton[go]
+        dM = (Z[go] @ dy[go][..., None]).reshape(ia.size, 2, A)
         x0, M0 = x[ia], M[ia]
         xn, Mn = x0 + dxg, M0 + dM
-        m_in = (Mn > 0).all(axis=(1, 2))
-        inside = ((xn > 0) & (xn < 1) | fxg).all(axis=1) & m_in
+        inside = ((xn > 0) & (xn < 1) | fxg).all(axis=1) & (Mn > 0).all(axis=(1, 2))
         t = np.ones(ia.size)
         fn = np.full(ia.size, -np.inf)
         fn[inside] = _objective(d, xn[inside], Mn[inside])
         slack = 1e-14 * np.abs(fg)
         accepted = inside & (fn >= fg - slack)
-        # a full step leaving the simplex of a rate: cut where the first rate meets the bound
-        # (_Problem.to_boundary; a step taking M out of its simplices is the scalar route's)
-        cut = ~inside & m_in
-        if cut.any():
-            c = np.flatnonzero(cut)
-            xc, dc = x0[c], dxg[c]
-            with np.errstate(divide="ignore", invalid="ignore"):
-                ratio = np.where(fxg[c], np.inf,
-                                 np.where(dc < 0, xc / -dc, np.where(dc > 0, (1 - xc) / dc,
-                                                                    np.inf)))
-            tb = ratio.min(axis=1)
-            xb = xc + tb[:, None] * dc
-            hit = ratio <= tb[:, None] * (1.0 + 1e-12)
-            xb = np.where(hit & (dc < 0), at_bound, np.where(hit & (dc > 0), 1 - at_bound, xb))
-            Mb = M0[c] + tb[:, None, None] * dM[c]
-            usable = (tb > 1e-10) & (tb < 1.0) & (Mb > 0).all(axis=(1, 2))
-            fb = np.full(c.size, -np.inf)
-            fb[usable] = _objective(d, xb[usable], Mb[usable])
-            take = usable & (fb >= fg[c] - slack[c])
+        if not inside.all():
+            c = np.flatnonzero(~inside)
+            take, hit_M, tb, xb, Mb, fb = _to_boundary(d, x0[c], M0[c], dxg[c], dM[c],
+                                                       fxg[c], fg[c] - slack[c])
+            # (a step that leaves M on its bound: the scalar route's, which takes M's
+            # active set; refused, the step is halved as the scalar route halves it)
+            leave = take & hit_M
+            ok[ia[c[leave]]] = False
+            done[ia[c[leave]]] = True
+            take &= ~hit_M
             xn[c[take]], Mn[c[take]], fn[c[take]] = xb[take], Mb[take], fb[take]
             t[c[take]] = tb[take]
             accepted[c[take]] = True
-            t[c[~take]] = 1.0
-            inside[c[~take]] = True  # (halving: the steps that stay inside)
+            inside[c[~take & ~leave]] = True  # (halving: the steps that stay inside)
         pend = inside & ~accepted
         while pend.any():
             t[pend] *= 0.5
@@ -292,12 +397,18 @@ def _stacked_newton(d: lik.Data, held, x, M):
             pend &= t >= 1e-10
         # a shortened Newton step whose predicted gain is below the rounding of f: f is
         # maximal to its precision (newton_maximize's "stopped at floating-point precision")
-        at_eps = accepted & (t < 1.0) & (dec[go] < _NOISE * np.maximum(1.0, np.abs(fg)))
+        at_eps = accepted & nwt & (t < 1.0) & \
+            (dec[go] < _NOISE * np.maximum(1.0, np.abs(fg)))
         converged[ia[at_eps]] = done[ia[at_eps]] = True
         ok[ia[~accepted]] = False
         done[ia[~accepted]] = True
-        move = accepted & ~at_eps
+        move = accepted & ~at_eps & ~done[ia]
         j = ia[move]
         x[j], M[j], f[j] = xn[move], Mn[move], fn[move]
+        n_modified[j] += ~nwt[move]
+        # a run that took a modified step is abandoned where it leaves the interior
+        left = j[(n_modified[j] > 0) & ~interior(x[j], M[j], j)]
+        ok[left] = False
+        done[left] = True
     ok &= (M > free_min).all(axis=(1, 2))
     return x, M, f, ok & converged
