@@ -1,0 +1,165 @@
+"""URC profile points solved as one stacked problem (``_stacked``; issue 17: the intervals of
+many groups under the joint likelihood), against the scalar route
+(``ProfileLoglik.loglik_at``) and a direct optimisation."""
+
+import warnings
+
+import numpy as np
+import pytest
+from scipy import optimize, special
+
+from puinfer import URC
+from puinfer.models.urc import _likelihood as lik
+from puinfer.models.urc import _stacked
+from puinfer.simulate.urc import simulate_urc
+
+
+def _fit(seed, G, m, lowest=0.03, lab_rate=0.5, n_lab=1000, **fit):
+    """A joint fit of ``G`` groups of about ``m`` field rows, base rates ``lowest``-0.6, a lab
+    set with ``lab_rate`` positives (1% makes the face Hessian often indefinite)."""
+    rng = np.random.default_rng(seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ylab = (rng.random(n_lab) < lab_rate).astype(int)
+        ylab[:3] = 1
+
+        def scores(y):
+            return special.expit(1.5 * ((2 * y - 1) * 0.75 + rng.standard_normal(y.size)))
+        y = rng.random(G * m) < np.repeat(np.linspace(lowest, 0.6, G), m)
+        return URC(scores(ylab), ylab).fit(scores(y.astype(int)),
+                                           groups=np.repeat(np.arange(G), m), **fit)
+
+
+@pytest.fixture(scope="module")
+def fits():
+    return {
+        # 12 groups (dense modified steps): the lowest group's estimate falls to 0 when
+        # another group's rate is held at its lower limit
+        "12 groups": _fit(5, 12, 3000),
+        # 70 groups, 1% positives in the lab set (modified steps by blocks)
+        "70 groups, rare lab class": _fit(0, 70, 1500, lab_rate=0.01),
+        "prior strength 2": _fit(3, 8, 400, prior_strength=2.0),
+    }
+
+
+def _points(res):
+    """Every group's profile at the estimate +- 1, 2 and 3.5 standard errors (clipped to
+    [0, 1]) and at 0: fresh ProfileLoglik objects (no slopes recorded yet)."""
+    d, est = res._d, res._record.estimate
+    curv = lik.ModeCurvature(d, est)
+    se = np.sqrt(np.diag(res._cov.to_numpy()))
+    lls, vals = [], []
+    for g in range(d.F.shape[0]):
+        ll = lik.profile_loglik(d, est, g, 1, res.llf_penalized, res._record.options, curv)
+        for v in {0.0, *np.clip(est.P[g, 1] + se[g] * np.array([-3.5, -2, -1, 1, 2, 3.5]),
+                                0, 1)}:
+            lls.append(ll)
+            vals.append(float(v))
+    return lls, np.array(vals)
+
+
+@pytest.mark.parametrize("case", ["12 groups", "70 groups, rare lab class",
+                                  "prior strength 2"])
+def test_points_equal_the_scalar_route(fits, case, monkeypatch):
+    """Each point the stacked route solves has the scalar route's value (to the rounding of
+    sums of 1e4-1e5 terms) and slope; it solves most points (the others are the scalar
+    route's: NaN), and on these data it takes the steps onto a rate's bound and (rare lab
+    class) the modified steps that the scalar route takes."""
+    res = fits[case]
+    assert all(_stacked.eligible(ll) for ll in _points(res)[0][:3])
+    kinds = {"modified": 0, "bound": 0}
+    steps, to_bound = _stacked._ascent_steps, _stacked._to_boundary
+
+    def counted_steps(*args):
+        out = steps(*args)
+        kinds["modified"] += int((out[4] & ~out[3]).sum())
+        return out
+
+    def counted_bound(*args):
+        out = to_bound(*args)
+        kinds["bound"] += int((out[0] & ~out[1]).sum())
+        return out
+
+    monkeypatch.setattr(_stacked, "_ascent_steps", counted_steps)
+    monkeypatch.setattr(_stacked, "_to_boundary", counted_bound)
+    lls, vals = _points(res)
+    got = _stacked.profile_points(lls, vals)
+    solved = np.isfinite(got)
+    assert solved.mean() > 0.7
+    slopes = [ll.slopes.get(v, np.nan) for ll, v in zip(lls, vals, strict=True)]
+    ref_lls, _ = _points(res)
+    for i in np.flatnonzero(solved):
+        ref = ref_lls[i].loglik_at(vals[i])
+        assert got[i] == pytest.approx(ref, abs=1e-7), (i, vals[i])
+        ref_slope = ref_lls[i].slope(vals[i])
+        if np.isfinite(ref_slope):
+            assert slopes[i] == pytest.approx(ref_slope, rel=1e-5, abs=1e-4)
+        else:
+            assert np.isnan(slopes[i])
+    if case != "prior strength 2":
+        assert kinds["bound"] > 0
+    if case == "70 groups, rare lab class":
+        assert kinds["modified"] > 0
+
+
+def test_a_point_is_the_constrained_maximum(fits):
+    """Against a direct optimisation of the same objective (BFGS on the logits of the rates
+    and of M's rows, from the estimate), independent of either Newton route."""
+    res = fits["prior strength 2"]
+    d, est = res._d, res._record.estimate
+    G, A = d.F.shape
+    h, v = 3, float(np.clip(est.P[3, 1] + 0.05, 0, 1))
+    ll = lik.profile_loglik(d, est, h, 1, res.llf_penalized, res._record.options)
+    got = _stacked.profile_points([ll], [v])[0]
+    free = np.arange(G) != h
+
+    def unpack(u):
+        x = np.full(G, v)
+        x[free] = special.expit(u[:G - 1])
+        M = special.softmax(u[G - 1:].reshape(2, A), axis=1)
+        return np.column_stack([1 - x, x]), M
+
+    def neg(u):
+        return -lik.objective(*unpack(u), d)
+
+    u0 = np.concatenate([special.logit(est.P[free, 1]), np.log(est.M).ravel()])
+    opt = optimize.minimize(neg, u0, method="BFGS", options=dict(gtol=1e-8, maxiter=5000))
+    assert np.isfinite(got)
+    assert got == pytest.approx(-opt.fun + d.const, abs=1e-5)
+    assert got >= -opt.fun + d.const - 1e-7
+
+
+def test_intervals_equal_the_scalar_routes(fits, monkeypatch):
+    """The results' intervals (every group's searches in lockstep, their points stacked)
+    are those of the searches one at a time by the scalar route."""
+    for res in fits.values():
+        got = res._profile_intervals(0.05)
+        lls = [p._loglik_at.__self__ for p in res._profiles.values()]
+        for ll in lls:
+            ll.slopes.clear()
+        for p in res._profiles.values():
+            p._cache.clear()
+        monkeypatch.setattr(_stacked, "eligible", lambda ll: False)
+        ref = res._profile_intervals(0.05)
+        monkeypatch.undo()
+        np.testing.assert_allclose(got.to_numpy(), ref.to_numpy(), rtol=0, atol=1e-9)
+
+
+def test_eligible_only_for_binary_joint_fits_without_a_penalty():
+    rng = np.random.default_rng(1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sim = simulate_urc(n_lab=600, n_field=[300] * 3, lab_base_rates=[1 / 3] * 3,
+                           field_base_rate=[[0.5, 0.3, 0.2]] * 3, separation=1.5, rng=rng)
+        three = URC(sim.lab_pred, sim.lab_y).fit(sim.field_pred, groups=sim.field_group)
+    binary = _fit(2, 3, 300)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fixed = _fit(2, 3, 300, likelihood="fixed")
+
+    def first(res):
+        return next(iter(res._profiles.values()))._loglik_at.__self__
+    assert _stacked.eligible(first(binary))
+    assert not _stacked.eligible(first(three))
+    assert not _stacked.eligible(first(fixed))
+    assert three._stacked_points(list(three._profiles.values())) is None
