@@ -1203,12 +1203,11 @@ class ProfileLoglik:
         P, M = self.mode
         if not self.data.joint and P.shape[1] == 2:
             return self.mode  # (one binary group, M fixed: nothing else moves)
-        if not hasattr(self, "_direction"):  # computed at the first evaluation
-            self._direction = self.curvature.direction(self.group, self.cls)
-        if self._direction is None:
+        direction = self.path_direction()
+        if direction is None:
             return self.mode
         theta = np.concatenate([P.ravel(), M.ravel()])
-        step = (v - P[self.group, self.cls]) * self._direction
+        step = (v - P[self.group, self.cls]) * direction
         down = step < 0
         down[self.group * P.shape[1] + self.cls] = False  # (set to v by _initial anyway)
         scale = min(1.0, 0.5 * float(np.min(theta[down] / -step[down], initial=np.inf)))
@@ -1216,6 +1215,13 @@ class ProfileLoglik:
         G, k = P.shape
         P1, M1 = theta[:G * k].reshape(G, k), theta[G * k:].reshape(M.shape)
         return P1 / P1.sum(axis=1, keepdims=True), M1 / M1.sum(axis=1, keepdims=True)
+
+    def path_direction(self) -> np.ndarray | None:
+        """:meth:`ModeCurvature.direction` of this profile's rate (computed at the first
+        evaluation that needs it, then kept)."""
+        if not hasattr(self, "_direction"):
+            self._direction = self.curvature.direction(self.group, self.cls)
+        return self._direction
 
     def __setstate__(self, state):
         # (results pickled before session 62 have no curvature: built on first use)

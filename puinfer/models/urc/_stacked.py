@@ -57,18 +57,7 @@ def profile_points(lls, values) -> np.ndarray:
     chunk = max(1, _CHUNK_ENTRIES // (G * A))
     for lo in range(0, values.size, chunk):
         idx = np.arange(lo, min(lo + chunk, values.size))
-        x = np.empty((idx.size, G))
-        M = np.empty((idx.size, 2, A))
-        held = np.empty(idx.size, dtype=int)
-        usable = np.ones(idx.size, dtype=bool)
-        for r, i in enumerate(idx):
-            ll, v = lls[i], float(values[i])
-            start = ll._predicted(v)
-            # (no first-order path: loglik_at searches from the maximum itself, EM included)
-            usable[r] = start is not ll.mode
-            con = lik.Constraint("entry", group=ll.group, cls=ll.cls, v=v)
-            P0, M0 = lik._initial(d, con, start)
-            x[r], M[r], held[r] = P0[:, 1], M0, ll.group
+        x, M, held, usable = _starts([lls[i] for i in idx], values[idx])
         x, M, f, ok = _stacked_newton(d, held, x, M)
         ok &= usable
         slopes = _held_slopes(d, x, M, held)
@@ -82,6 +71,46 @@ def profile_points(lls, values) -> np.ndarray:
                 ll.slopes[v] = float(s)
             out[i] = f[r] + ll.offset
     return out
+
+
+def _starts(lls, values):
+    """Each point's start, as :meth:`._likelihood.ProfileLoglik._predicted` and
+    :func:`._likelihood._initial` make it (the maximum moved along the first-order path of
+    the constrained maximum, the step shortened where a component would fall below half its
+    value; the held rate set to the point), for all points at once. Returns the rates of
+    class 1 (L, G), ``M`` (L, 2, |A|), the held groups and which points have such a path
+    (without one, ``loglik_at`` searches from the maximum itself, EM included)."""
+    P, M = lls[0].mode
+    G, k = P.shape
+    values = np.asarray(values, dtype=float)
+    L = values.size
+    theta = np.concatenate([P.ravel(), M.ravel()])
+    held = np.array([ll.group for ll in lls], dtype=int)
+    cls = np.array([ll.cls for ll in lls], dtype=int)
+    dirs = [ll.path_direction() for ll in lls]
+    usable = np.array([u is not None for u in dirs], dtype=bool)
+    step = np.zeros((L, theta.size))
+    if usable.any():
+        step[usable] = np.stack([u for u in dirs if u is not None])
+    rows = np.arange(L)
+    step *= (values - P[held, cls])[:, None]
+    down = step < 0
+    down[rows, held * k + cls] = False  # (set to the point below anyway)
+    with np.errstate(divide="ignore"):
+        ratio = np.where(down, theta / np.where(down, -step, 1.0), np.inf)
+    scale = np.minimum(1.0, 0.5 * ratio.min(axis=1))
+    th = np.maximum(theta + scale[:, None] * step, 0.0)
+    P1 = th[:, :G * k].reshape(L, G, k)
+    M1 = th[:, G * k:].reshape(L, k, -1)
+    P1 = P1 / P1.sum(axis=2, keepdims=True)
+    M1 = M1 / M1.sum(axis=2, keepdims=True)
+    # the held row as _likelihood._fix_entry sets it: the other class scaled to 1 - v
+    x = P1[:, :, 1].copy()
+    other = P1[rows, held, 1 - cls]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        scaled = np.where(other > 0, other * ((1.0 - values) / other), 1.0 - values)
+    x[rows, held] = np.where(cls == 1, values, scaled)
+    return x, M1, held, usable
 
 
 def _cells(x, M):
