@@ -34,12 +34,14 @@ _NOISE = 1e3 * np.finfo(float).eps  # (optimize._noise_floor: 1000 ulps of |f|)
 
 
 def eligible(ll: lik.ProfileLoglik) -> bool:
-    """Whether :func:`profile_points` solves ``ll``'s points: a binary joint likelihood
-    without a penalty on the rates, and no start but the maximum's (the profile's other
-    starts, from the fit's other local maxima, are the scalar route's)."""
+    """Whether :func:`profile_points` solves ``ll``'s points: the rate of class 1 (the one a
+    binary fit reports) under a binary likelihood without a penalty on the rates, and under
+    the joint likelihood no start but the maximum's (the profile's other starts, from the
+    fit's other local maxima, are the scalar route's). (Under the fixed likelihood a binary
+    group's profile is its own objective at the point: nothing else moves.)"""
     d = ll.data
-    return bool(d.joint and d.L.shape[0] == 2 and d.active_penalty is None
-                and d.class_weight is None and len(ll.starts) == 1)
+    return bool(d.L.shape[0] == 2 and ll.cls == 1 and d.active_penalty is None
+                and d.class_weight is None and (len(ll.starts) == 1 or not d.joint))
 
 
 def profile_points(lls, values) -> np.ndarray:
@@ -52,6 +54,8 @@ def profile_points(lls, values) -> np.ndarray:
     if values.size == 0:
         return out
     d = lls[0].data
+    if not d.joint:
+        return _fixed_points(lls, values)
     F = np.asarray(d.F, dtype=float)
     G, A = F.shape
     chunk = max(1, _CHUNK_ENTRIES // (G * A))
@@ -64,12 +68,39 @@ def profile_points(lls, values) -> np.ndarray:
         for r in np.flatnonzero(ok):
             i = idx[r]
             ll, v = lls[i], float(values[i])
-            # (the rate's own slope: class 0's is its negative, v being 1 - x there)
-            s = slopes[r] if ll.cls == 1 else -slopes[r]
             ll.slopes.pop(v, None)
-            if v < 1.0 and np.isfinite(s):
-                ll.slopes[v] = float(s)
+            if v < 1.0 and np.isfinite(slopes[r]):
+                ll.slopes[v] = float(slopes[r])
             out[i] = f[r] + ll.offset
+    return out
+
+
+def _fixed_points(lls, values) -> np.ndarray:
+    """:func:`profile_points` under the fixed likelihood (each ``lls[i]`` a group's own data,
+    ``M`` the lab estimate): the group's objective with its rates at the point, as
+    ``loglik_at``'s constrained fit returns it (-1e300 where the data are impossible), and
+    the envelope slope there."""
+    F = np.stack([np.asarray(ll.data.F[0], dtype=float) for ll in lls])     # (L, A)
+    d = lls[0].data
+    M = np.asarray(d.M_lab, dtype=float)
+    x = values[:, None]                                                     # (L, 1)
+    Mx = np.broadcast_to(M, (values.size, 2, M.shape[1]))
+    f = _objective(d, x, Mx, F)
+    _, Q = _cells(x, Mx)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        W = np.where((F[:, None, :] > 0) & (Q > 0), F[:, None, :] / Q, 0.0)
+        g0, g1 = _rate_gradients(d, x, Mx, W)
+    slopes = (g1 - g0)[:, 0]
+    out = np.empty(values.size)
+    for i, ll in enumerate(lls):
+        v = float(values[i])
+        ll.slopes.pop(v, None)
+        if np.isfinite(f[i]):
+            if v < 1.0 and np.isfinite(slopes[i]):
+                ll.slopes[v] = float(slopes[i])
+            out[i] = f[i] + ll.offset
+        else:
+            out[i] = -1e300  # (as loglik_at: the data are impossible at this value)
     return out
 
 
@@ -86,16 +117,15 @@ def _starts(lls, values):
     L = values.size
     theta = np.concatenate([P.ravel(), M.ravel()])
     held = np.array([ll.group for ll in lls], dtype=int)
-    cls = np.array([ll.cls for ll in lls], dtype=int)
     dirs = [ll.path_direction() for ll in lls]
     usable = np.array([u is not None for u in dirs], dtype=bool)
     step = np.zeros((L, theta.size))
     if usable.any():
         step[usable] = np.stack([u for u in dirs if u is not None])
     rows = np.arange(L)
-    step *= (values - P[held, cls])[:, None]
+    step *= (values - P[held, 1])[:, None]
     down = step < 0
-    down[rows, held * k + cls] = False  # (set to the point below anyway)
+    down[rows, held * k + 1] = False  # (set to the point below anyway)
     with np.errstate(divide="ignore"):
         ratio = np.where(down, theta / np.where(down, -step, 1.0), np.inf)
     scale = np.minimum(1.0, 0.5 * ratio.min(axis=1))
@@ -104,12 +134,8 @@ def _starts(lls, values):
     M1 = th[:, G * k:].reshape(L, k, -1)
     P1 = P1 / P1.sum(axis=2, keepdims=True)
     M1 = M1 / M1.sum(axis=2, keepdims=True)
-    # the held row as _likelihood._fix_entry sets it: the other class scaled to 1 - v
     x = P1[:, :, 1].copy()
-    other = P1[rows, held, 1 - cls]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        scaled = np.where(other > 0, other * ((1.0 - values) / other), 1.0 - values)
-    x[rows, held] = np.where(cls == 1, values, scaled)
+    x[rows, held] = values  # (as _likelihood._fix_entry sets the held rate)
     return x, M1, held, usable
 
 
@@ -119,16 +145,20 @@ def _cells(x, M):
     return D, M[:, None, 0, :] + x[:, :, None] * D[:, None, :]
 
 
-def _objective(d: lik.Data, x, M) -> np.ndarray:
-    """:func:`._likelihood.objective` of each point (-inf where infeasible)."""
-    F, Ll = d.F, d.L_lik
+def _objective(d: lik.Data, x, M, F=None) -> np.ndarray:
+    """:func:`._likelihood.objective` of each point (-inf where infeasible); ``F``: each
+    point's field counts (L, A) where they differ (the fixed likelihood's one group)."""
+    F = d.F if F is None else F[:, None, :]
+    Ll = d.L_lik
     _, Q = _cells(x, M)
     with np.errstate(divide="ignore", invalid="ignore"):
         f = np.where(F > 0, F * np.log(Q), 0.0).sum(axis=(1, 2))
-        f += np.where(Ll > 0, Ll * np.log(M), 0.0).sum(axis=(1, 2))
+        if d.joint:
+            f += np.where(Ll > 0, Ll * np.log(M), 0.0).sum(axis=(1, 2))
         if d.strength > 0:
             s = d.strength * np.asarray(d.pi_lab)
-            f += (s[0] * np.log1p(-x) + s[1] * np.log(x)).sum(axis=1)
+            f += (np.where(s[0] > 0, s[0] * np.log1p(-x), 0.0)
+                  + np.where(s[1] > 0, s[1] * np.log(x), 0.0)).sum(axis=1)
     f[np.isnan(f)] = -np.inf
     return f
 

@@ -39,6 +39,7 @@ def fits():
         # 70 groups, 1% positives in the lab set (modified steps by blocks)
         "70 groups, rare lab class": _fit(0, 70, 1500, lab_rate=0.01),
         "prior strength 2": _fit(3, 8, 400, prior_strength=2.0),
+        "fixed likelihood": _fit(6, 20, 500, likelihood="fixed"),
     }
 
 
@@ -145,7 +146,7 @@ def test_intervals_equal_the_scalar_routes(fits, monkeypatch):
         np.testing.assert_allclose(got.to_numpy(), ref.to_numpy(), rtol=0, atol=1e-9)
 
 
-def test_eligible_only_for_binary_joint_fits_without_a_penalty():
+def test_eligible_only_for_binary_fits_without_a_penalty():
     rng = np.random.default_rng(1)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -157,9 +158,34 @@ def test_eligible_only_for_binary_joint_fits_without_a_penalty():
         warnings.simplefilter("ignore")
         fixed = _fit(2, 3, 300, likelihood="fixed")
 
-    def first(res):
-        return next(iter(res._profiles.values()))._loglik_at.__self__
-    assert _stacked.eligible(first(binary))
-    assert not _stacked.eligible(first(three))
-    assert not _stacked.eligible(first(fixed))
+    def ll(res, cls=1):
+        return res._profiles[0, cls]._loglik_at.__self__
+    assert _stacked.eligible(ll(binary)) and _stacked.eligible(ll(fixed))
+    # (class 0's profile of a binary fit: not one the intervals use)
+    assert not _stacked.eligible(ll(binary, 0))
+    assert not _stacked.eligible(ll(three))
     assert three._stacked_points(list(three._profiles.values())) is None
+
+
+@pytest.mark.parametrize("strength", [0.0, 1.0])
+def test_fixed_likelihood_points_are_the_groups_own_objective(strength):
+    """Under the fixed likelihood a binary group's profile is its objective at the point
+    (nothing else moves): the stacked values and slopes are the scalar route's, also at 0
+    and 1 (the prior's -inf: -1e300 there, no slope) and next to them."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = _fit(4, 6, 400, lowest=0.0, likelihood="fixed", prior_strength=strength)
+    vals = np.array([0.0, 1e-9, 0.05, 0.3, 0.999, 1.0])
+    lls = [res._profiles[g, 1]._loglik_at.__self__ for g in range(6)]
+    pts = [(ll, v) for ll in lls for v in vals]
+    got = _stacked.profile_points([p for p, _ in pts], np.array([v for _, v in pts]))
+    for (ll, v), val in zip(pts, got, strict=True):
+        fresh = lik.ProfileLoglik(ll.data, ll.group, ll.cls,
+                                  lik.Estimate(*ll.mode, np.nan, None), ll.offset, ll.options)
+        assert val == pytest.approx(fresh.loglik_at(v), rel=1e-13, abs=1e-10)
+        ref = fresh.slope(v)
+        if np.isnan(ref):
+            assert v not in ll.slopes
+        else:
+            assert ll.slopes[v] == pytest.approx(ref, rel=1e-10)
+    assert (got == -1e300).sum() == (12 if strength else 0)
