@@ -190,7 +190,7 @@ def _held_slopes(d: lik.Data, x, M, held) -> np.ndarray:
 def _derivatives(d: lik.Data, x, M):
     """Gradient and Hessian of each point's objective: in the rates ``x`` (L, G; the
     Hessian there is diagonal), in ``vec M`` (L, 2 |A|; its block, diagonal in the cells)
-    and across (L, G, 2 |A|); and ``d f / d P[g, i]``."""
+    and across (as the factors :func:`_cross` takes); and ``d f / d P[g, i]``."""
     L, G = x.shape
     A = M.shape[2]
     F, Ll = d.F, d.L_lik
@@ -212,27 +212,47 @@ def _derivatives(d: lik.Data, x, M):
     cells = np.arange(A)
     for i, j, Kij in ((0, 0, K[:, 0]), (0, 1, K[:, 1]), (1, 0, K[:, 1]), (1, 1, K[:, 2])):
         HMM[:, i, cells, j, cells] = Kij
-    WD = W2 * D[:, None, :]
-    B = np.empty((L, G, 2, A))
-    B[:, :, 0] = -W - WD * x0[:, :, None]                        # d2 f / dx_g dM[0, a]
-    B[:, :, 1] = W - WD * x[:, :, None]                          # d2 f / dx_g dM[1, a]
-    return gx, hx, gM, HMM.reshape(L, 2 * A, 2 * A), B.reshape(L, G, 2 * A), g0, g1
+    # the cross block d2 f / dx_g dM[i, a] is (2 i - 1) W - w_i W2 D, w = (1 - x, x):
+    # returned as W and W2 D (_cross forms it in the tangent basis)
+    return gx, hx, gM, HMM.reshape(L, 2 * A, 2 * A), (W, W2 * D[:, None, :]), g0, g1
+
+
+def _cross(x, cross, Zr) -> np.ndarray:
+    """The cross block in the tangent coordinates of ``M`` (L, G, 2 (|A| - 1)), from
+    :func:`_derivatives`' ``(W, W2 D)`` and the rows' bases ``Zr`` (L, 2, |A|, |A| - 1)."""
+    W, WD = cross
+    m = Zr.shape[3]
+    out = np.empty(x.shape + (2 * m,))
+    for i, (sign, w) in enumerate(((-1.0, 1 - x), (1.0, x))):
+        blk = W @ Zr[:, i]
+        if sign < 0:
+            np.negative(blk, out=blk)
+        blk -= w[:, :, None] * (WD @ Zr[:, i])
+        out[..., i * m:(i + 1) * m] = blk
+    return out
 
 
 def _pair_basis(M) -> np.ndarray:
     """The tangent basis of ``M``'s simplices that :func:`._likelihood.tangent` takes (a
     :class:`._face.PairBasis`): per row, a column per cell moving mass from the row's largest
-    cell to it. (L, 2 |A|, 2 (|A| - 1)). Newton's step does not depend on the basis; the
-    modified step does."""
+    cell to it. Each row's (L, 2, |A|, |A| - 1); :func:`_block_basis` puts them together.
+    Newton's step does not depend on the basis; the modified step does."""
     L, _, A = M.shape
     ref = np.argmax(M, axis=2)                                   # (L, 2)
     others = np.nonzero(np.arange(A) != ref[:, :, None])[2].reshape(L, 2, A - 1)
-    Z = np.zeros((L, 2 * A, 2 * (A - 1)))
-    pts = np.arange(L)[:, None, None]
-    rows = np.arange(2)[None, :, None]
-    cols = rows * (A - 1) + np.arange(A - 1)[None, None, :]
-    Z[pts, rows * A + others, cols] = 1.0
-    Z[pts, rows * A + ref[:, :, None], cols] = -1.0
+    Zr = np.zeros((L, 2, A, A - 1))
+    pts, rows = np.arange(L)[:, None, None], np.arange(2)[None, :, None]
+    cols = np.arange(A - 1)[None, None, :]
+    Zr[pts, rows, others, cols] = 1.0
+    Zr[pts, rows, ref[:, :, None], cols] = -1.0
+    return Zr
+
+
+def _block_basis(Zr) -> np.ndarray:
+    """The basis of ``vec M``'s tangent space (L, 2 |A|, 2 (|A| - 1)) from the rows'."""
+    L, _, A, m = Zr.shape
+    Z = np.zeros((L, 2 * A, 2 * m))
+    Z[:, :A, :m], Z[:, A:, m:] = Zr[:, 0], Zr[:, 1]
     return Z
 
 
@@ -248,26 +268,27 @@ def _ascent_steps(gx, hx, gy, Hyy, bx, fixed, modify, blocks: bool):
     n = gy.shape[1]
     a = np.where(fixed, 1.0, -hx)                    # the negative Hessian's blocks (padded)
     gp = np.where(fixed, 0.0, gx)
-    Bn = np.where(fixed[:, :, None], 0.0, -bx)
+    bx[fixed] = 0.0  # (in place: the caller's, whose held rows only grow)
     C = -Hyy
 
     def schur(a, rows):
+        # the negative Hessian's cross block is -bx: y = y0 + Y z, S = C - bx' Y
         y0 = gp[rows] / a
-        Y = Bn[rows] / a[:, :, None]
-        Bt = Bn[rows].transpose(0, 2, 1)
-        return y0, Y, C[rows] - Bt @ Y, gy[rows] - (Bt @ y0[:, :, None])[..., 0]
+        b = bx[rows]
+        Y = b / a[:, :, None]
+        bt = b.transpose(0, 2, 1)
+        return y0, Y, C[rows] - bt @ Y, gy[rows] + (bt @ y0[:, :, None])[..., 0]
 
     dx, dy = np.zeros((L, G)), np.zeros((L, n))
     newton = (a > 0).all(axis=1)
     y0, Y, S, rhs = schur(a[newton], newton)
     pd_ = np.linalg.eigvalsh(S)[:, 0] > 0
-    nwt = np.flatnonzero(newton)[pd_]
-    newton[:] = False
-    newton[nwt] = True
-    if nwt.size:
-        z = np.linalg.solve(S[pd_], rhs[pd_][..., None])[..., 0]
-        dy[nwt] = z
-        dx[nwt] = y0[pd_] - (Y[pd_] @ z[..., None])[..., 0]
+    if pd_.any():
+        z = np.zeros(rhs.shape)
+        z[pd_] = np.linalg.solve(S[pd_], rhs[pd_][..., None])[..., 0]
+        dy[newton] = z
+        dx[newton] = y0 + (Y @ z[..., None])[..., 0]
+    newton[np.flatnonzero(newton)[~pd_]] = False
     mod = ~newton & modify
     if mod.any():
         r = np.flatnonzero(mod)
@@ -285,15 +306,15 @@ def _ascent_steps(gx, hx, gy, Hyy, bx, fixed, modify, blocks: bool):
             inv = np.where((ev[:, :1] > 0), ev, np.maximum(np.abs(ev), floor[:, None]))
             z = (V @ ((V.transpose(0, 2, 1) @ rhsm[..., None])[..., 0] / inv)[..., None])[..., 0]
             dy[r] = z
-            dx[r] = y0m - (Ym @ z[..., None])[..., 0]
+            dx[r] = y0m + (Ym @ z[..., None])[..., 0]
         else:
             # the whole face's negative Hessian, its eigenvalues replaced by their absolute
             # values (at least 1e-8 of the largest, and of 1); the padding of the held rates
             # (1 on the diagonal, no gradient) changes neither
             N = np.zeros((r.size, G + n, G + n))
             N[:, np.arange(G), np.arange(G)] = am
-            N[:, :G, G:] = Bn[r]
-            N[:, G:, :G] = Bn[r].transpose(0, 2, 1)
+            N[:, :G, G:] = -bx[r]
+            N[:, G:, :G] = -bx[r].transpose(0, 2, 1)
             N[:, G:, G:] = Cm
             ev, V = np.linalg.eigh(N)
             scale = np.maximum(np.abs(ev).max(axis=1), 1.0)
@@ -380,12 +401,13 @@ def _stacked_newton(d: lik.Data, held, x, M):
         if act.size == 0:
             break
         xa, Ma, fa, ha = x[act], M[act], f[act], is_held[act]
-        gx, hx, gM, HMM, Bf, g0, g1 = _derivatives(d, xa, Ma)
-        Z = _pair_basis(Ma)
+        gx, hx, gM, HMM, cross, g0, g1 = _derivatives(d, xa, Ma)
+        Zr = _pair_basis(Ma)
+        Z = _block_basis(Zr)
         Zt = Z.transpose(0, 2, 1)
         gy = (Zt @ gM[..., None])[..., 0]
         Hyy = Zt @ HMM @ Z
-        bx = Bf @ Z
+        bx = _cross(xa, cross, Zr)
         # the active face (as _likelihood.tangent): a rate at the bound is held unless its
         # KKT condition fails (_kkt_release: its class's gradient above the other's)
         low, high = (xa <= free_min) & ~ha, (xa >= 1 - free_min) & ~ha
