@@ -372,13 +372,20 @@ class URCResults(URCTestsMixin, InformationCriteria, LikelihoodResults):
         <puinfer.inference.Profile.hull>`), with a ``ConfidenceSetWarning``. With several
         groups the check is not run: its points far from the estimates, each a constrained
         fit of every group, made the intervals of 100 and 300 groups 7-10 times as costly
-        (``benchmarks/results/README.md``, session 83), and a second mode needs ``M_A`` to
-        move against every group's field data; ``profile(group, cls).hull()`` runs it for
-        one rate. Nor under a penalty (RegressionURC's smoothness penalty): each point beyond
-        a limit there is a penalised search from afar, often two, and the check took 21 times
-        the intervals' time at RegressionURC's default 10 intervals, 8 times at 20 (7.5 and
-        62 s; it found no second part in any case tested; session 85's audit). Under the
-        fixed likelihood the log-likelihood is concave in the rates and the set an interval."""
+        (``benchmarks/results/README.md``, session 83; with the points solved together, as
+        below, still 14 s against 0.9 s for 300 groups: most such points need the full
+        search, session 89), and a second mode needs ``M_A`` to move against every group's
+        field data; ``profile(group, cls).hull()`` runs it for one rate. Nor under a penalty
+        (RegressionURC's smoothness penalty): each point beyond a limit there is a penalised
+        search from afar, often two, and the check took 21 times the intervals' time at
+        RegressionURC's default 10 intervals, 8 times at 20 (7.5 and 62 s; it found no second
+        part in any case tested; session 85's audit). Under the fixed likelihood the
+        log-likelihood is concave in the rates and the set an interval.
+
+        Without the check the limit searches of all rates run in lockstep
+        (:func:`~puinfer.inference.profile.conf_ints`), and the points of a binary fit are
+        solved together (:mod:`._stacked`: the same iterations from the same starts, the
+        same limits to about 1e-11)."""
         check = self.likelihood == "joint" and len(self._groups) == 1 and \
             self._d.active_penalty is None
         profs = [self._profiles[g, j] for g, j in self._free_index]
