@@ -756,8 +756,10 @@ def conf_ints(profiles, alpha: float = 0.05, cutoffs=None,
     searches then read them. The searches, and so the intervals, are those of
     :meth:`Profile.conf_int`: what changes is only that the points of many searches can be
     evaluated together (e.g. many constrained fits of one model solved as one stacked
-    problem, where each alone costs mostly the overhead of its small arrays). A profile
-    whose class has its own limit search (a subclass overriding ``_limit``) runs it alone.
+    problem, where each alone costs mostly the overhead of its small arrays). The searches of
+    a profile's two limits interleave, so its ``loglik_at`` must give each point's value
+    whatever was evaluated before (no warm start carried between calls). A profile whose
+    class has its own limit search (a subclass overriding ``_limit``) runs it alone.
 
     Parameters
     ----------

@@ -1,22 +1,23 @@
-"""Many profile points of a binary URC fit under the joint likelihood, solved as one stacked
-problem (the limit searches of all groups' intervals in lockstep: issue 17).
+"""Many profile points of a binary URC fit solved together (the limit searches of all
+groups' intervals in lockstep: issue 17).
 
-Each point of a profile of ``p_h`` (group ``h``'s base rate of class 1) is a constrained fit
-of every group's rate ``x_g`` and ``M`` (2 x |A|) with ``x_h`` held at the point. Alone, each
-is a Newton run on arrays of G x |A|, whose cost is mostly numpy's per-call overhead (about
-0.5 ms per iteration at 300 groups, session 85); with the G profiles' 2G limit searches that
-made the intervals O(G^2) calls. Here the Newton runs of many points are taken together on
-(L, G, |A|) arrays: the same Newton iteration as :func:`._likelihood._newton` (the step by
-blocks, each group's rate eliminated and the Schur complement in ``M``'s tangent space
-solved; the same line search and stopping rule), from the same start
-(:meth:`._likelihood.ProfileLoglik._predicted`).
+Under the joint likelihood each point of the profile of ``p_h`` (group ``h``'s base rate of
+class 1) is a constrained fit of every group's rate ``x_g`` and of ``M`` (2 x |A|) with
+``x_h`` held at the point. Alone, each is a Newton run on arrays of G x |A|, whose cost is
+mostly numpy's per-call overhead (about 0.5 ms per iteration at 300 groups, session 85); the
+2G limit searches of G groups made that O(G^2) calls. Here the runs of many points are taken
+together on (L, G, |A|) arrays, as the scalar route (:meth:`._likelihood.ProfileLoglik.
+loglik_at`, i.e. :func:`._likelihood._warm_newton`) takes each: from the same start, by the
+same step (by blocks: each group's rate eliminated, the Schur complement in the tangent space
+of ``M``'s simplices, on the scalar route's pair basis), line search and stopping rule; with
+its active face of the rates (KKT release, the hold rule, the cut onto the bound) and its
+modified steps where the Hessian on the face is indefinite. What the scalar route does beyond
+that is left to it (NaN): ``M`` on its bound, a failed line search, a modified run that leaves
+the interior, a point without a first-order path (its search starts from the maximum with EM),
+and profiles that also start from other local maxima.
 
-Only what that iteration reaches without the active-set machinery is returned: a point where
-a rate's step would leave the simplex, a rate on the bound whose KKT condition fails, ``M``
-reaching its bound, a Hessian that is not negative definite on the face, or a line search
-that fails is left to :meth:`._likelihood.ProfileLoglik.loglik_at` (NaN). Rates that start on
-the bound (groups estimated at 0 or 1) stay there while their KKT condition holds, as the
-active face of :func:`._likelihood.tangent` keeps them.
+Under the fixed likelihood a binary group's profile is its own objective at the point
+(nothing else moves): computed for all points at once.
 """
 
 from __future__ import annotations
@@ -45,10 +46,11 @@ def eligible(ll: lik.ProfileLoglik) -> bool:
 
 
 def profile_points(lls, values) -> np.ndarray:
-    """``lls[i].loglik_at(values[i])`` for every point where the stacked Newton iteration
-    reaches a strict maximum inside the simplices (the slope recorded in
-    ``lls[i].slopes`` as ``loglik_at`` records it), NaN where it leaves the point to
-    ``loglik_at``. Every ``lls[i]`` is :func:`eligible` and profiles the same data."""
+    """``lls[i].loglik_at(values[i])`` for every point where the stacked iteration converges
+    as the scalar route's would (a maximum with the Hessian on the face negative definite;
+    the slope recorded in ``lls[i].slopes`` as ``loglik_at`` records it), NaN where it
+    leaves the point to ``loglik_at``. Every ``lls[i]`` is :func:`eligible` and profiles the
+    same fit."""
     values = np.asarray(values, dtype=float)
     out = np.full(values.size, np.nan)
     if values.size == 0:

@@ -388,7 +388,8 @@ class URCResults(URCTestsMixin, InformationCriteria, LikelihoodResults):
         same limits to about 1e-11)."""
         check = self.likelihood == "joint" and len(self._groups) == 1 and \
             self._d.active_penalty is None
-        profs = [self._profiles[g, j] for g, j in self._free_index]
+        profs = [self.profile(self._groups[g], self.model.classes[j])
+                 for g, j in self._free_index]
         cuts = [None if cutoffs is None or not np.isfinite(c) else float(c)
                 for c in (cutoffs if cutoffs is not None else [None] * len(profs))]
         if check:

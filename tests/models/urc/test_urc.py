@@ -961,3 +961,19 @@ def test_the_fixed_likelihood_check_beyond_the_dense_limit():
         r = m.fit(np.column_stack([1 - fx, fx]), groups=np.repeat(np.arange(G), per),
                   likelihood="fixed")
     assert any(c == "AssumptionWarning" and "likelihood='fixed'" in msg for c, msg in r.warnings)
+
+
+def test_profile_intervals_of_a_restricted_fit_are_refused():
+    """A restricted fit (equal base rates, no shift) has no profiles of the free rates: its
+    profile intervals are refused with the reason, as its profiles are (session 89 found the
+    lockstep searches profiling the free rates against the restricted maximum, which raised
+    a misleading ProfileError)."""
+    rng = np.random.default_rng(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sim = simulate_urc(n_lab=500, n_field=[300] * 3, lab_base_rates=0.5,
+                           field_base_rate=[0.2, 0.3, 0.4], separation=1.5, rng=rng)
+        res = pu.URC(sim.lab_pred, sim.lab_y).fit(sim.field_pred, groups=sim.field_group)
+        for r0 in (res.fit_equal_base_rates(), res.fit_no_shift()):
+            with pytest.raises(ValueError, match="unrestricted fit only"):
+                r0.conf_int()
