@@ -62,8 +62,11 @@ def test_default_draws_are_the_seed_0(name, detm_fits, urc_fit):
     assert _quiet(lambda: call(rng=0)) == default
     # the seed matters (so the equalities above are not vacuous) ...
     assert _quiet(lambda: call(rng=1)) != default
-    # ... and None still draws afresh: two such calls differ
-    assert _quiet(lambda: call(rng=None)) != _quiet(lambda: call(rng=None))
+    # ... and None still draws afresh: such calls differ (up to five draws: a Bartlett factor
+    # held at 1 near the boundary gives the same interval by chance, both of two draws in
+    # about 2% of pairs here; session 89 saw the suite fail once so)
+    first = _quiet(lambda: call(rng=None))
+    assert any(_quiet(lambda: call(rng=None)) != first for _ in range(4))
 
 
 def test_resampling_pvalues_default_to_199_resamples(detm_fits):

@@ -77,6 +77,29 @@ def profile_points(lls, values) -> np.ndarray:
     return out
 
 
+def entry_fits(d: lik.Data, start, groups, values):
+    """The fits of ``d`` with ``p_g[1]`` held at each ``values[i]`` for ``g = groups[i]``, all
+    started from ``start = (P, M)`` (that rate set to the value), as
+    ``_likelihood._maximize_once(d, Constraint("entry", ...), start, warm=True)`` finds them
+    by Newton (without modified steps) before it turns to EM: a binary joint likelihood
+    without a penalty (:func:`eligible`'s). Returns the objectives and which points converged
+    so (the others are the scalar route's)."""
+    P, M = start
+    values = np.asarray(values, dtype=float)
+    groups = np.asarray(groups, dtype=int)
+    G, A = d.F.shape
+    chunk = max(1, _CHUNK_ENTRIES // (G * A))
+    f = np.full(values.size, np.nan)
+    ok = np.zeros(values.size, dtype=bool)
+    for lo in range(0, values.size, chunk):
+        idx = np.arange(lo, min(lo + chunk, values.size))
+        x = np.repeat(P[None, :, 1], idx.size, axis=0)
+        x[np.arange(idx.size), groups[idx]] = values[idx]
+        Mx = np.repeat(M[None], idx.size, axis=0)
+        _, _, f[idx], ok[idx] = _stacked_newton(d, groups[idx], x, Mx, modify=False)
+    return f, ok
+
+
 def _fixed_points(lls, values) -> np.ndarray:
     """:func:`profile_points` under the fixed likelihood (each ``lls[i]`` a group's own data,
     ``M`` the lab estimate): the group's objective with its rates at the point, as
@@ -365,7 +388,7 @@ def _to_boundary(d: lik.Data, x, M, dx, dM, fixed, f_min):
     return usable & (fb >= f_min), hit_M, tb, xb, Mb, fb
 
 
-def _stacked_newton(d: lik.Data, held, x, M):
+def _stacked_newton(d: lik.Data, held, x, M, modify: bool = True):
     """Newton's method on the active face of every point at once: the iteration of
     :func:`._likelihood._warm_newton` (decrement below ``max(1e-10, 1e-14 |f|)``; a rate at
     the bound held unless its KKT condition fails, and then still held where the step would
@@ -373,7 +396,8 @@ def _stacked_newton(d: lik.Data, held, x, M):
     left at ``_AT_BOUND``, before halving; steps accepted with ``f_new >= f - 1e-14 |f|``;
     converged where a shortened Newton step's decrement is below the rounding of ``f``;
     modified steps where the Hessian on the face is indefinite, from a start inside the
-    simplices only, and such a run abandoned where it reaches the bound). Returns ``x, M,
+    simplices only, and such a run abandoned where it reaches the bound; ``modify`` False:
+    none, as ``_warm_newton(modify=False)``). Returns ``x, M,
     f`` and which points converged to a maximum with ``M`` inside its simplices and a
     negative definite Hessian on the face (the others are left to the scalar route)."""
     L, G = x.shape
@@ -393,7 +417,7 @@ def _stacked_newton(d: lik.Data, held, x, M):
             (1 - held_x[hx_] > free_min) & (Ms > free_min).all(axis=(1, 2))
 
     ok = np.isfinite(f) & (M > free_min).all(axis=(1, 2))
-    modify = interior(x, M, rows)
+    modify = interior(x, M, rows) if modify else np.zeros(L, dtype=bool)
     n_modified = np.zeros(L, dtype=int)
     blocks = G >= FACE_MIN_GROUPS
     done = ~ok

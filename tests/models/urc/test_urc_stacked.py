@@ -189,3 +189,28 @@ def test_fixed_likelihood_points_are_the_groups_own_objective(strength):
         else:
             assert ll.slopes[v] == pytest.approx(ref, rel=1e-10)
     assert (got == -1e300).sum() == (12 if strength else 0)
+
+
+def test_bootstrap_statistics_equal_the_scalar_routes(fits, monkeypatch):
+    """The Bartlett factors' parametric bootstrap: each resample's constrained fits at the
+    estimates, solved together, give the scalar route's statistics (the same draws)."""
+    for case in ("12 groups", "70 groups, rare lab class", "prior strength 2"):
+        res = fits[case]
+        d, est, opts = res._d, res._record.estimate, res._record.options
+        targets = list(res._free_index)
+        calls = []
+
+        def counted(*args, calls=calls, entry_fits=_stacked.entry_fits):
+            out = entry_fits(*args)
+            calls.append(out[1].mean())
+            return out
+        monkeypatch.setattr(_stacked, "entry_fits", counted)
+        R, at = lik.bootstrap_lr(d, est, targets, 4, np.random.default_rng(3), opts)
+        monkeypatch.setattr(_stacked, "entry_fits",
+                            lambda d, s, g, v: (np.full(len(v), np.nan),
+                                                np.zeros(len(v), dtype=bool)))
+        R0, at0 = lik.bootstrap_lr(d, est, targets, 4, np.random.default_rng(3), opts)
+        monkeypatch.undo()
+        assert len(calls) == 4 and np.mean(calls) > 0.7
+        np.testing.assert_array_equal(at, at0)
+        np.testing.assert_allclose(R, R0, rtol=0, atol=1e-7)
