@@ -135,6 +135,13 @@ def test_intervals_equal_the_scalar_routes(fits, monkeypatch):
     are those of the searches one at a time by the scalar route."""
     for res in fits.values():
         got = res._profile_intervals(0.05)
+        # each profile's own search replays the lockstep one from its cache: the same limits,
+        # bit for bit, without a new evaluation
+        n_cached = sum(len(p._cache) for p in res._profiles.values())
+        for g in range(len(res._groups)):
+            alone = res._profiles[g, 1].conf_int(0.05)
+            assert [alone["lower"], alone["upper"]] == got.iloc[g].tolist()
+        assert sum(len(p._cache) for p in res._profiles.values()) == n_cached
         lls = [p._loglik_at.__self__ for p in res._profiles.values()]
         for ll in lls:
             ll.slopes.clear()
