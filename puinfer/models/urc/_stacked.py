@@ -10,9 +10,9 @@ together on (L, G, |A|) arrays, as the scalar route (:meth:`._likelihood.Profile
 loglik_at`, i.e. :func:`._likelihood._warm_newton`) takes each: from the same start, by the
 same step (by blocks: each group's rate eliminated, the Schur complement in the tangent space
 of ``M``'s simplices, on the scalar route's pair basis), line search and stopping rule; with
-its active face of the rates (KKT release, the hold rule, the cut onto the bound) and its
-modified steps where the Hessian on the face is indefinite. What the scalar route does beyond
-that is left to it (NaN): ``M`` on its bound, a failed line search, a modified run that leaves
+its active face of the rates and of ``M``'s cells (KKT release, the hold rule, the cut onto
+the bound) and its modified steps where the Hessian on the face is indefinite. What the scalar
+route does beyond that is left to it (NaN): a failed line search, a modified run that leaves
 the interior, a point without a first-order path (its search starts from the maximum with EM),
 and profiles that also start from other local maxima.
 
@@ -220,8 +220,12 @@ def _derivatives(d: lik.Data, x, M):
     A = M.shape[2]
     F, Ll = d.F, d.L_lik
     D, Q = _cells(x, M)
-    W = F / Q
-    W2 = W / Q
+    with np.errstate(divide="ignore", invalid="ignore"):
+        # (0 where F is: a cell of M on its bound can make Q 0 there)
+        W = np.where(F > 0, F / Q, 0.0)
+        W2 = np.where(F > 0, W / Q, 0.0)
+        lab = np.where(Ll > 0, Ll / M, 0.0)
+        lab2 = np.where(Ll > 0, lab / M, 0.0)
     x0 = 1 - x
     g0, g1 = _rate_gradients(d, x, M, W)
     gx = g1 - g0
@@ -229,10 +233,10 @@ def _derivatives(d: lik.Data, x, M):
     if d.strength > 0:
         s = d.strength * np.asarray(d.pi_lab)
         hx -= s[1] / x ** 2 + s[0] / x0 ** 2
-    gM = (np.stack([x0, x], 1) @ W + Ll / M).reshape(L, 2 * A)
+    gM = (np.stack([x0, x], 1) @ W + lab).reshape(L, 2 * A)
     K = -(np.stack([x0 * x0, x0 * x, x * x], 1) @ W2)            # rows 00, 01, 11 (L, 3, A)
-    K[:, 0] -= Ll[0] / M[:, 0] ** 2
-    K[:, 2] -= Ll[1] / M[:, 1] ** 2
+    K[:, 0] -= lab2[:, 0]
+    K[:, 2] -= lab2[:, 1]
     HMM = np.zeros((L, 2, A, 2, A))
     cells = np.arange(A)
     for i, j, Kij in ((0, 0, K[:, 0]), (0, 1, K[:, 1]), (1, 0, K[:, 1]), (1, 1, K[:, 2])):
@@ -257,19 +261,22 @@ def _cross(x, cross, Zr) -> np.ndarray:
     return out
 
 
-def _pair_basis(M) -> np.ndarray:
+def _pair_basis(M, free) -> np.ndarray:
     """The tangent basis of ``M``'s simplices that :func:`._likelihood.tangent` takes (a
-    :class:`._face.PairBasis`): per row, a column per cell moving mass from the row's largest
-    cell to it. Each row's (L, 2, |A|, |A| - 1); :func:`_block_basis` puts them together.
-    Newton's step does not depend on the basis; the modified step does."""
+    :class:`._face.PairBasis`): per row, a column per free cell moving mass from the row's
+    largest free cell to it (``free``: (L, 2, |A|); a cell held on its bound has a column of
+    zeros, which :func:`_face_of_M` pads). Each row's (L, 2, |A|, |A| - 1);
+    :func:`_block_basis` puts them together. Newton's step does not depend on the basis;
+    the modified step does."""
     L, _, A = M.shape
-    ref = np.argmax(M, axis=2)                                   # (L, 2)
+    ref = np.argmax(np.where(free, M, -np.inf), axis=2)          # (L, 2)
     others = np.nonzero(np.arange(A) != ref[:, :, None])[2].reshape(L, 2, A - 1)
+    live = np.take_along_axis(free, others, axis=2)              # (L, 2, |A| - 1)
     Zr = np.zeros((L, 2, A, A - 1))
     pts, rows = np.arange(L)[:, None, None], np.arange(2)[None, :, None]
     cols = np.arange(A - 1)[None, None, :]
-    Zr[pts, rows, others, cols] = 1.0
-    Zr[pts, rows, ref[:, :, None], cols] = -1.0
+    Zr[pts, rows, others, cols] = live
+    Zr[pts, rows, ref[:, :, None], cols] = -1.0 * live
     return Zr
 
 
@@ -360,8 +367,7 @@ def _to_boundary(d: lik.Data, x, M, dx, dM, fixed, f_min):
     simplices: the step cut where the first component (a rate or a cell of ``M``) meets the
     bound, that component left at ``_AT_BOUND`` (the mass from the largest other of its
     simplex), and whether the point is taken (``f >= f_min``, the cut ``t`` in
-    ``[1e-10, 1)``). Returns ``take``, whether a cell of ``M`` is on the bound there, ``t``,
-    the point and its objective."""
+    ``[1e-10, 1)``). Returns ``take``, ``t``, the point and its objective."""
     at_bound = lik._AT_BOUND
     n = x.shape[0]
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -374,32 +380,57 @@ def _to_boundary(d: lik.Data, x, M, dx, dM, fixed, f_min):
     xb = np.where(hx_ & (dx < 0), at_bound,
                   np.where(hx_ & (dx > 0), 1 - at_bound, x + tb[:, None] * dx))
     Mb = np.where(hM, 0.0, M + tb[:, None, None] * dM)
-    hit_M = hM.any(axis=(1, 2))
-    if hit_M.any():  # (_lift: the mass of each cell left at _AT_BOUND from its row's largest)
+    if hM.any():  # (_lift: the mass of each cell left at _AT_BOUND from its row's largest)
         donor = np.argmax(Mb, axis=2)
         lifted = hM.sum(axis=2) * at_bound
         Mb = Mb + hM * at_bound
         np.put_along_axis(Mb, donor[..., None],
                           np.take_along_axis(Mb, donor[..., None], axis=2) - lifted[..., None],
                           axis=2)
-    usable = (tb >= 1e-10) & (tb < 1.0) & (Mb > 0).all(axis=(1, 2))
+    usable = (tb >= 1e-10) & (tb < 1.0) & (Mb >= 0).all(axis=(1, 2))
     fb = np.full(n, -np.inf)
     fb[usable] = _objective(d, xb[usable], Mb[usable])
-    return usable & (fb >= f_min), hit_M, tb, xb, Mb, fb
+    return usable & (fb >= f_min), tb, xb, Mb, fb
+
+
+def _feasible(x, M, fixed, m_pos) -> np.ndarray:
+    """:meth:`._likelihood._Problem.feasible` of each point: the free rates inside (0, 1),
+    the cells of ``M`` positive where they were (``m_pos``), none below 0."""
+    return (((x > 0) & (x < 1)) | fixed).all(axis=1) & \
+        np.where(m_pos, M > 0, M >= 0).all(axis=(1, 2))
+
+
+def _face_step(x, gx, hx, gM, HMM, cross, M, fixed, m_free, modify, blocks):
+    """The ascent step of each point on its active face (the rates ``fixed`` held, the cells
+    of ``M`` outside ``m_free`` held): ``M``'s tangent basis, the step in its coordinates
+    (:func:`_ascent_steps`; a held cell's column is padded: -1 on the diagonal, nothing
+    else), and what :func:`_ascent_steps` returns."""
+    Zr = _pair_basis(M, m_free)
+    Z = _block_basis(Zr)
+    Zt = Z.transpose(0, 2, 1)
+    gy = (Zt @ gM[..., None])[..., 0]
+    Hyy = Zt @ HMM @ Z
+    pad = ~Z.any(axis=1)                                          # (L, 2 (|A| - 1))
+    if pad.any():
+        p, c = np.nonzero(pad)
+        Hyy[p, c, c] = -1.0
+    bx = _cross(x, cross, Zr)
+    return (Z,) + _ascent_steps(gx, hx, gy, Hyy, bx, fixed, modify, blocks)
 
 
 def _stacked_newton(d: lik.Data, held, x, M, modify: bool = True):
     """Newton's method on the active face of every point at once: the iteration of
-    :func:`._likelihood._warm_newton` (decrement below ``max(1e-10, 1e-14 |f|)``; a rate at
-    the bound held unless its KKT condition fails, and then still held where the step would
-    move it down; a full step that leaves the simplex cut where a rate first meets the bound,
-    left at ``_AT_BOUND``, before halving; steps accepted with ``f_new >= f - 1e-14 |f|``;
+    :func:`._likelihood._warm_newton` (decrement below ``max(1e-10, 1e-14 |f|)``; a rate or
+    a cell of ``M`` at the bound held unless its KKT condition fails, and then still held
+    where the step would move it down; a full step that leaves the simplices cut where a
+    component first meets the bound, left at ``_AT_BOUND``, before halving; steps accepted
+    with ``f_new >= f - 1e-14 |f|``;
     converged where a shortened Newton step's decrement is below the rounding of ``f``;
     modified steps where the Hessian on the face is indefinite, from a start inside the
     simplices only, and such a run abandoned where it reaches the bound; ``modify`` False:
-    none, as ``_warm_newton(modify=False)``). Returns ``x, M,
-    f`` and which points converged to a maximum with ``M`` inside its simplices and a
-    negative definite Hessian on the face (the others are left to the scalar route)."""
+    none, as ``_warm_newton(modify=False)``). Returns ``x, M, f`` and which points
+    converged to a maximum with a negative definite Hessian on the face (the others are
+    left to the scalar route)."""
     L, G = x.shape
     A = M.shape[2]
     x, M = x.copy(), M.copy()
@@ -416,7 +447,7 @@ def _stacked_newton(d: lik.Data, held, x, M, modify: bool = True):
         return ((free > free_min) & (free < 1 - free_min)).all(axis=1) & \
             (1 - held_x[hx_] > free_min) & (Ms > free_min).all(axis=(1, 2))
 
-    ok = np.isfinite(f) & (M > free_min).all(axis=(1, 2))
+    ok = np.isfinite(f)
     modify = interior(x, M, rows) if modify else np.zeros(L, dtype=bool)
     n_modified = np.zeros(L, dtype=int)
     blocks = G >= FACE_MIN_GROUPS
@@ -428,29 +459,38 @@ def _stacked_newton(d: lik.Data, held, x, M, modify: bool = True):
             break
         xa, Ma, fa, ha = x[act], M[act], f[act], is_held[act]
         gx, hx, gM, HMM, cross, g0, g1 = _derivatives(d, xa, Ma)
-        Zr = _pair_basis(Ma)
-        Z = _block_basis(Zr)
-        Zt = Z.transpose(0, 2, 1)
-        gy = (Zt @ gM[..., None])[..., 0]
-        Hyy = Zt @ HMM @ Z
-        bx = _cross(xa, cross, Zr)
-        # the active face (as _likelihood.tangent): a rate at the bound is held unless its
-        # KKT condition fails (_kkt_release: its class's gradient above the other's)
+        # the active face (as _likelihood.tangent): a component on its bound is held unless
+        # its KKT condition fails (_kkt_release: its gradient above the largest of its
+        # simplex's free components)
         low, high = (xa <= free_min) & ~ha, (xa >= 1 - free_min) & ~ha
         released = (low & (gx > 1e-9 * (1 + np.abs(g0)))) | \
             (high & (-gx > 1e-9 * (1 + np.abs(g1))))
         fixed = ha | ((low | high) & ~released)
-        dx, dy, dec, newton, stepped = _ascent_steps(gx, hx, gy, Hyy, bx, fixed,
-                                                     modify[act], blocks)
-        # ... and held where the step would move it down (_Problem.tangent's rule)
-        down = released & np.where(low, dx < 0, dx > 0)
-        if down.any():
-            again = down.any(axis=1)
-            fixed[again] |= down[again]
-            dx[again], dy[again], dec[again], newton[again], stepped[again] = _ascent_steps(
-                gx[again], hx[again], gy[again], Hyy[again], bx[again], fixed[again],
-                modify[act[again]], blocks)
-            stepped &= ~(released & ~fixed & np.where(low, dx < 0, dx > 0)).any(axis=1)
+        gMr = gM.reshape(-1, 2, A)
+        m_low = Ma <= free_min
+        lam = np.where(m_low, -np.inf, gMr).max(axis=2, keepdims=True)
+        m_rel = m_low & (gMr > lam + 1e-9 * (1 + np.abs(lam)))
+        m_free = ~m_low | m_rel
+        Z, dx, dy, dec, newton, stepped = _face_step(
+            xa, gx, hx, gM, HMM, cross, Ma, fixed, m_free, modify[act], blocks)
+        # ... and held where the step would move it down (_Problem.tangent's rule; once
+        # more where that step moves another down: the scalar route's loop, else its own)
+        for again in range(2):
+            dMr = (Z @ dy[..., None]).reshape(-1, 2, A)
+            down = released & ~fixed & np.where(low, dx < 0, dx > 0)
+            down_M = m_rel & m_free & (dMr < 0)
+            redo = down.any(axis=1) | down_M.any(axis=(1, 2))
+            if not redo.any():
+                break
+            if again:
+                stepped &= ~redo
+                break
+            fixed |= down
+            m_free &= ~down_M
+            Z[redo], dx[redo], dy[redo], dec[redo], newton[redo], stepped[redo] = _face_step(
+                xa[redo], gx[redo], hx[redo], gM[redo], HMM[redo],
+                tuple(c[redo] for c in cross), Ma[redo], fixed[redo], m_free[redo],
+                modify[act[redo]], blocks)
         small = dec < np.maximum(1e-10, 1e-14 * np.abs(fa))
         # (a stationary point where the Hessian is not negative definite is not kept)
         fail = ~stepped | (small & ~newton)
@@ -468,7 +508,8 @@ def _stacked_newton(d: lik.Data, held, x, M, modify: bool = True):
         dM = (Z[go] @ dy[go][..., None]).reshape(ia.size, 2, A)
         x0, M0 = x[ia], M[ia]
         xn, Mn = x0 + dxg, M0 + dM
-        inside = ((xn > 0) & (xn < 1) | fxg).all(axis=1) & (Mn > 0).all(axis=(1, 2))
+        m_pos = M0 > free_min  # (these stay positive; a cell on its bound stays at 0 or above)
+        inside = _feasible(xn, Mn, fxg, m_pos)
         t = np.ones(ia.size)
         fn = np.full(ia.size, -np.inf)
         fn[inside] = _objective(d, xn[inside], Mn[inside])
@@ -476,25 +517,19 @@ def _stacked_newton(d: lik.Data, held, x, M, modify: bool = True):
         accepted = inside & (fn >= fg - slack)
         if not inside.all():
             c = np.flatnonzero(~inside)
-            take, hit_M, tb, xb, Mb, fb = _to_boundary(d, x0[c], M0[c], dxg[c], dM[c],
-                                                       fxg[c], fg[c] - slack[c])
-            # (a step that leaves M on its bound: the scalar route's, which takes M's
-            # active set; refused, the step is halved as the scalar route halves it)
-            leave = take & hit_M
-            ok[ia[c[leave]]] = False
-            done[ia[c[leave]]] = True
-            take &= ~hit_M
+            take, tb, xb, Mb, fb = _to_boundary(d, x0[c], M0[c], dxg[c], dM[c], fxg[c],
+                                                fg[c] - slack[c])
             xn[c[take]], Mn[c[take]], fn[c[take]] = xb[take], Mb[take], fb[take]
             t[c[take]] = tb[take]
             accepted[c[take]] = True
-            inside[c[~take & ~leave]] = True  # (halving: the steps that stay inside)
+            inside[c[~take]] = True  # (halving: the steps that stay inside)
         pend = inside & ~accepted
         while pend.any():
             t[pend] *= 0.5
             p = np.flatnonzero(pend)
             xt = x0[p] + t[p, None] * dxg[p]
             Mt = M0[p] + t[p, None, None] * dM[p]
-            feas = (((xt > 0) & (xt < 1)) | fxg[p]).all(axis=1) & (Mt > 0).all(axis=(1, 2))
+            feas = _feasible(xt, Mt, fxg[p], m_pos[p])
             ft = np.full(p.size, -np.inf)
             ft[feas] = _objective(d, xt[feas], Mt[feas])
             good = ft >= fg[p] - slack[p]
@@ -517,5 +552,4 @@ def _stacked_newton(d: lik.Data, held, x, M, modify: bool = True):
         left = j[(n_modified[j] > 0) & ~interior(x[j], M[j], j)]
         ok[left] = False
         done[left] = True
-    ok &= (M > free_min).all(axis=(1, 2))
     return x, M, f, ok & converged
