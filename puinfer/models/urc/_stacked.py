@@ -473,8 +473,9 @@ def _stacked_newton(d: lik.Data, held, x, M, modify: bool = True):
         m_free = ~m_low | m_rel
         Z, dx, dy, dec, newton, stepped = _face_step(
             xa, gx, hx, gM, HMM, cross, Ma, fixed, m_free, modify[act], blocks)
-        # ... and held where the step would move it down (_Problem.tangent's rule; once
-        # more where that step moves another down: the scalar route's loop, else its own)
+        # ... and held where the step would move it down (_Problem.tangent's rule, which
+        # repeats until no released component moves down: here once more, and a point
+        # still needing a third pass is left to the scalar route)
         for again in range(2):
             dMr = (Z @ dy[..., None]).reshape(-1, 2, A)
             down = released & ~fixed & np.where(low, dx < 0, dx > 0)

@@ -395,9 +395,9 @@ class URCResults(URCTestsMixin, InformationCriteria, LikelihoodResults):
         if check:
             rows = [p.hull(alpha, c) for p, c in zip(profs, cuts, strict=True)]
         else:
-            # the limit searches of every rate in lockstep, their points of a binary joint
-            # fit solved as one stacked problem (_stacked: with many groups each point alone
-            # is a fit of every group; issue 17)
+            # the limit searches of every rate in lockstep, the points of a binary fit solved
+            # together (_stacked: under the joint likelihood each point alone is a fit of
+            # every group; issue 17)
             rows = conf_ints(profs, alpha, cuts, self._stacked_points(profs))
         for prof, ci in zip(profs, rows, strict=True):
             if not ci.attrs.get("interval", True):
