@@ -41,8 +41,11 @@ def eligible(ll: lik.ProfileLoglik) -> bool:
     fit's other local maxima, are the scalar route's). (Under the fixed likelihood a binary
     group's profile is its own objective at the point: nothing else moves.)"""
     d = ll.data
-    return bool(d.L.shape[0] == 2 and ll.cls == 1 and d.active_penalty is None
-                and d.class_weight is None and (len(ll.starts) == 1 or not d.joint))
+    if d.active_penalty is not None or d.class_weight is not None:
+        return False
+    if d.L.shape[0] > 2:
+        return bool(d.joint and len(ll.starts) == 1)
+    return bool(ll.cls == 1 and (len(ll.starts) == 1 or not d.joint))
 
 
 def profile_points(lls, values) -> np.ndarray:
@@ -58,12 +61,16 @@ def profile_points(lls, values) -> np.ndarray:
     d = lls[0].data
     if not d.joint:
         return _fixed_points(lls, values)
+    if d.L.shape[0] > 2:
+        return _multiclass_points(lls, values)
     F = np.asarray(d.F, dtype=float)
     G, A = F.shape
     chunk = max(1, _CHUNK_ENTRIES // (G * A))
     for lo in range(0, values.size, chunk):
         idx = np.arange(lo, min(lo + chunk, values.size))
-        x, M, held, usable = _starts([lls[i] for i in idx], values[idx])
+        P, M, held, _, usable = _starts([lls[i] for i in idx], values[idx])
+        x = P[:, :, 1].copy()
+        x[np.arange(idx.size), held] = values[idx]  # (as _likelihood._fix_entry sets it)
         x, M, f, ok = _stacked_newton(d, held, x, M)
         ok &= usable
         slopes = _held_slopes(d, x, M, held)
@@ -130,27 +137,29 @@ def _fixed_points(lls, values) -> np.ndarray:
 
 
 def _starts(lls, values):
-    """Each point's start, as :meth:`._likelihood.ProfileLoglik._predicted` and
-    :func:`._likelihood._initial` make it (the maximum moved along the first-order path of
-    the constrained maximum, the step shortened where a component would fall below half its
-    value; the held rate set to the point), for all points at once. Returns the rates of
-    class 1 (L, G), ``M`` (L, 2, |A|), the held groups and which points have such a path
-    (without one, ``loglik_at`` searches from the maximum itself, EM included)."""
+    """Each point's start, as :meth:`._likelihood.ProfileLoglik._predicted` makes it (the
+    maximum moved along the first-order path of the constrained maximum, the step shortened
+    where a component would fall below half its value), for all points at once; the held
+    rate is still to be set to the point (as :func:`._likelihood._initial` sets it). Returns
+    the rates ``P`` (L, G, k), ``M`` (L, k, |A|), the held groups and classes, and which points
+    have such a path (without one, ``loglik_at`` searches from the maximum itself, EM
+    included)."""
     P, M = lls[0].mode
     G, k = P.shape
     values = np.asarray(values, dtype=float)
     L = values.size
     theta = np.concatenate([P.ravel(), M.ravel()])
     held = np.array([ll.group for ll in lls], dtype=int)
+    cls = np.array([ll.cls for ll in lls], dtype=int)
     dirs = [ll.path_direction() for ll in lls]
     usable = np.array([u is not None for u in dirs], dtype=bool)
     step = np.zeros((L, theta.size))
     if usable.any():
         step[usable] = np.stack([u for u in dirs if u is not None])
     rows = np.arange(L)
-    step *= (values - P[held, 1])[:, None]
+    step *= (values - P[held, cls])[:, None]
     down = step < 0
-    down[rows, held * k + 1] = False  # (set to the point below anyway)
+    down[rows, held * k + cls] = False  # (set to the point below anyway)
     with np.errstate(divide="ignore"):
         ratio = np.where(down, theta / np.where(down, -step, 1.0), np.inf)
     scale = np.minimum(1.0, 0.5 * ratio.min(axis=1))
@@ -159,9 +168,7 @@ def _starts(lls, values):
     M1 = th[:, G * k:].reshape(L, k, -1)
     P1 = P1 / P1.sum(axis=2, keepdims=True)
     M1 = M1 / M1.sum(axis=2, keepdims=True)
-    x = P1[:, :, 1].copy()
-    x[rows, held] = values  # (as _likelihood._fix_entry sets the held rate)
-    return x, M1, held, usable
+    return P1, M1, held, cls, usable
 
 
 def _cells(x, M):
@@ -262,18 +269,18 @@ def _cross(x, cross, Zr) -> np.ndarray:
 
 
 def _pair_basis(M, free) -> np.ndarray:
-    """The tangent basis of ``M``'s simplices that :func:`._likelihood.tangent` takes (a
-    :class:`._face.PairBasis`): per row, a column per free cell moving mass from the row's
-    largest free cell to it (``free``: (L, 2, |A|); a cell held on its bound has a column of
-    zeros, which :func:`_face_of_M` pads). Each row's (L, 2, |A|, |A| - 1);
-    :func:`_block_basis` puts them together. Newton's step does not depend on the basis;
-    the modified step does."""
-    L, _, A = M.shape
-    ref = np.argmax(np.where(free, M, -np.inf), axis=2)          # (L, 2)
-    others = np.nonzero(np.arange(A) != ref[:, :, None])[2].reshape(L, 2, A - 1)
-    live = np.take_along_axis(free, others, axis=2)              # (L, 2, |A| - 1)
-    Zr = np.zeros((L, 2, A, A - 1))
-    pts, rows = np.arange(L)[:, None, None], np.arange(2)[None, :, None]
+    """The tangent basis of a stack of simplices that :func:`._likelihood.tangent` takes (a
+    :class:`._face.PairBasis`): per row, a column per free component moving mass from the
+    row's largest free component to it (``M``, ``free``: (L, R, n), R rows of n components;
+    ``M``'s rows, or the groups' base rates; a component held on its bound has a column of
+    zeros, which the callers pad). Each row's (L, R, n, n - 1); :func:`_block_basis` puts
+    ``M``'s together. Newton's step does not depend on the basis; the modified step does."""
+    L, R, A = M.shape
+    ref = np.argmax(np.where(free, M, -np.inf), axis=2)          # (L, R)
+    others = np.nonzero(np.arange(A) != ref[:, :, None])[2].reshape(L, R, A - 1)
+    live = np.take_along_axis(free, others, axis=2)              # (L, R, n - 1)
+    Zr = np.zeros((L, R, A, A - 1))
+    pts, rows = np.arange(L)[:, None, None], np.arange(R)[None, :, None]
     cols = np.arange(A - 1)[None, None, :]
     Zr[pts, rows, others, cols] = live
     Zr[pts, rows, ref[:, :, None], cols] = -1.0 * live
@@ -281,10 +288,11 @@ def _pair_basis(M, free) -> np.ndarray:
 
 
 def _block_basis(Zr) -> np.ndarray:
-    """The basis of ``vec M``'s tangent space (L, 2 |A|, 2 (|A| - 1)) from the rows'."""
-    L, _, A, m = Zr.shape
-    Z = np.zeros((L, 2 * A, 2 * m))
-    Z[:, :A, :m], Z[:, A:, m:] = Zr[:, 0], Zr[:, 1]
+    """The basis of ``vec M``'s tangent space (L, k |A|, k (|A| - 1)) from the rows'."""
+    L, k, A, m = Zr.shape
+    Z = np.zeros((L, k * A, k * m))
+    for i in range(k):
+        Z[:, i * A:(i + 1) * A, i * m:(i + 1) * m] = Zr[:, i]
     return Z
 
 
@@ -554,3 +562,293 @@ def _stacked_newton(d: lik.Data, held, x, M, modify: bool = True):
         ok[left] = False
         done[left] = True
     return x, M, f, ok & converged
+
+
+# ---------------------------------------------------------------------------------------------
+# Several classes: the points whose runs stay inside the simplices
+# ---------------------------------------------------------------------------------------------
+def _multiclass_points(lls, values) -> np.ndarray:
+    """:func:`profile_points` for a likelihood of three or more classes (joint): the runs that
+    take Newton steps only and stay inside the simplices (every free rate and cell of ``M``
+    above ``_FREE_MIN``), where Newton's step does not depend on the tangent basis and the
+    scalar route's active set never acts; NaN for the others (a step onto the bound, a
+    Hessian on the face that is not negative definite, a failed line search), which
+    ``loglik_at`` takes."""
+    out = np.full(values.size, np.nan)
+    d = lls[0].data
+    G, A = d.F.shape
+    k = d.L.shape[0]
+    chunk = max(1, _CHUNK_ENTRIES // (G * A * k * k))
+    for lo in range(0, values.size, chunk):
+        idx = np.arange(lo, min(lo + chunk, values.size))
+        v = values[idx]
+        P, M, held, cls, usable = _starts([lls[i] for i in idx], v)
+        _fix_entries(P, held, cls, v)
+        P, M, f, ok = _interior_newton(d, held, cls, P, M)
+        ok &= usable
+        slopes = _entry_slopes(d, P, M, held, cls, v)
+        for r in np.flatnonzero(ok):
+            ll, vr = lls[idx[r]], float(v[r])
+            ll.slopes.pop(vr, None)
+            if vr < 1.0 and np.isfinite(slopes[r]):
+                ll.slopes[vr] = float(slopes[r])
+            out[idx[r]] = f[r] + ll.offset
+    return out
+
+
+def _fix_entries(P, held, cls, values) -> None:
+    """:func:`._likelihood._fix_entry` on each point's held row (in place): the rate set to
+    the point, the row's other rates scaled to the rest (equal shares if all are 0)."""
+    r = np.arange(P.shape[0])
+    k = P.shape[2]
+    row = P[r, held].copy()
+    row[r, cls] = 0.0
+    s = row.sum(axis=1)
+    rest = 1.0 - values
+    with np.errstate(divide="ignore", invalid="ignore"):
+        row = np.where((s > 0)[:, None], row * (rest / s)[:, None], (rest / (k - 1))[:, None])
+    row[r, cls] = values
+    P[r, held] = row
+
+
+def _objective_k(d: lik.Data, P, M) -> np.ndarray:
+    """:func:`._likelihood.objective` of each point (``P`` (L, G, k), ``M`` (L, k, |A|);
+    -inf where infeasible)."""
+    F, Ll = d.F, d.L_lik
+    with np.errstate(divide="ignore", invalid="ignore"):
+        f = np.where(F > 0, F * np.log(P @ M), 0.0).sum(axis=(1, 2))
+        f += np.where(Ll > 0, Ll * np.log(M), 0.0).sum(axis=(1, 2))
+        if d.strength > 0:
+            s = d.strength * np.asarray(d.pi_lab)
+            f += np.where(s > 0, s * np.log(P), 0.0).sum(axis=(1, 2))
+    f[np.isnan(f)] = -np.inf
+    return f
+
+
+def _grad_P(d: lik.Data, P, M, W) -> np.ndarray:
+    """``d f / d P`` (L, G, k) from ``W = F / (P M)``."""
+    gP = W @ M.transpose(0, 2, 1)
+    if d.strength > 0:
+        s = d.strength * np.asarray(d.pi_lab)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            gP += np.where(s > 0, s / P, 0.0)
+    return gP
+
+
+def _newton_k(d: lik.Data, P, M, free):
+    """Newton's direction on the tangent space of every point (the rates ``free`` move, on
+    their rows' simplices; every cell of ``M`` on its row's), by blocks: each group's
+    ``(k - 1) x (k - 1)`` block eliminated, then the Schur complement on ``M``'s tangent
+    space. Returns ``dP, dM``, the decrement and whether the negative Hessian on the face is
+    positive definite (only there is the direction computed)."""
+    L, G, k = P.shape
+    A = M.shape[2]
+    m, F, Ll = A - 1, d.F, d.L_lik
+    n = k * m
+    Q = P @ M
+    with np.errstate(divide="ignore", invalid="ignore"):
+        W = np.where(F > 0, F / Q, 0.0)
+        W2 = np.where(F > 0, W / Q, 0.0)
+        lab = np.where(Ll > 0, Ll / M, 0.0)
+        lab2 = np.where(Ll > 0, lab / M, 0.0)
+    di = np.arange(k)
+    gP = _grad_P(d, P, M, W)
+    MM = (M[:, :, None, :] * M[:, None, :, :]).reshape(L, k * k, A)
+    HPP = -(W2 @ MM.transpose(0, 2, 1)).reshape(L, G, k, k)
+    if d.strength > 0:
+        s = d.strength * np.asarray(d.pi_lab)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            HPP[..., di, di] -= np.where(s > 0, s / P ** 2, 0.0)
+    gM = P.transpose(0, 2, 1) @ W + lab                                   # (L, k, A)
+    PP = (P[..., :, None] * P[..., None, :]).reshape(L, G, k * k)
+    K = -(PP.transpose(0, 2, 1) @ W2).reshape(L, k, k, A)        # d2 f / dM[i, a] dM[j, a]
+    K[:, di, di] -= lab2
+    Zp = _pair_basis(P, free)                                             # (L, G, k, k - 1)
+    Zr = _pair_basis(M, np.ones(M.shape, dtype=bool))                     # (L, k, A, m)
+    Zpt = Zp.swapaxes(2, 3)
+    gu = (Zpt @ gP[..., None])[..., 0]                                    # (L, G, k - 1)
+    Du = -(Zpt @ HPP @ Zp)
+    pad = ~Zp.any(axis=2)  # (the held rate's column: -1 on the diagonal, nothing else)
+    if pad.any():
+        p_, g_, c_ = np.nonzero(pad)
+        Du[p_, g_, c_, c_] = 1.0
+    gy = np.concatenate([(gM[:, i, None, :] @ Zr[:, i])[:, 0] for i in range(k)], axis=1)
+    C = np.empty((L, n, n))
+    for i in range(k):
+        Zi = Zr[:, i].swapaxes(1, 2)
+        for j in range(k):
+            C[:, i * m:(i + 1) * m, j * m:(j + 1) * m] = -((Zi * K[:, i, j, None, :]) @ Zr[:, j])
+    # d2 f / dP[g, i] dM[j, a] = [i = j] W[g, a] - P[g, j] M[i, a] W2[g, a], in M's coordinates
+    # (each a single product over the cells)
+    MZ = (M.transpose(0, 2, 1)[:, :, :, None, None] * Zr.transpose(0, 2, 1, 3)[:, :, None])
+    B = (W2 @ MZ.reshape(L, A, k * k * m)).reshape(L, G, k, k, m)
+    B *= -P[:, :, None, :, None]
+    WZ = (W @ Zr.transpose(0, 2, 1, 3).reshape(L, A, n)).reshape(L, G, k, m)
+    B[:, :, di, di, :] += WZ
+    Bu = Zpt @ B.reshape(L, G, k, n)                                      # (L, G, k - 1, n)
+    dP, dM = np.zeros(P.shape), np.zeros(M.shape)
+    dec = np.full(L, np.nan)
+    chol, newton = _cholesky(Du)
+    newton = newton.all(axis=1)
+    r = np.flatnonzero(newton)
+    if r.size:
+        if r.size < L:
+            chol, gu, Bu, C, gy, Zp, Zr = (a[r] for a in (chol, gu, Bu, C, gy, Zp, Zr))
+        # the negative Hessian's cross block is -Bu; with Du = C C', w = C^-1 gu and
+        # V = C^-1 Bu: S = C_M - V'V, S z = gy + V'w, u = C'^-1 (w + V z)
+        w = _forward(chol, gu[..., None].copy()).reshape(r.size, -1)
+        V = _forward(chol, Bu).reshape(r.size, -1, n)
+        Vt = V.swapaxes(1, 2)
+        S = C - Vt @ V
+        rhs = gy + (Vt @ w[..., None])[..., 0]
+        pd_ = np.linalg.eigvalsh(S)[:, 0] > 0
+        if not pd_.all():
+            newton[r[~pd_]] = False
+            r = r[pd_]
+            chol, gu, Zp, Zr, gy, w, V, S, rhs = (
+                a[pd_] for a in (chol, gu, Zp, Zr, gy, w, V, S, rhs))
+        z = np.linalg.solve(S, rhs[..., None])[..., 0]
+        du = _backward(chol, (w + (V @ z[..., None])[..., 0]).reshape(r.size, G, k - 1))
+        dP[r] = (Zp @ du[..., None])[..., 0]
+        dM[r] = (Zr @ z.reshape(r.size, k, m, 1))[..., 0]
+        dec[r] = (gu * du).sum(axis=(1, 2)) + (gy * z).sum(axis=1)
+    newton &= np.isfinite(dec)
+    return dP, dM, dec, newton
+
+
+def _cholesky(A):
+    """The Cholesky factors of a stack of small matrices ``A`` (..., n, n), column by column
+    over the whole stack (numpy's batched routines call LAPACK once per matrix: 100 groups of
+    four classes spent most of their time there), and which are positive definite (every
+    pivot positive; the others' factors are not used)."""
+    n = A.shape[-1]
+    C = np.zeros(A.shape)
+    pd_ = np.ones(A.shape[:-2], dtype=bool)
+    for j in range(n):
+        piv = A[..., j, j] - (C[..., j, :j] ** 2).sum(axis=-1)
+        pd_ &= piv > 0
+        C[..., j, j] = np.sqrt(np.where(piv > 0, piv, 1.0))
+        for i in range(j + 1, n):
+            C[..., i, j] = (A[..., i, j] - (C[..., i, :j] * C[..., j, :j]).sum(axis=-1)) \
+                / C[..., j, j]
+    return C, pd_
+
+
+def _forward(C, B) -> np.ndarray:
+    """``C^-1 B`` for the lower triangular factors ``C`` (..., n, n) of :func:`_cholesky` and
+    ``B`` (..., n, r), by substitution over the whole stack, in ``B``'s place."""
+    Y = B  # (in place: the callers' own)
+    for i in range(C.shape[-1]):
+        for j in range(i):
+            Y[..., i, :] -= C[..., i, j, None] * Y[..., j, :]
+        Y[..., i, :] /= C[..., i, i, None]
+    return Y
+
+
+def _backward(C, y) -> np.ndarray:
+    """``C'^-1 y`` for the factors ``C`` (..., n, n) of :func:`_cholesky` and ``y`` (..., n)."""
+    x = np.array(y, dtype=float)
+    n = C.shape[-1]
+    for i in reversed(range(n)):
+        for j in range(i + 1, n):
+            x[..., i] -= C[..., j, i] * x[..., j]
+        x[..., i] /= C[..., i, i]
+    return x
+
+
+def _interior_newton(d: lik.Data, held, cls, P, M):
+    """Newton's method from each start as :func:`._likelihood._warm_newton` runs it (the same
+    stopping rules and line search: steps accepted with ``f_new >= f - 1e-14 |f|``, halved
+    down to 1e-10; converged where the decrement is below ``max(1e-10, 1e-14 |f|)`` or a
+    shortened step's below the rounding of ``f``), as long as it stays inside the simplices
+    with Newton steps: a point whose start or iterate has a free component at or below
+    ``_FREE_MIN``, whose full step leaves the simplices, whose Hessian on the face is not
+    negative definite or whose line search fails is not converged (``ok`` False). Returns
+    ``P, M, f, ok``."""
+    L = P.shape[0]
+    rows = np.arange(L)
+    P, M = P.copy(), M.copy()
+    free = np.ones(P.shape, dtype=bool)
+    free[rows, held, cls] = False
+    free_min = lik._FREE_MIN
+
+    def inside(Ps, Ms, fr, bound):
+        return (np.where(fr, Ps, 1.0) > bound).all(axis=(1, 2)) & \
+            (Ms > bound).all(axis=(1, 2))
+
+    f = _objective_k(d, P, M)
+    ok = np.isfinite(f) & inside(P, M, free, free_min)
+    done = ~ok
+    converged = np.zeros(L, dtype=bool)
+    for it in range(_MAXITER + 1):
+        act = np.flatnonzero(~done)
+        if act.size == 0:
+            break
+        fa = f[act]
+        dP, dM, dec, newton = _newton_k(d, P[act], M[act], free[act])
+        ok[act[~newton]] = False
+        done[act[~newton]] = True
+        small = newton & (dec < np.maximum(1e-10, 1e-14 * np.abs(fa)))
+        converged[act[small]] = done[act[small]] = True
+        go = newton & ~small
+        if it == _MAXITER:
+            ok[act[go]] = False
+            break
+        if not go.any():
+            continue
+        ia, fg, dPg, dMg = act[go], fa[go], dP[go], dM[go]
+        P0, M0 = P[ia], M[ia]
+        # (a full step that leaves the simplices is cut onto the bound by the scalar route)
+        feas = inside(P0 + dPg, M0 + dMg, free[ia], 0.0)
+        ok[ia[~feas]] = False
+        done[ia[~feas]] = True
+        t = np.ones(ia.size)
+        fn = np.full(ia.size, -np.inf)
+        fn[feas] = _objective_k(d, P0[feas] + dPg[feas], M0[feas] + dMg[feas])
+        slack = 1e-14 * np.abs(fg)
+        accepted = feas & (fn >= fg - slack)
+        pend = feas & ~accepted
+        while pend.any():  # (inside: the simplices are convex)
+            t[pend] *= 0.5
+            p = np.flatnonzero(pend)
+            ft = _objective_k(d, P0[p] + t[p, None, None] * dPg[p],
+                              M0[p] + t[p, None, None] * dMg[p])
+            good = ft >= fg[p] - slack[p]
+            fn[p[good]] = ft[good]
+            accepted[p[good]] = True
+            pend[p[good]] = False
+            pend &= t >= 1e-10
+        at_eps = accepted & (t < 1.0) & (dec[go] < _NOISE * np.maximum(1.0, np.abs(fg)))
+        converged[ia[at_eps]] = done[ia[at_eps]] = True
+        failed = feas & ~accepted
+        ok[ia[failed]] = False
+        done[ia[failed]] = True
+        move = accepted & ~at_eps
+        j, tm = ia[move], t[move, None, None]
+        P[j] = P0[move] + tm * dPg[move]
+        M[j] = M0[move] + tm * dMg[move]
+        f[j] = fn[move]
+        left = j[~inside(P[j], M[j], free[j], free_min)]
+        ok[left] = False
+        done[left] = True
+    return P, M, f, ok & converged
+
+
+def _entry_slopes(d: lik.Data, P, M, held, cls, values) -> np.ndarray:
+    """The envelope slope of each point's profile, as
+    :meth:`._likelihood.ProfileLoglik._envelope_slope`: the gradient in the held group's rates
+    along the rate up by one and the row's other rates down in proportion."""
+    r = np.arange(P.shape[0])
+    Ph = P[r, held][:, None, :]                                           # (L, 1, k)
+    Fh = d.F[held][:, None, :]
+    Q = Ph @ M
+    with np.errstate(divide="ignore", invalid="ignore"):
+        W = np.where((Fh > 0) & (Q > 0), Fh / Q, 0.0)
+        g = _grad_P(d, Ph, M, W)[:, 0]
+        rest = 1.0 - values
+        direction = -Ph[:, 0] / rest[:, None]
+        direction[r, cls] = 1.0
+        out = np.where(direction != 0, g, 0.0) * direction
+        out = out.sum(axis=1)
+    out[~(rest > 0) | ~np.isfinite(out)] = np.nan
+    return out

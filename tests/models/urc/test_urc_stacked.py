@@ -172,13 +172,15 @@ def test_intervals_equal_the_scalar_routes(fits, monkeypatch):
         np.testing.assert_allclose(got.to_numpy(), ref.to_numpy(), rtol=0, atol=1e-9)
 
 
-def test_eligible_only_for_binary_fits_without_a_penalty():
+def test_eligible_only_for_fits_without_a_penalty():
     rng = np.random.default_rng(1)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         sim = simulate_urc(n_lab=600, n_field=[300] * 3, lab_base_rates=[1 / 3] * 3,
                            field_base_rate=[[0.5, 0.3, 0.2]] * 3, separation=1.5, rng=rng)
         three = URC(sim.lab_pred, sim.lab_y).fit(sim.field_pred, groups=sim.field_group)
+        three_fixed = URC(sim.lab_pred, sim.lab_y).fit(sim.field_pred, groups=sim.field_group,
+                                                       likelihood="fixed")
     binary = _fit(2, 3, 300)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -189,8 +191,10 @@ def test_eligible_only_for_binary_fits_without_a_penalty():
     assert _stacked.eligible(ll(binary)) and _stacked.eligible(ll(fixed))
     # (class 0's profile of a binary fit: not one the intervals use)
     assert not _stacked.eligible(ll(binary, 0))
-    assert not _stacked.eligible(ll(three))
-    assert three._stacked_points(list(three._profiles.values())) is None
+    # three classes: every class's profile under the joint likelihood
+    assert all(_stacked.eligible(ll(three, j)) for j in range(3))
+    assert not any(_stacked.eligible(ll(three_fixed, j)) for j in range(3))
+    assert three_fixed._stacked_points(list(three_fixed._profiles.values())) is None
 
 
 @pytest.mark.parametrize("strength", [0.0, 1.0])
@@ -241,3 +245,158 @@ def test_bootstrap_statistics_equal_the_scalar_routes(fits, monkeypatch):
         assert len(calls) == 4 and np.mean(calls) > 0.7
         np.testing.assert_array_equal(at, at0)
         np.testing.assert_allclose(R, R0, rtol=0, atol=1e-7)
+
+
+# ---------------------------------------------------------------------------------------------
+# Three or more classes (joint likelihood): the runs that stay inside the simplices
+# ---------------------------------------------------------------------------------------------
+def _multiclass_fit(seed, G, k, m=600, n_lab=900, **fit):
+    """A joint fit of ``G`` groups of ``k`` classes, each group's base rates drawn from a
+    Dirichlet(2) (some rates near 0)."""
+    rng = np.random.default_rng(seed)
+    rates = rng.dirichlet(2 * np.ones(k), size=G)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sim = simulate_urc(n_lab=n_lab, n_field=[m] * G, lab_base_rates=[1 / k] * k,
+                           field_base_rate=rates, separation=1.5, rng=rng)
+        return URC(sim.lab_pred, sim.lab_y).fit(sim.field_pred, groups=sim.field_group, **fit)
+
+
+@pytest.fixture(scope="module")
+def multiclass_fits():
+    return {"3 classes, 20 groups": _multiclass_fit(0, 20, 3),
+            "4 classes, 8 groups, prior strength 1": _multiclass_fit(1, 8, 4,
+                                                                     prior_strength=1.0)}
+
+
+def _multiclass_points(res):
+    """Every rate's profile at the estimate +- 0.02, 0.05 and 0.12 (clipped to [0, 1]) and at
+    0: fresh ProfileLoglik objects."""
+    d, est = res._d, res._record.estimate
+    curv = lik.ModeCurvature(d, est)
+    lls, vals = [], []
+    for g, j in res._free_index:
+        ll = lik.profile_loglik(d, est, g, j, res.llf_penalized, res._record.options, curv)
+        for v in {0.0, *np.clip(est.P[g, j] + np.array([-0.12, -0.05, -0.02, 0.02, 0.05,
+                                                        0.12]), 0, 1)}:
+            lls.append(ll)
+            vals.append(float(v))
+    return lls, np.array(vals)
+
+
+@pytest.mark.parametrize("case", ["3 classes, 20 groups",
+                                  "4 classes, 8 groups, prior strength 1"])
+def test_multiclass_points_equal_the_scalar_route(multiclass_fits, case):
+    """Each point the stacked route solves has the scalar route's value and slope; it
+    solves most points, and leaves to the scalar route those whose run reaches a bound."""
+    res = multiclass_fits[case]
+    lls, vals = _multiclass_points(res)
+    assert all(_stacked.eligible(ll) for ll in lls)
+    got = _stacked.profile_points(lls, vals)
+    solved = np.isfinite(got)
+    assert solved.mean() > 0.7 and not solved.all()
+    slopes = [ll.slopes.get(v, np.nan) for ll, v in zip(lls, vals, strict=True)]
+    ref_lls, _ = _multiclass_points(res)
+    for i in np.flatnonzero(solved):
+        ref = ref_lls[i].loglik_at(vals[i])
+        assert got[i] == pytest.approx(ref, abs=1e-7), (i, vals[i])
+        ref_slope = ref_lls[i].slope(vals[i])
+        if np.isfinite(ref_slope):
+            assert slopes[i] == pytest.approx(ref_slope, rel=1e-5, abs=1e-4)
+        else:
+            assert np.isnan(slopes[i])
+
+
+def test_a_multiclass_point_is_the_constrained_maximum(multiclass_fits):
+    """Against BFGS on the logits of every row (the held row's other rates sharing the rest),
+    independent of either Newton route."""
+    res = multiclass_fits["4 classes, 8 groups, prior strength 1"]
+    d, est = res._d, res._record.estimate
+    (G, A), k = d.F.shape, d.L.shape[0]
+    h, j = 2, 1
+    v = float(np.clip(est.P[h, j] + 0.06, 0, 1))
+    ll = lik.profile_loglik(d, est, h, j, res.llf_penalized, res._record.options)
+    got = _stacked.profile_points([ll], [v])[0]
+    others = np.arange(k) != j
+
+    def unpack(u):
+        P = special.softmax(u[:G * k].reshape(G, k), axis=1)
+        P[h] = 0.0
+        P[h, others] = (1 - v) * special.softmax(u[h * k:(h + 1) * k][others])
+        P[h, j] = v
+        return P, special.softmax(u[G * k:].reshape(k, A), axis=1)
+
+    def neg(u):
+        return -lik.objective(*unpack(u), d)
+
+    u0 = np.concatenate([np.log(est.P).ravel(), np.log(est.M).ravel()])
+    opt = optimize.minimize(neg, u0, method="BFGS", options=dict(gtol=1e-8, maxiter=20000))
+    assert np.isfinite(got)
+    assert got == pytest.approx(-opt.fun + d.const, abs=1e-5)
+    assert got >= -opt.fun + d.const - 1e-7
+
+
+def test_multiclass_intervals_equal_the_scalar_routes(multiclass_fits, monkeypatch):
+    """The results' intervals with the points stacked are the scalar route's."""
+    for res in multiclass_fits.values():
+        got = res._profile_intervals(0.05)
+        for p in res._profiles.values():
+            p._cache.clear()
+            p._loglik_at.__self__.slopes.clear()
+        monkeypatch.setattr(_stacked, "eligible", lambda ll: False)
+        ref = res._profile_intervals(0.05)
+        monkeypatch.undo()
+        np.testing.assert_allclose(got.to_numpy(), ref.to_numpy(), rtol=0, atol=1e-9)
+
+
+def test_small_cholesky_solves():
+    """The stacked Cholesky factors and substitutions against numpy's solve; a matrix that is
+    not positive definite is flagged."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((50, 3, 4, 4))
+    A = X @ X.swapaxes(2, 3) + 0.1 * np.eye(4)
+    A[7, 2] = np.diag([1.0, 2.0, -0.5, 3.0])
+    B = rng.standard_normal((50, 3, 4, 5))
+    C, pd_ = _stacked._cholesky(A)
+    assert not pd_[7, 2] and pd_.sum() == 149
+    ok = pd_.copy()
+    X1 = _stacked._forward(C, B.copy())
+    x = _stacked._backward(C, X1[..., 0])
+    np.testing.assert_allclose(x[ok], np.linalg.solve(A[ok], B[ok][..., :1])[..., 0],
+                               rtol=1e-10, atol=1e-10)
+    # S - V'V with V = C^-1 B is S - B' A^-1 B
+    V = X1[ok]
+    np.testing.assert_allclose(V.swapaxes(1, 2) @ V,
+                               B[ok].swapaxes(1, 2) @ np.linalg.solve(A[ok], B[ok]),
+                               rtol=1e-10, atol=1e-10)
+
+
+def test_multiclass_runs_take_the_scalar_routes_newton_steps(multiclass_fits, monkeypatch):
+    """The same Newton iterations as the scalar route (``_warm_newton``) from the same start:
+    the same count at each point (an inexact Hessian still reaches the maximum, in more
+    steps)."""
+    res = multiclass_fits["4 classes, 8 groups, prior strength 1"]
+    lls, vals = _multiclass_points(res)
+    ref_lls, _ = _multiclass_points(res)
+    steps, iters = _stacked._newton_k, []
+    warm = lik._warm_newton
+
+    def counted(*args):
+        iters[-1] += 1
+        return steps(*args)
+
+    def warm_counted(*args, **kw):
+        out = warm(*args, **kw)
+        iters.append(out.convergence.iterations if out is not None else -1)
+        return out
+    monkeypatch.setattr(_stacked, "_newton_k", counted)
+    monkeypatch.setattr(lik, "_warm_newton", warm_counted)
+    compared = 0
+    for i in range(0, len(vals), 3):
+        iters.append(-1)  # (the stacked run's Hessians: its steps and the last check)
+        if not np.isfinite(_stacked.profile_points([lls[i]], vals[i:i + 1])[0]):
+            continue
+        ref_lls[i].loglik_at(vals[i])
+        assert iters[-2] == iters[-1], (i, vals[i])
+        compared += 1
+    assert compared > 15
