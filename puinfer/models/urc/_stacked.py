@@ -678,14 +678,14 @@ def _newton_k(d: lik.Data, P, M, free):
         Zi = Zr[:, i].swapaxes(1, 2)
         for j in range(k):
             C[:, i * m:(i + 1) * m, j * m:(j + 1) * m] = -((Zi * K[:, i, j, None, :]) @ Zr[:, j])
-    # d2 f / dP[g, i] dM[j, a] = [i = j] W[g, a] - P[g, j] M[i, a] W2[g, a], in M's coordinates
-    # (each a single product over the cells)
-    MZ = (M.transpose(0, 2, 1)[:, :, :, None, None] * Zr.transpose(0, 2, 1, 3)[:, :, None])
-    B = (W2 @ MZ.reshape(L, A, k * k * m)).reshape(L, G, k, k, m)
-    B *= -P[:, :, None, :, None]
-    WZ = (W @ Zr.transpose(0, 2, 1, 3).reshape(L, A, n)).reshape(L, G, k, m)
-    B[:, :, di, di, :] += WZ
-    Bu = Zpt @ B.reshape(L, G, k, n)                                      # (L, G, k - 1, n)
+    # d2 f / dP[g, i] dM[j, a] = [i = j] W[g, a] - P[g, j] M[i, a] W2[g, a], in both tangent
+    # coordinates: the rates' basis applied to M's rows first (one product over the cells)
+    Zall = Zr.transpose(0, 2, 1, 3).reshape(L, A, n)                      # columns (j, c)
+    X = W2[:, :, None, :] * (Zpt @ M[:, None])                            # (L, G, k - 1, A)
+    Bu = (X.reshape(L, -1, A) @ Zall).reshape(L, G, k - 1, k, m)
+    Bu *= -P[:, :, None, :, None]
+    Bu += Zpt[..., None] * (W @ Zall).reshape(L, G, 1, k, m)
+    Bu = Bu.reshape(L, G, k - 1, n)
     dP, dM = np.zeros(P.shape), np.zeros(M.shape)
     dec = np.full(L, np.nan)
     chol, newton = _cholesky(Du)
@@ -701,7 +701,11 @@ def _newton_k(d: lik.Data, P, M, free):
         Vt = V.swapaxes(1, 2)
         S = C - Vt @ V
         rhs = gy + (Vt @ w[..., None])[..., 0]
-        pd_ = np.linalg.eigvalsh(S)[:, 0] > 0
+        try:  # (the usual case: every Schur complement positive definite)
+            np.linalg.cholesky(S)
+            pd_ = np.ones(r.size, dtype=bool)
+        except np.linalg.LinAlgError:
+            pd_ = np.linalg.eigvalsh(S)[:, 0] > 0
         if not pd_.all():
             newton[r[~pd_]] = False
             r = r[pd_]
