@@ -573,7 +573,9 @@ def _multiclass_points(lls, values) -> np.ndarray:
     above ``_FREE_MIN``), where Newton's step does not depend on the tangent basis and the
     scalar route's active set never acts; NaN for the others (a step onto the bound, a
     Hessian on the face that is not negative definite, a failed line search), which
-    ``loglik_at`` takes."""
+    ``loglik_at`` takes. Each point's classes are put in an order of its own with a
+    reference class last (:func:`_class_order`), whose rates give the mass to the others'
+    in every group (the rates' tangent basis: slices, not each group's own)."""
     out = np.full(values.size, np.nan)
     d = lls[0].data
     G, A = d.F.shape
@@ -584,15 +586,21 @@ def _multiclass_points(lls, values) -> np.ndarray:
         v = values[idx]
         P, M, held, cls, usable = _starts([lls[i] for i in idx], v)
         _fix_entries(P, held, cls, v)
-        P, M, f, ok = _interior_newton(d, held, cls, P, M)
+        order = _class_order(P, cls)
+        r = np.arange(idx.size)
+        pos = np.argsort(order, axis=1)[r, cls]                # the held class's position
+        lab = _Lab(d, order)
+        P = np.take_along_axis(P, order[:, None, :], axis=2)
+        M = np.take_along_axis(M, order[:, :, None], axis=1)
+        P, M, f, ok = _interior_newton(lab, held, pos, P, M)
         ok &= usable
-        slopes = _entry_slopes(d, P, M, held, cls, v)
-        for r in np.flatnonzero(ok):
-            ll, vr = lls[idx[r]], float(v[r])
+        slopes = _entry_slopes(lab, P, M, held, pos, v)
+        for i in np.flatnonzero(ok):
+            ll, vr = lls[idx[i]], float(v[i])
             ll.slopes.pop(vr, None)
-            if vr < 1.0 and np.isfinite(slopes[r]):
-                ll.slopes[vr] = float(slopes[r])
-            out[idx[r]] = f[r] + ll.offset
+            if vr < 1.0 and np.isfinite(slopes[i]):
+                ll.slopes[vr] = float(slopes[i])
+            out[idx[i]] = f[i] + ll.offset
     return out
 
 
@@ -611,67 +619,104 @@ def _fix_entries(P, held, cls, values) -> None:
     P[r, held] = row
 
 
-def _objective_k(d: lik.Data, P, M) -> np.ndarray:
+def _class_order(P, cls) -> np.ndarray:
+    """Each point's order of the classes (L, k): the reference class last, the class other
+    than the held one whose smallest rate over the groups is largest at the start (its
+    rates give the mass to the other classes' in the tangent basis, and a prior's curvature
+    ``s / p^2`` is smallest on them), the others in their order."""
+    L, _, k = P.shape
+    score = P.min(axis=1)
+    score[np.arange(L), cls] = -np.inf
+    ref = np.argmax(score, axis=1)
+    rest = np.nonzero(np.arange(k) != ref[:, None])[1].reshape(L, k - 1)
+    return np.concatenate([rest, ref[:, None]], axis=1)
+
+
+class _Lab:
+    """The terms of the objective besides the field counts, each point's classes in its own
+    ``order`` (L, k): the lab counts ``Ll`` (L, k, |A|) and the prior's pseudo-counts ``s``
+    (L, k; None without a prior)."""
+
+    def __init__(self, d: lik.Data, order):
+        self.F = np.asarray(d.F, dtype=float)
+        self.Ll = np.asarray(d.L_lik, dtype=float)[order]
+        self.s = None
+        if d.strength > 0:
+            self.s = d.strength * np.asarray(d.pi_lab, dtype=float)[order]
+
+    def __getitem__(self, idx) -> _Lab:
+        """The terms of the points ``idx``."""
+        out = object.__new__(_Lab)
+        out.F, out.Ll = self.F, self.Ll[idx]
+        out.s = None if self.s is None else self.s[idx]
+        return out
+
+
+def _objective_k(lab: _Lab, P, M) -> np.ndarray:
     """:func:`._likelihood.objective` of each point (``P`` (L, G, k), ``M`` (L, k, |A|);
     -inf where infeasible)."""
-    F, Ll = d.F, d.L_lik
+    F, Ll = lab.F, lab.Ll
     with np.errstate(divide="ignore", invalid="ignore"):
         f = np.where(F > 0, F * np.log(P @ M), 0.0).sum(axis=(1, 2))
         f += np.where(Ll > 0, Ll * np.log(M), 0.0).sum(axis=(1, 2))
-        if d.strength > 0:
-            s = d.strength * np.asarray(d.pi_lab)
+        if lab.s is not None:
+            s = lab.s[:, None, :]
             f += np.where(s > 0, s * np.log(P), 0.0).sum(axis=(1, 2))
     f[np.isnan(f)] = -np.inf
     return f
 
 
-def _grad_P(d: lik.Data, P, M, W) -> np.ndarray:
+def _grad_P(lab: _Lab, P, M, W) -> np.ndarray:
     """``d f / d P`` (L, G, k) from ``W = F / (P M)``."""
     gP = W @ M.transpose(0, 2, 1)
-    if d.strength > 0:
-        s = d.strength * np.asarray(d.pi_lab)
+    if lab.s is not None:
+        s = lab.s[:, None, :]
         with np.errstate(divide="ignore", invalid="ignore"):
             gP += np.where(s > 0, s / P, 0.0)
     return gP
 
 
-def _newton_k(d: lik.Data, P, M, free):
-    """Newton's direction on the tangent space of every point (the rates ``free`` move, on
-    their rows' simplices; every cell of ``M`` on its row's), by blocks: each group's
+def _newton_k(lab: _Lab, P, M, held, pos):
+    """Newton's direction on the tangent space of every point (every rate free but the held
+    one, at ``pos`` in its row ``held``; every cell of ``M``), by blocks: each group's
     ``(k - 1) x (k - 1)`` block eliminated, then the Schur complement on ``M``'s tangent
-    space. Returns ``dP, dM``, the decrement and whether the negative Hessian on the face is
-    positive definite (only there is the direction computed)."""
+    space (its rows' pair basis). The rates' basis moves mass from the last class (the
+    reference, :func:`_class_order`) to each other; the held rate's column is padded (1 on
+    the diagonal, nothing else). Returns ``dP, dM``, the decrement and whether the negative
+    Hessian on the face is positive definite (only there is the direction computed)."""
     L, G, k = P.shape
     A = M.shape[2]
-    m, F, Ll = A - 1, d.F, d.L_lik
+    q, m, F, Ll = k - 1, A - 1, lab.F, lab.Ll
     n = k * m
     Q = P @ M
     with np.errstate(divide="ignore", invalid="ignore"):
         W = np.where(F > 0, F / Q, 0.0)
         W2 = np.where(F > 0, W / Q, 0.0)
-        lab = np.where(Ll > 0, Ll / M, 0.0)
-        lab2 = np.where(Ll > 0, lab / M, 0.0)
+        lab1 = np.where(Ll > 0, Ll / M, 0.0)
+        lab2 = np.where(Ll > 0, lab1 / M, 0.0)
     di = np.arange(k)
-    gP = _grad_P(d, P, M, W)
+    gP = _grad_P(lab, P, M, W)
     MM = (M[:, :, None, :] * M[:, None, :, :]).reshape(L, k * k, A)
     HPP = -(W2 @ MM.transpose(0, 2, 1)).reshape(L, G, k, k)
-    if d.strength > 0:
-        s = d.strength * np.asarray(d.pi_lab)
+    if lab.s is not None:
+        s = lab.s[:, None, :]
         with np.errstate(divide="ignore", invalid="ignore"):
             HPP[..., di, di] -= np.where(s > 0, s / P ** 2, 0.0)
-    gM = P.transpose(0, 2, 1) @ W + lab                                   # (L, k, A)
+    gM = P.transpose(0, 2, 1) @ W + lab1                                  # (L, k, A)
     PP = (P[..., :, None] * P[..., None, :]).reshape(L, G, k * k)
     K = -(PP.transpose(0, 2, 1) @ W2).reshape(L, k, k, A)        # d2 f / dM[i, a] dM[j, a]
     K[:, di, di] -= lab2
-    Zp = _pair_basis(P, free)                                             # (L, G, k, k - 1)
+    r = np.arange(L)
+    gu = gP[..., :q] - gP[..., q:]                                        # (L, G, k - 1)
+    Du = HPP[..., q:, :q] - HPP[..., :q, :q]
+    Du += HPP[..., :q, q:]
+    Du -= HPP[..., q:, q:]
+    gu[r, held, pos] = 0.0
+    Du[r, held, pos, :] = 0.0
+    Du[r, held, :, pos] = 0.0
+    Du[r, held, pos, pos] = 1.0
     Zr = _pair_basis(M, np.ones(M.shape, dtype=bool))                     # (L, k, A, m)
-    Zpt = Zp.swapaxes(2, 3)
-    gu = (Zpt @ gP[..., None])[..., 0]                                    # (L, G, k - 1)
-    Du = -(Zpt @ HPP @ Zp)
-    pad = ~Zp.any(axis=2)  # (the held rate's column: -1 on the diagonal, nothing else)
-    if pad.any():
-        p_, g_, c_ = np.nonzero(pad)
-        Du[p_, g_, c_, c_] = 1.0
+    Zall = Zr.transpose(0, 2, 1, 3).reshape(L, A, n)                      # columns (j, c)
     gy = np.concatenate([(gM[:, i, None, :] @ Zr[:, i])[:, 0] for i in range(k)], axis=1)
     C = np.empty((L, n, n))
     for i in range(k):
@@ -679,13 +724,16 @@ def _newton_k(d: lik.Data, P, M, free):
         for j in range(k):
             C[:, i * m:(i + 1) * m, j * m:(j + 1) * m] = -((Zi * K[:, i, j, None, :]) @ Zr[:, j])
     # d2 f / dP[g, i] dM[j, a] = [i = j] W[g, a] - P[g, j] M[i, a] W2[g, a], in both tangent
-    # coordinates: the rates' basis applied to M's rows first (one product over the cells)
-    Zall = Zr.transpose(0, 2, 1, 3).reshape(L, A, n)                      # columns (j, c)
-    X = W2[:, :, None, :] * (Zpt @ M[:, None])                            # (L, G, k - 1, A)
-    Bu = (X.reshape(L, -1, A) @ Zall).reshape(L, G, k - 1, k, m)
+    # coordinates (the rates' basis applied to M's rows first: one product over the cells)
+    X = W2[:, :, None, :] * (M[:, None, :q] - M[:, None, q:])             # (L, G, k - 1, A)
+    Bu = (X.reshape(L, -1, A) @ Zall).reshape(L, G, q, k, m)
     Bu *= -P[:, :, None, :, None]
-    Bu += Zpt[..., None] * (W @ Zall).reshape(L, G, 1, k, m)
-    Bu = Bu.reshape(L, G, k - 1, n)
+    WZ = (W @ Zall).reshape(L, G, k, m)
+    for c in range(q):
+        Bu[:, :, c, c] += WZ[:, :, c]
+    Bu[:, :, :, q] -= WZ[:, :, None, q]
+    Bu = Bu.reshape(L, G, q, n)
+    Bu[r, held, pos] = 0.0
     dP, dM = np.zeros(P.shape), np.zeros(M.shape)
     dec = np.full(L, np.nan)
     chol, newton = _cholesky(Du)
@@ -693,11 +741,12 @@ def _newton_k(d: lik.Data, P, M, free):
     r = np.flatnonzero(newton)
     if r.size:
         if r.size < L:
-            chol, gu, Bu, C, gy, Zp, Zr = (a[r] for a in (chol, gu, Bu, C, gy, Zp, Zr))
+            chol, gu, Bu, C, gy, Zr = (a[r] for a in (chol, gu, Bu, C, gy, Zr))
         # the negative Hessian's cross block is -Bu; with Du = C C', w = C^-1 gu and
         # V = C^-1 Bu: S = C_M - V'V, S z = gy + V'w, u = C'^-1 (w + V z)
-        w = _forward(chol, gu[..., None].copy()).reshape(r.size, -1)
-        V = _forward(chol, Bu).reshape(r.size, -1, n)
+        Ci = _forward(chol, np.broadcast_to(np.eye(q), chol.shape).copy())
+        w = (Ci @ gu[..., None]).reshape(r.size, -1)
+        V = (Ci @ Bu).reshape(r.size, -1, n)
         Vt = V.swapaxes(1, 2)
         S = C - Vt @ V
         rhs = gy + (Vt @ w[..., None])[..., 0]
@@ -709,11 +758,12 @@ def _newton_k(d: lik.Data, P, M, free):
         if not pd_.all():
             newton[r[~pd_]] = False
             r = r[pd_]
-            chol, gu, Zp, Zr, gy, w, V, S, rhs = (
-                a[pd_] for a in (chol, gu, Zp, Zr, gy, w, V, S, rhs))
+            Ci, gu, Zr, gy, w, V, S, rhs = (a[pd_] for a in (Ci, gu, Zr, gy, w, V, S, rhs))
         z = np.linalg.solve(S, rhs[..., None])[..., 0]
-        du = _backward(chol, (w + (V @ z[..., None])[..., 0]).reshape(r.size, G, k - 1))
-        dP[r] = (Zp @ du[..., None])[..., 0]
+        du = (Ci.swapaxes(2, 3) @ (w + (V @ z[..., None])[..., 0]).reshape(r.size, G, q, 1))
+        du = du[..., 0]
+        dP[r, :, :q] = du
+        dP[r, :, q] = -du.sum(axis=2)
         dM[r] = (Zr @ z.reshape(r.size, k, m, 1))[..., 0]
         dec[r] = (gu * du).sum(axis=(1, 2)) + (gy * z).sum(axis=1)
     newton &= np.isfinite(dec)
@@ -749,38 +799,28 @@ def _forward(C, B) -> np.ndarray:
     return Y
 
 
-def _backward(C, y) -> np.ndarray:
-    """``C'^-1 y`` for the factors ``C`` (..., n, n) of :func:`_cholesky` and ``y`` (..., n)."""
-    x = np.array(y, dtype=float)
-    n = C.shape[-1]
-    for i in reversed(range(n)):
-        for j in range(i + 1, n):
-            x[..., i] -= C[..., j, i] * x[..., j]
-        x[..., i] /= C[..., i, i]
-    return x
-
-
-def _interior_newton(d: lik.Data, held, cls, P, M):
+def _interior_newton(lab: _Lab, held, pos, P, M):
     """Newton's method from each start as :func:`._likelihood._warm_newton` runs it (the same
     stopping rules and line search: steps accepted with ``f_new >= f - 1e-14 |f|``, halved
     down to 1e-10; converged where the decrement is below ``max(1e-10, 1e-14 |f|)`` or a
     shortened step's below the rounding of ``f``), as long as it stays inside the simplices
     with Newton steps: a point whose start or iterate has a free component at or below
     ``_FREE_MIN``, whose full step leaves the simplices, whose Hessian on the face is not
-    negative definite or whose line search fails is not converged (``ok`` False). Returns
-    ``P, M, f, ok``."""
+    negative definite or whose line search fails is not converged (``ok`` False). ``lab``:
+    the other terms, ``held``, ``pos``: the held rate's group and class. Returns ``P, M, f,
+    ok``."""
     L = P.shape[0]
     rows = np.arange(L)
     P, M = P.copy(), M.copy()
     free = np.ones(P.shape, dtype=bool)
-    free[rows, held, cls] = False
+    free[rows, held, pos] = False
     free_min = lik._FREE_MIN
 
     def inside(Ps, Ms, fr, bound):
         return (np.where(fr, Ps, 1.0) > bound).all(axis=(1, 2)) & \
             (Ms > bound).all(axis=(1, 2))
 
-    f = _objective_k(d, P, M)
+    f = _objective_k(lab, P, M)
     ok = np.isfinite(f) & inside(P, M, free, free_min)
     done = ~ok
     converged = np.zeros(L, dtype=bool)
@@ -789,7 +829,7 @@ def _interior_newton(d: lik.Data, held, cls, P, M):
         if act.size == 0:
             break
         fa = f[act]
-        dP, dM, dec, newton = _newton_k(d, P[act], M[act], free[act])
+        dP, dM, dec, newton = _newton_k(lab[act], P[act], M[act], held[act], pos[act])
         ok[act[~newton]] = False
         done[act[~newton]] = True
         small = newton & (dec < np.maximum(1e-10, 1e-14 * np.abs(fa)))
@@ -808,14 +848,14 @@ def _interior_newton(d: lik.Data, held, cls, P, M):
         done[ia[~feas]] = True
         t = np.ones(ia.size)
         fn = np.full(ia.size, -np.inf)
-        fn[feas] = _objective_k(d, P0[feas] + dPg[feas], M0[feas] + dMg[feas])
+        fn[feas] = _objective_k(lab[ia[feas]], P0[feas] + dPg[feas], M0[feas] + dMg[feas])
         slack = 1e-14 * np.abs(fg)
         accepted = feas & (fn >= fg - slack)
         pend = feas & ~accepted
         while pend.any():  # (inside: the simplices are convex)
             t[pend] *= 0.5
             p = np.flatnonzero(pend)
-            ft = _objective_k(d, P0[p] + t[p, None, None] * dPg[p],
+            ft = _objective_k(lab[ia[p]], P0[p] + t[p, None, None] * dPg[p],
                               M0[p] + t[p, None, None] * dMg[p])
             good = ft >= fg[p] - slack[p]
             fn[p[good]] = ft[good]
@@ -838,20 +878,21 @@ def _interior_newton(d: lik.Data, held, cls, P, M):
     return P, M, f, ok & converged
 
 
-def _entry_slopes(d: lik.Data, P, M, held, cls, values) -> np.ndarray:
+def _entry_slopes(lab: _Lab, P, M, held, pos, values) -> np.ndarray:
     """The envelope slope of each point's profile, as
     :meth:`._likelihood.ProfileLoglik._envelope_slope`: the gradient in the held group's rates
-    along the rate up by one and the row's other rates down in proportion."""
+    along the rate (at ``pos`` in row ``held``) up by one and the row's other rates down in
+    proportion."""
     r = np.arange(P.shape[0])
     Ph = P[r, held][:, None, :]                                           # (L, 1, k)
-    Fh = d.F[held][:, None, :]
+    Fh = lab.F[held][:, None, :]
     Q = Ph @ M
     with np.errstate(divide="ignore", invalid="ignore"):
         W = np.where((Fh > 0) & (Q > 0), Fh / Q, 0.0)
-        g = _grad_P(d, Ph, M, W)[:, 0]
+        g = _grad_P(lab, Ph, M, W)[:, 0]
         rest = 1.0 - values
         direction = -Ph[:, 0] / rest[:, None]
-        direction[r, cls] = 1.0
+        direction[r, pos] = 1.0
         out = np.where(direction != 0, g, 0.0) * direction
         out = out.sum(axis=1)
     out[~(rest > 0) | ~np.isfinite(out)] = np.nan
