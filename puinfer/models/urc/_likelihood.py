@@ -1258,14 +1258,16 @@ def profile_loglik(d: Data, est: Estimate, g: int, j: int, llf_penalized: float,
                    ) -> ProfileLoglik:
     """The :class:`ProfileLoglik` of ``p_g[j]`` (whole data under the joint likelihood; group
     ``g`` alone under the fixed one, the others keeping their maximum). ``curvature``: the
-    :class:`ModeCurvature` of ``d`` at ``est``, shared by the joint likelihood's profiles."""
+    :class:`ModeCurvature` at ``est`` shared by the joint likelihood's profiles (of ``d``),
+    or by one group's under the fixed likelihood (of that group's data: another profile's of
+    the group)."""
     if d.joint:
         return ProfileLoglik(d, g, j, est, d.const, options, curvature)
     dg = d.group(g)
     # (maximize tries no further starts under the fixed likelihood)
     est_g = dataclasses.replace(est, P=est.P[g:g + 1], others=())
     offset = llf_penalized - objective(est_g.P, est.M, dg)
-    return ProfileLoglik(dg, 0, j, est_g, offset, options)
+    return ProfileLoglik(dg, 0, j, est_g, offset, options, curvature)
 
 
 def approx_se(P, M, F, j) -> float:

@@ -44,7 +44,7 @@ def eligible(ll: lik.ProfileLoglik) -> bool:
     if d.active_penalty is not None or d.class_weight is not None:
         return False
     if d.L.shape[0] > 2:
-        return bool(d.joint and len(ll.starts) == 1)
+        return len(ll.starts) == 1
     return bool(ll.cls == 1 and (len(ll.starts) == 1 or not d.joint))
 
 
@@ -59,10 +59,10 @@ def profile_points(lls, values) -> np.ndarray:
     if values.size == 0:
         return out
     d = lls[0].data
-    if not d.joint:
-        return _fixed_points(lls, values)
     if d.L.shape[0] > 2:
         return _multiclass_points(lls, values)
+    if not d.joint:
+        return _fixed_points(lls, values)
     F = np.asarray(d.F, dtype=float)
     G, A = F.shape
     chunk = max(1, _CHUNK_ENTRIES // (G * A))
@@ -148,16 +148,20 @@ def _starts(lls, values):
     G, k = P.shape
     values = np.asarray(values, dtype=float)
     L = values.size
-    theta = np.concatenate([P.ravel(), M.ravel()])
+    if lls[0].data.joint:  # (one fit's maximum)
+        theta = np.concatenate([P.ravel(), M.ravel()])[None, :]
+    else:  # (each group's own)
+        theta = np.stack([np.concatenate([ll.mode[0].ravel(), ll.mode[1].ravel()])
+                          for ll in lls])
     held = np.array([ll.group for ll in lls], dtype=int)
     cls = np.array([ll.cls for ll in lls], dtype=int)
     dirs = [ll.path_direction() for ll in lls]
     usable = np.array([u is not None for u in dirs], dtype=bool)
-    step = np.zeros((L, theta.size))
+    step = np.zeros((L, theta.shape[1]))
     if usable.any():
         step[usable] = np.stack([u for u in dirs if u is not None])
     rows = np.arange(L)
-    step *= (values - P[held, cls])[:, None]
+    step *= (values - np.broadcast_to(theta, step.shape)[rows, held * k + cls])[:, None]
     down = step < 0
     down[rows, held * k + cls] = False  # (set to the point below anyway)
     with np.errstate(divide="ignore"):
@@ -589,7 +593,8 @@ def _multiclass_points(lls, values) -> np.ndarray:
         order = _class_order(P, cls)
         r = np.arange(idx.size)
         pos = np.argsort(order, axis=1)[r, cls]                # the held class's position
-        lab = _Lab(d, order)
+        lab = _Lab(d, order, None if d.joint else
+                   np.stack([lls[i].data.F for i in idx]))     # (the fixed: each group's)
         P = np.take_along_axis(P, order[:, None, :], axis=2)
         M = np.take_along_axis(M, order[:, :, None], axis=1)
         P, M, f, ok = _interior_newton(lab, held, pos, P, M)
@@ -634,12 +639,14 @@ def _class_order(P, cls) -> np.ndarray:
 
 class _Lab:
     """The terms of the objective besides the field counts, each point's classes in its own
-    ``order`` (L, k): the lab counts ``Ll`` (L, k, |A|) and the prior's pseudo-counts ``s``
+    ``order`` (L, k): the field counts ``F`` (G, |A|), or each point's (L, 1, |A|) under the
+    fixed likelihood (each profile a group's own), the lab counts ``Ll`` (L, k, |A|; None
+    under the fixed likelihood: ``M`` does not move) and the prior's pseudo-counts ``s``
     (L, k; None without a prior)."""
 
-    def __init__(self, d: lik.Data, order):
-        self.F = np.asarray(d.F, dtype=float)
-        self.Ll = np.asarray(d.L_lik, dtype=float)[order]
+    def __init__(self, d: lik.Data, order, F=None):
+        self.F = np.asarray(d.F if F is None else F, dtype=float)
+        self.Ll = np.asarray(d.L_lik, dtype=float)[order] if d.joint else None
         self.s = None
         if d.strength > 0:
             self.s = d.strength * np.asarray(d.pi_lab, dtype=float)[order]
@@ -647,9 +654,14 @@ class _Lab:
     def __getitem__(self, idx) -> _Lab:
         """The terms of the points ``idx``."""
         out = object.__new__(_Lab)
-        out.F, out.Ll = self.F, self.Ll[idx]
+        out.F = self.F if self.F.ndim == 2 else self.F[idx]
+        out.Ll = None if self.Ll is None else self.Ll[idx]
         out.s = None if self.s is None else self.s[idx]
         return out
+
+    def field(self, held) -> np.ndarray:
+        """The held groups' field counts (L, |A|)."""
+        return self.F[held] if self.F.ndim == 2 else self.F[np.arange(held.size), held]
 
 
 def _objective_k(lab: _Lab, P, M) -> np.ndarray:
@@ -658,7 +670,8 @@ def _objective_k(lab: _Lab, P, M) -> np.ndarray:
     F, Ll = lab.F, lab.Ll
     with np.errstate(divide="ignore", invalid="ignore"):
         f = np.where(F > 0, F * np.log(P @ M), 0.0).sum(axis=(1, 2))
-        f += np.where(Ll > 0, Ll * np.log(M), 0.0).sum(axis=(1, 2))
+        if Ll is not None:
+            f += np.where(Ll > 0, Ll * np.log(M), 0.0).sum(axis=(1, 2))
         if lab.s is not None:
             s = lab.s[:, None, :]
             f += np.where(s > 0, s * np.log(P), 0.0).sum(axis=(1, 2))
@@ -692,8 +705,6 @@ def _newton_k(lab: _Lab, P, M, held, pos):
     with np.errstate(divide="ignore", invalid="ignore"):
         W = np.where(F > 0, F / Q, 0.0)
         W2 = np.where(F > 0, W / Q, 0.0)
-        lab1 = np.where(Ll > 0, Ll / M, 0.0)
-        lab2 = np.where(Ll > 0, lab1 / M, 0.0)
     di = np.arange(k)
     gP = _grad_P(lab, P, M, W)
     MM = (M[:, :, None, :] * M[:, None, :, :]).reshape(L, k * k, A)
@@ -702,10 +713,6 @@ def _newton_k(lab: _Lab, P, M, held, pos):
         s = lab.s[:, None, :]
         with np.errstate(divide="ignore", invalid="ignore"):
             HPP[..., di, di] -= np.where(s > 0, s / P ** 2, 0.0)
-    gM = P.transpose(0, 2, 1) @ W + lab1                                  # (L, k, A)
-    PP = (P[..., :, None] * P[..., None, :]).reshape(L, G, k * k)
-    K = -(PP.transpose(0, 2, 1) @ W2).reshape(L, k, k, A)        # d2 f / dM[i, a] dM[j, a]
-    K[:, di, di] -= lab2
     r = np.arange(L)
     gu = gP[..., :q] - gP[..., q:]                                        # (L, G, k - 1)
     Du = HPP[..., q:, :q] - HPP[..., :q, :q]
@@ -715,6 +722,24 @@ def _newton_k(lab: _Lab, P, M, held, pos):
     Du[r, held, pos, :] = 0.0
     Du[r, held, :, pos] = 0.0
     Du[r, held, pos, pos] = 1.0
+    dP, dM = np.zeros(P.shape), np.zeros(M.shape)
+    if Ll is None:  # (the fixed likelihood: M does not move, the groups' blocks are all)
+        chol, newton = _cholesky(Du)
+        newton = newton.all(axis=1)
+        Ci = _forward(chol, np.broadcast_to(np.eye(q), chol.shape).copy())
+        du = (Ci.swapaxes(2, 3) @ (Ci @ gu[..., None]))[..., 0]
+        dP[..., :q] = du
+        dP[..., q] = -du.sum(axis=2)
+        dec = np.where(newton, (gu * du).sum(axis=(1, 2)), np.nan)
+        newton &= np.isfinite(dec)
+        return dP, dM, dec, newton
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lab1 = np.where(Ll > 0, Ll / M, 0.0)
+        lab2 = np.where(Ll > 0, lab1 / M, 0.0)
+    gM = P.transpose(0, 2, 1) @ W + lab1                                  # (L, k, A)
+    PP = (P[..., :, None] * P[..., None, :]).reshape(L, G, k * k)
+    K = -(PP.transpose(0, 2, 1) @ W2).reshape(L, k, k, A)        # d2 f / dM[i, a] dM[j, a]
+    K[:, di, di] -= lab2
     Zr = _pair_basis(M, np.ones(M.shape, dtype=bool))                     # (L, k, A, m)
     Zall = Zr.transpose(0, 2, 1, 3).reshape(L, A, n)                      # columns (j, c)
     gy = np.concatenate([(gM[:, i, None, :] @ Zr[:, i])[:, 0] for i in range(k)], axis=1)
@@ -734,7 +759,6 @@ def _newton_k(lab: _Lab, P, M, held, pos):
     Bu[:, :, :, q] -= WZ[:, :, None, q]
     Bu = Bu.reshape(L, G, q, n)
     Bu[r, held, pos] = 0.0
-    dP, dM = np.zeros(P.shape), np.zeros(M.shape)
     dec = np.full(L, np.nan)
     chol, newton = _cholesky(Du)
     newton = newton.all(axis=1)
@@ -817,8 +841,8 @@ def _interior_newton(lab: _Lab, held, pos, P, M):
     free_min = lik._FREE_MIN
 
     def inside(Ps, Ms, fr, bound):
-        return (np.where(fr, Ps, 1.0) > bound).all(axis=(1, 2)) & \
-            (Ms > bound).all(axis=(1, 2))
+        out = (np.where(fr, Ps, 1.0) > bound).all(axis=(1, 2))
+        return out & (Ms > bound).all(axis=(1, 2)) if lab.Ll is not None else out
 
     f = _objective_k(lab, P, M)
     ok = np.isfinite(f) & inside(P, M, free, free_min)
@@ -885,7 +909,7 @@ def _entry_slopes(lab: _Lab, P, M, held, pos, values) -> np.ndarray:
     proportion."""
     r = np.arange(P.shape[0])
     Ph = P[r, held][:, None, :]                                           # (L, 1, k)
-    Fh = lab.F[held][:, None, :]
+    Fh = lab.field(held)[:, None, :]
     Q = Ph @ M
     with np.errstate(divide="ignore", invalid="ignore"):
         W = np.where((Fh > 0) & (Q > 0), Fh / Q, 0.0)

@@ -328,9 +328,12 @@ class URCResults(URCTestsMixin, InformationCriteria, LikelihoodResults):
                 f"{lik.more_random_starts(rec.options)}) (or likelihood='fixed', whose maximum "
                 "is unique)" if self._d.joint else None)
         for g in range(P.shape[0]):
+            if not self._d.joint:
+                curvature = None  # (the fixed likelihood: shared by the group's profiles)
             for j in range(P.shape[1]):
                 ll = lik.profile_loglik(self._d, rec.estimate, g, j, self.llf_penalized,
                                         rec.options, curvature)
+                curvature = ll.curvature
                 # (binary: class 0's rate is one minus class 1's, the same error)
                 v_gj = var.get((g, j if P.shape[1] > 2 else 1), np.nan)
                 step = np.sqrt(v_gj) if v_gj > 0 else \
