@@ -1094,6 +1094,29 @@ class ModeCurvature:
             return None
         return np.asarray(T @ a).ravel() / var
 
+    def directions(self, lls) -> None:
+        """:meth:`direction` of the profiles ``lls`` (of this curvature) whose
+        :meth:`ProfileLoglik.path_direction` is not yet known, solved together (one solve
+        with a column per profile: many groups' profiles made hundreds of solves) and kept
+        in each."""
+        todo = [ll for ll in lls if not hasattr(ll, "_direction")]
+        if not todo:
+            return
+        fac = self._factorised()
+        if not fac:
+            for ll in todo:
+                ll._direction = None
+            return
+        T, chol = fac
+        k = self.estimate.P.shape[1]
+        TS = T[[ll.group * k + ll.cls for ll in todo]].toarray().T        # (n_free, L)
+        a = linalg.cho_solve(chol, TS, check_finite=False)
+        var = np.einsum("ij,ij->j", TS, a)
+        out = np.asarray(T @ a) / np.where(var != 0, var, 1.0)
+        good = TS.any(axis=0) & np.isfinite(var) & (var > 0)
+        for i, ll in enumerate(todo):
+            ll._direction = out[:, i].copy() if good[i] else None
+
     def __getstate__(self):
         return {"data": self.data, "estimate": self.estimate, "_factor": None}
 

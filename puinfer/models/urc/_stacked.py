@@ -155,6 +155,11 @@ def _starts(lls, values):
                           for ll in lls])
     held = np.array([ll.group for ll in lls], dtype=int)
     cls = np.array([ll.cls for ll in lls], dtype=int)
+    shared = {}  # (the directions of the profiles sharing a curvature, solved together)
+    for ll in lls:
+        shared.setdefault(id(ll.curvature), (ll.curvature, []))[1].append(ll)
+    for curvature, members in shared.values():
+        curvature.directions(members)
     dirs = [ll.path_direction() for ll in lls]
     usable = np.array([u is not None for u in dirs], dtype=bool)
     step = np.zeros((L, theta.shape[1]))

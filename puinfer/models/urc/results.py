@@ -361,9 +361,12 @@ class URCResults(URCTestsMixin, InformationCriteria, LikelihoodResults):
         Profile
             The same object on every call (its evaluations are cached).
         """
+        self._require_unrestricted()
+        return self._profiles[self._group_pos(group), self._class_pos(cls)]
+
+    def _require_unrestricted(self):
         if self.constraint.kind != "free":
             raise ValueError("profiles are available for the unrestricted fit only")
-        return self._profiles[self._group_pos(group), self._class_pos(cls)]
 
     def _profile_intervals(self, alpha: float, cutoffs=None) -> pd.DataFrame:
         """Each free rate's profile interval (at ``cutoffs`` where given, e.g. Bartlett's).
@@ -391,8 +394,8 @@ class URCResults(URCTestsMixin, InformationCriteria, LikelihoodResults):
         same limits to about 1e-11)."""
         check = self.likelihood == "joint" and len(self._groups) == 1 and \
             self._d.active_penalty is None
-        profs = [self.profile(self._groups[g], self.model.classes[j])
-                 for g, j in self._free_index]
+        self._require_unrestricted()
+        profs = [self._profiles[g, j] for g, j in self._free_index]
         cuts = [None if cutoffs is None or not np.isfinite(c) else float(c)
                 for c in (cutoffs if cutoffs is not None else [None] * len(profs))]
         if check:
