@@ -1,6 +1,7 @@
 """Benchmark URC: binning + fit + profile interval on up to 10 million field predictions, and
-local URC on 100 groups of 100,000 and 300 groups of 10,000, and 300 groups with a rare class in
-the lab set (a script printing a table; not a timed test).
+local URC on 100 groups of 100,000 and 300 groups of 10,000, 300 groups with a rare class in
+the lab set, and 100 groups of 4 classes and 300 of 3 (a script printing a table; not a timed
+test).
 
 Usage::
 
@@ -124,6 +125,31 @@ def rare_lab_urc(G, n_field, repeat):
                     f"{float((ci['upper'] - ci['lower']).mean()):.3f}")]
 
 
+def multiclass_urc(G, k, m, repeat):
+    """Fit and intervals of G groups of m field predictions of k classes (each group's base
+    rates drawn from a Dirichlet(3)), under both likelihoods (issue 17: the stacked points of
+    several classes, session 90)."""
+    rng = np.random.default_rng(2028)
+    rates = rng.dirichlet(3 * np.ones(k), size=G)
+    sim = simulate_urc(n_lab=3000, n_field=[m] * G, lab_base_rates=[1 / k] * k,
+                       field_base_rate=rates, separation=1.5, rng=rng)
+    model = URC(sim.lab_pred, sim.lab_y)
+    rows = []
+    for lik in ("joint", "fixed"):
+        t_fit, res = best_of(lambda lik=lik: model.fit(sim.field_pred, groups=sim.field_group,
+                                                       likelihood=lik), repeat)
+        blob = pickle.dumps(res)
+        t_ci, ci = best_of(lambda blob=blob: pickle.loads(blob).conf_int(0.05), repeat)
+        truth = rates.ravel()
+        cover = np.mean((ci["lower"].to_numpy() <= truth) & (truth <= ci["upper"].to_numpy()))
+        rows.append(dict(case=f"{G} groups x {m:,}, {k} classes", N=G * m, likelihood=lik,
+                         fit_s=t_fit, ci_s=t_ci, total_s=t_fit + t_ci, peak_MB=np.nan,
+                         estimate=float(np.mean(np.abs(res.base_rates.to_numpy().ravel()
+                                                       - truth))),
+                         ci=f"{G * k} intervals, {cover:.0%} cover"))
+    return rows
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
@@ -166,6 +192,9 @@ def main(argv=None):
                       args.repeat)
     # many groups and a rare class in the lab set (modified Newton steps on the face)
     rows += rare_lab_urc(300, 30_000 if args.quick else 100_000, 1 if args.quick else 2)
+    # many groups of several classes
+    rows += multiclass_urc(100, 4, 2_000 if args.quick else 10_000, args.repeat)
+    rows += multiclass_urc(300, 3, 1_000 if args.quick else 3_000, args.repeat)
     finish(pd.DataFrame(rows), args, KEY, TIMES)
 
 
