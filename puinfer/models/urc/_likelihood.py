@@ -1540,8 +1540,8 @@ def bootstrap_lr(d: Data, est: Estimate, targets, n_boot: int, rng: np.random.Ge
     bootstrap distribution of ``R(true value)`` under the fitted model (for a Bartlett-type
     calibration of the cut-off). Returns an ``n_boot x len(targets)`` array (NaN where a fit
     failed) and one of whether each resample's free estimate of the target lies on the
-    boundary (within :data:`BOUNDARY` of 0 or 1). A binary joint fit's constrained fits of
-    one resample are solved together where Newton alone finishes them
+    boundary (within :data:`BOUNDARY` of 0 or 1). Under the joint likelihood the constrained
+    fits of one resample are solved together where Newton alone finishes them
     (:func:`._stacked.entry_fits`; with many groups each is a fit of every group)."""
     P, M = est.P, est.M
     n = d.L.sum(axis=1)
@@ -1551,9 +1551,9 @@ def bootstrap_lr(d: Data, est: Estimate, targets, n_boot: int, rng: np.random.Ge
     at_bound = np.zeros((n_boot, len(targets)), dtype=bool)
     gj = (np.array([g for g, _ in targets]), np.array([j for _, j in targets])) \
         if targets else None
-    # a binary joint fit's targets (class 1's rates) are solved together (_stacked)
+    # a joint fit's targets (a binary fit's: class 1's rates) are solved together (_stacked)
     from . import _stacked  # (it builds on this module)
-    stacked = bool(gj is not None and d.joint and P.shape[1] == 2 and np.all(gj[1] == 1)
+    stacked = bool(gj is not None and d.joint and (P.shape[1] > 2 or np.all(gj[1] == 1))
                    and d.active_penalty is None and d.class_weight is None)
     for b in range(n_boot):
         db = _resample(d, n / n.sum(), M, Ng, Q, rng)
@@ -1567,7 +1567,7 @@ def bootstrap_lr(d: Data, est: Estimate, targets, n_boot: int, rng: np.random.Ge
         done = np.zeros(len(targets), dtype=bool)
         if stacked:
             # every target's fit of this resample solved together (the same Newton runs)
-            f0s, done = _stacked.entry_fits(db, (free.P, free.M), gj[0], P[gj])
+            f0s, done = _stacked.entry_fits(db, (free.P, free.M), gj[0], P[gj], gj[1])
             out[b, done] = np.maximum(2.0 * (free.objective - f0s[done]), 0.0)
         for t, (g, j) in enumerate(targets):
             if done[t]:

@@ -84,26 +84,34 @@ def profile_points(lls, values) -> np.ndarray:
     return out
 
 
-def entry_fits(d: lik.Data, start, groups, values):
-    """The fits of ``d`` with ``p_g[1]`` held at each ``values[i]`` for ``g = groups[i]``, all
-    started from ``start = (P, M)`` (that rate set to the value), as
-    ``_likelihood._maximize_once(d, Constraint("entry", ...), start, warm=True)`` finds them
-    by Newton (without modified steps) before it turns to EM: a binary joint likelihood
-    without a penalty (:func:`eligible`'s). Returns the objectives and which points converged
-    so (the others are the scalar route's)."""
+def entry_fits(d: lik.Data, start, groups, values, classes=None):
+    """The fits of ``d`` with ``p_g[j]`` held at each ``values[i]`` for ``g = groups[i]``
+    (``j = classes[i]``; binary: class 1), all started from ``start = (P, M)`` (that rate set
+    to the value), as ``_likelihood._maximize_once(d, Constraint("entry", ...), start,
+    warm=True)`` finds them by Newton (without modified steps) before it turns to EM: a joint
+    likelihood without a penalty (:func:`eligible`'s; with three or more classes, the runs
+    that stay inside the simplices). Returns the objectives and which points converged so
+    (the others are the scalar route's)."""
     P, M = start
     values = np.asarray(values, dtype=float)
     groups = np.asarray(groups, dtype=int)
     G, A = d.F.shape
-    chunk = max(1, _CHUNK_ENTRIES // (G * A))
+    k = P.shape[1]
+    chunk = max(1, _CHUNK_ENTRIES // (G * A * (1 if k == 2 else k * k)))
     f = np.full(values.size, np.nan)
     ok = np.zeros(values.size, dtype=bool)
     for lo in range(0, values.size, chunk):
         idx = np.arange(lo, min(lo + chunk, values.size))
-        x = np.repeat(P[None, :, 1], idx.size, axis=0)
-        x[np.arange(idx.size), groups[idx]] = values[idx]
         Mx = np.repeat(M[None], idx.size, axis=0)
-        _, _, f[idx], ok[idx] = _stacked_newton(d, groups[idx], x, Mx, modify=False)
+        if k == 2:
+            x = np.repeat(P[None, :, 1], idx.size, axis=0)
+            x[np.arange(idx.size), groups[idx]] = values[idx]
+            _, _, f[idx], ok[idx] = _stacked_newton(d, groups[idx], x, Mx, modify=False)
+            continue
+        cls = np.asarray(classes, dtype=int)[idx]
+        Px = np.repeat(P[None], idx.size, axis=0)
+        _fix_entries(Px, groups[idx], cls, values[idx])
+        _, _, f[idx], ok[idx] = _ordered_newton(d, Px, Mx, groups[idx], cls)
     return f, ok
 
 
@@ -595,16 +603,9 @@ def _multiclass_points(lls, values) -> np.ndarray:
         v = values[idx]
         P, M, held, cls, usable = _starts([lls[i] for i in idx], v)
         _fix_entries(P, held, cls, v)
-        order = _class_order(P, cls)
-        r = np.arange(idx.size)
-        pos = np.argsort(order, axis=1)[r, cls]                # the held class's position
-        lab = _Lab(d, order, None if d.joint else
-                   np.stack([lls[i].data.F for i in idx]))     # (the fixed: each group's)
-        P = np.take_along_axis(P, order[:, None, :], axis=2)
-        M = np.take_along_axis(M, order[:, :, None], axis=1)
-        P, M, f, ok = _interior_newton(lab, held, pos, P, M)
+        P, M, f, ok, slopes = _ordered_newton(
+            d, P, M, held, cls, v, None if d.joint else np.stack([lls[i].data.F for i in idx]))
         ok &= usable
-        slopes = _entry_slopes(lab, P, M, held, pos, v)
         for i in np.flatnonzero(ok):
             ll, vr = lls[idx[i]], float(v[i])
             ll.slopes.pop(vr, None)
@@ -612,6 +613,22 @@ def _multiclass_points(lls, values) -> np.ndarray:
                 ll.slopes[vr] = float(slopes[i])
             out[idx[i]] = f[i] + ll.offset
     return out
+
+
+def _ordered_newton(d: lik.Data, P, M, held, cls, values=None, F=None):
+    """:func:`_interior_newton` from the starts ``P, M`` with each point's classes in its own
+    order (:func:`_class_order`; ``F``: each point's field counts under the fixed
+    likelihood). Returns ``P, M`` (in that order), the objectives, which points converged
+    and, with ``values``, the envelope slopes there."""
+    order = _class_order(P, cls)
+    pos = np.argsort(order, axis=1)[np.arange(P.shape[0]), cls]  # (the held class's place)
+    lab = _Lab(d, order, F)
+    P = np.take_along_axis(P, order[:, None, :], axis=2)
+    M = np.take_along_axis(M, order[:, :, None], axis=1)
+    P, M, f, ok = _interior_newton(lab, held, pos, P, M)
+    if values is None:
+        return P, M, f, ok
+    return P, M, f, ok, _entry_slopes(lab, P, M, held, pos, values)
 
 
 def _fix_entries(P, held, cls, values) -> None:
