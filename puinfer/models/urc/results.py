@@ -389,9 +389,10 @@ class URCResults(URCTestsMixin, InformationCriteria, LikelihoodResults):
         log-likelihood is concave in the rates and the set an interval.
 
         Without the check the limit searches of all rates run in lockstep
-        (:func:`~puinfer.inference.profile.conf_ints`), and the points of a binary fit are
-        solved together (:mod:`._stacked`: the same iterations from the same starts, the
-        same limits to about 1e-11)."""
+        (:func:`~puinfer.inference.profile.conf_ints`), and their points are solved
+        together (:mod:`._stacked`: the same iterations from the same starts, the same
+        limits to about 1e-10; with three or more classes the Newton runs that stay inside
+        the simplices, the others one at a time)."""
         check = self.likelihood == "joint" and len(self._groups) == 1 and \
             self._d.active_penalty is None
         self._require_unrestricted()
@@ -401,9 +402,9 @@ class URCResults(URCTestsMixin, InformationCriteria, LikelihoodResults):
         if check:
             rows = [p.hull(alpha, c) for p, c in zip(profs, cuts, strict=True)]
         else:
-            # the limit searches of every rate in lockstep, the points of a binary fit solved
-            # together (_stacked: under the joint likelihood each point alone is a fit of
-            # every group; issue 17)
+            # the limit searches of every rate in lockstep, their points solved together
+            # (_stacked: under the joint likelihood each point alone is a fit of every group;
+            # issue 17)
             rows = conf_ints(profs, alpha, cuts, self._stacked_points(profs))
         for prof, ci in zip(profs, rows, strict=True):
             if not ci.attrs.get("interval", True):
