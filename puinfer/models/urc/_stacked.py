@@ -593,7 +593,7 @@ def _stacked_newton(d: lik.Data, held, x, M, modify: bool = True):
 # Several classes: the points whose runs stay inside the simplices
 # ---------------------------------------------------------------------------------------------
 def _multiclass_points(lls, values) -> np.ndarray:
-    """:func:`profile_points` for a likelihood of three or more classes (joint): the runs that
+    """:func:`profile_points` for a likelihood of three or more classes: the runs that
     take Newton steps only and stay inside the simplices (every free rate and cell of ``M``
     above ``_FREE_MIN``), where Newton's step does not depend on the tangent basis and the
     scalar route's active set never acts; NaN for the others (a step onto the bound, a
@@ -630,13 +630,13 @@ def _ordered_newton(d: lik.Data, P, M, held, cls, values=None, F=None):
     and, with ``values``, the envelope slopes there."""
     order = _class_order(P, cls)
     pos = np.argsort(order, axis=1)[np.arange(P.shape[0]), cls]  # (the held class's place)
-    lab = _Lab(d, order, F)
+    terms = _Terms(d, order, F)
     P = np.take_along_axis(P, order[:, None, :], axis=2)
     M = np.take_along_axis(M, order[:, :, None], axis=1)
-    P, M, f, ok = _interior_newton(lab, held, pos, P, M)
+    P, M, f, ok = _interior_newton(terms, held, pos, P, M)
     if values is None:
         return P, M, f, ok
-    return P, M, f, ok, _entry_slopes(lab, P, M, held, pos, values)
+    return P, M, f, ok, _entry_slopes(terms, P, M, held, pos, values)
 
 
 def _fix_entries(P, held, cls, values) -> None:
@@ -667,12 +667,12 @@ def _class_order(P, cls) -> np.ndarray:
     return np.concatenate([rest, ref[:, None]], axis=1)
 
 
-class _Lab:
-    """The terms of the objective besides the field counts, each point's classes in its own
-    ``order`` (L, k): the field counts ``F`` (G, |A|), or each point's (L, 1, |A|) under the
-    fixed likelihood (each profile a group's own), the lab counts ``Ll`` (L, k, |A|; None
-    under the fixed likelihood: ``M`` does not move) and the prior's pseudo-counts ``s``
-    (L, k; None without a prior)."""
+class _Terms:
+    """The counts of each point's objective, its classes in its own ``order`` (L, k): the
+    field counts ``F`` (G, |A|), or each point's (L, 1, |A|) under the fixed likelihood (each
+    profile a group's own), the lab counts ``Ll`` (L, k, |A|; None under the fixed
+    likelihood: ``M`` does not move) and the prior's pseudo-counts ``s`` (L, k; None without
+    a prior)."""
 
     def __init__(self, d: lik.Data, order, F=None):
         self.F = np.asarray(d.F if F is None else F, dtype=float)
@@ -681,9 +681,9 @@ class _Lab:
         if d.strength > 0:
             self.s = d.strength * np.asarray(d.pi_lab, dtype=float)[order]
 
-    def __getitem__(self, idx) -> _Lab:
+    def __getitem__(self, idx) -> _Terms:
         """The terms of the points ``idx``."""
-        out = object.__new__(_Lab)
+        out = object.__new__(_Terms)
         out.F = self.F if self.F.ndim == 2 else self.F[idx]
         out.Ll = None if self.Ll is None else self.Ll[idx]
         out.s = None if self.s is None else self.s[idx]
@@ -694,73 +694,96 @@ class _Lab:
         return self.F[held] if self.F.ndim == 2 else self.F[np.arange(held.size), held]
 
 
-def _objective_k(lab: _Lab, P, M) -> np.ndarray:
+def _objective_k(terms: _Terms, P, M) -> np.ndarray:
     """:func:`._likelihood.objective` of each point (``P`` (L, G, k), ``M`` (L, k, |A|);
     -inf where infeasible)."""
-    F, Ll = lab.F, lab.Ll
+    F, Ll = terms.F, terms.Ll
     with np.errstate(divide="ignore", invalid="ignore"):
         f = np.where(F > 0, F * np.log(P @ M), 0.0).sum(axis=(1, 2))
         if Ll is not None:
             f += np.where(Ll > 0, Ll * np.log(M), 0.0).sum(axis=(1, 2))
-        if lab.s is not None:
-            s = lab.s[:, None, :]
+        if terms.s is not None:
+            s = terms.s[:, None, :]
             f += np.where(s > 0, s * np.log(P), 0.0).sum(axis=(1, 2))
     f[np.isnan(f)] = -np.inf
     return f
 
 
-def _grad_P(lab: _Lab, P, M, W) -> np.ndarray:
+def _grad_P(terms: _Terms, P, M, W) -> np.ndarray:
     """``d f / d P`` (L, G, k) from ``W = F / (P M)``."""
     gP = W @ M.transpose(0, 2, 1)
-    if lab.s is not None:
-        s = lab.s[:, None, :]
+    if terms.s is not None:
+        s = terms.s[:, None, :]
         with np.errstate(divide="ignore", invalid="ignore"):
             gP += np.where(s > 0, s / P, 0.0)
     return gP
 
 
-def _newton_k(lab: _Lab, P, M, held, pos):
-    """Newton's direction on the tangent space of every point (every rate free but the held
-    one, at ``pos`` in its row ``held``; every cell of ``M``), by blocks: each group's
+def _newton_k(terms: _Terms, P, M, fixed, bound):
+    """Newton's direction on the tangent space of every point (the rates not ``fixed``: the
+    held one and those on the bound, ``bound``; every cell of ``M``), by blocks: each group's
     ``(k - 1) x (k - 1)`` block eliminated, then the Schur complement on ``M``'s tangent
     space (its rows' pair basis). The rates' basis moves mass from the last class (the
-    reference, :func:`_class_order`) to each other; the held rate's column is padded (1 on
-    the diagonal, nothing else). Returns ``dP, dM``, the decrement and whether the negative
-    Hessian on the face is positive definite (only there is the direction computed)."""
+    reference, :func:`_class_order`, free in every group) to each other; a fixed rate's
+    column is padded (1 on the diagonal, nothing else). Returns ``dP, dM``, the decrement
+    and whether the negative Hessian on the face is positive definite and every rate on the
+    bound stays there (its KKT condition holds, as ``_likelihood._kkt_release`` judges it:
+    the scalar route would release it); only there is the direction computed."""
     L, G, k = P.shape
     A = M.shape[2]
-    q, m, F, Ll = k - 1, A - 1, lab.F, lab.Ll
+    q, m, F, Ll = k - 1, A - 1, terms.F, terms.Ll
     n = k * m
     Q = P @ M
     with np.errstate(divide="ignore", invalid="ignore"):
         W = np.where(F > 0, F / Q, 0.0)
         W2 = np.where(F > 0, W / Q, 0.0)
     di = np.arange(k)
-    gP = _grad_P(lab, P, M, W)
+    gP = _grad_P(terms, P, M, W)
     MM = (M[:, :, None, :] * M[:, None, :, :]).reshape(L, k * k, A)
     HPP = -(W2 @ MM.transpose(0, 2, 1)).reshape(L, G, k, k)
-    if lab.s is not None:
-        s = lab.s[:, None, :]
+    if terms.s is not None:
+        s = terms.s[:, None, :]
         with np.errstate(divide="ignore", invalid="ignore"):
             HPP[..., di, di] -= np.where(s > 0, s / P ** 2, 0.0)
-    r = np.arange(L)
+    kkt = np.ones(L, dtype=bool)
+    if bound.any():
+        lam = np.where(fixed, -np.inf, gP).max(axis=2, keepdims=True)
+        kkt = ~(bound & (gP > lam + 1e-9 * (1.0 + np.abs(lam)))).any(axis=(1, 2))
     gu = gP[..., :q] - gP[..., q:]                                        # (L, G, k - 1)
     Du = HPP[..., q:, :q] - HPP[..., :q, :q]
     Du += HPP[..., :q, q:]
     Du -= HPP[..., q:, q:]
-    gu[r, held, pos] = 0.0
-    Du[r, held, pos, :] = 0.0
-    Du[r, held, :, pos] = 0.0
-    Du[r, held, pos, pos] = 1.0
+    # a fixed rate's column padded; a group whose reference rate is fixed takes its own basis
+    li, gi, Cs = _own_bases(P, fixed, q)
+    fq = fixed[..., :q].copy()
+    fq[li, gi] = False  # (padded by their basis)
+    gu[fq] = 0.0
+    Du[fq[..., :, None] | fq[..., None, :]] = 0.0
+    Du[..., di[:q], di[:q]] += fq
+    Cst = Cs.swapaxes(1, 2)
+    if li.size:
+        gu[li, gi] = (Cst @ gu[li, gi, :, None])[..., 0]
+        Dg = Cst @ Du[li, gi] @ Cs
+        Dg[..., di[:q], di[:q]] += ~Cs.any(axis=1)
+        Du[li, gi] = Dg
     dP, dM = np.zeros(P.shape), np.zeros(M.shape)
+
+    def rates_step(r, du):
+        # (the groups with their own basis: back to the reference basis)
+        full = np.zeros((L, G, q))
+        full[r] = du
+        if li.size:
+            full[li, gi] = (Cs @ full[li, gi, :, None])[..., 0]
+        dP[..., :q] = full
+        dP[..., q] = -full.sum(axis=2)
+
     if Ll is None:  # (the fixed likelihood: M does not move, the groups' blocks are all)
         chol, newton = _cholesky(Du)
-        newton = newton.all(axis=1)
+        newton = newton.all(axis=1) & kkt
         Ci = _forward(chol, np.broadcast_to(np.eye(q), chol.shape).copy())
         du = (Ci.swapaxes(2, 3) @ (Ci @ gu[..., None]))[..., 0]
-        dP[..., :q] = du
-        dP[..., q] = -du.sum(axis=2)
         dec = np.where(newton, (gu * du).sum(axis=(1, 2)), np.nan)
+        rates_step(np.arange(L), du)
         newton &= np.isfinite(dec)
         return dP, dM, dec, newton
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -788,10 +811,12 @@ def _newton_k(lab: _Lab, P, M, held, pos):
         Bu[:, :, c, c] += WZ[:, :, c]
     Bu[:, :, :, q] -= WZ[:, :, None, q]
     Bu = Bu.reshape(L, G, q, n)
-    Bu[r, held, pos] = 0.0
+    Bu[fq] = 0.0
+    if li.size:
+        Bu[li, gi] = Cst @ Bu[li, gi]
     dec = np.full(L, np.nan)
     chol, newton = _cholesky(Du)
-    newton = newton.all(axis=1)
+    newton = newton.all(axis=1) & kkt
     r = np.flatnonzero(newton)
     if r.size:
         if r.size < L:
@@ -816,12 +841,28 @@ def _newton_k(lab: _Lab, P, M, held, pos):
         z = np.linalg.solve(S, rhs[..., None])[..., 0]
         du = (Ci.swapaxes(2, 3) @ (w + (V @ z[..., None])[..., 0]).reshape(r.size, G, q, 1))
         du = du[..., 0]
-        dP[r, :, :q] = du
-        dP[r, :, q] = -du.sum(axis=2)
+        rates_step(r, du)
         dM[r] = (Zr @ z.reshape(r.size, k, m, 1))[..., 0]
         dec[r] = (gu * du).sum(axis=(1, 2)) + (gy * z).sum(axis=1)
     newton &= np.isfinite(dec)
     return dP, dM, dec, newton
+
+
+def _own_bases(P, fixed, q):
+    """The groups whose reference rate (the last class's) is ``fixed`` (on the bound) but
+    another is free: their positions ``li, gi`` and a basis of their rates' tangent space in
+    the reference basis' coordinates (n, q, q): a column per free class but the group's
+    largest free one, moving mass from that class to it; the other columns 0 (padded)."""
+    li, gi = np.nonzero(fixed[..., q] & (~fixed[..., :q]).any(axis=2))
+    free = ~fixed[li, gi, :q]                                             # (n, q)
+    star = np.argmax(np.where(free, P[li, gi, :q], -np.inf), axis=1)
+    cols = free.copy()
+    cols[np.arange(li.size), star] = False
+    Cs = np.zeros((li.size, q, q))
+    c = np.arange(q)
+    Cs[:, c, c] = cols
+    Cs[np.arange(li.size)[:, None], star[:, None], c[None, :]] = -1.0 * cols
+    return li, gi, Cs
 
 
 def _cholesky(A):
@@ -853,28 +894,33 @@ def _forward(C, B) -> np.ndarray:
     return Y
 
 
-def _interior_newton(lab: _Lab, held, pos, P, M):
+def _interior_newton(terms: _Terms, held, pos, P, M):
     """Newton's method from each start as :func:`._likelihood._warm_newton` runs it (the same
     stopping rules and line search: steps accepted with ``f_new >= f - 1e-14 |f|``, halved
     down to 1e-10; converged where the decrement is below ``max(1e-10, 1e-14 |f|)`` or a
     shortened step's below the rounding of ``f``), as long as it stays inside the simplices
     with Newton steps: a point whose start or iterate has a free component at or below
     ``_FREE_MIN``, whose full step leaves the simplices, whose Hessian on the face is not
-    negative definite or whose line search fails is not converged (``ok`` False). ``lab``:
-    the other terms, ``held``, ``pos``: the held rate's group and class. Returns ``P, M, f,
-    ok``."""
-    L = P.shape[0]
+    negative definite or whose line search fails is not converged (``ok`` False).
+    ``terms``: the points' counts; ``held``, ``pos``: the held rate's group and class.
+    Returns ``P, M, f, ok``."""
+    L, _, k = P.shape
     rows = np.arange(L)
     P, M = P.copy(), M.copy()
-    free = np.ones(P.shape, dtype=bool)
-    free[rows, held, pos] = False
     free_min = lik._FREE_MIN
+    # the rates on the bound at the start stay fixed there (a run that would release one, or
+    # bring another to the bound, is the scalar route's)
+    entry = np.zeros(P.shape, dtype=bool)
+    entry[rows, held, pos] = True
+    bound = ~entry & (P <= free_min)
+    fixed = entry | bound
+    free = ~fixed
 
     def inside(Ps, Ms, fr, bound):
         out = (np.where(fr, Ps, 1.0) > bound).all(axis=(1, 2))
-        return out & (Ms > bound).all(axis=(1, 2)) if lab.Ll is not None else out
+        return out & (Ms > bound).all(axis=(1, 2)) if terms.Ll is not None else out
 
-    f = _objective_k(lab, P, M)
+    f = _objective_k(terms, P, M)
     ok = np.isfinite(f) & inside(P, M, free, free_min)
     done = ~ok
     converged = np.zeros(L, dtype=bool)
@@ -883,7 +929,7 @@ def _interior_newton(lab: _Lab, held, pos, P, M):
         if act.size == 0:
             break
         fa = f[act]
-        dP, dM, dec, newton = _newton_k(lab[act], P[act], M[act], held[act], pos[act])
+        dP, dM, dec, newton = _newton_k(terms[act], P[act], M[act], fixed[act], bound[act])
         ok[act[~newton]] = False
         done[act[~newton]] = True
         small = newton & (dec < np.maximum(1e-10, 1e-14 * np.abs(fa)))
@@ -902,14 +948,14 @@ def _interior_newton(lab: _Lab, held, pos, P, M):
         done[ia[~feas]] = True
         t = np.ones(ia.size)
         fn = np.full(ia.size, -np.inf)
-        fn[feas] = _objective_k(lab[ia[feas]], P0[feas] + dPg[feas], M0[feas] + dMg[feas])
+        fn[feas] = _objective_k(terms[ia[feas]], P0[feas] + dPg[feas], M0[feas] + dMg[feas])
         slack = 1e-14 * np.abs(fg)
         accepted = feas & (fn >= fg - slack)
         pend = feas & ~accepted
         while pend.any():  # (inside: the simplices are convex)
             t[pend] *= 0.5
             p = np.flatnonzero(pend)
-            ft = _objective_k(lab[ia[p]], P0[p] + t[p, None, None] * dPg[p],
+            ft = _objective_k(terms[ia[p]], P0[p] + t[p, None, None] * dPg[p],
                               M0[p] + t[p, None, None] * dMg[p])
             good = ft >= fg[p] - slack[p]
             fn[p[good]] = ft[good]
@@ -932,18 +978,18 @@ def _interior_newton(lab: _Lab, held, pos, P, M):
     return P, M, f, ok & converged
 
 
-def _entry_slopes(lab: _Lab, P, M, held, pos, values) -> np.ndarray:
+def _entry_slopes(terms: _Terms, P, M, held, pos, values) -> np.ndarray:
     """The envelope slope of each point's profile, as
     :meth:`._likelihood.ProfileLoglik._envelope_slope`: the gradient in the held group's rates
     along the rate (at ``pos`` in row ``held``) up by one and the row's other rates down in
     proportion."""
     r = np.arange(P.shape[0])
     Ph = P[r, held][:, None, :]                                           # (L, 1, k)
-    Fh = lab.field(held)[:, None, :]
+    Fh = terms.field(held)[:, None, :]
     Q = Ph @ M
     with np.errstate(divide="ignore", invalid="ignore"):
         W = np.where((Fh > 0) & (Q > 0), Fh / Q, 0.0)
-        g = _grad_P(lab, Ph, M, W)[:, 0]
+        g = _grad_P(terms, Ph, M, W)[:, 0]
         rest = 1.0 - values
         direction = -Ph[:, 0] / rest[:, None]
         direction[r, pos] = 1.0
