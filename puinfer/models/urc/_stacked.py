@@ -20,12 +20,14 @@ that also start from other local maxima. Under the fixed likelihood a binary gro
 is its own objective at the point (nothing else moves): computed for all points at once.
 
 Three or more classes (every class's rate; either likelihood, ``M`` held under the fixed
-one): the runs that take Newton steps only and stay inside the simplices, where Newton's step
-does not depend on the tangent basis and the active set never acts (each group's ``(k - 1) x
-(k - 1)`` block eliminated through its Cholesky factor). A run that would reach a bound (a
-full step leaving the simplices, an iterate within ``_FREE_MIN`` of it) or take a modified
-step is left to the scalar route (mostly a rate held at 0 under the joint likelihood: 81 of
-about 2,100 points of 100 groups of four classes, session 90).
+one): the runs that take Newton steps only on the face they start on, where Newton's step does
+not depend on the tangent basis and the active set does not change (each group's ``(k - 1) x
+(k - 1)`` block eliminated through its Cholesky factor). Rates on the bound at the start (a
+group's estimate of 0) stay there while their KKT condition holds; a run that would release
+one, bring another component to the bound (a full step leaving the simplices, an iterate
+within ``_FREE_MIN`` of it) or take a modified step is left to the scalar route (mostly a
+rate held at 0 under the joint likelihood: 81 of about 2,100 points of 100 groups of four
+classes, session 90).
 """
 
 from __future__ import annotations
@@ -594,9 +596,9 @@ def _stacked_newton(d: lik.Data, held, x, M, modify: bool = True):
 # ---------------------------------------------------------------------------------------------
 def _multiclass_points(lls, values) -> np.ndarray:
     """:func:`profile_points` for a likelihood of three or more classes: the runs that
-    take Newton steps only and stay inside the simplices (every free rate and cell of ``M``
-    above ``_FREE_MIN``), where Newton's step does not depend on the tangent basis and the
-    scalar route's active set never acts; NaN for the others (a step onto the bound, a
+    take Newton steps only on the face they start on (:func:`_newton_on_face`), where
+    Newton's step does not depend on the tangent basis and the scalar route's active set
+    does not change; NaN for the others (a step onto the bound, a rate released from it, a
     Hessian on the face that is not negative definite, a failed line search), which
     ``loglik_at`` takes. Each point's classes are put in an order of its own with a
     reference class last (:func:`_class_order`), whose rates give the mass to the others'
@@ -624,7 +626,7 @@ def _multiclass_points(lls, values) -> np.ndarray:
 
 
 def _ordered_newton(d: lik.Data, P, M, held, cls, values=None, F=None):
-    """:func:`_interior_newton` from the starts ``P, M`` with each point's classes in its own
+    """:func:`_newton_on_face` from the starts ``P, M`` with each point's classes in its own
     order (:func:`_class_order`; ``F``: each point's field counts under the fixed
     likelihood). Returns ``P, M`` (in that order), the objectives, which points converged
     and, with ``values``, the envelope slopes there."""
@@ -633,7 +635,7 @@ def _ordered_newton(d: lik.Data, P, M, held, cls, values=None, F=None):
     terms = _Terms(d, order, F)
     P = np.take_along_axis(P, order[:, None, :], axis=2)
     M = np.take_along_axis(M, order[:, :, None], axis=1)
-    P, M, f, ok = _interior_newton(terms, held, pos, P, M)
+    P, M, f, ok = _newton_on_face(terms, held, pos, P, M)
     if values is None:
         return P, M, f, ok
     return P, M, f, ok, _entry_slopes(terms, P, M, held, pos, values)
@@ -894,14 +896,16 @@ def _forward(C, B) -> np.ndarray:
     return Y
 
 
-def _interior_newton(terms: _Terms, held, pos, P, M):
+def _newton_on_face(terms: _Terms, held, pos, P, M):
     """Newton's method from each start as :func:`._likelihood._warm_newton` runs it (the same
     stopping rules and line search: steps accepted with ``f_new >= f - 1e-14 |f|``, halved
     down to 1e-10; converged where the decrement is below ``max(1e-10, 1e-14 |f|)`` or a
-    shortened step's below the rounding of ``f``), as long as it stays inside the simplices
-    with Newton steps: a point whose start or iterate has a free component at or below
-    ``_FREE_MIN``, whose full step leaves the simplices, whose Hessian on the face is not
-    negative definite or whose line search fails is not converged (``ok`` False).
+    shortened step's below the rounding of ``f``), as long as it stays on the face it starts
+    on with Newton steps: the rates at or below ``_FREE_MIN`` at the start held there (the
+    scalar route's active set) while their KKT condition holds; a point whose iterate has
+    another component at or below ``_FREE_MIN`` (or ``M`` one at the start), whose full step
+    leaves the simplices, whose held rate's KKT condition fails, whose Hessian on the face
+    is not negative definite or whose line search fails is not converged (``ok`` False).
     ``terms``: the points' counts; ``held``, ``pos``: the held rate's group and class.
     Returns ``P, M, f, ok``."""
     L, _, k = P.shape

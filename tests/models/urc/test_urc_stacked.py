@@ -249,11 +249,11 @@ def test_bootstrap_statistics_equal_the_scalar_routes(fits, monkeypatch):
 # ---------------------------------------------------------------------------------------------
 # Three or more classes (joint likelihood): the runs that stay inside the simplices
 # ---------------------------------------------------------------------------------------------
-def _multiclass_fit(seed, G, k, m=600, n_lab=900, **fit):
+def _multiclass_fit(seed, G, k, m=600, n_lab=900, concentration=2.0, **fit):
     """A joint fit of ``G`` groups of ``k`` classes, each group's base rates drawn from a
-    Dirichlet(2) (some rates near 0)."""
+    Dirichlet(``concentration``) (some rates near 0)."""
     rng = np.random.default_rng(seed)
-    rates = rng.dirichlet(2 * np.ones(k), size=G)
+    rates = rng.dirichlet(concentration * np.ones(k), size=G)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         sim = simulate_urc(n_lab=n_lab, n_field=[m] * G, lab_base_rates=[1 / k] * k,
@@ -303,6 +303,38 @@ def test_multiclass_points_equal_the_scalar_route(multiclass_fits, case):
     slopes = [ll.slopes.get(v, np.nan) for ll, v in zip(lls, vals, strict=True)]
     ref_lls, _ = _multiclass_points(res)
     for i in np.flatnonzero(solved):
+        ref = ref_lls[i].loglik_at(vals[i])
+        assert got[i] == pytest.approx(ref, abs=1e-7), (i, vals[i])
+        ref_slope = ref_lls[i].slope(vals[i])
+        if np.isfinite(ref_slope):
+            assert slopes[i] == pytest.approx(ref_slope, rel=1e-5, abs=1e-4)
+        else:
+            assert np.isnan(slopes[i])
+
+
+def test_multiclass_points_with_rates_on_the_bound(monkeypatch):
+    """Small groups of four classes, rates drawn near the corners: many groups' estimates have
+    rates at 0, in every class. The stacked runs hold them there (the scalar route's active
+    face), with a basis of its own for a group whose reference rate is among them; the points
+    they solve have the scalar route's values and slopes."""
+    res = _multiclass_fit(4, 30, 4, m=80, n_lab=1000, concentration=0.4)
+    P = res._record.estimate.P
+    assert (P < 1e-10).any(axis=0).all()  # (no class is positive in every group)
+    own = []
+    bases = _stacked._own_bases
+
+    def counted(*args):
+        out = bases(*args)
+        own.append(out[0].size)
+        return out
+    monkeypatch.setattr(_stacked, "_own_bases", counted)
+    lls, vals = _multiclass_points(res)
+    got = _stacked.profile_points(lls, vals)
+    solved = np.isfinite(got)
+    assert solved.mean() > 0.4 and max(own) > 0  # (about 0.55; none before session 90)
+    slopes = [ll.slopes.get(v, np.nan) for ll, v in zip(lls, vals, strict=True)]
+    ref_lls, _ = _multiclass_points(res)
+    for i in np.flatnonzero(solved)[::3]:
         ref = ref_lls[i].loglik_at(vals[i])
         assert got[i] == pytest.approx(ref, abs=1e-7), (i, vals[i])
         ref_slope = ref_lls[i].slope(vals[i])
