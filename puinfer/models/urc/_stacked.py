@@ -428,6 +428,28 @@ def _to_boundary(d: lik.Data, x, M, dx, dM, fixed, f_min):
     return usable & (fb >= f_min), tb, xb, Mb, fb
 
 
+def _halve_steps(pend, t, fn, accepted, f_min, start, step, value) -> np.ndarray:
+    """:func:`puinfer.base.optimize.newton_maximize`'s backtracking for the points ``pend``
+    (in place): each step ``t`` halved until the objective ``value(p, *point)`` at the point
+    ``start + t step`` (tuples of arrays, the points first; -inf where infeasible) is at
+    least ``f_min`` or ``t`` falls below 1e-10 (``fn`` and ``accepted`` updated). Returns
+    which points it accepted."""
+    took = np.zeros(pend.shape, dtype=bool)
+    pend = pend.copy()
+    while pend.any():
+        t[pend] *= 0.5
+        p = np.flatnonzero(pend)
+        point = [a[p] + t[p].reshape((-1,) + (1,) * (a.ndim - 1)) * b[p]
+                 for a, b in zip(start, step, strict=True)]
+        ft = value(p, *point)
+        good = ft >= f_min[p]
+        fn[p[good]] = ft[good]
+        accepted[p[good]] = took[p[good]] = True
+        pend[p[good]] = False
+        pend &= t >= 1e-10
+    return took
+
+
 def _feasible(x, M, fixed, m_pos) -> np.ndarray:
     """:meth:`._likelihood._Problem.feasible` of each point: the free rates inside (0, 1),
     the cells of ``M`` positive where they were (``m_pos``), none below 0."""
@@ -559,20 +581,16 @@ def _stacked_newton(d: lik.Data, held, x, M, modify: bool = True):
             t[c[take]] = tb[take]
             accepted[c[take]] = True
             inside[c[~take]] = True  # (halving: the steps that stay inside)
-        pend = inside & ~accepted
-        while pend.any():
-            t[pend] *= 0.5
-            p = np.flatnonzero(pend)
-            xt = x0[p] + t[p, None] * dxg[p]
-            Mt = M0[p] + t[p, None, None] * dM[p]
+
+        def value(p, xt, Mt, fxg=fxg, m_pos=m_pos):
             feas = _feasible(xt, Mt, fxg[p], m_pos[p])
             ft = np.full(p.size, -np.inf)
             ft[feas] = _objective(d, xt[feas], Mt[feas])
-            good = ft >= fg[p] - slack[p]
-            xn[p[good]], Mn[p[good]], fn[p[good]] = xt[good], Mt[good], ft[good]
-            accepted[p[good]] = True
-            pend[p[good]] = False
-            pend &= t >= 1e-10
+            return ft
+        took = _halve_steps(inside & ~accepted, t, fn, accepted, fg - slack, (x0, M0),
+                            (dxg, dM), value)
+        xn[took] = x0[took] + t[took, None] * dxg[took]
+        Mn[took] = M0[took] + t[took, None, None] * dM[took]
         # a shortened Newton step whose predicted gain is below the rounding of f: f is
         # maximal to its precision (newton_maximize's "stopped at floating-point precision")
         at_eps = accepted & nwt & (t < 1.0) & \
@@ -750,7 +768,10 @@ def _newton_k(terms: _Terms, P, M, fixed, bound):
     kkt = np.ones(L, dtype=bool)
     if bound.any():
         lam = np.where(fixed, -np.inf, gP).max(axis=2, keepdims=True)
-        kkt = ~(bound & (gP > lam + 1e-9 * (1.0 + np.abs(lam)))).any(axis=(1, 2))
+        # (a row with no free rate has nothing to release into: its threshold is NaN, which
+        # no gradient exceeds, as in _kkt_release)
+        with np.errstate(invalid="ignore"):
+            kkt = ~(bound & (gP > lam + 1e-9 * (1.0 + np.abs(lam)))).any(axis=(1, 2))
     gu = gP[..., :q] - gP[..., q:]                                        # (L, G, k - 1)
     Du = HPP[..., q:, :q] - HPP[..., :q, :q]
     Du += HPP[..., :q, q:]
@@ -955,17 +976,9 @@ def _newton_on_face(terms: _Terms, held, pos, P, M):
         fn[feas] = _objective_k(terms[ia[feas]], P0[feas] + dPg[feas], M0[feas] + dMg[feas])
         slack = 1e-14 * np.abs(fg)
         accepted = feas & (fn >= fg - slack)
-        pend = feas & ~accepted
-        while pend.any():  # (inside: the simplices are convex)
-            t[pend] *= 0.5
-            p = np.flatnonzero(pend)
-            ft = _objective_k(terms[ia[p]], P0[p] + t[p, None, None] * dPg[p],
-                              M0[p] + t[p, None, None] * dMg[p])
-            good = ft >= fg[p] - slack[p]
-            fn[p[good]] = ft[good]
-            accepted[p[good]] = True
-            pend[p[good]] = False
-            pend &= t >= 1e-10
+        # (the halved steps stay inside: the simplices are convex)
+        _halve_steps(feas & ~accepted, t, fn, accepted, fg - slack, (P0, M0), (dPg, dMg),
+                     lambda p, Pt, Mt, ia=ia: _objective_k(terms[ia[p]], Pt, Mt))
         at_eps = accepted & (t < 1.0) & (dec[go] < _NOISE * np.maximum(1.0, np.abs(fg)))
         converged[ia[at_eps]] = done[ia[at_eps]] = True
         failed = feas & ~accepted

@@ -76,6 +76,19 @@ def _points(res):
     return lls, np.array(vals)
 
 
+def _assert_scalar_route(lls, vals, got, ref_lls, which):
+    """The stacked values ``got`` at the points ``which`` are the scalar route's (fresh
+    ``ref_lls``), to the rounding of sums of 1e4-1e5 terms, and so are the slopes the
+    stacked route recorded in ``lls``."""
+    for i in which:
+        assert got[i] == pytest.approx(ref_lls[i].loglik_at(vals[i]), abs=1e-7), (i, vals[i])
+        slope, ref_slope = lls[i].slopes.get(vals[i], np.nan), ref_lls[i].slope(vals[i])
+        if np.isfinite(ref_slope):
+            assert slope == pytest.approx(ref_slope, rel=1e-5, abs=1e-4)
+        else:
+            assert np.isnan(slope)
+
+
 @pytest.mark.parametrize("case", ["12 groups", "70 groups, rare lab class",
                                   "prior strength 2", "M on its bound"])
 def test_points_equal_the_scalar_route(fits, case, monkeypatch):
@@ -106,16 +119,7 @@ def test_points_equal_the_scalar_route(fits, case, monkeypatch):
     got = _stacked.profile_points(lls, vals)
     solved = np.isfinite(got)
     assert solved.mean() > 0.7
-    slopes = [ll.slopes.get(v, np.nan) for ll, v in zip(lls, vals, strict=True)]
-    ref_lls, _ = _points(res)
-    for i in np.flatnonzero(solved):
-        ref = ref_lls[i].loglik_at(vals[i])
-        assert got[i] == pytest.approx(ref, abs=1e-7), (i, vals[i])
-        ref_slope = ref_lls[i].slope(vals[i])
-        if np.isfinite(ref_slope):
-            assert slopes[i] == pytest.approx(ref_slope, rel=1e-5, abs=1e-4)
-        else:
-            assert np.isnan(slopes[i])
+    _assert_scalar_route(lls, vals, got, _points(res)[0], np.flatnonzero(solved))
     if case in ("12 groups", "70 groups, rare lab class"):
         assert kinds["bound"] > 0
     if case == "70 groups, rare lab class":
@@ -300,16 +304,7 @@ def test_multiclass_points_equal_the_scalar_route(multiclass_fits, case):
     assert solved.mean() > (0.9 if res.likelihood == "fixed" else 0.7)
     if res.likelihood == "joint":
         assert not solved.all()
-    slopes = [ll.slopes.get(v, np.nan) for ll, v in zip(lls, vals, strict=True)]
-    ref_lls, _ = _multiclass_points(res)
-    for i in np.flatnonzero(solved):
-        ref = ref_lls[i].loglik_at(vals[i])
-        assert got[i] == pytest.approx(ref, abs=1e-7), (i, vals[i])
-        ref_slope = ref_lls[i].slope(vals[i])
-        if np.isfinite(ref_slope):
-            assert slopes[i] == pytest.approx(ref_slope, rel=1e-5, abs=1e-4)
-        else:
-            assert np.isnan(slopes[i])
+    _assert_scalar_route(lls, vals, got, _multiclass_points(res)[0], np.flatnonzero(solved))
 
 
 def test_multiclass_points_with_rates_on_the_bound(monkeypatch):
@@ -332,16 +327,7 @@ def test_multiclass_points_with_rates_on_the_bound(monkeypatch):
     got = _stacked.profile_points(lls, vals)
     solved = np.isfinite(got)
     assert solved.mean() > 0.4 and max(own) > 0  # (about 0.55; none before session 90)
-    slopes = [ll.slopes.get(v, np.nan) for ll, v in zip(lls, vals, strict=True)]
-    ref_lls, _ = _multiclass_points(res)
-    for i in np.flatnonzero(solved)[::3]:
-        ref = ref_lls[i].loglik_at(vals[i])
-        assert got[i] == pytest.approx(ref, abs=1e-7), (i, vals[i])
-        ref_slope = ref_lls[i].slope(vals[i])
-        if np.isfinite(ref_slope):
-            assert slopes[i] == pytest.approx(ref_slope, rel=1e-5, abs=1e-4)
-        else:
-            assert np.isnan(slopes[i])
+    _assert_scalar_route(lls, vals, got, _multiclass_points(res)[0], np.flatnonzero(solved)[::3])
 
 
 def test_a_multiclass_point_is_the_constrained_maximum(multiclass_fits):
