@@ -744,8 +744,9 @@ def _newton_k(terms: _Terms, P, M, fixed, bound):
     held one and those on the bound, ``bound``; every cell of ``M``), by blocks: each group's
     ``(k - 1) x (k - 1)`` block eliminated, then the Schur complement on ``M``'s tangent
     space (its rows' pair basis). The rates' basis moves mass from the last class (the
-    reference, :func:`_class_order`, free in every group) to each other; a fixed rate's
-    column is padded (1 on the diagonal, nothing else). Returns ``dP, dM``, the decrement
+    reference, :func:`_class_order`) to each other, or in a group whose reference rate is
+    fixed from its largest free rate (:func:`_own_bases`); a fixed rate's column is padded
+    (1 on the diagonal, nothing else). Returns ``dP, dM``, the decrement
     and whether the negative Hessian on the face is positive definite and every rate on the
     bound stays there (its KKT condition holds, as ``_likelihood._kkt_release`` judges it:
     the scalar route would release it); only there is the direction computed."""
