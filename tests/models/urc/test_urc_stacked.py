@@ -224,34 +224,40 @@ def test_fixed_likelihood_points_are_the_groups_own_objective(strength):
     assert (got == -1e300).sum() == (12 if strength else 0)
 
 
+def _assert_bootstrap_as_scalar(res, n_boot, seed, monkeypatch):
+    """``bootstrap_lr``'s statistics with each resample's constrained fits solved together
+    (most of them: the stacked route solves over 70%) are those of the scalar route alone,
+    from the same draws."""
+    d, est, opts = res._d, res._record.estimate, res._record.options
+    targets = list(res._free_index)
+    solved = []
+
+    def counted(*args, entry_fits=_stacked.entry_fits):
+        out = entry_fits(*args)
+        solved.append(out[1].mean())
+        return out
+    monkeypatch.setattr(_stacked, "entry_fits", counted)
+    R, at = lik.bootstrap_lr(d, est, targets, n_boot, np.random.default_rng(seed), opts)
+    monkeypatch.setattr(_stacked, "entry_fits",
+                        lambda d, s, g, v, c=None: (np.full(len(v), np.nan),
+                                                    np.zeros(len(v), dtype=bool)))
+    R0, at0 = lik.bootstrap_lr(d, est, targets, n_boot, np.random.default_rng(seed), opts)
+    monkeypatch.undo()
+    assert len(solved) == n_boot and np.mean(solved) > 0.7
+    np.testing.assert_array_equal(at, at0)
+    np.testing.assert_allclose(R, R0, rtol=0, atol=1e-7)
+
+
 def test_bootstrap_statistics_equal_the_scalar_routes(fits, monkeypatch):
     """The Bartlett factors' parametric bootstrap: each resample's constrained fits at the
     estimates, solved together, give the scalar route's statistics (the same draws)."""
     for case in ("12 groups", "70 groups, rare lab class", "prior strength 2",
                  "M on its bound"):
-        res = fits[case]
-        d, est, opts = res._d, res._record.estimate, res._record.options
-        targets = list(res._free_index)
-        calls = []
-
-        def counted(*args, calls=calls, entry_fits=_stacked.entry_fits):
-            out = entry_fits(*args)
-            calls.append(out[1].mean())
-            return out
-        monkeypatch.setattr(_stacked, "entry_fits", counted)
-        R, at = lik.bootstrap_lr(d, est, targets, 4, np.random.default_rng(3), opts)
-        monkeypatch.setattr(_stacked, "entry_fits",
-                            lambda d, s, g, v, c=None: (np.full(len(v), np.nan),
-                                                        np.zeros(len(v), dtype=bool)))
-        R0, at0 = lik.bootstrap_lr(d, est, targets, 4, np.random.default_rng(3), opts)
-        monkeypatch.undo()
-        assert len(calls) == 4 and np.mean(calls) > 0.7
-        np.testing.assert_array_equal(at, at0)
-        np.testing.assert_allclose(R, R0, rtol=0, atol=1e-7)
+        _assert_bootstrap_as_scalar(fits[case], 4, 3, monkeypatch)
 
 
 # ---------------------------------------------------------------------------------------------
-# Three or more classes (joint likelihood): the runs that stay inside the simplices
+# Three or more classes: the runs that keep the face they start on
 # ---------------------------------------------------------------------------------------------
 def _multiclass_fit(seed, G, k, m=600, n_lab=900, concentration=2.0, **fit):
     """A joint fit of ``G`` groups of ``k`` classes, each group's base rates drawn from a
@@ -424,22 +430,4 @@ def test_multiclass_bootstrap_statistics_equal_the_scalar_routes(multiclass_fits
     """The Bartlett factors' bootstrap of a fit of several classes: each resample's
     constrained fits solved together give the scalar route's statistics (the same draws)."""
     for case in ("3 classes, 20 groups", "4 classes, 8 groups, prior strength 1"):
-        res = multiclass_fits[case]
-        d, est, opts = res._d, res._record.estimate, res._record.options
-        targets = list(res._free_index)
-        solved = []
-
-        def counted(*args, solved=solved, entry_fits=_stacked.entry_fits):
-            out = entry_fits(*args)
-            solved.append(out[1].mean())
-            return out
-        monkeypatch.setattr(_stacked, "entry_fits", counted)
-        R, at = lik.bootstrap_lr(d, est, targets, 3, np.random.default_rng(5), opts)
-        monkeypatch.setattr(_stacked, "entry_fits",
-                            lambda d, s, g, v, c: (np.full(len(v), np.nan),
-                                                   np.zeros(len(v), dtype=bool)))
-        R0, at0 = lik.bootstrap_lr(d, est, targets, 3, np.random.default_rng(5), opts)
-        monkeypatch.undo()
-        assert len(solved) == 3 and np.mean(solved) > 0.7
-        np.testing.assert_array_equal(at, at0)
-        np.testing.assert_allclose(R, R0, rtol=0, atol=1e-7)
+        _assert_bootstrap_as_scalar(multiclass_fits[case], 3, 5, monkeypatch)
