@@ -739,7 +739,7 @@ def _grad_P(terms: _Terms, P, M, W) -> np.ndarray:
     return gP
 
 
-def _newton_k(terms: _Terms, P, M, fixed, bound):
+def _newton_k(terms: _Terms, P, M, fixed, bound, m_bound):
     """Newton's direction on the tangent space of every point (the rates not ``fixed``: the
     held one and those on the bound, ``bound``; every cell of ``M``), by blocks: each group's
     ``(k - 1) x (k - 1)`` block eliminated, then the Schur complement on ``M``'s tangent
@@ -749,7 +749,9 @@ def _newton_k(terms: _Terms, P, M, fixed, bound):
     (1 on the diagonal, nothing else). Returns ``dP, dM``, the decrement
     and whether the negative Hessian on the face is positive definite and every rate on the
     bound stays there (its KKT condition holds, as ``_likelihood._kkt_release`` judges it:
-    the scalar route would release it); only there is the direction computed."""
+    the scalar route would release it); only there is the direction computed. ``m_bound``:
+    the cells of ``M`` held on the bound the same way (their columns of ``M``'s basis 0,
+    padded)."""
     L, G, k = P.shape
     A = M.shape[2]
     q, m, F, Ll = k - 1, A - 1, terms.F, terms.Ll
@@ -817,7 +819,10 @@ def _newton_k(terms: _Terms, P, M, fixed, bound):
     PP = (P[..., :, None] * P[..., None, :]).reshape(L, G, k * k)
     K = -(PP.transpose(0, 2, 1) @ W2).reshape(L, k, k, A)        # d2 f / dM[i, a] dM[j, a]
     K[:, di, di] -= lab2
-    Zr = _pair_basis(M, np.ones(M.shape, dtype=bool))                     # (L, k, A, m)
+    if m_bound.any():
+        lam = np.where(m_bound, -np.inf, gM).max(axis=2, keepdims=True)
+        kkt &= ~(m_bound & (gM > lam + 1e-9 * (1.0 + np.abs(lam)))).any(axis=(1, 2))
+    Zr = _pair_basis(M, ~m_bound)                                         # (L, k, A, m)
     Zall = Zr.transpose(0, 2, 1, 3).reshape(L, A, n)                      # columns (j, c)
     gy = np.concatenate([(gM[:, i, None, :] @ Zr[:, i])[:, 0] for i in range(k)], axis=1)
     C = np.empty((L, n, n))
@@ -825,6 +830,9 @@ def _newton_k(terms: _Terms, P, M, fixed, bound):
         Zi = Zr[:, i].swapaxes(1, 2)
         for j in range(k):
             C[:, i * m:(i + 1) * m, j * m:(j + 1) * m] = -((Zi * K[:, i, j, None, :]) @ Zr[:, j])
+    if m_bound.any():  # (a held cell's column: 1 on the diagonal, nothing else)
+        pl, pc = np.nonzero(~Zr.any(axis=2).reshape(L, n))
+        C[pl, pc, pc] = 1.0
     # d2 f / dP[g, i] dM[j, a] = [i = j] W[g, a] - P[g, j] M[i, a] W2[g, a], in both tangent
     # coordinates (the rates' basis applied to M's rows first: one product over the cells)
     X = W2[:, :, None, :] * (M[:, None, :q] - M[:, None, q:])             # (L, G, k - 1, A)
@@ -941,13 +949,17 @@ def _newton_on_face(terms: _Terms, held, pos, P, M):
     bound = ~entry & (P <= free_min)
     fixed = entry | bound
     free = ~fixed
+    # (and so do M's cells on the bound, M being free under the joint likelihood)
+    m_bound = (M <= free_min) if terms.Ll is not None else np.zeros(M.shape, dtype=bool)
 
-    def inside(Ps, Ms, fr, bound):
-        out = (np.where(fr, Ps, 1.0) > bound).all(axis=(1, 2))
-        return out & (Ms > bound).all(axis=(1, 2)) if terms.Ll is not None else out
+    def inside(Ps, Ms, i, bound):  # (the free rates and cells of the points i)
+        out = (np.where(free[i], Ps, 1.0) > bound).all(axis=(1, 2))
+        if terms.Ll is None:
+            return out
+        return out & (np.where(m_bound[i], 1.0, Ms) > bound).all(axis=(1, 2))
 
     f = _objective_k(terms, P, M)
-    ok = np.isfinite(f) & inside(P, M, free, free_min)
+    ok = np.isfinite(f) & inside(P, M, rows, free_min)
     done = ~ok
     converged = np.zeros(L, dtype=bool)
     for it in range(_MAXITER + 1):
@@ -955,7 +967,8 @@ def _newton_on_face(terms: _Terms, held, pos, P, M):
         if act.size == 0:
             break
         fa = f[act]
-        dP, dM, dec, newton = _newton_k(terms[act], P[act], M[act], fixed[act], bound[act])
+        dP, dM, dec, newton = _newton_k(terms[act], P[act], M[act], fixed[act], bound[act],
+                                        m_bound[act])
         ok[act[~newton]] = False
         done[act[~newton]] = True
         small = newton & (dec < np.maximum(1e-10, 1e-14 * np.abs(fa)))
@@ -969,7 +982,7 @@ def _newton_on_face(terms: _Terms, held, pos, P, M):
         ia, fg, dPg, dMg = act[go], fa[go], dP[go], dM[go]
         P0, M0 = P[ia], M[ia]
         # (a full step that leaves the simplices is cut onto the bound by the scalar route)
-        feas = inside(P0 + dPg, M0 + dMg, free[ia], 0.0)
+        feas = inside(P0 + dPg, M0 + dMg, ia, 0.0)
         ok[ia[~feas]] = False
         done[ia[~feas]] = True
         t = np.ones(ia.size)
@@ -990,7 +1003,7 @@ def _newton_on_face(terms: _Terms, held, pos, P, M):
         P[j] = P0[move] + tm * dPg[move]
         M[j] = M0[move] + tm * dMg[move]
         f[j] = fn[move]
-        left = j[~inside(P[j], M[j], free[j], free_min)]
+        left = j[~inside(P[j], M[j], j, free_min)]
         ok[left] = False
         done[left] = True
     return P, M, f, ok & converged

@@ -431,3 +431,24 @@ def test_multiclass_bootstrap_statistics_equal_the_scalar_routes(multiclass_fits
     constrained fits solved together give the scalar route's statistics (the same draws)."""
     for case in ("3 classes, 20 groups", "4 classes, 8 groups, prior strength 1"):
         _assert_bootstrap_as_scalar(multiclass_fits[case], 3, 5, monkeypatch)
+
+
+def test_multiclass_points_with_cells_of_M_on_the_bound():
+    """Maximum-likelihood ``M`` (``lab_pseudocount=0``) from 90 lab items in 15 cells: cells
+    of ``M`` at 0. The stacked runs hold them there while their KKT condition holds; the
+    points they solve (none before session 90's last change) have the scalar route's values
+    and slopes."""
+    rng = np.random.default_rng(5)
+    rates = rng.dirichlet(2 * np.ones(3), size=10)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sim = simulate_urc(n_lab=90, n_field=[500] * 10, lab_base_rates=[1 / 3] * 3,
+                           field_base_rate=rates, separation=3.0, rng=rng)
+        res = URC(sim.lab_pred, sim.lab_y, n_bins=5).fit(
+            sim.field_pred, groups=sim.field_group, lab_pseudocount=0.0)
+    assert (res._record.estimate.M < 1e-10).sum() >= 10
+    lls, vals = _multiclass_points(res)
+    got = _stacked.profile_points(lls, vals)
+    solved = np.isfinite(got)
+    assert solved.mean() > 0.15
+    _assert_scalar_route(lls, vals, got, _multiclass_points(res)[0], np.flatnonzero(solved))
