@@ -23,11 +23,11 @@ Three or more classes (every class's rate; either likelihood, ``M`` held under t
 one): the runs that take Newton steps only on the face they start on, where Newton's step does
 not depend on the tangent basis and the active set does not change (each group's ``(k - 1) x
 (k - 1)`` block eliminated through its Cholesky factor). Rates on the bound at the start (a
-group's estimate of 0) stay there while their KKT condition holds; a run that would release
-one, bring another component to the bound (a full step leaving the simplices, an iterate
-within ``_FREE_MIN`` of it) or take a modified step is left to the scalar route (mostly a
-rate held at 0 under the joint likelihood: 81 of about 2,100 points of 100 groups of four
-classes, session 90).
+group's estimate of 0) and cells of ``M`` there (maximum-likelihood ``M``) stay there while
+their KKT condition holds; a run that would release one, bring another component to the
+bound (a full step leaving the simplices, an iterate within ``_FREE_MIN`` of it) or take a
+modified step is left to the scalar route (mostly a rate held at 0 under the joint
+likelihood: 81 of about 2,100 points of 100 groups of four classes, session 90).
 """
 
 from __future__ import annotations
@@ -931,11 +931,11 @@ def _newton_on_face(terms: _Terms, held, pos, P, M):
     stopping rules and line search: steps accepted with ``f_new >= f - 1e-14 |f|``, halved
     down to 1e-10; converged where the decrement is below ``max(1e-10, 1e-14 |f|)`` or a
     shortened step's below the rounding of ``f``), as long as it stays on the face it starts
-    on with Newton steps: the rates at or below ``_FREE_MIN`` at the start held there (the
-    scalar route's active set) while their KKT condition holds; a point whose iterate has
-    another component at or below ``_FREE_MIN`` (or ``M`` one at the start), whose full step
-    leaves the simplices, whose held rate's KKT condition fails, whose Hessian on the face
-    is not negative definite or whose line search fails is not converged (``ok`` False).
+    on with Newton steps: the rates and cells of ``M`` at or below ``_FREE_MIN`` at the start
+    held there (the scalar route's active set) while their KKT condition holds; a point whose
+    iterate has another component at or below ``_FREE_MIN``, whose full step leaves the
+    simplices, whose held component's KKT condition fails, whose Hessian on the face is not
+    negative definite or whose line search fails is not converged (``ok`` False).
     ``terms``: the points' counts; ``held``, ``pos``: the held rate's group and class.
     Returns ``P, M, f, ok``."""
     L, _, k = P.shape
