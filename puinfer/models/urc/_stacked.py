@@ -100,7 +100,7 @@ def entry_fits(d: lik.Data, start, groups, values, classes=None):
     to the value), as ``_likelihood._maximize_once(d, Constraint("entry", ...), start,
     warm=True)`` finds them by Newton (without modified steps) before it turns to EM: a joint
     likelihood without a penalty (:func:`eligible`'s; with three or more classes, the runs
-    that stay inside the simplices). Returns the objectives and which points converged so
+    that keep the face they start on). Returns the objectives and which points converged so
     (the others are the scalar route's)."""
     P, M = start
     values = np.asarray(values, dtype=float)
@@ -610,7 +610,7 @@ def _stacked_newton(d: lik.Data, held, x, M, modify: bool = True):
 
 
 # ---------------------------------------------------------------------------------------------
-# Several classes: the points whose runs stay inside the simplices
+# Several classes: the points whose runs keep the face they start on
 # ---------------------------------------------------------------------------------------------
 def _multiclass_points(lls, values) -> np.ndarray:
     """:func:`profile_points` for a likelihood of three or more classes: the runs that
