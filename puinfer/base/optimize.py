@@ -76,7 +76,7 @@ def newton_maximize(fun: Callable, x0, *, maxiter: int = 200, tol: float = 1e-10
                     shrink: float = 0.5, min_step: float = 1e-12, modify: bool = True,
                     escape_saddles: bool = True, polish: bool | str = True, tangent=None,
                     feasible=None, fallback=None, predict_xtol: float | None = None,
-                    to_boundary=None):
+                    to_boundary=None, extend=None):
     """Maximise a smooth function by Newton's method with a backtracking line search.
 
     Parameters
@@ -149,6 +149,12 @@ def newton_maximize(fun: Callable, x0, *, maxiter: int = 200, tol: float = 1e-10
         ``feasible`` must accept the new bound values at the next step, e.g. by re-tracking
         its active set in ``callback``) before halving; ``x_b`` must pass the same
         sufficient-increase test as any step.
+    extend : callable, optional
+        ``extend(x, dx)`` -> points to try, in order, after the full Newton step ``dx`` was
+        accepted: the first that is feasible and has ``f`` above the full step's value is
+        taken instead. For terms like ``c log x_i`` far below their maximum, where Newton's
+        step only doubles ``x_i`` (see
+        :meth:`puinfer.models.urc._likelihood._Problem.extend`).
 
     Returns
     -------
@@ -190,9 +196,11 @@ def newton_maximize(fun: Callable, x0, *, maxiter: int = 200, tol: float = 1e-10
                 x, f, g, H = _polish(fun, x, f, g, H, dx_full, feasible, trace,
                                      value_only=polish == "value")
             break
-        t, x_new = _line_search(fun, x, f, dx_full, dec, feasible, armijo, slack, shrink,
-                                min_step, to_boundary)
+        t, x_new, f_new = _line_search(fun, x, f, dx_full, dec, feasible, armijo, slack,
+                                       shrink, min_step, to_boundary)
         kind = "newton" if newton else "modified"
+        if extend is not None and newton and t == 1.0:
+            x_new = _extended(fun, x_new, f_new, extend(x, dx_full), feasible)
         if newton and t < 1.0 and dec < _noise_floor(f):
             # the predicted gain is below the rounding of f (a sum over many rows: on 1e7
             # rows numpy's summation error exceeds it), so the line search cannot judge the
@@ -268,7 +276,7 @@ def _reduce(tangent, x, g, H):
 def _line_search(fun, x, f, dx, dec, feasible, armijo, slack, shrink, min_step,
                  to_boundary=None):
     """Backtrack from the full step ``dx`` until the Armijo condition holds at a feasible
-    point; returns ``(t, x + t dx)`` (``t < min_step``: no acceptable step). With
+    point; returns ``(t, x + t dx, f there)`` (``t < min_step``: no acceptable step). With
     ``to_boundary`` (see :func:`newton_maximize`), an infeasible full step is first cut
     where it meets the boundary."""
     t = 1.0
@@ -279,7 +287,8 @@ def _line_search(fun, x, f, dx, dec, feasible, armijo, slack, shrink, min_step,
             if min_step <= tb < 1.0:
                 f_b = fun(x_b, 0)
                 if np.isfinite(f_b) and f_b >= f + armijo * tb * dec - slack * abs(f):
-                    return tb, x_b
+                    return tb, x_b, f_b
+    f_new = -np.inf
     while t >= min_step:
         x_new = x + t * dx
         if feasible is None or feasible(x_new):
@@ -287,7 +296,16 @@ def _line_search(fun, x, f, dx, dec, feasible, armijo, slack, shrink, min_step,
             if np.isfinite(f_new) and f_new >= f + armijo * t * dec - slack * abs(f):
                 break
         t *= shrink
-    return t, x_new
+    return t, x_new, f_new
+
+
+def _extended(fun, x1, f1, candidates, feasible):
+    """The first of ``candidates`` that is feasible and has ``f`` above ``f1``, the value at
+    the full Newton step's point ``x1``; else ``x1``."""
+    for x_c in candidates:
+        if (feasible is None or feasible(x_c)) and fun(x_c, 0) > f1:
+            return x_c
+    return x1
 
 
 def _polish(fun, x, f, g, H, dx, feasible, trace, value_only=False):

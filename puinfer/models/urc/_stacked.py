@@ -450,6 +450,36 @@ def _halve_steps(pend, t, fn, accepted, f_min, start, step, value) -> np.ndarray
     return took
 
 
+def _longer_moves(blocks):
+    """The candidate points of :meth:`._likelihood._Problem.extend` for each point after its
+    full Newton step: ``blocks`` holds one ``(V, S, N, free)`` per kind of simplex (rows of
+    ``(L, R, C)`` arrays: the values before the step, the step, the values after it, which
+    components the constraint leaves free). Yields, for each of the extra moves' scales in
+    order, which points have that candidate and the blocks' new values there."""
+    R, B = lik._EXTEND_RATIO, lik._EXTEND_BELOW
+    parts = []
+    want = False
+    for V, S, N, free in blocks:
+        sel = (S > 0) & (V > 0) & (V < B) & (S >= R * V) & free
+        r = np.where(sel, S / np.where(sel, V, 1.0), 0.0)
+        E = np.where(sel, S * np.where(r < 1.0, r / np.maximum(1.0 - r, 1e-3), 1e3), 0.0)
+        cand = np.where(free & ~sel, N, -np.inf)
+        j = cand.argmax(axis=2)[..., None]
+        parts.append((N, E, j, np.take_along_axis(cand, j, 2)[..., 0]))
+        want = want | sel.any(axis=(1, 2))
+    for scale in (1.0, 1.0 / 16.0, 1.0 / 256.0):
+        has, new = want, []
+        for N, E, j, top in parts:
+            Es = E * scale
+            tot = Es.sum(axis=2)
+            has = has & ((tot <= 0) | (top > 2.0 * tot)).all(axis=1)
+            Nc = N + Es
+            np.put_along_axis(Nc, j, np.take_along_axis(Nc, j, 2) - np.where(
+                tot > 0, tot, 0.0)[..., None], 2)
+            new.append(Nc)
+        yield has, new
+
+
 def _feasible(x, M, fixed, m_pos) -> np.ndarray:
     """:meth:`._likelihood._Problem.feasible` of each point: the free rates inside (0, 1),
     the cells of ``M`` positive where they were (``m_pos``), none below 0."""
@@ -591,6 +621,25 @@ def _stacked_newton(d: lik.Data, held, x, M, modify: bool = True):
                             (dxg, dM), value)
         xn[took] = x0[took] + t[took, None] * dxg[took]
         Mn[took] = M0[took] + t[took, None, None] * dM[took]
+        # (a full Newton step raising a component near the bound by half of it or more: the
+        # longer moves the scalar route tries, _Problem.extend)
+        e = np.flatnonzero(accepted & nwt & (t == 1.0))
+        if e.size:
+            pend = np.ones(e.size, dtype=bool)
+            ones = np.ones(xn[e].shape + (2,), dtype=bool)
+            for has, (Pc, Mc) in _longer_moves((
+                    (np.stack([1.0 - x0[e], x0[e]], -1), np.stack([-dxg[e], dxg[e]], -1),
+                     np.stack([1.0 - xn[e], xn[e]], -1), ones),
+                    (M0[e], dM[e], Mn[e], np.ones(Mn[e].shape, dtype=bool)))):
+                q = np.flatnonzero(pend & has)
+                if q.size == 0:
+                    continue
+                xc, Mc = Pc[q, :, 1], Mc[q]
+                fc = value(e[q], xc, Mc)
+                up = fc > fn[e[q]]
+                w = e[q[up]]
+                xn[w], Mn[w], fn[w] = xc[up], Mc[up], fc[up]
+                pend[q[up]] = False
         # a shortened Newton step whose predicted gain is below the rounding of f: f is
         # maximal to its precision (newton_maximize's "stopped at floating-point precision")
         at_eps = accepted & nwt & (t < 1.0) & \
@@ -998,11 +1047,32 @@ def _newton_on_face(terms: _Terms, held, pos, P, M):
         failed = feas & ~accepted
         ok[ia[failed]] = False
         done[ia[failed]] = True
+        Pn, Mn = P0 + t[:, None, None] * dPg, M0 + t[:, None, None] * dMg
+        # (the longer moves the scalar route tries after a full step, _Problem.extend)
+        e = np.flatnonzero(accepted & (t == 1.0))
+        if e.size:
+            unheld = np.ones(Pn[e].shape, dtype=bool)
+            unheld[np.arange(e.size), held[ia[e]], pos[ia[e]]] = False
+            blocks = [(P0[e], dPg[e], Pn[e], unheld)]
+            if terms.Ll is not None:
+                blocks.append((M0[e], dMg[e], Mn[e], np.ones(Mn[e].shape, dtype=bool)))
+            pend = np.ones(e.size, dtype=bool)
+            for has, new in _longer_moves(blocks):
+                q = np.flatnonzero(pend & has)
+                if q.size == 0:
+                    continue
+                Pc = new[0][q]
+                Mc = new[1][q] if terms.Ll is not None else Mn[e[q]]
+                w = e[q]
+                fc = np.full(q.size, -np.inf)
+                inn = inside(Pc, Mc, ia[w], 0.0)
+                fc[inn] = _objective_k(terms[ia[w[inn]]], Pc[inn], Mc[inn])
+                up = fc > fn[w]
+                Pn[w[up]], Mn[w[up]], fn[w[up]] = Pc[up], Mc[up], fc[up]
+                pend[q[up]] = False
         move = accepted & ~at_eps
-        j, tm = ia[move], t[move, None, None]
-        P[j] = P0[move] + tm * dPg[move]
-        M[j] = M0[move] + tm * dMg[move]
-        f[j] = fn[move]
+        j = ia[move]
+        P[j], M[j], f[j] = Pn[move], Mn[move], fn[move]
         left = j[~inside(P[j], M[j], j, free_min)]
         ok[left] = False
         done[left] = True
