@@ -1,6 +1,7 @@
 """The shared optimisers (puinfer.base.optimize)."""
 
 import numpy as np
+import pytest
 
 from puinfer.base.optimize import newton_maximize, squarem
 
@@ -299,3 +300,40 @@ def test_to_boundary_point_must_increase_f():
     assert info.trace[1] > fun(x0, 0) and x[0] > 0
     g = fun(x, 2)[1]
     assert info.converged and abs(g[0]) < 1e-4   # an interior maximum (decrement < 1e-10)
+
+
+def _log_term(c=3.0, a=1.0):
+    """``f(x) = c log x - a x`` on x > 0 (maximum at ``c / a``): from far below it Newton's
+    step is ``x (1 - a x / c)``, about doubling ``x``."""
+    def fun(x, order):
+        if x[0] <= 0:
+            return -np.inf if order == 0 else (-np.inf, None, None)
+        f = c * np.log(x[0]) - a * x[0]
+        if order == 0:
+            return f
+        return f, np.array([c / x[0] - a]), np.array([[-c / x[0] ** 2]])
+    return fun
+
+
+def test_extend_takes_a_longer_step_where_f_rises_and_only_there():
+    """From x = 1e-9 Newton doubles x about 30 times to reach the maximum 3 of
+    ``3 log x - x``; the move the log term predicts, ``x + dx / (1 - r)`` (``r = dx / x``),
+    lands on it: the same maximum in a few iterations. A candidate where ``f`` is lower is not
+    taken: the run is the plain one, step for step."""
+    fun = _log_term()
+    x0 = np.array([1e-9])
+    plain = newton_maximize(fun, x0, tol=1e-14, feasible=lambda x: x[0] > 0)
+    assert plain[4].converged and plain[4].iterations >= 28
+
+    def predicted(x, dx):
+        r = dx[0] / x[0]
+        return [x + dx / (1.0 - r)] if 0.5 <= r < 1.0 else []
+    ext = newton_maximize(fun, x0, tol=1e-14, feasible=lambda x: x[0] > 0, extend=predicted)
+    assert ext[4].converged and ext[4].iterations <= 4
+    assert ext[0][0] == pytest.approx(3.0, rel=1e-12) == plain[0][0]
+    assert np.all(np.diff(ext[4].trace) > 0)
+
+    def worse(x, dx):  # (past the maximum by far: f there is below the full step's)
+        return [np.array([1e6])]
+    same = newton_maximize(fun, x0, tol=1e-14, feasible=lambda x: x[0] > 0, extend=worse)
+    np.testing.assert_array_equal(same[4].trace, plain[4].trace)

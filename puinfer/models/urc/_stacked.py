@@ -1047,32 +1047,25 @@ def _newton_on_face(terms: _Terms, held, pos, P, M):
         failed = feas & ~accepted
         ok[ia[failed]] = False
         done[ia[failed]] = True
-        Pn, Mn = P0 + t[:, None, None] * dPg, M0 + t[:, None, None] * dMg
-        # (the longer moves the scalar route tries after a full step, _Problem.extend)
-        e = np.flatnonzero(accepted & (t == 1.0))
-        if e.size:
-            unheld = np.ones(Pn[e].shape, dtype=bool)
+        # (a full step after which the scalar route tries longer moves, _Problem.extend: such
+        # a run leaves the face it started on, as a component rises from near the bound)
+        longer = accepted & (t == 1.0)
+        if longer.any():
+            e = np.flatnonzero(longer)
+            unheld = np.ones(P0[e].shape, dtype=bool)
             unheld[np.arange(e.size), held[ia[e]], pos[ia[e]]] = False
-            blocks = [(P0[e], dPg[e], Pn[e], unheld)]
+            blocks = [(P0[e], dPg[e], P0[e] + dPg[e], unheld)]
             if terms.Ll is not None:
-                blocks.append((M0[e], dMg[e], Mn[e], np.ones(Mn[e].shape, dtype=bool)))
-            pend = np.ones(e.size, dtype=bool)
-            for has, new in _longer_moves(blocks):
-                q = np.flatnonzero(pend & has)
-                if q.size == 0:
-                    continue
-                Pc = new[0][q]
-                Mc = new[1][q] if terms.Ll is not None else Mn[e[q]]
-                w = e[q]
-                fc = np.full(q.size, -np.inf)
-                inn = inside(Pc, Mc, ia[w], 0.0)
-                fc[inn] = _objective_k(terms[ia[w[inn]]], Pc[inn], Mc[inn])
-                up = fc > fn[w]
-                Pn[w[up]], Mn[w[up]], fn[w[up]] = Pc[up], Mc[up], fc[up]
-                pend[q[up]] = False
+                blocks.append((M0[e], dMg[e], M0[e] + dMg[e], np.ones(M0[e].shape, bool)))
+            longer[e] = np.logical_or.reduce([has for has, _ in _longer_moves(blocks)])
+            ok[ia[longer]] = False
+            done[ia[longer]] = True
+            accepted &= ~longer
         move = accepted & ~at_eps
-        j = ia[move]
-        P[j], M[j], f[j] = Pn[move], Mn[move], fn[move]
+        j, tm = ia[move], t[move, None, None]
+        P[j] = P0[move] + tm * dPg[move]
+        M[j] = M0[move] + tm * dMg[move]
+        f[j] = fn[move]
         left = j[~inside(P[j], M[j], j, free_min)]
         ok[left] = False
         done[left] = True
