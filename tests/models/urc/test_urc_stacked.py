@@ -477,12 +477,12 @@ def test_longer_moves_reach_the_same_points_in_fewer_iterations(monkeypatch):
     vals = _multiclass_points(res)[1][::4]
     runs = _newton_iterations(monkeypatch)
     with_moves = np.array([ll.loglik_at(v) for ll, v in
-                           zip(_multiclass_points(res)[0][::4], vals)])
+                           zip(_multiclass_points(res)[0][::4], vals, strict=True)])
     n_with = sum(runs)
     runs.clear()
     monkeypatch.setattr(lik, "_EXTEND_RATIO", np.inf)
     without = np.array([ll.loglik_at(v) for ll, v in
-                        zip(_multiclass_points(res)[0][::4], vals)])
+                        zip(_multiclass_points(res)[0][::4], vals, strict=True)])
     np.testing.assert_allclose(with_moves, without, rtol=0, atol=1e-9)
     assert n_with < 0.95 * sum(runs)
 
