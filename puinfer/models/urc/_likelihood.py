@@ -568,6 +568,39 @@ def _reduced(T, grad, H):
 # ---------------------------------------------------------------------------------------------
 # The optimisation problem in theta = (vec P, vec M), for squarem and newton_maximize
 # ---------------------------------------------------------------------------------------------
+def longer_moves(blocks):
+    """The candidate points of :meth:`_Problem.extend` for each of ``L`` points after its full
+    Newton step (the stacked routes' ``L`` points, or one): ``blocks`` holds one
+    ``(V, S, N, free)`` per kind of simplex (rows of ``(L, R, C)`` arrays: the values before
+    the step, the step, the values after it, which components the constraint leaves free).
+    Each component below :data:`_EXTEND_BELOW` that the step raises by at least
+    :data:`_EXTEND_RATIO` of it is moved to where its log term puts the maximum (see
+    :meth:`_Problem.extend`), the mass taken from the largest other free component of its
+    row, which must hold more than twice it. Yields, for the extra moves scaled by 1, 1/16
+    and 1/256 in turn, which points have that candidate and the blocks' new values."""
+    parts = []
+    want = False
+    for V, S, N, free in blocks:
+        sel = (S > 0) & (V > 0) & (V < _EXTEND_BELOW) & (S >= _EXTEND_RATIO * V) & free
+        r = np.where(sel, S / np.where(sel, V, 1.0), 0.0)
+        E = np.where(sel, S * np.where(r < 1.0, r / np.maximum(1.0 - r, 1e-3), 1e3), 0.0)
+        cand = np.where(free & ~sel, N, -np.inf)
+        j = cand.argmax(axis=2)[..., None]
+        parts.append((N, E, j, np.take_along_axis(cand, j, 2)[..., 0]))
+        want = want | sel.any(axis=(1, 2))
+    for scale in (1.0, 1.0 / 16.0, 1.0 / 256.0):
+        has, new = want, []
+        for N, E, j, top in parts:
+            Es = E * scale
+            tot = Es.sum(axis=2)
+            has = has & ((tot <= 0) | (top > 2.0 * tot)).all(axis=1)
+            Nc = N + Es
+            np.put_along_axis(Nc, j, np.take_along_axis(Nc, j, 2) - np.where(
+                tot > 0, tot, 0.0)[..., None], 2)
+            new.append(Nc)
+        yield has, new
+
+
 class _Problem:
     """The objective, EM map, tangent space and feasibility in ``theta`` for the shared
     optimisers. Feasibility keeps every component non-negative and the components that are
@@ -689,42 +722,14 @@ class _Problem:
         256th of that extra move."""
         if self.con.kind not in ("free", "entry"):
             return ()
-        t1 = t + dx
+        Gk, shapes = self.G * self.k, [(1, self.G, self.k), (1, self.k, self.A)]
         free = ~self._fixed[: t.size]
-        up = (dx > 0) & (t > 0) & (t < _EXTEND_BELOW) & free
-        if not up.any():
-            return ()
-        r = np.zeros(t.size)
-        r[up] = dx[up] / t[up]
-        sel = r >= _EXTEND_RATIO
-        if not sel.any():
-            return ()
-        extra = np.zeros(t.size)
-        rs = r[sel]
-        extra[sel] = dx[sel] * np.where(rs < 1.0, rs / np.maximum(1.0 - rs, 1e-3), 1e3)
-        Gk = self.G * self.k
-        rows = [(slice(i * self.k, (i + 1) * self.k)) for i in range(self.G)]
-        if self.d.joint:
-            rows += [slice(Gk + i * self.A, Gk + (i + 1) * self.A) for i in range(self.k)]
-        out = []
-        for scale in (1.0, 1.0 / 16.0, 1.0 / 256.0):
-            x = t1.copy()
-            ok = True
-            for sl in rows:
-                e = extra[sl] * scale
-                tot = e.sum()
-                if tot <= 0:
-                    continue
-                cand = np.where(free[sl] & ~sel[sl], t1[sl], -np.inf)
-                j = int(np.argmax(cand))
-                if not cand[j] > 2.0 * tot:
-                    ok = False
-                    break
-                x[sl] += e
-                x[sl.start + j] -= tot
-            if ok:
-                out.append(x)
-        return out
+        cuts = [slice(0, Gk), slice(Gk, t.size)][: 1 + self.d.joint]
+        blocks = [(t[c].reshape(sh), dx[c].reshape(sh), (t + dx)[c].reshape(sh),
+                   free[c].reshape(sh)) for c, sh in zip(cuts, shapes, strict=False)]
+        tail = (t + dx)[Gk:] if not self.d.joint else np.empty(0)
+        return [np.concatenate([*(b.ravel() for b in new), tail])
+                for has, new in longer_moves(blocks) if has[0]]
 
     def to_boundary(self, t, dx):
         """Where the Newton step ``dx`` from ``t`` first brings a component to 0, and that

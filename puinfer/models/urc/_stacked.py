@@ -450,36 +450,6 @@ def _halve_steps(pend, t, fn, accepted, f_min, start, step, value) -> np.ndarray
     return took
 
 
-def _longer_moves(blocks):
-    """The candidate points of :meth:`._likelihood._Problem.extend` for each point after its
-    full Newton step: ``blocks`` holds one ``(V, S, N, free)`` per kind of simplex (rows of
-    ``(L, R, C)`` arrays: the values before the step, the step, the values after it, which
-    components the constraint leaves free). Yields, for each of the extra moves' scales in
-    order, which points have that candidate and the blocks' new values there."""
-    R, B = lik._EXTEND_RATIO, lik._EXTEND_BELOW
-    parts = []
-    want = False
-    for V, S, N, free in blocks:
-        sel = (S > 0) & (V > 0) & (V < B) & (S >= R * V) & free
-        r = np.where(sel, S / np.where(sel, V, 1.0), 0.0)
-        E = np.where(sel, S * np.where(r < 1.0, r / np.maximum(1.0 - r, 1e-3), 1e3), 0.0)
-        cand = np.where(free & ~sel, N, -np.inf)
-        j = cand.argmax(axis=2)[..., None]
-        parts.append((N, E, j, np.take_along_axis(cand, j, 2)[..., 0]))
-        want = want | sel.any(axis=(1, 2))
-    for scale in (1.0, 1.0 / 16.0, 1.0 / 256.0):
-        has, new = want, []
-        for N, E, j, top in parts:
-            Es = E * scale
-            tot = Es.sum(axis=2)
-            has = has & ((tot <= 0) | (top > 2.0 * tot)).all(axis=1)
-            Nc = N + Es
-            np.put_along_axis(Nc, j, np.take_along_axis(Nc, j, 2) - np.where(
-                tot > 0, tot, 0.0)[..., None], 2)
-            new.append(Nc)
-        yield has, new
-
-
 def _feasible(x, M, fixed, m_pos) -> np.ndarray:
     """:meth:`._likelihood._Problem.feasible` of each point: the free rates inside (0, 1),
     the cells of ``M`` positive where they were (``m_pos``), none below 0."""
@@ -627,7 +597,7 @@ def _stacked_newton(d: lik.Data, held, x, M, modify: bool = True):
         if e.size:
             pend = np.ones(e.size, dtype=bool)
             ones = np.ones(xn[e].shape + (2,), dtype=bool)
-            for has, (Pc, Mc) in _longer_moves((
+            for has, (Pc, Mc) in lik.longer_moves((
                     (np.stack([1.0 - x0[e], x0[e]], -1), np.stack([-dxg[e], dxg[e]], -1),
                      np.stack([1.0 - xn[e], xn[e]], -1), ones),
                     (M0[e], dM[e], Mn[e], np.ones(Mn[e].shape, dtype=bool)))):
@@ -1057,7 +1027,7 @@ def _newton_on_face(terms: _Terms, held, pos, P, M):
             blocks = [(P0[e], dPg[e], P0[e] + dPg[e], unheld)]
             if terms.Ll is not None:
                 blocks.append((M0[e], dMg[e], M0[e] + dMg[e], np.ones(M0[e].shape, bool)))
-            longer[e] = np.logical_or.reduce([has for has, _ in _longer_moves(blocks)])
+            longer[e] = np.logical_or.reduce([has for has, _ in lik.longer_moves(blocks)])
             ok[ia[longer]] = False
             done[ia[longer]] = True
             accepted &= ~longer

@@ -494,12 +494,12 @@ def test_binary_stacked_route_takes_the_longer_moves(fits, monkeypatch):
     res = fits["70 groups, rare lab class"]
     lls, vals = _points(res)
     got = _stacked.profile_points(lls, vals)
-    moves = _stacked._longer_moves
+    moves = lik.longer_moves
 
     def none(blocks):
         for has, new in moves(blocks):
             yield np.zeros_like(has), new
-    monkeypatch.setattr(_stacked, "_longer_moves", none)
+    monkeypatch.setattr(lik, "longer_moves", none)
     plain = _stacked.profile_points(_points(res)[0], vals)
     both = np.isfinite(got) & np.isfinite(plain)
     assert (got[both] != plain[both]).sum() > 0
