@@ -481,7 +481,8 @@ def _stacked_newton(d: lik.Data, held, x, M, modify: bool = True):
     a cell of ``M`` at the bound held unless its KKT condition fails, and then still held
     where the step would move it down; a full step that leaves the simplices cut where a
     component first meets the bound, left at ``_AT_BOUND``, before halving; steps accepted
-    with ``f_new >= f - 1e-14 |f|``;
+    with ``f_new >= f - 1e-14 |f|``; after a full Newton step, the longer moves of
+    :func:`._likelihood.longer_moves` where one raises ``f`` further;
     converged where a shortened Newton step's decrement is below the rounding of ``f``;
     modified steps where the Hessian on the face is indefinite, from a start inside the
     simplices only, and such a run abandoned where it reaches the bound; ``modify`` False:
@@ -954,7 +955,9 @@ def _newton_on_face(terms: _Terms, held, pos, P, M):
     held there (the scalar route's active set) while their KKT condition holds; a point whose
     iterate has another component at or below ``_FREE_MIN``, whose full step leaves the
     simplices, whose held component's KKT condition fails, whose Hessian on the face is not
-    negative definite or whose line search fails is not converged (``ok`` False).
+    negative definite, whose line search fails or after whose full step the scalar route
+    would try longer moves (:func:`._likelihood.longer_moves`) is not converged (``ok``
+    False).
     ``terms``: the points' counts; ``held``, ``pos``: the held rate's group and class.
     Returns ``P, M, f, ok``."""
     L, _, k = P.shape
