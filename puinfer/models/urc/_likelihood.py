@@ -716,10 +716,9 @@ class _Problem:
         and a component left near the bound by an earlier step (``_AT_BOUND``) then takes some
         25 iterations to climb to a maximum at 1e-4 (most of the profile points of
         multiclass fits with small lab sets took 28-37 iterations so; session 91). The same
-        model puts that maximum at ``x + dx / (1 - r)``, ``r = dx / x``: each such component
-        is moved there (or 1e3 times further than ``dx`` where ``r >= 1``), the mass taken
-        from the largest other free component of its simplex, then a sixteenth and a
-        256th of that extra move."""
+        model puts that maximum at ``x + dx / (1 - r)``, ``r = dx / x`` (1e3 ``dx`` where
+        ``r >= 1``): the candidates of :func:`longer_moves` move each such component there,
+        then a sixteenth and a 256th as far."""
         if self.con.kind not in ("free", "entry"):
             return ()
         Gk, shapes = self.G * self.k, [(1, self.G, self.k), (1, self.k, self.A)]
