@@ -439,15 +439,27 @@ def detm_fits(client, detm_data):
     from puinfer.models.detm import _dask
 
     # every pass on the partitions (on 900 rows they would be added in memory after the
-    # first: the test_small_fit_* tests below)
-    with mock.patch.object(_dask, "LOCAL_ROWS", 0):
-        m1 = pu.DETM.from_formula("labeled ~ x1 + x2", data=ddf)
+    # first: the test_small_fit_* tests below), on the synchronous scheduler: the fit and its
+    # interval make about 700 passes, each of the same block functions, which the cluster's
+    # scheduler takes about 60 ms to run (85 s in all, session 92; 15 s here).
+    # test_detm_profile_log_el_block_sums runs those functions on the cluster's workers
+    # (the collection is not the one persisted there: the synchronous scheduler cannot read it)
+    with mock.patch.object(_dask, "LOCAL_ROWS", 0), dask_config.set(scheduler="sync"):
+        m1 = pu.DETM.from_formula("labeled ~ x1 + x2", data=dd.from_pandas(d, npartitions=3))
     assert m1.data._rows is None
-    r1 = m1.fit()
+    with dask_config.set(scheduler="sync"):
+        r1 = m1.fit()
     return r0, r1, m1
 
 
-def test_detm_equals_in_memory(detm_fits):
+@pytest.fixture
+def sync_scheduler():
+    """The synchronous scheduler within the test (:func:`detm_fits` says why)."""
+    with dask_config.set(scheduler="sync"):
+        yield
+
+
+def test_detm_equals_in_memory(detm_fits, sync_scheduler):
     r0, r1, m1 = detm_fits
     _same_tilt(r0, r1)
     # the in-memory reference checks its own maximum: every start agrees with it
@@ -501,8 +513,9 @@ def test_detm_dask_results_pickle_and_predict(detm_fits, detm_data):
     # what was computed before pickling is kept (the default interval: its check past each
     # limit from the fit's other maxima needs the rows, so it is computed first; the test
     # passed alone only after another test had asked for it)
-    ci = r1.conf_int_pi()
-    blob = pickle.dumps(r1)
+    with dask_config.set(scheduler="sync"):  # (detm_fits says why)
+        ci = r1.conf_int_pi()
+        blob = pickle.dumps(r1)
     for mod in (b"dask.dataframe", b"dask.array", b"dask.delayed", b"distributed"):
         assert mod not in blob
     r2 = pickle.loads(blob)
@@ -515,7 +528,8 @@ def test_detm_dask_results_pickle_and_predict(detm_fits, detm_data):
     with pytest.warns(pu.exceptions.PuinferWarning, match="unpickled"):
         tab = r2.conf_int(0.2)
     assert tab.loc["pi"].isna().all() and np.isfinite(tab.drop("pi").to_numpy()).all()
-    close(r1.conf_int(0.2).drop("pi"), tab.drop("pi"), rtol=0)
+    with dask_config.set(scheduler="sync"):
+        close(r1.conf_int(0.2).drop("pi"), tab.drop("pi"), rtol=0)
     # and its summary at that level says the interval is not available (it raised)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -575,7 +589,8 @@ def test_detm_dask_refusals(detm_fits, detm_data):
         r1.conf_int_pi(method="bootstrap", n_boot=5)
     # the default inference on pi of a Dask fit is the plain profile; the bootstrap is refused
     assert r1.pi_interval == "profile"
-    assert r1.conf_int_pi().attrs["method"] == "profile"
+    with dask_config.set(scheduler="sync"):  # (detm_fits says why)
+        assert r1.conf_int_pi().attrs["method"] == "profile"
     with pytest.raises(NotImplementedError, match="pi_interval='bootstrap'"):
         pu.DETM.from_formula("labeled ~ x1 + x2", data=ddf).fit(pi_interval="bootstrap")
     with pytest.raises(NotImplementedError, match="np.log"):
@@ -588,11 +603,13 @@ def test_detm_dask_refusals(detm_fits, detm_data):
         pu.DETM.from_formula("labeled ~ x1 + x2 + x3", data=ddf.assign(x3=ddf.x1 - ddf.x2))
 
 
-def test_detm_profile_log_el_block_sums(detm_data, monkeypatch):
+def test_detm_profile_log_el_block_sums(client, detm_data, monkeypatch):
     """The profile log-EL (eq. 12) with its multipliers solved by passes equals the in-memory
     :func:`~puinfer.models.detm._el.profile_log_el` (value, gradient, Hessian) at points
     inside and far from the maximum, and both refuse the same points where eq. (11) has no
-    solution (a tilt whose constraint no positive weights satisfy)."""
+    solution (a tilt whose constraint no positive weights satisfy). One point on the
+    cluster's worker processes (the other DETM fits here run the same block functions on the
+    synchronous scheduler), the others on the synchronous scheduler."""
     import dask
 
     from puinfer.models.detm import _dask, _el
@@ -600,11 +617,21 @@ def test_detm_profile_log_el_block_sums(detm_data, monkeypatch):
     monkeypatch.setattr(_dask, "LOCAL_ROWS", 0)  # the partitions' sums, not the rows'
     d, _ = detm_data
     m0 = pu.DETM.from_formula("labeled ~ x1 + x2", data=d)
+    # on the cluster (its default scheduler): the first pass and one profile evaluation
+    m1 = pu.DETM.from_formula("labeled ~ x1 + x2", data=dd.from_pandas(d, npartitions=4))
+    th_hat = m0.fit(probe=False).theta
+    passes = m1.data.dask_passes
+    with np.errstate(all="ignore"):
+        f0, g0, H0, _ = _el.profile_log_el(th_hat, 0.5, m0.data.Z, m0.data.y, 0.01, order=2)
+    f1, g1, H1, _ = m1.data.profile_log_el(th_hat, 0.5, 0.01, order=2, strict=True)
+    assert m1.data.dask_passes > passes
+    assert dask.base.get_scheduler() == client.get  # (those passes ran on the cluster)
+    close(f0, f1)
+    np.testing.assert_allclose(g1, g0, rtol=1e-9, atol=1e-9 * np.abs(g0).max())
+    np.testing.assert_allclose(H1, H0, rtol=1e-9, atol=1e-9 * np.abs(H0).max())
     with dask.config.set(scheduler="sync"):  # not on the cluster: many single evaluations
-        m1 = pu.DETM.from_formula("labeled ~ x1 + x2", data=dd.from_pandas(d, npartitions=4))
         z, y = m0.data.Z, m0.data.y
         rng = np.random.default_rng(3)
-        th_hat = m0.fit(probe=False).theta
         finite = []
         for scale, with_pi in ((0.0, False), (0.05, True), (0.3, False), (3.0, True),
                                (8.0, False)):
