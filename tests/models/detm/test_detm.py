@@ -717,8 +717,11 @@ def _polished_truth(m, r, pi):
     return f - d.n * np.log(d.n) - d.m * np.log(d.m)  # the llf_penalized scale
 
 
+@functools.cache
 def _sar_fit_at_07(seed):
-    """The model and default fit (plain interval) of a replicate of issue 19's SAR cell."""
+    """The model and default fit (plain interval) of a replicate of issue 19's SAR cell (one
+    per seed: results are immutable, and a model's fit does not change it; call it before
+    any monkeypatch of the search, whose fits are made from ``m`` directly)."""
     df = sar_design(1000, 1000, 0.7, p=15, rng=np.random.default_rng(seed))
     m = pu.DETM.from_formula(FORMULA15, data=df)
     with warnings.catch_warnings():
@@ -749,7 +752,9 @@ def test_skeleton_reaches_a_branch_through_the_moment_starts(monkeypatch):
     assert r.pi == pytest.approx(0.764, abs=0.002)
     monkeypatch.setattr(_starts, "HOP_ROUNDS", 0)
     monkeypatch.setattr(_starts, "STRETCH_ROUNDS", 0)
-    m, r0 = _sar_fit_at_07(12000327)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r0 = m.fit(pi_interval="profile")
     assert r0.starts["start"].iloc[-1] == "profile probe"
     assert r0.llf_penalized == pytest.approx(r.llf_penalized, abs=1e-9)
 
@@ -830,17 +835,29 @@ def test_stretch_moves_leave_the_probes_branch_starts(monkeypatch):
     starts (the five highest other maxima) it displaced the one from which the probe climbs
     to the fit, 1.78 log-EL units higher (pi 0.576). The probe leaves the stretch moves' lower
     maxima out, so the fit is the one the search without stretch moves reaches."""
-    from puinfer.models.detm import _profile
 
     m, r = _sar_fit_at_07(62000108)
     assert r.pi == pytest.approx(0.5761, abs=1e-3)
     assert r.starts["start"].str.startswith("stretch").any()
     monkeypatch.setattr(_starts, "STRETCH_ROUNDS", 0)
-    _, r0 = _sar_fit_at_07(62000108)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r0 = m.fit(pi_interval="profile")
     assert r0.llf_penalized == pytest.approx(r.llf_penalized, abs=1e-9)
-    monkeypatch.undo()
+
+
+@pytest.mark.slow
+def test_stretch_moves_leave_the_probes_branch_starts_control(monkeypatch):
+    """The control of :func:`test_stretch_moves_leave_the_probes_branch_starts` (slow: a
+    second fit): with the stretch moves' maxima among the probe's branch starts the fit is
+    1.5 or more below."""
+    from puinfer.models.detm import _profile
+
+    m, r = _sar_fit_at_07(62000108)
     monkeypatch.setattr(_profile, "STRETCH_LABEL", "(none)")
-    _, r1 = _sar_fit_at_07(62000108)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r1 = m.fit(pi_interval="profile")
     assert r1.llf_penalized < r.llf_penalized - 1.5
 
 
@@ -876,21 +893,12 @@ def test_probe_climbs_a_branch_the_profile_rises_to(monkeypatch):
     the profile (-0.003 at pi = 0.704, above the -0.63 at 0.657 nearer pi-hat) whose maximum
     with pi free, at pi = 0.686, is 0.59 higher (the profile at the truth 0.7 was then 0.21
     above the fit: a ``ProfileError``). The probe climbs from where the profile rises."""
-    df = sar_design(3000, 3000, 0.7, p=15, rng=np.random.default_rng(32000556))
-    m = pu.DETM.from_formula(FORMULA15, data=df)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        r = m.fit(pi_interval="profile")
-        monkeypatch.setattr(PiProfiler, "_rise", lambda self, tol: [])
-        r0 = m.fit(pi_interval="profile")
-    assert r0.pi == pytest.approx(0.608, abs=0.002)
+    m, r = _climb_fit()
     assert r.pi == pytest.approx(0.686, abs=0.002)
-    assert r.llf_penalized > r0.llf_penalized + 0.58
     # the probe's points between the rise and its dip reach that branch above the fit (a
     # "profile probe" run; with them switched off, the climb from the rise does)
     assert r.starts["start"].iloc[-1] in ("profile probe", "profile climb")
     assert r.starts["objective"].iloc[-1] == pytest.approx(r.llf_penalized, abs=1e-9)
-    monkeypatch.undo()
     monkeypatch.setattr(_profile, "RISE_POINTS", 0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -900,6 +908,31 @@ def test_probe_climbs_a_branch_the_profile_rises_to(monkeypatch):
     prof = r.profile_pi()
     for q in (0.66, 0.68, 0.7, 0.72):  # no ProfileError: the fit is above its profile
         assert prof.statistic(q) >= 0
+
+
+@functools.cache
+def _climb_fit():
+    """The model and fit of :func:`test_probe_climbs_a_branch_the_profile_rises_to`'s data."""
+    df = sar_design(3000, 3000, 0.7, p=15, rng=np.random.default_rng(32000556))
+    m = pu.DETM.from_formula(FORMULA15, data=df)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return m, m.fit(pi_interval="profile")
+
+
+@pytest.mark.slow
+def test_probe_climbs_a_branch_the_profile_rises_to_control(monkeypatch):
+    """The control of :func:`test_probe_climbs_a_branch_the_profile_rises_to` (slow: a third
+    fit at n = m = 3000): without the probe's rises the fit stays at pi-hat 0.608, 0.58
+    below, and its profile at the truth is above it (a ``ProfileError``). It shows that the
+    data still need the mechanism that test checks; the test does not depend on it."""
+    m, r = _climb_fit()
+    monkeypatch.setattr(PiProfiler, "_rise", lambda self, tol: [])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r0 = m.fit(pi_interval="profile")
+    assert r0.pi == pytest.approx(0.608, abs=0.002)
+    assert r.llf_penalized > r0.llf_penalized + 0.58
     with pytest.raises(ProfileError):
         r0.profile_pi().statistic(0.7)
 
@@ -913,18 +946,24 @@ def test_probe_searches_the_profile_between_a_rise_and_its_dip(monkeypatch):
     between each rise and its dip find that branch; the fit then reaches pi-hat 0.635, 0.90
     higher (the maximum the package's search of session 27 had reported for this replicate).
     """
-    df = sar_design(1000, 1000, 0.7, p=15, rng=np.random.default_rng(62000120))
-    m = pu.DETM.from_formula(FORMULA15, data=df)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        r = m.fit(pi_interval="profile")
-        monkeypatch.setattr(_profile, "RISE_POINTS", 0)  # climbs only
-        r0 = m.fit(pi_interval="profile")
-    assert r0.pi == pytest.approx(0.905, abs=0.002)
+    m, r = _sar_fit_at_07(62000120)
     assert r.pi == pytest.approx(0.635, abs=0.002)
-    assert r.llf_penalized > r0.llf_penalized + 0.89
     assert r.starts["start"].str.startswith("profile").any()
     assert r.profile_pi().statistic(0.7) >= 0  # the fit is above its profile there
+
+
+@pytest.mark.slow
+def test_probe_searches_the_profile_between_a_rise_and_its_dip_control(monkeypatch):
+    """The control of :func:`test_probe_searches_the_profile_between_a_rise_and_its_dip`
+    (slow: a second fit): with the climbs alone (no points between a rise and its dip) the
+    fit stays at pi-hat 0.905, 0.89 below, with a ``ProfileError`` at the truth."""
+    m, r = _sar_fit_at_07(62000120)
+    monkeypatch.setattr(_profile, "RISE_POINTS", 0)  # climbs only
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r0 = m.fit(pi_interval="profile")
+    assert r0.pi == pytest.approx(0.905, abs=0.002)
+    assert r.llf_penalized > r0.llf_penalized + 0.89
     with pytest.raises(ProfileError):
         r0.profile_pi().statistic(0.7)
 
