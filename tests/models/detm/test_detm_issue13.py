@@ -242,8 +242,10 @@ def test_fit_at_n_m_5_is_the_maximum(model, seed):
     # scipy finds nothing higher, and the fit is not below what scipy reaches
     assert direct <= r.llf_penalized + 1e-9
     assert r.llf_penalized - direct < 1e-6
-    # and the profile of pi never rises above the fit (it raised ProfileError before)
-    ci = _quiet(r.conf_int_pi)
+    # and the profile of pi never rises above the fit (it raised ProfileError before): the
+    # plain profile interval's search over [0, 1] (the default bootstrap-calibrated one searches
+    # the same profile, after 199 refits that are not the subject here: 9 s of DETM's 15)
+    ci = _quiet(r.conf_int_pi, method="profile")
     assert 0 <= ci["lower"] <= r.pi <= ci["upper"] <= 1
 
 
