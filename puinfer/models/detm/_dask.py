@@ -133,10 +133,12 @@ def _read(spec, a, b):
         if isinstance(x, pd.Series):
             x = x.to_frame()
         if isinstance(x, pd.DataFrame):
-            absent = [c for c in cols if c not in [str(c) for c in x.columns]]
+            have = [str(c) for c in x.columns]
+            absent = [c for c in cols if c not in have]
             if absent:
                 raise ValueError(f"{nm} lacks the column(s) {absent}")
-            x = x.rename(columns=str)[cols]
+            if have != cols:  # (a partition of exactly these columns is read as it is)
+                x = x.rename(columns=str)[cols]
         k = 0
         if coding is not None:
             from ...formula import _clean
