@@ -580,6 +580,25 @@ def test_setm_dask_samples_missing_drop(client, detm_data):
         pu.SETM.from_formula("labeled ~ x1 + x2", data=dd.from_pandas(d, npartitions=1))
 
 
+def test_samples_with_number_labelled_columns_fit_as_in_memory(monkeypatch):
+    """Two Dask DataFrames whose columns are labelled 0 and 1 (read on each pass by their
+    names as text, "0" and "1"; a partition of exactly the model's columns is read as it is):
+    the fit of the rows in memory."""
+    from puinfer.models.detm import _dask
+
+    monkeypatch.setattr(_dask, "LOCAL_ROWS", 0)  # the partitions' sums, not the rows'
+    rng = np.random.default_rng(1)
+    S, T = pd.DataFrame(rng.normal(size=(200, 2))), pd.DataFrame(rng.normal(0.5, 1, (300, 2)))
+    with warnings.catch_warnings(), dask_config.set(scheduler="sync"):
+        warnings.simplefilter("ignore")
+        r0 = pu.SETM(S, T).fit(probe=False)
+        r1 = pu.SETM(dd.from_pandas(S, npartitions=2), dd.from_pandas(T[[1, 0]], npartitions=2)
+                     ).fit(probe=False)
+    assert list(r1.params.index) == list(r0.params.index) == ["alpha2", "beta2[0]", "beta2[1]",
+                                                              "pi"]
+    close(r0.params, r1.params)
+
+
 def test_detm_dask_refusals(detm_fits, detm_data):
     d, ddf = detm_data
     _, r1, _ = detm_fits

@@ -137,7 +137,7 @@ def _read(spec, a, b):
             absent = [c for c in cols if c not in have]
             if absent:
                 raise ValueError(f"{nm} lacks the column(s) {absent}")
-            if have != cols:  # (a partition of exactly these columns is read as it is)
+            if list(x.columns) != cols:  # (exactly these columns, as text: read as it is)
                 x = x.rename(columns=str)[cols]
         k = 0
         if coding is not None:
