@@ -441,7 +441,7 @@ def detm_fits(client, detm_data):
     # every pass on the partitions (on 900 rows they would be added in memory after the
     # first: the test_small_fit_* tests below), on the synchronous scheduler: the fit and its
     # interval make about 700 passes, each of the same block functions, which the cluster's
-    # scheduler takes about 60 ms to run (85 s in all, session 92; 15 s here).
+    # scheduler takes about 60 ms to run (about 80 s in all, session 92; 16 s here).
     # test_detm_profile_log_el_block_sums runs those functions on the cluster's workers
     # (the collection is not the one persisted there: the synchronous scheduler cannot read it)
     with mock.patch.object(_dask, "LOCAL_ROWS", 0), dask_config.set(scheduler="sync"):

@@ -838,7 +838,6 @@ def test_stretch_moves_leave_the_probes_branch_starts(monkeypatch):
     starts (the five highest other maxima) it displaced the one from which the probe climbs
     to the fit, 1.78 log-EL units higher (pi 0.576). The probe leaves the stretch moves' lower
     maxima out, so the fit is the one the search without stretch moves reaches."""
-
     m, r = _sar_fit_at_07(62000108)
     assert r.pi == pytest.approx(0.5761, abs=1e-3)
     assert r.starts["start"].str.startswith("stretch").any()
