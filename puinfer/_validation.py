@@ -103,9 +103,14 @@ def check_feature_columns(df: pd.DataFrame, name: str, columns=None, *,
     if dup:
         raise ValueError(f"{name}: duplicate column name(s) {dup}; each column must have a "
                          "unique name (rename or drop the duplicates)")
+    # (the dtypes read once, a column itself only where its values must be looked at:
+    # selecting a column costs more than the checks, and the Dask routes check every
+    # partition at every pass)
+    dtypes = dict(zip(df.columns, df.dtypes, strict=True))
     for c in cols:
-        col = df[c]
-        dt = col.dtype
+        dt = dtypes[c]
+        if isinstance(dt, np.dtype) and dt.kind in "fiub":
+            continue  # (numpy's real numbers and booleans: nothing below applies)
         if _is_date_time(dt):
             raise ValueError(f"{name}: column {str(c)!r} is a date/time ({dt}), not a number; "
                              "convert it (e.g. to days since a reference date, or to a "
@@ -116,10 +121,10 @@ def check_feature_columns(df: pd.DataFrame, name: str, columns=None, *,
             raise ValueError(f"{name}: column {str(c)!r} holds complex numbers ({dt}), not "
                              "real numbers")
         if (pd.api.types.is_object_dtype(dt) or pd.api.types.is_string_dtype(dt)) \
-                and not isinstance(dt, pd.CategoricalDtype) and _numbers_as_text(col):
+                and not isinstance(dt, pd.CategoricalDtype) and _numbers_as_text(df[c]):
             raise ValueError(f"{name}: column {str(c)!r} holds numbers stored as text; convert "
                              f"with pd.to_numeric (or {labels} if they are labels)")
-        if pd.api.types.is_object_dtype(dt) and pd.api.types.infer_dtype(col, skipna=True) in (
+        if pd.api.types.is_object_dtype(dt) and pd.api.types.infer_dtype(df[c], skipna=True) in (
                 "integer", "floating", "mixed-integer-float", "decimal"):
             # (a formula made such a column categorical dummies, one per distinct number:
             # session 67's audit)
