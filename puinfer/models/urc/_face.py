@@ -8,7 +8,10 @@ solves the Newton system by the Schur complement of ``M``'s block, in ``O(G)`` o
 Assembling and factorising the dense matrix costs ``O(G^2)`` and ``O(G^3)`` instead: with 300
 groups the dense Newton steps took 70% of the time of the profile intervals (issue 17). Where
 the matrix is not negative definite the modified step is taken by the same blocks
-(:meth:`FaceHessian.ascent_direction`).
+(:meth:`FaceHessian.ascent_direction`), with any number of groups: below
+:data:`FACE_MIN_GROUPS` the Newton step is the dense one (:class:`DenseFace`), but a dense
+modified step is an ``eigh`` of the whole face, 4-20x the cost of the blocks' from 20 free
+parameters (session 93).
 """
 
 from __future__ import annotations
@@ -18,13 +21,19 @@ import functools
 import numpy as np
 from scipy.linalg import lapack
 
-__all__ = ["PairBasis", "BlockHessian", "FaceHessian", "face_hessian", "DENSE_MAX_DIM"]
+from ...base.optimize import _ascent_direction
+
+__all__ = ["PairBasis", "BlockHessian", "FaceHessian", "DenseFace", "face_hessian",
+           "DENSE_MAX_DIM"]
 
 DENSE_MAX_DIM = 1500  # dense Newton steps (another basis) up to this size
-FACE_MIN_GROUPS = 64  # ... and dense steps with fewer groups: the arrow matrix's assembly costs
-#                       more than the dense product and factor there (45-60 against 15 us on a
-#                       few groups); from 64 groups it is as fast or faster, k = 2 to 4
-#                       (session 65, /tmp/s65/micro.py)
+FACE_MIN_GROUPS = 32  # ... and dense Newton steps with fewer groups: there the dense product
+#                       and factor cost less than the arrow matrix's assembly (session 65:
+#                       45-60 against 15 us on a few groups). Session 93 (one step at a fit,
+#                       benchmarks/bench_urc_face.py; us dense / blocks): 16 groups of 2-5 classes
+#                       28/66 to 246/330, 32 groups 30/43 to 571/483, 60 groups 83/62 to
+#                       1267/557; 60 groups of random multiclass problems' intervals in all
+#                       861 -> 616 CPU s by blocks (benchmarks/compare_urc_random.py)
 
 
 class PairBasis:
@@ -162,11 +171,13 @@ class BlockHessian:
 
     def reduce(self, T):
         """``T' H T``: a :class:`FaceHessian` for a :class:`PairBasis` ``T`` and at least
-        :data:`FACE_MIN_GROUPS` groups (or more than :data:`DENSE_MAX_DIM` columns), else an
-        array (the product :func:`~puinfer.base.optimize.newton_maximize` forms)."""
-        if not isinstance(T, PairBasis) or (self.HPP.shape[0] < FACE_MIN_GROUPS
-                                            and T.shape[1] <= DENSE_MAX_DIM):
+        :data:`FACE_MIN_GROUPS` groups (or more than :data:`DENSE_MAX_DIM` columns), a
+        :class:`DenseFace` for one with fewer groups, else an array (the product
+        :func:`~puinfer.base.optimize.newton_maximize` forms)."""
+        if not isinstance(T, PairBasis):
             return _dense_face(T, self.dense())
+        if self.HPP.shape[0] < FACE_MIN_GROUPS and T.shape[1] <= DENSE_MAX_DIM:
+            return DenseFace(_dense_face(T, self.dense()), self, T)
         if self._face[0] is not T:
             self._face = (T, FaceHessian(self, T))
         return self._face[1]
@@ -302,6 +313,31 @@ class FaceHessian:
         out[nP:, :nP] = out[:nP, nP:].T
         out[nP:, nP:] = self.C
         return out
+
+
+class DenseFace:
+    """``T' H T`` of a :class:`BlockHessian` with few groups, as the dense array ``array``
+    (:meth:`BlockHessian.reduce`): :meth:`ascent_direction` takes the Newton step from its
+    Cholesky factor, as :func:`~puinfer.base.optimize._ascent_direction` does for an array
+    (the same bits), and the modified step by blocks (:class:`FaceHessian`; the dense
+    one, an ``eigh`` of the whole face, cost 4-20x as much from 20 free parameters, and most
+    of the intervals' time where warm runs meet indefinite Hessians: session 93)."""
+
+    __slots__ = ("array", "_H", "_T")
+
+    def __init__(self, array: np.ndarray, H: BlockHessian, T: PairBasis):
+        self.array, self._H, self._T = array, H, T
+
+    @property
+    def shape(self):
+        return self.array.shape
+
+    def ascent_direction(self, g, modify: bool = True):
+        """:meth:`FaceHessian.ascent_direction`'s contract."""
+        d, newton = _ascent_direction(g, self.array, modify=False)
+        if newton or not modify:
+            return d, newton
+        return FaceHessian(self._H, self._T)._solve(np.asarray(g, dtype=float), True), False
 
 
 def _inverse_of_modified(A, floor: float) -> np.ndarray:

@@ -515,7 +515,7 @@ def tangent(P, M, d: Data, con: Constraint, grad, *, pairs: bool = False, hold=N
     :class:`PairBasis` instead where every column moves mass between two components (unless
     a simplex is shared by several rows of ``P``, as under equal or pooled base rates): the
     same basis, faster products, at any size (Newton's step on it is taken by blocks from
-    64 groups or beyond the dense limit: :meth:`~._face.BlockHessian.reduce`). ``hold``: a
+    32 groups or beyond the dense limit: :meth:`~._face.BlockHessian.reduce`). ``hold``: a
     boolean mask over ``theta`` of components at the bound that are not released whatever
     their gradient (see :meth:`_Problem.tangent`)."""
     G, k = P.shape

@@ -35,7 +35,6 @@ from __future__ import annotations
 import numpy as np
 
 from . import _likelihood as lik
-from ._face import FACE_MIN_GROUPS
 
 #: at most this many (point, group, cell) entries per stacked array (the points are solved
 #: in chunks: 300 groups of 4 cells take about 1,700 points at once)
@@ -323,14 +322,13 @@ def _block_basis(Zr) -> np.ndarray:
     return Z
 
 
-def _ascent_steps(gx, hx, gy, Hyy, bx, fixed, modify, blocks: bool):
+def _ascent_steps(gx, hx, gy, Hyy, bx, fixed, modify):
     """Each point's ascent direction ``(dx, dy)`` with the rates ``fixed`` held, as
-    :meth:`._face.FaceHessian.ascent_direction` (``blocks``) or
-    :func:`puinfer.base.optimize._ascent_direction` (the dense face, fewer groups) takes it:
-    the Newton direction by the Schur complement of ``M``'s corner where the negative Hessian
-    on the face is positive definite (``newton`` True), else where ``modify`` allows, the
-    modified direction (absolute eigenvalues), else none (``ok`` False). Returns ``dx, dy,
-    decrement, newton, ok``."""
+    :meth:`._face.FaceHessian.ascent_direction` takes it (and :class:`._face.DenseFace`, with
+    fewer groups): the Newton direction by the Schur complement of ``M``'s corner where the
+    negative Hessian on the face is positive definite (``newton`` True), else where
+    ``modify`` allows, the modified direction by the same blocks, else none (``ok`` False).
+    Returns ``dx, dy, decrement, newton, ok``."""
     L, G = gx.shape
     n = gy.shape[1]
     a = np.where(fixed, 1.0, -hx)                    # the negative Hessian's blocks (padded)
@@ -362,33 +360,17 @@ def _ascent_steps(gx, hx, gy, Hyy, bx, fixed, modify, blocks: bool):
         am, Cm = a[r], C[r]
         floor = 1e-8 * np.maximum(1.0, np.maximum(np.abs(am).max(axis=1),
                                                   np.abs(Cm).max(axis=(1, 2))))
-        if blocks:
-            # each group's block with its eigenvalue replaced by its absolute value (at
-            # least the floor) where any is not positive; then the Schur complement, modified
-            # the same way where it is not positive definite
-            am = np.where((am > 0).all(axis=1)[:, None], am, np.maximum(np.abs(am),
-                                                                      floor[:, None]))
-            y0m, Ym, Sm, rhsm = schur(am, r)
-            ev, V = np.linalg.eigh(Sm)
-            inv = np.where((ev[:, :1] > 0), ev, np.maximum(np.abs(ev), floor[:, None]))
-            z = (V @ ((V.transpose(0, 2, 1) @ rhsm[..., None])[..., 0] / inv)[..., None])[..., 0]
-            dy[r] = z
-            dx[r] = y0m + (Ym @ z[..., None])[..., 0]
-        else:
-            # the whole face's negative Hessian, its eigenvalues replaced by their absolute
-            # values (at least 1e-8 of the largest, and of 1); the padding of the held rates
-            # (1 on the diagonal, no gradient) changes neither
-            N = np.zeros((r.size, G + n, G + n))
-            N[:, np.arange(G), np.arange(G)] = am
-            N[:, :G, G:] = -bx[r]
-            N[:, G:, :G] = -bx[r].transpose(0, 2, 1)
-            N[:, G:, G:] = Cm
-            ev, V = np.linalg.eigh(N)
-            scale = np.maximum(np.abs(ev).max(axis=1), 1.0)
-            ev = np.maximum(np.abs(ev), 1e-8 * scale[:, None])
-            g = np.concatenate([gp[r], gy[r]], axis=1)
-            step = (V @ ((V.transpose(0, 2, 1) @ g[..., None])[..., 0] / ev)[..., None])[..., 0]
-            dx[r], dy[r] = step[:, :G], step[:, G:]
+        # each group's block with its eigenvalue replaced by its absolute value (at
+        # least the floor) where any is not positive; then the Schur complement, modified
+        # the same way where it is not positive definite
+        am = np.where((am > 0).all(axis=1)[:, None], am, np.maximum(np.abs(am),
+                                                                  floor[:, None]))
+        y0m, Ym, Sm, rhsm = schur(am, r)
+        ev, V = np.linalg.eigh(Sm)
+        inv = np.where((ev[:, :1] > 0), ev, np.maximum(np.abs(ev), floor[:, None]))
+        z = (V @ ((V.transpose(0, 2, 1) @ rhsm[..., None])[..., 0] / inv)[..., None])[..., 0]
+        dy[r] = z
+        dx[r] = y0m + (Ym @ z[..., None])[..., 0]
     ok = newton | mod
     dx[~ok] = dy[~ok] = 0.0
     dx[fixed] = 0.0
@@ -457,7 +439,7 @@ def _feasible(x, M, fixed, m_pos) -> np.ndarray:
         np.where(m_pos, M > 0, M >= 0).all(axis=(1, 2))
 
 
-def _face_step(x, gx, hx, gM, HMM, cross, M, fixed, m_free, modify, blocks):
+def _face_step(x, gx, hx, gM, HMM, cross, M, fixed, m_free, modify):
     """The ascent step of each point on its active face (the rates ``fixed`` held, the cells
     of ``M`` outside ``m_free`` held): ``M``'s tangent basis, the step in its coordinates
     (:func:`_ascent_steps`; a held cell's column is padded: -1 on the diagonal, nothing
@@ -472,7 +454,7 @@ def _face_step(x, gx, hx, gM, HMM, cross, M, fixed, m_free, modify, blocks):
         p, c = np.nonzero(pad)
         Hyy[p, c, c] = -1.0
     bx = _cross(x, cross, Zr)
-    return (Z,) + _ascent_steps(gx, hx, gy, Hyy, bx, fixed, modify, blocks)
+    return (Z,) + _ascent_steps(gx, hx, gy, Hyy, bx, fixed, modify)
 
 
 def _stacked_newton(d: lik.Data, held, x, M, modify: bool = True):
@@ -508,7 +490,6 @@ def _stacked_newton(d: lik.Data, held, x, M, modify: bool = True):
     ok = np.isfinite(f)
     modify = interior(x, M, rows) if modify else np.zeros(L, dtype=bool)
     n_modified = np.zeros(L, dtype=int)
-    blocks = G >= FACE_MIN_GROUPS
     done = ~ok
     converged = np.zeros(L, dtype=bool)
     for it in range(_MAXITER + 1):
@@ -530,7 +511,7 @@ def _stacked_newton(d: lik.Data, held, x, M, modify: bool = True):
         m_rel = m_low & (gMr > lam + 1e-9 * (1 + np.abs(lam)))
         m_free = ~m_low | m_rel
         Z, dx, dy, dec, newton, stepped = _face_step(
-            xa, gx, hx, gM, HMM, cross, Ma, fixed, m_free, modify[act], blocks)
+            xa, gx, hx, gM, HMM, cross, Ma, fixed, m_free, modify[act])
         # ... and held where the step would move it down (_Problem.tangent's rule, which
         # repeats until no released component moves down: here once more, and a point
         # still needing a third pass is left to the scalar route)
@@ -549,7 +530,7 @@ def _stacked_newton(d: lik.Data, held, x, M, modify: bool = True):
             Z[redo], dx[redo], dy[redo], dec[redo], newton[redo], stepped[redo] = _face_step(
                 xa[redo], gx[redo], hx[redo], gM[redo], HMM[redo],
                 tuple(c[redo] for c in cross), Ma[redo], fixed[redo], m_free[redo],
-                modify[act[redo]], blocks)
+                modify[act[redo]])
         small = dec < np.maximum(1e-10, 1e-14 * np.abs(fa))
         # (a stationary point where the Hessian is not negative definite is not kept)
         fail = ~stepped | (small & ~newton)
