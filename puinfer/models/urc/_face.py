@@ -30,10 +30,11 @@ DENSE_MAX_DIM = 1500  # dense Newton steps (another basis) up to this size
 FACE_MIN_GROUPS = 32  # ... and dense Newton steps with fewer groups: there the dense product
 #                       and factor cost less than the arrow matrix's assembly (session 65:
 #                       45-60 against 15 us on a few groups). Session 93 (one step at a fit,
-#                       benchmarks/bench_urc_face.py; us dense / blocks): 16 groups of 2-5 classes
-#                       28/66 to 246/330, 32 groups 30/43 to 571/483, 60 groups 83/62 to
-#                       1267/557; 60 groups of random multiclass problems' intervals in all
-#                       861 -> 616 CPU s by blocks (benchmarks/compare_urc_random.py)
+#                       benchmarks/bench_urc_face.py; us dense / blocks): 16 groups of 2-5
+#                       classes 29/62 to 301/391, 32 groups 46/78 to 573/492, 60 groups
+#                       78/56 to 2248/1142; the intervals of random multiclass problems with
+#                       60 groups 861 -> 616 CPU s in all by blocks (compare_urc_random.py;
+#                       benchmarks/results/README.md, urc_face_s93)
 
 
 class PairBasis:
