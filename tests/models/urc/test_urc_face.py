@@ -189,6 +189,32 @@ def test_modified_step_never_forms_the_dense_matrix(monkeypatch):
     assert n_mod > 100
 
 
+def test_cross_block_by_broadcast_is_the_loop_s_bit_for_bit(monkeypatch):
+    """``grad_hess_blocks``' cross block ``HPM`` by one broadcast product (few groups x cells,
+    session 93) and by the loop over class pairs (many groups): the same values, signs of
+    zero included, on random points (some with a base rate at 0) and counts (some 0)."""
+    rng = np.random.default_rng(5)
+    for _ in range(100):
+        G, k, A = (int(v) for v in rng.integers([1, 2, 2], [40, 12, 25]))
+        P = rng.dirichlet(np.ones(k), size=G)
+        if rng.random() < 0.5:
+            P[rng.integers(G), rng.integers(k)] = 0.0
+            P /= P.sum(axis=1, keepdims=True)
+        M = rng.dirichlet(np.ones(A), size=k)
+        L = rng.integers(0, 30, size=(k, A)).astype(float)
+        d = lik.Data(L=L, F=rng.integers(0, 30, size=(G, A)).astype(float),
+                     pi_lab=L.sum(axis=1) / L.sum(), joint=True, strength=0.0)
+        assert G * A <= lik._BROADCAST_HPM
+        with np.errstate(divide="ignore", invalid="ignore"):
+            g1, H1 = lik.grad_hess_blocks(P, M, d)
+            monkeypatch.setattr(lik, "_BROADCAST_HPM", -1)  # (the loop)
+            g2, H2 = lik.grad_hess_blocks(P, M, d)
+            monkeypatch.undo()
+        assert np.array_equal(g1, g2)
+        assert np.array_equal(H1.HPM, H2.HPM)
+        assert np.array_equal(np.signbit(H1.HPM), np.signbit(H2.HPM))
+
+
 def test_reduce_takes_the_arrow_matrix_from_its_minimum_number_of_groups(monkeypatch):
     """``reduce`` gives the dense product (the same bits as before session 65) below
     ``FACE_MIN_GROUPS`` groups, held in a :class:`DenseFace`, and the arrow matrix from
