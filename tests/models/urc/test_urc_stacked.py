@@ -379,17 +379,62 @@ def test_multiclass_intervals_equal_the_scalar_routes(multiclass_fits, monkeypat
 
 
 def test_small_cholesky_factors():
-    """The stacked Cholesky factors and their inverses by substitution against numpy; a
-    matrix that is not positive definite is flagged."""
+    """The inverses of the stacked Cholesky factors against numpy; a matrix that is not
+    positive definite is flagged."""
     rng = np.random.default_rng(0)
     X = rng.standard_normal((50, 3, 4, 4))
     A = X @ X.swapaxes(2, 3) + 0.1 * np.eye(4)
     A[7, 2] = np.diag([1.0, 2.0, -0.5, 3.0])
-    C, pd_ = _stacked._cholesky(A)
+    Ci, pd_ = _stacked._cholesky_inverse(A)
     assert not pd_[7, 2] and pd_.sum() == 149
-    np.testing.assert_allclose(C[pd_], np.linalg.cholesky(A[pd_]), rtol=1e-12, atol=1e-12)
-    Ci = _stacked._forward(C, np.broadcast_to(np.eye(4), C.shape).copy())
-    np.testing.assert_allclose(Ci[pd_], np.linalg.inv(C[pd_]), rtol=1e-10, atol=1e-10)
+    assert Ci.flags.c_contiguous
+    np.testing.assert_allclose(Ci[pd_], np.linalg.inv(np.linalg.cholesky(A[pd_])),
+                               rtol=1e-10, atol=1e-10)
+
+
+def _cholesky_by_columns(A):
+    """Session 90's stacked Cholesky factors (operations on the trailing axes), the reference
+    of :func:`test_cholesky_inverse_by_planes_is_the_columns_bit_for_bit`."""
+    n = A.shape[-1]
+    C = np.zeros(A.shape)
+    pd_ = np.ones(A.shape[:-2], dtype=bool)
+    for j in range(n):
+        piv = A[..., j, j] - (C[..., j, :j] ** 2).sum(axis=-1)
+        pd_ &= piv > 0
+        C[..., j, j] = np.sqrt(np.where(piv > 0, piv, 1.0))
+        for i in range(j + 1, n):
+            C[..., i, j] = (A[..., i, j] - (C[..., i, :j] * C[..., j, :j]).sum(axis=-1)) \
+                / C[..., j, j]
+    return C, pd_
+
+
+def _forward_by_columns(C, B):
+    """Session 90's substitution ``C^-1 B`` over the trailing axes (the reference)."""
+    Y = B
+    for i in range(C.shape[-1]):
+        for j in range(i):
+            Y[..., i, :] -= C[..., i, j, None] * Y[..., j, :]
+        Y[..., i, :] /= C[..., i, i, None]
+    return Y
+
+
+@pytest.mark.parametrize("q", [1, 2, 3, 4])
+def test_cholesky_inverse_by_planes_is_the_columns_bit_for_bit(q):
+    """:func:`_stacked._cholesky_inverse` (each entry of the stack on a plane) gives the bits
+    of the factorisation and substitution on the stack's trailing axes that it replaced
+    (session 94), for every positive definite matrix, and flags the same others."""
+    rng = np.random.default_rng(q)
+    for trial in range(10):
+        B = rng.standard_normal((40, 25, q, q + 2))
+        A = B @ B.swapaxes(-1, -2)
+        if trial % 2:
+            A[..., 0, 0] -= rng.uniform(0, 5, A.shape[:2])  # some not positive definite
+        C0, pd0 = _cholesky_by_columns(A)
+        ref = _forward_by_columns(C0, np.broadcast_to(np.eye(q), C0.shape).copy())
+        got, pd1 = _stacked._cholesky_inverse(A)
+        np.testing.assert_array_equal(pd1, pd0)
+        assert 0 < pd0.sum() and (trial % 2 == 0 or not pd0.all())
+        np.testing.assert_array_equal(got[pd0].view(np.int64), ref[pd0].view(np.int64))
 
 
 @pytest.mark.parametrize("case", ["4 classes, 8 groups, prior strength 1",
