@@ -896,6 +896,15 @@ def _own_bases(P, fixed, q):
     return li, gi, Cs
 
 
+def _left_sum(terms):
+    """``terms[0] + terms[1] + ...`` from the left (0.0 if there are none): the order in which
+    numpy sums a few entries along an axis."""
+    out = 0.0
+    for i, t in enumerate(terms):
+        out = t if i == 0 else out + t
+    return out
+
+
 def _cholesky_inverse(A):
     """The inverses ``C^-1`` of the Cholesky factors ``C`` of a stack of small matrices ``A``
     (..., n, n), and which are positive definite (every pivot positive; the others' inverses
@@ -912,17 +921,11 @@ def _cholesky_inverse(A):
     C: dict = {}
     pd_ = np.ones(A.shape[:-2], dtype=bool)
     for j in range(n):
-        s = None
-        for t in range(j):
-            s = C[j, t] ** 2 if s is None else s + C[j, t] ** 2
-        piv = Ap[j, j] - (0.0 if s is None else s)
+        piv = Ap[j, j] - _left_sum([C[j, t] ** 2 for t in range(j)])
         pd_ &= piv > 0
         C[j, j] = np.sqrt(np.where(piv > 0, piv, 1.0))
         for i in range(j + 1, n):
-            s = None
-            for t in range(j):
-                s = C[i, t] * C[j, t] if s is None else s + C[i, t] * C[j, t]
-            C[i, j] = (Ap[i, j] - (0.0 if s is None else s)) / C[j, j]
+            C[i, j] = (Ap[i, j] - _left_sum([C[i, t] * C[j, t] for t in range(j)])) / C[j, j]
     # C^-1 by forward substitution on the identity: its upper triangle stays 0, its entry
     # (i, c) is (1 or 0 - sum_{j = c..i-1} C_ij Y_jc) / C_ii (the matrices that are not
     # positive definite too, whose values are not used: silently)
